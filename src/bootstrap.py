@@ -1,0 +1,102 @@
+"""The one composition root: builds the database, event store, projections, workers and app.
+
+Nothing else wires concrete adapters together.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from eventsourcing.postgres import PostgresDatastore, PostgresTrackingRecorder
+from litestar import Litestar
+
+from src.adapters.eventstore.application import ContextApplication
+from src.adapters.eventstore.consistency import LogConsistency
+from src.adapters.eventstore.runner import ProjectionRunner
+from src.adapters.eventstore.store import EventStore
+from src.adapters.postgres import embedded
+from src.adapters.postgres.database import open_datastore
+from src.adapters.postgres.migrations import migrate
+from src.adapters.postgres.views.contexts import AuditSql, CatalogSql, ContextReadsSql, RevisionSql
+from src.config import Settings
+from src.http.app import create_app
+from src.http.ports import Services
+from src.projections.audit_log.projection import AuditLog
+from src.projections.base import Projection
+from src.projections.context_catalog.projection import ContextCatalog
+from src.projections.revision_history.projection import RevisionHistory
+
+log = logging.getLogger(__name__)
+TRACKING_TABLE = "projection_tracking"
+
+
+def database_url(settings: Settings) -> str:
+    if settings.database_url:
+        return settings.database_url
+    return embedded.start(settings.data_dir)
+
+
+def projections() -> list[tuple[Projection, Callable[[Any], Any]]]:
+    """Every projection with the factory of its SQL view (bound to a batch's cursor)."""
+    return [
+        (ContextCatalog(), CatalogSql),
+        (RevisionHistory(), RevisionSql),
+        (AuditLog(), AuditSql),
+    ]
+
+
+@dataclass
+class Container:
+    settings: Settings
+    url: str
+    datastore: PostgresDatastore
+    store: EventStore
+    tracking: PostgresTrackingRecorder
+    contexts: ContextApplication
+    runners: dict[str, ProjectionRunner] = field(default_factory=dict)
+    started: list[Any] = field(default_factory=list)
+
+    def runner(self, name: str) -> ProjectionRunner:
+        return self.runners[name]
+
+    def start_workers(self) -> None:
+        self.store.start_listener()
+        for runner in self.runners.values():
+            runner.catch_up()
+            runner.start()
+            self.started.append(runner)
+
+    def close(self) -> None:
+        for worker in reversed(self.started):
+            worker.stop()
+        self.started.clear()
+        self.store.close()
+
+
+def build(settings: Settings, url: str | None = None, pool_size: int = 8) -> Container:
+    url = url or database_url(settings)
+    datastore = open_datastore(url, pool_size=pool_size)
+    store = EventStore(datastore)
+    tracking = PostgresTrackingRecorder(datastore, tracking_table_name=TRACKING_TABLE)
+    store.create_tables()
+    tracking.create_table()
+    migrate(datastore)
+    container = Container(settings, url, datastore, store, tracking, ContextApplication(store))
+    for projection, view in projections():
+        container.runners[projection.name] = ProjectionRunner(store, tracking, projection, view)
+    return container
+
+
+def services(container: Container) -> Services:
+    reads = ContextReadsSql(container.datastore)
+    consistency = LogConsistency(container.store, container.tracking, container.runners)
+    return Services(contexts=container.contexts, reads=reads, consistency=consistency,
+                    require_subject=container.settings.require_subject,
+                    read_wait_seconds=container.settings.read_wait_seconds)
+
+
+def app(container: Container) -> Litestar:
+    return create_app(services(container))

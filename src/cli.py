@@ -1,0 +1,131 @@
+"""The ``context-service`` command: serve, migrate, projections status|rebuild."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from collections.abc import Sequence
+
+from src import logs
+from src.config import Settings, SettingsError
+
+log = logging.getLogger("context_service")
+
+
+def _serve(settings: Settings) -> int:
+    if not settings.sandbox_image:
+        print("CS_SANDBOX_IMAGE is required", file=sys.stderr)
+        return 2
+    import uvicorn
+
+    from src import bootstrap
+    from src.adapters.postgres import embedded
+
+    container = bootstrap.build(settings)
+    try:
+        container.start_workers()
+        app = bootstrap.app(container)
+        where = settings.database_url and "CS_DATABASE_URL" or str(settings.data_dir.resolve())
+        log.info("context service listening", extra={
+            "url": f"http://{settings.listen_host}:{settings.listen_port}",
+            "namespace": settings.namespace, "data": where})
+        print(f"Context Service on http://{settings.listen_host}:{settings.listen_port}"
+              f"  (data: {where})", flush=True)
+        uvicorn.run(app, host=settings.listen_host, port=settings.listen_port,
+                    log_level="warning", access_log=False, timeout_keep_alive=5)
+    finally:
+        container.close()
+        if not settings.database_url:
+            embedded.stop(settings.data_dir)
+    return 0
+
+
+def _migrate(settings: Settings) -> int:
+    from src import bootstrap
+
+    container = bootstrap.build(settings)
+    container.close()
+    print("migrations applied")
+    return 0
+
+
+def _status(settings: Settings) -> int:
+    from src import bootstrap
+
+    container = bootstrap.build(settings)
+    try:
+        head = container.store.head()
+        print(f"{'projection':24} {'position':>10} {'lag':>10}")
+        for name, runner in container.runners.items():
+            position = container.tracking.max_tracking_id(name) or 0
+            print(f"{name:24} {position:>10} {head - position:>10}")
+        print(f"{'(log head)':24} {head:>10}")
+    finally:
+        container.close()
+    return 0
+
+
+def _rebuild(settings: Settings, names: Sequence[str]) -> int:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    from src import bootstrap
+
+    container = bootstrap.build(settings)
+    try:
+        unknown = [n for n in names if n not in container.runners]
+        if unknown:
+            print(f"unknown projection(s): {', '.join(unknown)}; known: "
+                  f"{', '.join(container.runners)}", file=sys.stderr)
+            return 2
+        head = container.store.head()
+        with Progress("[progress.description]{task.description}", BarColumn(),
+                      MofNCompleteColumn(), TimeRemainingColumn()) as progress:
+            for name in names or list(container.runners):
+                task = progress.add_task(name, total=max(head, 1))
+                started = time.perf_counter()
+                count = container.runner(name).rebuild(
+                    lambda pos, _head, t=task: progress.update(t, completed=pos))
+                progress.update(task, completed=max(head, 1))
+                elapsed = time.perf_counter() - started
+                rate = count / elapsed if elapsed > 0 else 0.0
+                progress.console.print(
+                    f"{name}: {count} events in {elapsed:.2f}s ({rate:,.0f} events/s)")
+    finally:
+        container.close()
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="context-service", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+    sub.add_parser("serve", help="run the API and, by default, every worker")
+    sub.add_parser("migrate", help="apply database migrations")
+    proj = sub.add_parser("projections", help="inspect or rebuild read models")
+    psub = proj.add_subparsers(dest="action", required=True)
+    psub.add_parser("status", help="each projection's position and lag behind the log head")
+    rebuild = psub.add_parser("rebuild", help="drop and rebuild from position zero")
+    rebuild.add_argument("names", nargs="*", help="projections to rebuild (default: all)")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        settings = Settings.from_env()
+    except SettingsError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    logs.configure(settings.log_format)
+    if args.command == "serve":
+        return _serve(settings)
+    if args.command == "migrate":
+        return _migrate(settings)
+    if args.action == "status":
+        return _status(settings)
+    return _rebuild(settings, args.names)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,89 @@
+"""Typed settings: one frozen tree loaded once from the environment (``CS_*``).
+
+Nothing below this module reads the environment; the composition root passes ``Settings`` down.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+class SettingsError(ValueError):
+    """A setting is missing or malformed."""
+
+
+def _flag(env: Mapping[str, str], key: str, default: bool = False) -> bool:
+    raw = env.get(key)
+    if raw is None or raw.strip() == "":
+        return default
+    return raw.strip().lower() in ("1", "true", "yes", "on")
+
+
+def _listen(raw: str) -> tuple[str, int]:
+    host, _, port = raw.rpartition(":")
+    try:
+        number = int(port)
+    except ValueError as exc:
+        raise SettingsError(f"CS_LISTEN_ADDR must be host:port, got {raw!r}") from exc
+    return (host or "0.0.0.0", number)
+
+
+@dataclass(frozen=True)
+class Settings:
+    listen_addr: str = "127.0.0.1:8080"
+    data_dir: Path = Path("./.context-service")
+    database_url: str | None = None
+    namespace: str = "serverless-harness"
+    sandbox_image: str = ""
+    sandbox_service_account: str = ""
+    require_subject: bool = False
+    mirror_query_index: bool = False
+    nats_url: str | None = None
+    nats_listen: str = "127.0.0.1:4222"
+    kube_mode: str = "auto"  # auto | local | kubeconfig | in-cluster | off
+    workers: tuple[str, ...] = ("projections", "query-index", "reconciler", "relay")
+    read_wait_seconds: float = 5.0
+    log_format: str = "auto"  # auto | json | text
+    extra: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def listen_host(self) -> str:
+        return _listen(self.listen_addr)[0]
+
+    @property
+    def listen_port(self) -> int:
+        return _listen(self.listen_addr)[1]
+
+    @staticmethod
+    def from_env(env: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if env is None else env
+        workers_raw = env.get("CS_WORKERS")
+        workers = (
+            tuple(w.strip() for w in workers_raw.split(",") if w.strip())
+            if workers_raw is not None
+            else Settings.workers
+        )
+        kube_mode = env.get("CS_KUBE", "auto").strip() or "auto"
+        if kube_mode not in ("auto", "local", "kubeconfig", "in-cluster", "off"):
+            raise SettingsError("CS_KUBE must be auto, local, kubeconfig, in-cluster or off")
+        settings = Settings(
+            listen_addr=env.get("CS_LISTEN_ADDR", "").strip() or "127.0.0.1:8080",
+            data_dir=Path(env.get("CS_DATA_DIR", "").strip() or "./.context-service"),
+            database_url=env.get("CS_DATABASE_URL", "").strip() or None,
+            namespace=env.get("CS_NAMESPACE", "").strip() or "serverless-harness",
+            sandbox_image=env.get("CS_SANDBOX_IMAGE", "").strip(),
+            sandbox_service_account=env.get("CS_SANDBOX_SERVICE_ACCOUNT", "").strip(),
+            require_subject=_flag(env, "CS_REQUIRE_SUBJECT"),
+            mirror_query_index=_flag(env, "CS_MIRROR_QUERY_INDEX"),
+            nats_url=env.get("CS_NATS_URL", "").strip() or None,
+            nats_listen=env.get("CS_NATS_LISTEN", "").strip() or "127.0.0.1:4222",
+            kube_mode=kube_mode,
+            workers=workers,
+            read_wait_seconds=float(env.get("CS_READ_WAIT_SECONDS", "5") or 5),
+            log_format=env.get("CS_LOG_FORMAT", "auto").strip() or "auto",
+        )
+        _listen(settings.listen_addr)
+        return settings

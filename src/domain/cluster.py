@@ -1,0 +1,400 @@
+"""The cluster port: everything the service asks of Kubernetes, in the service's own terms.
+
+Desired objects go in as small frozen Structs (rendered into the exact shapes of spec §6 by the
+adapter), observations come back as frozen Structs, and every failure is one ``ClusterError``.
+The reconciler and the request-time checks are written against ``Cluster``; tests use a fake.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any, Literal, Protocol
+
+import msgspec
+
+MANAGED_BY = "app.kubernetes.io/managed-by"
+MANAGER = "context-service"
+NAME_LABEL = "context.rossoctl.io/name"
+TYPE_LABEL = "context.rossoctl.io/type"
+POOL_LABEL = "context.rossoctl.io/pool"
+SNAPSHOT_LABEL = "context.rossoctl.io/snapshot"
+REPLICAS_KEY = "context.rossoctl.io/replicas"
+DEFAULT_CLASS_ANNOTATIONS = (
+    "storageclass.kubernetes.io/is-default-class",
+    "storageclass.beta.kubernetes.io/is-default-class",
+)
+DEFAULT_SNAPSHOT_CLASS_ANNOTATION = "snapshot.storage.kubernetes.io/is-default-class"
+# Context PVC annotations the reconciler keeps current: absent from the desired set means removed.
+KEPT_CURRENT_ANNOTATIONS = frozenset(
+    {
+        "context.rossoctl.io/access-grants",
+        "context.rossoctl.io/current-revision",
+        "context.rossoctl.io/snapshot-retention",
+    }
+)
+
+# API resources the service uses besides the core ones: (group, version, plural).
+SANDBOXES = ("agents.x-k8s.io", "v1beta1", "sandboxes")
+SANDBOX_CLAIMS = ("extensions.agents.x-k8s.io", "v1beta1", "sandboxclaims")
+SANDBOX_TEMPLATES = ("extensions.agents.x-k8s.io", "v1beta1", "sandboxtemplates")
+SANDBOX_WARM_POOLS = ("extensions.agents.x-k8s.io", "v1beta1", "sandboxwarmpools")
+VOLUME_SNAPSHOTS = ("snapshot.storage.k8s.io", "v1", "volumesnapshots")
+VOLUME_SNAPSHOT_CLASSES = ("snapshot.storage.k8s.io", "v1", "volumesnapshotclasses")
+
+API_NOT_INSTALLED = "ApiNotInstalled"
+UNAVAILABLE = "Unavailable"
+
+
+class ClusterError(Exception):
+    """A Kubernetes request failed. ``status`` is the HTTP status (503 when no answer came)."""
+
+    def __init__(self, status: int, reason: str, message: str) -> None:
+        super().__init__(f"{status} {reason}: {message}")
+        self.status = status
+        self.reason = reason
+        self.message = message
+
+    @property
+    def not_found(self) -> bool:
+        return self.status == 404
+
+    @property
+    def conflict(self) -> bool:
+        return self.status == 409
+
+    @property
+    def api_not_installed(self) -> bool:
+        """The resource type itself is unknown to the server (CRD not installed)."""
+        return self.reason == API_NOT_INSTALLED
+
+
+class _Frozen(msgspec.Struct, frozen=True, kw_only=True):
+    pass
+
+
+# --- names ------------------------------------------------------------------------------------
+
+
+def context_claim_name(context: str) -> str:
+    return f"context-{context}"
+
+
+def sandbox_name(pool: str, index: int) -> str:
+    return f"sandbox-{pool}-{index}"
+
+
+def sandbox_claim_name(pool: str, index: int) -> str:
+    return f"claim-{pool}-{index}"
+
+
+def workspace_claim_name(pool: str, index: int | None) -> str:
+    """``<pool>-workspace`` for a shared workspace (index None), ``<pool>-workspace-<i>`` else."""
+    return f"{pool}-workspace" if index is None else f"{pool}-workspace-{index}"
+
+
+def snapshot_object_name(context: str, snapshot: str) -> str:
+    """The VolumeSnapshot name of spec §6.6: deterministic, at most 63 characters."""
+    base = f"context-{context}-{snapshot}"
+    if len(base) <= 63:
+        return base
+    digest = hashlib.sha256(base.encode()).hexdigest()[:8]
+    return f"{base[:54].rstrip('-')}-{digest}"
+
+
+# --- observations -----------------------------------------------------------------------------
+
+
+class StorageClassInfo(_Frozen):
+    """A StorageClass with spec §1.4 defaults applied."""
+
+    name: str
+    default: bool
+    provisioner: str
+    volume_binding_mode: str = "Immediate"
+    reclaim_policy: str = "Delete"
+    allow_volume_expansion: bool = False
+
+
+class ClaimInfo(_Frozen):
+    """A PersistentVolumeClaim as observed. ``phase`` is ``Pending`` when the server gave none."""
+
+    namespace: str
+    name: str
+    phase: str
+    storage_class: str  # "" when neither requested nor assigned
+    access_modes: tuple[str, ...]
+    size: str  # spec.resources.requests.storage, canonical as the server writes it
+    capacity: str = ""  # status.capacity.storage once bound
+    deleting: bool = False
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
+    data_source: str = ""  # name of a VolumeSnapshot the claim was cloned from
+    created_at: datetime | None = None
+    uid: str = ""
+
+
+class PodConsumer(_Frozen):
+    """A Pod mounting a claim, mapped by the spec §3.6 rules."""
+
+    namespace: str
+    pod: str
+    service_account: str  # "default" when the Pod names none
+    access_mode: Literal["readWrite", "readOnly"]
+    active: bool  # Running and not being deleted
+    since: datetime | None  # the Pod's creation time
+
+    @property
+    def subject_name(self) -> str:
+        return f"{self.namespace}/{self.service_account}"
+
+
+class PodInfo(_Frozen):
+    namespace: str
+    name: str
+    phase: str  # "Pending" when the server gave none
+    ready: bool  # condition Ready == "True"
+    deleting: bool = False
+    labels: dict[str, str] = {}
+    claims: tuple[str, ...] = ()  # claim names of persistentVolumeClaim volumes
+    created_at: datetime | None = None
+
+
+class SandboxInfo(_Frozen):
+    namespace: str
+    name: str
+    ready: bool  # condition Ready == "True"
+    reason: str = ""  # the Ready condition's reason, "" when there is none
+    deleting: bool = False
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
+    created_at: datetime | None = None
+
+
+class SandboxClaimInfo(_Frozen):
+    namespace: str
+    name: str
+    warm_pool: str  # spec.warmPoolRef.name
+    ready: bool
+    reason: str = ""
+    sandbox: str = ""  # status.sandbox.name once bound
+    deleting: bool = False
+    labels: dict[str, str] = {}
+    created_at: datetime | None = None
+
+
+class SandboxTemplateInfo(_Frozen):
+    namespace: str
+    name: str
+    spec: dict[str, Any] | None  # the raw spec (JSON object); None when absent
+
+
+class WarmPoolInfo(_Frozen):
+    namespace: str
+    name: str
+    template: str  # spec.sandboxTemplateRef.name
+    replicas: int
+    ready_replicas: int = 0
+
+
+class PoolObjects(_Frozen):
+    """Objects behind pools: Sandboxes, SandboxClaims and PVCs carrying managed-by and the pool
+    label, and Pods carrying the pool label (claimed Pods do not carry managed-by)."""
+
+    sandboxes: tuple[SandboxInfo, ...] = ()
+    sandbox_claims: tuple[SandboxClaimInfo, ...] = ()
+    claims: tuple[ClaimInfo, ...] = ()
+    pods: tuple[PodInfo, ...] = ()
+
+
+class SnapshotClassInfo(_Frozen):
+    name: str
+    driver: str
+    deletion_policy: str
+    default: bool  # snapshot.storage.kubernetes.io/is-default-class == "true"
+    parameters: dict[str, str] = {}
+
+
+class SnapshotInfo(_Frozen):
+    namespace: str
+    name: str
+    ready_to_use: bool
+    error_message: str = ""
+    restore_size: str = ""
+    source_claim: str = ""
+    snapshot_class: str = ""
+    deleting: bool = False
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
+    created_at: datetime | None = None
+
+
+class Change(_Frozen):
+    """A watched object changed (kind is the plural resource name, e.g. ``pods``)."""
+
+    kind: str
+    namespace: str
+    name: str
+    deleted: bool = False
+
+
+# --- desired objects --------------------------------------------------------------------------
+
+
+class ContextClaim(_Frozen):
+    """The context PVC of spec §6.3, named ``context-<context>``."""
+
+    namespace: str
+    context: str
+    type: str
+    size: str
+    access_mode: str
+    storage_class: str = ""  # "" lets the cluster default apply
+    annotations: dict[str, str] = {}  # kept current; see KEPT_CURRENT_ANNOTATIONS
+    source_snapshot: str = ""  # VolumeSnapshot object name of a clone's dataSource
+
+
+class WorkspaceClaim(_Frozen):
+    """A pool workspace PVC of spec §6.7 (index None: the shared ``<pool>-workspace``)."""
+
+    namespace: str
+    pool: str
+    index: int | None
+    replicas: int
+    size: str
+    access_mode: str
+    storage_class: str = ""
+
+
+class BuiltinRuntime(_Frozen, tag="builtin"):
+    """The built-in sandbox runtime (no profile)."""
+
+    image: str
+    service_account: str = ""
+
+
+class ProfileRuntime(_Frozen, tag="profile"):
+    """A copy of a SandboxTemplate ``spec`` (validated at pool creation)."""
+
+    profile: str
+    template_spec: dict[str, Any]
+    service_account: str = ""  # used only when the template names none
+
+
+Runtime = BuiltinRuntime | ProfileRuntime
+
+
+class PoolSandbox(_Frozen):
+    """Sandbox ``sandbox-<pool>-<index>`` of spec §6.7, mounting ``claim`` at /workspace."""
+
+    namespace: str
+    pool: str
+    index: int
+    replicas: int
+    claim: str  # pvcName(i)
+    runtime: Runtime
+    read_only: bool = False
+    existing_claim: bool = False  # the claim is the caller's (existing-PVC strategy)
+
+
+class PoolSandboxClaim(_Frozen):
+    """SandboxClaim ``claim-<pool>-<index>`` of spec §6.7 (warm-pool strategy)."""
+
+    namespace: str
+    pool: str
+    index: int
+    warm_pool: str
+
+
+class ContextSnapshot(_Frozen):
+    """The VolumeSnapshot of spec §6.6 for snapshot ``snapshot`` of context ``context``."""
+
+    namespace: str
+    context: str
+    snapshot: str
+    type: str
+    snapshot_class: str
+    size: str
+    access_mode: str
+    storage_class: str
+    source_revision: str = ""
+    protected: bool = False
+    user_labels: dict[str, str] = {}
+
+
+# --- the port ---------------------------------------------------------------------------------
+
+
+class Watch(Protocol):
+    def stop(self) -> None: ...
+
+
+class Cluster(Protocol):
+    """Kubernetes as the service sees it. Creates are create-if-absent and return whether they
+    created; deletes ignore not-found and return whether something was there. Lookups return
+    None when the object, or its API, does not exist. Failures raise ``ClusterError``."""
+
+    def has_resource(self, group: str, version: str, plural: str) -> bool: ...
+
+    def list_storage_classes(self) -> list[StorageClassInfo]: ...
+
+    def get_claim(self, namespace: str, name: str) -> ClaimInfo | None: ...
+
+    def ensure_context_claim(self, claim: ContextClaim) -> bool: ...
+
+    def ensure_workspace_claim(self, claim: WorkspaceClaim) -> bool: ...
+
+    def delete_claim(self, namespace: str, name: str) -> bool: ...
+
+    def list_claim_consumers(self, namespace: str, claim: str) -> list[PodConsumer]: ...
+
+    def get_sandbox_template(self, namespace: str, name: str) -> SandboxTemplateInfo | None: ...
+
+    def get_warm_pool(self, namespace: str, name: str) -> WarmPoolInfo | None: ...
+
+    def get_sandbox(self, namespace: str, name: str) -> SandboxInfo | None: ...
+
+    def ensure_sandbox(self, sandbox: PoolSandbox) -> bool: ...
+
+    def delete_sandbox(self, namespace: str, name: str) -> bool: ...
+
+    def get_sandbox_claim(self, namespace: str, name: str) -> SandboxClaimInfo | None: ...
+
+    def ensure_sandbox_claim(self, claim: PoolSandboxClaim) -> bool: ...
+
+    def delete_sandbox_claim(self, namespace: str, name: str) -> bool:
+        """Deletes with foreground propagation (spec §6.9)."""
+        ...
+
+    def list_pool_objects(self, namespace: str, pool: str | None = None) -> PoolObjects:
+        """Objects of one pool, or of every pool when ``pool`` is None (adoption)."""
+        ...
+
+    def list_snapshot_classes(self) -> list[SnapshotClassInfo]:
+        """Raises ClusterError with ``api_not_installed`` when the snapshot API is missing."""
+        ...
+
+    def ensure_snapshot(self, snapshot: ContextSnapshot) -> bool: ...
+
+    def get_snapshot(self, namespace: str, name: str) -> SnapshotInfo | None: ...
+
+    def delete_snapshot(self, namespace: str, name: str) -> bool: ...
+
+    def list_snapshots(self, namespace: str, context: str | None = None) -> list[SnapshotInfo]:
+        """Managed VolumeSnapshots of one context, or of every context when None."""
+        ...
+
+    def list_context_claims(self, namespace: str | None = None) -> list[ClaimInfo]:
+        """Managed PVCs with a context name label, in one namespace or all (adoption)."""
+        ...
+
+    def watch(self, namespace: str | None, on_change: Callable[[Change], None]) -> Watch:
+        """Call ``on_change`` (from another thread) whenever a PVC, Pod, Sandbox, SandboxClaim
+        or VolumeSnapshot changes; a hint to reconcile early, never a replacement for resync."""
+        ...
+
+
+def is_default_class(annotations: Mapping[str, str]) -> bool:
+    """Spec §1.4: the GA or the beta default-class annotation equals "true"."""
+    return any(annotations.get(key) == "true" for key in DEFAULT_CLASS_ANNOTATIONS)

@@ -1,0 +1,78 @@
+"""Imperatives a caller (or the reconciler) asks of a context. Inputs arrive decoded, unvalidated:
+``decide`` validates them in the documented order.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import msgspec
+
+from src.domain.context.events import Consumer, QueryRecord, SourceRef
+from src.domain.events import Subject
+
+
+class Command(msgspec.Struct, frozen=True, kw_only=True):
+    actor: Subject
+
+
+class CreateContext(Command, frozen=True):
+    name: str
+    namespace: str
+    type: str
+    backend: str
+    size: str
+    access_mode: str
+    storage_class: str = ""
+
+
+class GrantAccess(Command, frozen=True):
+    subject: Subject | None
+    permissions: tuple[str, ...]
+
+
+class RevokeAccess(Command, frozen=True):
+    subject: Subject
+
+
+class AttachConsumer(Command, frozen=True):
+    subject: Subject | None
+    kind: str
+    name: str
+    access_mode: str
+    active: bool = False
+
+
+class DetachConsumer(Command, frozen=True):
+    subject: Subject | None
+    kind: str
+    name: str
+
+
+class PublishRevision(Command, frozen=True):
+    id: str
+    created_at: datetime | None
+    operation: str
+    producer: str = ""
+    parameters: dict[str, str] = {}
+    sources: tuple[SourceRef, ...] = ()
+    files: int = 0
+    bytes: int = 0
+
+
+class PublishQueryIndex(Command, frozen=True):
+    revision: str
+    records: tuple[QueryRecord, ...]
+
+
+class DeleteContext(Command, frozen=True):
+    force: bool = False
+
+
+class ObserveClaim(Command, frozen=True):
+    phase: str
+    storage_class: str = ""
+
+
+class ObservePodConsumers(Command, frozen=True):
+    consumers: tuple[Consumer, ...]

@@ -1,0 +1,164 @@
+"""``decide(command, state, now)``: the events a command causes, or a ``DomainError``.
+
+Checks run in the order the API documents; the first failure wins. Pure: no clock, no I/O.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from src.domain.context.commands import (
+    AttachConsumer,
+    Command,
+    CreateContext,
+    DeleteContext,
+    DetachConsumer,
+    GrantAccess,
+    ObserveClaim,
+    ObservePodConsumers,
+    PublishQueryIndex,
+    PublishRevision,
+    RevokeAccess,
+)
+from src.domain.context.events import (
+    AccessGranted,
+    AccessRevoked,
+    ClaimObserved,
+    Consumer,
+    ConsumerAttached,
+    ConsumerDetached,
+    ContextCreated,
+    ContextDeleted,
+    Grant,
+    PodConsumersObserved,
+    QueryIndexPublished,
+    Revision,
+    RevisionPublished,
+    Storage,
+)
+from src.domain.context.state import PERMISSIONS, ContextState
+from src.domain.context.validation import (
+    validate_consumer_subject,
+    validate_create,
+    validate_grant,
+    validate_revision,
+    valid_subject,
+)
+from src.domain.errors import (
+    ContextExistsError,
+    ContextInUseError,
+    ContextInvalidError,
+    ContextNotFoundError,
+    DomainError,
+    RequestInvalidError,
+)
+from src.domain.events import Event, Subject
+from src.domain.values import canonical_quantity
+
+QUERYABLE_TYPES = ("memory", "knowledge")
+
+
+def authorize(state: ContextState, actor: Subject, permission: str) -> None:
+    """Absent, deleted and unauthorized look the same: 404."""
+    if not state.live or permission not in state.permissions_of(actor):
+        raise ContextNotFoundError()
+
+
+def decide(command: Command, state: ContextState, now: datetime) -> list[Event]:
+    actor = command.actor.key
+    match command:
+        case CreateContext():
+            validate_create(command)
+            if state.live:
+                raise ContextExistsError()
+            storage = Storage("pvc", canonical_quantity(command.size), command.access_mode,
+                              command.storage_class)
+            return [ContextCreated(at=now, actor=actor, namespace=command.namespace,
+                                   name=command.name, type=command.type, storage=storage,
+                                   owner=command.actor)]
+        case GrantAccess():
+            authorize(state, command.actor, "administer")
+            subject = validate_grant(command)
+            grant = Grant(subject, command.permissions, now)
+            return [AccessGranted(at=now, actor=actor, grant=grant)]
+        case RevokeAccess():
+            authorize(state, command.actor, "administer")
+            if not valid_subject(command.subject):
+                raise RequestInvalidError("valid subject is required")
+            if all(g.subject != command.subject for g in state.grants):
+                raise ContextNotFoundError()
+            return [AccessRevoked(at=now, actor=actor, subject=command.subject)]
+        case AttachConsumer() | DetachConsumer():
+            return _consumer(command, state, now)
+        case PublishRevision():
+            revision = validate_revision(command)
+            authorize(state, command.actor, "write")
+            if state.current_revision == revision.id:
+                return []
+            return [RevisionPublished(at=now, actor=actor, revision=revision, appended=True)]
+        case PublishQueryIndex():
+            authorize(state, command.actor, "write")
+            _check_index(command, state)
+            return [QueryIndexPublished(at=now, actor=actor, revision=command.revision,
+                                        records=command.records)]
+        case DeleteContext():
+            authorize(state, command.actor, "administer")
+            consumers = state.consumers()
+            if consumers and not command.force:
+                listed = ", ".join(f"{c.kind}/{c.name}" for c in consumers)
+                raise ContextInUseError(
+                    f"{state.name} is used by {listed}; detach consumers or use force deletion")
+            return [ContextDeleted(at=now, actor=actor, force=command.force)]
+        case ObserveClaim():
+            if not state.live:
+                return []
+            assigned = command.storage_class if not state.storage.storage_class else ""
+            if command.phase == state.phase and (
+                    not assigned or assigned == state.observed_storage_class):
+                return []
+            return [ClaimObserved(at=now, actor=actor, phase=command.phase,
+                                  storage_class=assigned)]
+        case ObservePodConsumers():
+            if not state.live or command.consumers == state.observed:
+                return []
+            return [PodConsumersObserved(at=now, actor=actor, consumers=command.consumers)]
+    raise DomainError(f"unknown command {type(command).__name__}")
+
+
+def _consumer(command: AttachConsumer | DetachConsumer, state: ContextState,
+              now: datetime) -> list[Event]:
+    actor = command.actor
+    authorize(state, actor, "attach")
+    subject = command.subject
+    if subject is None or (not subject.kind and not subject.name):
+        subject = actor
+    if subject != actor:
+        authorize(state, actor, "administer")
+    validate_consumer_subject(subject, command.kind, command.name)
+    if isinstance(command, DetachConsumer):
+        return [ConsumerDetached(at=now, actor=actor.key, subject=subject, kind=command.kind,
+                                 name=command.name)]
+    if command.access_mode not in ("readOnly", "readWrite"):
+        raise RequestInvalidError("consumer accessMode must be readOnly or readWrite")
+    if command.access_mode == "readWrite":
+        authorize(state, actor, "write")
+    consumer = Consumer(subject, command.kind, command.name, command.access_mode,
+                        command.active, True, now)
+    return [ConsumerAttached(at=now, actor=actor.key, consumer=consumer)]
+
+
+def _check_index(command: PublishQueryIndex, state: ContextState) -> None:
+    if state.type not in QUERYABLE_TYPES:
+        raise ContextInvalidError("query indexes require memory or knowledge contexts")
+    if not command.revision or command.revision != state.current_revision:
+        raise ContextInvalidError("query index revision must match the current context revision")
+    for record in command.records:
+        if not record.id or not record.text.strip():
+            raise ContextInvalidError("query records require id and text")
+    for record in command.records:
+        if (record.context != state.name or record.type != state.type
+                or record.revision != command.revision):
+            raise ContextInvalidError("query record identity does not match its context")
+
+
+__all__ = ["PERMISSIONS", "Revision", "authorize", "decide"]

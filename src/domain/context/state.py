@@ -1,0 +1,138 @@
+"""The state of one context stream, folded from its events with ``evolve``.
+
+A stream is keyed by (namespace, name) and outlives a deletion: a later create of the same name
+continues the same stream, so ``generation`` counts creations and ``live`` says whether the
+latest one still stands.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import msgspec
+
+from src.domain.context.events import (
+    AccessGranted,
+    AccessRevoked,
+    ClaimObserved,
+    CloneSource,
+    Consumer,
+    ConsumerAttached,
+    ConsumerDetached,
+    ContextCreated,
+    ContextDeleted,
+    Grant,
+    PodConsumersObserved,
+    QueryIndexPublished,
+    Revision,
+    RevisionPublished,
+    Storage,
+)
+from src.domain.events import ADMIN, Event, Subject
+
+PERMISSIONS = ("read", "write", "attach", "derive", "administer")
+
+
+class ContextState(msgspec.Struct, frozen=True):
+    live: bool = False
+    generation: int = 0
+    namespace: str = ""
+    name: str = ""
+    type: str = ""
+    storage: Storage = Storage("pvc", "", "")
+    phase: str = ""
+    observed_storage_class: str = ""
+    created_at: datetime | None = None
+    grants: tuple[Grant, ...] = ()  # sorted by subject key
+    declared: tuple[Consumer, ...] = ()  # in attach order
+    observed: tuple[Consumer, ...] = ()  # pod consumers, as last observed
+    revisions: tuple[Revision, ...] = ()
+    current_revision: str = ""
+    index_revision: str | None = None
+    clone_of: CloneSource | None = None
+
+    @property
+    def status(self) -> str:
+        return "ready" if self.phase == "Bound" else "provisioning"
+
+    @property
+    def storage_class(self) -> str:
+        return self.storage.storage_class or self.observed_storage_class
+
+    def permissions_of(self, subject: Subject) -> tuple[str, ...]:
+        if subject == ADMIN:
+            return PERMISSIONS
+        held = {p for g in self.grants if g.subject == subject for p in g.permissions}
+        return tuple(p for p in PERMISSIONS if p in held)
+
+    def consumers(self) -> list[Consumer]:
+        """Declared then observed, sorted by ``kind/name`` (stable: declared first on ties)."""
+        combined = list(self.declared) + list(self.observed)
+        return sorted(combined, key=lambda c: f"{c.kind}/{c.name}")
+
+
+def evolve(state: ContextState, event: Event) -> ContextState:
+    match event:
+        case ContextCreated():
+            owner = Grant(event.owner, PERMISSIONS, event.at)
+            revisions = (event.revision,) if event.revision else ()
+            return ContextState(
+                live=True,
+                generation=state.generation + 1,
+                namespace=event.namespace,
+                name=event.name,
+                type=event.type,
+                storage=event.storage,
+                created_at=event.at,
+                grants=(owner,),
+                revisions=revisions,
+                current_revision=event.revision.id if event.revision else "",
+                clone_of=event.clone_of,
+            )
+        case AccessGranted():
+            others = [g for g in state.grants if g.subject != event.grant.subject]
+            grants = sorted([*others, event.grant], key=lambda g: g.subject.key)
+            return msgspec.structs.replace(state, grants=tuple(grants))
+        case AccessRevoked():
+            kept = tuple(g for g in state.grants if g.subject != event.subject)
+            return msgspec.structs.replace(state, grants=kept)
+        case ConsumerAttached():
+            c = event.consumer
+            kept = _without(state.declared, c.subject, c.kind, c.name)
+            return msgspec.structs.replace(state, declared=(*kept, c))
+        case ConsumerDetached():
+            kept = _without(state.declared, event.subject, event.kind, event.name)
+            return msgspec.structs.replace(state, declared=kept)
+        case RevisionPublished():
+            revisions = (*state.revisions, event.revision) if event.appended else state.revisions
+            return msgspec.structs.replace(
+                state, revisions=revisions, current_revision=event.revision.id
+            )
+        case QueryIndexPublished():
+            return msgspec.structs.replace(state, index_revision=event.revision)
+        case ContextDeleted():
+            return ContextState(live=False, generation=state.generation,
+                                namespace=state.namespace, name=state.name)
+        case ClaimObserved():
+            return msgspec.structs.replace(
+                state, phase=event.phase,
+                observed_storage_class=event.storage_class or state.observed_storage_class,
+            )
+        case PodConsumersObserved():
+            return msgspec.structs.replace(state, observed=event.consumers)
+    return state
+
+
+def _without(
+    consumers: tuple[Consumer, ...], subject: Subject, kind: str, name: str
+) -> tuple[Consumer, ...]:
+    return tuple(
+        c for c in consumers if not (c.subject == subject and c.kind == kind and c.name == name)
+    )
+
+
+def fold(events: list[Event], state: ContextState | None = None) -> ContextState:
+    state = state or ContextState()
+    for event in events:
+        state = evolve(state, event)
+    return state

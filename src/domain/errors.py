@@ -1,0 +1,81 @@
+"""The one base of every domain error; ``http/errors.py`` maps each subclass to a response."""
+
+from __future__ import annotations
+
+
+class DomainError(Exception):
+    """A command was refused. ``message`` is the exact client-facing text."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class RequestInvalidError(DomainError):
+    """Request-level validation failed (bare message, 400)."""
+
+
+class ContextInvalidError(DomainError):
+    """Domain-level check failed (400, ``invalid context resource: `` prefix)."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(f"invalid context resource: {detail}")
+        self.detail = detail
+
+
+class ContextNotFoundError(DomainError):
+    """Absent, deleted or not authorized: indistinguishable on purpose (404)."""
+
+    def __init__(self) -> None:
+        super().__init__("context resource not found")
+
+
+class ContextExistsError(DomainError):
+    """The name is in use (409)."""
+
+    def __init__(self) -> None:
+        super().__init__("context resource already exists")
+
+
+class ContextInUseError(DomainError):
+    """Consumers block a non-forced delete (409)."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(f"context resource is in use: {detail}")
+
+
+class LifecycleUnsupportedError(DomainError):
+    """The storage backend cannot do this (501)."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(
+            f"context lifecycle operation is not supported by this storage backend: {detail}"
+        )
+
+
+class PoolInvalidError(DomainError):
+    """A pool request failed validation (bare message, 400)."""
+
+
+class PoolReferenceInvalidError(DomainError):
+    """A pool reference failed against the cluster (400, ``invalid sandbox pool: `` prefix)."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(f"invalid sandbox pool: {detail}")
+
+
+class PoolNotFoundError(DomainError):
+    def __init__(self) -> None:
+        super().__init__("sandbox pool not found")
+
+
+class PoolExistsError(DomainError):
+    def __init__(self) -> None:
+        super().__init__("sandbox pool already exists")
+
+
+class ConcurrencyError(DomainError):
+    """Another writer got there first; safe commands are retried, creates answer 409."""
+
+    def __init__(self) -> None:
+        super().__init__("concurrent update")

@@ -1,0 +1,39 @@
+"""Stable event name -> event class. Stored topics are these names, never module paths.
+
+Renaming or moving a module cannot break stored events; changing an event's meaning means a new
+name (and an upcaster in the mapper).
+"""
+
+from __future__ import annotations
+
+from src.domain.context.events import CONTEXT_EVENTS
+from src.domain.events import Event
+
+_ALL: tuple[type[Event], ...] = (*CONTEXT_EVENTS,)
+
+
+def _build(classes: tuple[type[Event], ...]) -> dict[str, type[Event]]:
+    table: dict[str, type[Event]] = {}
+    for cls in classes:
+        name = cls.__struct_config__.tag
+        if not isinstance(name, str) or name in table:
+            raise RuntimeError(f"event {cls.__name__} needs a unique string tag")
+        table[name] = cls
+    return table
+
+
+EVENTS: dict[str, type[Event]] = _build(_ALL)
+
+
+def register(*classes: type[Event]) -> None:
+    """Add the events of another aggregate (called once at import of its module)."""
+    for name, cls in _build(classes).items():
+        if EVENTS.get(name, cls) is not cls:
+            raise RuntimeError(f"event name {name} registered twice")
+        EVENTS[name] = cls
+
+
+def event_name(event: Event) -> str:
+    tag = type(event).__struct_config__.tag
+    assert isinstance(tag, str)
+    return tag

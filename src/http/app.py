@@ -1,0 +1,83 @@
+"""The Litestar application factory: routes, JSON errors for every failure, OpenAPI."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from litestar import Litestar, Request, Response, get
+from litestar.exceptions import (
+    HTTPException,
+    MethodNotAllowedException,
+    NotFoundException,
+)
+from litestar.openapi import OpenAPIConfig
+
+from src.domain.errors import DomainError
+from src.http.errors import HttpError, domain_error_response, error_response
+from src.http.ports import Services
+from src.http.routes import access, contexts, history
+
+log = logging.getLogger(__name__)
+
+
+@get("/healthz", sync_to_thread=False)
+def healthz() -> Response[bytes]:
+    return Response(b'{"status":"ok"}', media_type="application/json")
+
+
+def _on_domain(_: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
+    assert isinstance(exc, DomainError)
+    return domain_error_response(exc)
+
+
+def _on_http(_: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
+    assert isinstance(exc, HttpError)
+    return error_response(exc.status, exc.code, exc.message, exc.headers)
+
+
+def _on_litestar(request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
+    if isinstance(exc, NotFoundException):
+        return error_response(404, "not_found", "route not found")
+    if isinstance(exc, MethodNotAllowedException):
+        allow = (exc.headers or {}).get("Allow") or (exc.headers or {}).get("allow")
+        return error_response(405, "method_not_allowed", "method not allowed",
+                              {"Allow": allow} if allow else None)
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 400:
+        return error_response(400, "invalid_request", str(exc.detail))
+    return error_response(exc.status_code, "internal_error", str(exc.detail))
+
+
+def _on_any(request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
+    log.exception("request failed", extra={"path": request.url.path})
+    return error_response(500, "internal_error", f"internal error: {type(exc).__name__}: {exc}")
+
+
+def _exact_paths(request: Request[Any, Any, Any]) -> Response[bytes] | None:
+    """A trailing slash names a different, unknown path (Litestar would otherwise strip it)."""
+    raw = request.scope.get("raw_path") or request.scope.get("path", "").encode()
+    path = raw.split(b"?", 1)[0]
+    if len(path) > 1 and path.endswith(b"/"):
+        return error_response(404, "not_found", "route not found")
+    return None
+
+
+def create_app(services: Services, extra_routes: list[Any] | None = None) -> Litestar:
+    app = Litestar(
+        route_handlers=[healthz, *contexts.ROUTES, *access.ROUTES, *history.ROUTES,
+                        *(extra_routes or [])],
+        exception_handlers={
+            DomainError: _on_domain,
+            HttpError: _on_http,
+            HTTPException: _on_litestar,
+            Exception: _on_any,
+        },
+        openapi_config=OpenAPIConfig(title="Context Service", version="0.1.0", path="/schema"),
+        request_max_body_size=64 * 1024 * 1024,
+        before_request=_exact_paths,
+        logging_config=None,
+        debug=False,
+    )
+    app.state.services = services
+    return app

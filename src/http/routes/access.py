@@ -1,0 +1,107 @@
+"""Grants and consumers of a context (spec 1.8, 1.9)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from litestar import Request, Response, delete, get, put
+
+from src.domain.context.commands import AttachConsumer, DetachConsumer, GrantAccess, RevokeAccess
+from src.domain.errors import RequestInvalidError
+from src.domain.events import Subject
+from src.http import render
+from src.http.body import check_present, decode
+from src.http.common import CATALOG, caller, json, services, wait_for_views
+from src.http.schemas import ConsumerRequest, SetGrantRequest, SubjectBody
+
+PATH = "/v1/namespaces/{namespace:str}/contexts/{name:str}"
+
+
+def _subject(body: SubjectBody | None) -> Subject | None:
+    if body is None:
+        return None
+    return Subject(body.kind or "", body.name or "")
+
+
+@get(PATH + "/grants", sync_to_thread=True)
+def list_grants(request: Request[Any, Any, Any], namespace: str, name: str) -> Response[bytes]:
+    actor = caller(request)
+    services(request).contexts.authorize(namespace, name, actor, "administer")
+    wait_for_views(request, CATALOG)
+    entry = services(request).reads.get(namespace, name)
+    grants = entry.state.grants if entry is not None else ()
+    return json({"items": [render.grant(g) for g in grants]})
+
+
+@put(PATH + "/grants", sync_to_thread=True)
+def set_grant(request: Request[Any, Any, Any], namespace: str, name: str,
+              body: bytes) -> Response[bytes]:
+    actor = caller(request)
+    found = services(request)
+    found.contexts.authorize(namespace, name, actor, "administer")
+    req = decode(body, SetGrantRequest)
+    command = GrantAccess(actor=actor, subject=_subject(req.subject),
+                          permissions=tuple(req.permissions or ()))
+    outcome = found.contexts.execute(namespace, name, command)
+    return json(render.context(outcome.state), 200, outcome.position)
+
+
+@delete(PATH + "/grants", status_code=200, sync_to_thread=True)
+def revoke_grant(request: Request[Any, Any, Any], namespace: str, name: str,
+                 body: bytes) -> Response[bytes]:
+    actor = caller(request)
+    found = services(request)
+    found.contexts.authorize(namespace, name, actor, "administer")
+    check_present(body)
+    try:
+        req = msgspec.json.decode(body, type=SubjectBody, strict=True)
+    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        raise RequestInvalidError("valid subject is required") from exc
+    command = RevokeAccess(actor=actor, subject=Subject(req.kind or "", req.name or ""))
+    outcome = found.contexts.execute(namespace, name, command)
+    return json(render.context(outcome.state), 200, outcome.position)
+
+
+@get(PATH + "/consumers", sync_to_thread=True)
+def list_consumers(request: Request[Any, Any, Any], namespace: str, name: str) -> Response[bytes]:
+    actor = caller(request)
+    services(request).contexts.authorize(namespace, name, actor, "read")
+    wait_for_views(request, CATALOG)
+    entry = services(request).reads.get(namespace, name)
+    consumers = entry.state.consumers() if entry is not None else []
+    return json({"items": [render.consumer(c) for c in consumers]})
+
+
+def _consumer_command(request: Request[Any, Any, Any], namespace: str, name: str, body: bytes,
+                      attach: bool) -> Response[bytes]:
+    actor = caller(request)
+    found = services(request)
+    found.contexts.authorize(namespace, name, actor, "attach")
+    req = decode(body, ConsumerRequest)
+    subject = _subject(req.subject)
+    command: AttachConsumer | DetachConsumer
+    if attach:
+        command = AttachConsumer(actor=actor, subject=subject, kind=req.kind or "",
+                                 name=req.name or "", access_mode=req.access_mode or "",
+                                 active=bool(req.active))
+    else:
+        command = DetachConsumer(actor=actor, subject=subject, kind=req.kind or "",
+                                 name=req.name or "")
+    outcome = found.contexts.execute(namespace, name, command)
+    return json(render.context(outcome.state), 200, outcome.position)
+
+
+@put(PATH + "/consumers", sync_to_thread=True)
+def attach_consumer(request: Request[Any, Any, Any], namespace: str, name: str,
+                    body: bytes) -> Response[bytes]:
+    return _consumer_command(request, namespace, name, body, attach=True)
+
+
+@delete(PATH + "/consumers", status_code=200, sync_to_thread=True)
+def detach_consumer(request: Request[Any, Any, Any], namespace: str, name: str,
+                    body: bytes) -> Response[bytes]:
+    return _consumer_command(request, namespace, name, body, attach=False)
+
+
+ROUTES = [list_grants, set_grant, revoke_grant, list_consumers, attach_consumer, detach_consumer]

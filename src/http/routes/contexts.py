@@ -1,0 +1,68 @@
+"""Named contexts: create, list, read, delete (spec 1.5)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Request, Response, delete, get, post
+
+from src.domain.context.commands import CreateContext, DeleteContext
+from src.domain.errors import ContextNotFoundError
+from src.http import render
+from src.http.body import decode
+from src.http.common import CATALOG, caller, json, no_content, services, wait_for_views
+from src.http.schemas import CreateContextRequest, StorageBody
+
+BASE = "/v1/namespaces/{namespace:str}/contexts"
+
+
+@post("/v1/contexts", sync_to_thread=True)
+def create_context(request: Request[Any, Any, Any], body: bytes) -> Response[bytes]:
+    actor = caller(request)
+    req = decode(body, CreateContextRequest)
+    storage = req.storage or StorageBody()
+    command = CreateContext(
+        actor=actor, name=req.name or "", namespace=req.namespace or "", type=req.type or "",
+        backend=storage.backend or "", size=storage.size or "",
+        access_mode=storage.access_mode or "", storage_class=storage.storage_class or "")
+    found = services(request)
+    guard = found.extra.get("name_guard")
+    if guard is not None:
+        from src.domain.context.validation import validate_create
+
+        validate_create(command)
+        guard(command.namespace, command.name)
+    outcome = found.contexts.execute(command.namespace, command.name, command)
+    return json(render.context(outcome.state), 201, outcome.position)
+
+
+@get(BASE, sync_to_thread=True)
+def list_contexts(request: Request[Any, Any, Any], namespace: str) -> Response[bytes]:
+    actor = caller(request)
+    wait_for_views(request, CATALOG)
+    found = services(request)
+    subject = None if actor.key == "service:context-service-admin" else actor
+    items = [render.context(s, actor) for s in found.reads.list(namespace, subject)]
+    return json({"items": items})
+
+
+@get(BASE + "/{name:str}", sync_to_thread=True)
+def get_context(request: Request[Any, Any, Any], namespace: str, name: str) -> Response[bytes]:
+    actor = caller(request)
+    wait_for_views(request, CATALOG)
+    entry = services(request).reads.get(namespace, name)
+    if entry is None or "read" not in entry.state.permissions_of(actor):
+        raise ContextNotFoundError()
+    return json(render.context(entry.state, actor))
+
+
+@delete(BASE + "/{name:str}", status_code=200, sync_to_thread=True)
+def delete_context(request: Request[Any, Any, Any], namespace: str, name: str) -> Response[bytes]:
+    actor = caller(request)
+    force = request.query_params.get("force") == "true"
+    outcome = services(request).contexts.execute(
+        namespace, name, DeleteContext(actor=actor, force=force))
+    return no_content(outcome.position)
+
+
+ROUTES = [create_context, list_contexts, get_context, delete_context]

@@ -1,0 +1,111 @@
+"""Revisions (spec 1.6) and audit (spec 1.10) of a context."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Any
+
+import msgspec
+from litestar import Request, Response, get, post
+
+from src.domain.context.commands import PublishRevision
+from src.domain.context.events import SourceRef
+from src.domain.errors import RequestInvalidError
+from src.domain.values import parse_timestamp
+from src.http import render
+from src.http.body import decode
+from src.http.common import CATALOG, caller, json, services, wait_for_views
+from src.http.schemas import PublishRevisionRequest
+
+PATH = "/v1/namespaces/{namespace:str}/contexts/{name:str}"
+
+
+@get(PATH + "/revisions", sync_to_thread=True)
+def list_revisions(request: Request[Any, Any, Any], namespace: str, name: str) -> Response[bytes]:
+    actor = caller(request)
+    found = services(request)
+    found.contexts.authorize(namespace, name, actor, "read")
+    wait_for_views(request, (*CATALOG, "revision_history"))
+    entry = found.reads.get(namespace, name)
+    since = entry.created_position if entry is not None else 0
+    items = [render.revision(r) for r in found.reads.revisions(namespace, name, since)]
+    return json({"items": items})
+
+
+@post(PATH + "/revisions", sync_to_thread=True)
+def publish_revision(request: Request[Any, Any, Any], namespace: str, name: str,
+                     body: bytes) -> Response[bytes]:
+    actor = caller(request)
+    req = decode(body, PublishRevisionRequest)
+    created_at = None
+    if req.created_at is not None:
+        created_at = parse_timestamp(req.created_at)
+        if created_at is None:
+            raise RequestInvalidError('createdAt must be an RFC 3339 timestamp with a zone at '
+                                      '"$.createdAt"')
+    sources = tuple(SourceRef(s.context or "", s.type or "", s.revision or "")
+                    for s in req.sources or ())
+    command = PublishRevision(
+        actor=actor, id=req.id or "", created_at=created_at, operation=req.operation or "",
+        producer=req.producer or "", parameters=dict(req.parameters or {}), sources=sources,
+        files=req.files or 0, bytes=req.bytes or 0)
+    outcome = services(request).contexts.execute(namespace, name, command)
+    return json(render.context(outcome.state), 201, outcome.position)
+
+
+class _AuditCursor(msgspec.Struct, frozen=True):
+    s: str  # stream id
+    g: int  # creation position of the context generation
+    p: int  # last position returned
+
+
+def _encode_cursor(cursor: _AuditCursor) -> str:
+    return base64.urlsafe_b64encode(msgspec.json.encode(cursor)).decode().rstrip("=")
+
+
+def _decode_cursor(raw: str) -> _AuditCursor | None:
+    try:
+        data = base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4))
+        return msgspec.json.decode(data, type=_AuditCursor)
+    except (binascii.Error, ValueError, msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
+
+@get(PATH + "/audit", sync_to_thread=True)
+def read_audit(request: Request[Any, Any, Any], namespace: str, name: str) -> Response[bytes]:
+    actor = caller(request)
+    found = services(request)
+    state = found.contexts.authorize(namespace, name, actor, "administer")
+    limit: int | None = None
+    raw_limit = request.query_params.get("limit")
+    if raw_limit is not None:
+        try:
+            limit = int(raw_limit)
+        except ValueError:
+            limit = 0
+        if not 1 <= limit <= 1000:
+            raise RequestInvalidError("limit must be between 1 and 1000")
+    wait_for_views(request, (*CATALOG, "audit_log"))
+    entry = found.reads.get(namespace, name)
+    since = entry.created_position if entry is not None else 0
+    stream_id = str(state.namespace) + "/" + str(state.name)
+    after = 0
+    raw_cursor = request.query_params.get("cursor")
+    if raw_cursor is not None:
+        cursor = _decode_cursor(raw_cursor)
+        if cursor is None or cursor.s != stream_id or cursor.g != since or cursor.p < 0:
+            raise RequestInvalidError("invalid audit cursor")
+        after = cursor.p
+    page = found.reads.audit(namespace, name, since, after,
+                             None if limit is None else limit + 1)
+    body: dict[str, Any] = {}
+    more = limit is not None and len(page) > limit
+    page = page[:limit] if limit is not None else page
+    body["items"] = [render.audit_event(e) for e in page]
+    if more:
+        body["nextCursor"] = _encode_cursor(_AuditCursor(stream_id, since, page[-1].position))
+    return json(body)
+
+
+ROUTES = [list_revisions, publish_revision, read_audit]

@@ -1,0 +1,36 @@
+"""context_catalog: the list/get view of contexts, their grants and consumers.
+
+The document of a context is the same ``ContextState`` the write model folds, so the view and the
+aggregate cannot disagree about what an event means.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+
+from src.domain.context.events import ContextCreated
+from src.domain.context.state import ContextState, evolve
+from src.domain.stream import Recorded
+from src.projections.context_catalog.view import CatalogView
+
+
+class ContextCatalog:
+    name = "context_catalog"
+    tables = ("context_catalog", "context_grants")
+
+    def apply(self, view: CatalogView, batch: Sequence[Recorded]) -> None:
+        touched: dict[uuid.UUID, list[Recorded]] = {}
+        for recorded in batch:
+            if recorded.stream.kind == "context":
+                touched.setdefault(recorded.stream.id, []).append(recorded)
+        if not touched:
+            return
+        current = view.load(touched.keys())
+        for stream_id, records in touched.items():
+            state, created = current.get(stream_id, (ContextState(), 0))
+            for recorded in records:
+                state = evolve(state, recorded.event)
+                if isinstance(recorded.event, ContextCreated):
+                    created = recorded.position
+            view.save(stream_id, state, created)

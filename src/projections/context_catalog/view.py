@@ -1,0 +1,16 @@
+"""The catalog view's write interface: one document per context stream plus its grantees."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from typing import Protocol
+
+from src.domain.context.state import ContextState
+
+
+class CatalogView(Protocol):
+    def load(self, stream_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, tuple[ContextState, int]]:
+        """Current documents and their creation positions."""
+
+    def save(self, stream_id: uuid.UUID, state: ContextState, created_position: int) -> None: ...

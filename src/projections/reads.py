@@ -1,0 +1,44 @@
+"""Read port of the context views: what HTTP reads, implemented over PostgreSQL by an adapter."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from src.domain.context.events import Revision
+from src.domain.context.state import ContextState
+from src.domain.events import Subject
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEntry:
+    position: int
+    time: datetime
+    action: str
+    subject: Subject
+    target: Subject | None
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogEntry:
+    state: ContextState
+    created_position: int
+
+
+class ContextReads(Protocol):
+    def get(self, namespace: str, name: str) -> CatalogEntry | None: ...
+
+    def list(self, namespace: str, subject: Subject | None) -> Sequence[ContextState]:
+        """Live contexts of the namespace on which ``subject`` holds any grant (None: all)."""
+
+    def revisions(self, namespace: str, name: str, since: int) -> Sequence[Revision]: ...
+
+    def audit(self, namespace: str, name: str, since: int, after: int,
+              limit: int | None) -> Sequence[AuditEntry]: ...
+
+
+class Consistency(Protocol):
+    def wait(self, views: Sequence[str], timeout: float) -> bool:
+        """Block until ``views`` have reached the log head as of now; False on time-out."""
