@@ -27,7 +27,7 @@ def _serve(settings: Settings) -> int:
     try:
         container.start_workers()
         app = bootstrap.app(container)
-        where = settings.database_url and "CS_DATABASE_URL" or str(settings.data_dir.resolve())
+        where = (settings.database_url and "CS_DATABASE_URL") or str(settings.data_dir.resolve())
         log.info("context service listening", extra={
             "url": f"http://{settings.listen_host}:{settings.listen_port}",
             "namespace": settings.namespace, "data": where})

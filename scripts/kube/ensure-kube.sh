@@ -41,6 +41,7 @@ main() {
       TMP=$(mktemp -d "$CACHE/.partial.XXXXXX")
       "$HERE/build-kube.sh" "$TMP" >&2 || { rm -rf "$TMP"; exit 1; }
       "$TMP/kube-apiserver" --version | grep -qx 'Kubernetes v1.20.2' || { rm -rf "$TMP"; exit 1; }
+      chmod 755 "$TMP"
       rm -rf "$DEST"
       mv "$TMP" "$DEST"                     # atomic: a half-built cache is never used
     fi

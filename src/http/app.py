@@ -16,7 +16,7 @@ from litestar.openapi import OpenAPIConfig
 from src.domain.errors import DomainError
 from src.http.errors import HttpError, domain_error_response, error_response
 from src.http.ports import Services
-from src.http.routes import access, contexts, history
+from src.http.routes import access, contexts, history, query
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +65,7 @@ def _exact_paths(request: Request[Any, Any, Any]) -> Response[bytes] | None:
 
 def create_app(services: Services, extra_routes: list[Any] | None = None) -> Litestar:
     app = Litestar(
-        route_handlers=[healthz, *contexts.ROUTES, *access.ROUTES, *history.ROUTES,
+        route_handlers=[healthz, *contexts.ROUTES, *access.ROUTES, *history.ROUTES, *query.ROUTES,
                         *(extra_routes or [])],
         exception_handlers={
             DomainError: _on_domain,

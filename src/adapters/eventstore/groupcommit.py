@@ -61,9 +61,9 @@ class GroupCommit:
             for request in batch:
                 try:
                     self._run([request], list(request.events))
-                except BaseException as exc:  # noqa: BLE001 - handed to the waiting writer
+                except BaseException as exc:
                     self._fail(request, exc)
-        except BaseException as exc:  # noqa: BLE001
+        except BaseException as exc:
             for request in batch:
                 self._fail(request, exc)
 

@@ -14,6 +14,7 @@ from src.domain.events import Event
 from src.domain.registry import EVENTS, event_name
 from src.domain.stream import Recorded, StreamRef
 
+
 class _Stored(msgspec.Struct, frozen=True):
     k: str
     ns: str

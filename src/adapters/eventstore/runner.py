@@ -50,7 +50,7 @@ class ProjectionRunner:
         last = batch[-1].position
         with self.store.datastore.transaction(commit=True) as cur:
             self.projection.apply(self.view(cur), batch)
-            self.tracking._insert_tracking(cur, Tracking(self.name, last))  # noqa: SLF001
+            self.tracking._insert_tracking(cur, Tracking(self.name, last))
         self._advance(last)
         return len(batch)
 
@@ -70,8 +70,8 @@ class ProjectionRunner:
         """Empty the view and its tracking row, then replay the log from position zero."""
         with self.store.datastore.transaction(commit=True) as cur:
             for table in self.projection.tables:
-                cur.execute(f"TRUNCATE {table}")  # noqa: S608 - names are ours
-            cur.execute(f"DELETE FROM {self.tracking.tracking_table_name} "  # noqa: S608
+                cur.execute(f"TRUNCATE {table}")
+            cur.execute(f"DELETE FROM {self.tracking.tracking_table_name} "
                         "WHERE application_name = %s", (self.name,))
         with self._changed:
             self._position = 0

@@ -13,8 +13,8 @@ from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastor
 
 from src.adapters.eventstore.groupcommit import GroupCommit
 from src.adapters.eventstore.mapper import from_stored, to_stored
-from src.domain.stream import Recorded, StreamRef
 from src.domain.events import Event
+from src.domain.stream import Recorded, StreamRef
 
 EVENTS_TABLE = "stored_events"
 
@@ -100,7 +100,7 @@ class EventStore:
                     while not self._closed.is_set():
                         for _ in conn.notifies(timeout=0.5, stop_after=1):
                             self.head()
-            except Exception:  # noqa: BLE001 - reconnect after a database restart
+            except Exception:
                 self._closed.wait(0.5)
 
     def close(self) -> None:

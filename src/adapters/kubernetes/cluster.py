@@ -11,11 +11,11 @@ from typing import Any
 
 from src.adapters.kubernetes import manifests, parse
 from src.adapters.kubernetes.rest import (
+    JSON,
     NAMESPACES,
     PODS,
     PVCS,
     STORAGE_CLASSES,
-    JSON,
     Resource,
     Rest,
 )

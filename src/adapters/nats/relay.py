@@ -1,12 +1,11 @@
 """The outbox relay: publishes every stored event, in log order, to JetStream, at least once.
 
-Order and gaps: messages are pipelined (bounded in flight, acks settled in order), and from the
-first message a session has stored on, each carries ``Nats-Expected-Last-Msg-Id`` = the previous
-position, so JetStream rejects a message whose predecessor is missing instead of storing it out of
-order. Resume: a session starts after the larger of the checkpoint and the position of the
-stream's last message (when the log agrees with it), so a crash republishes nothing that JetStream
-stored; ``Nats-Msg-Id`` = position deduplicates what is republished anyway. The checkpoint is
-saved only after acks, in batches. Any failure ends the session; the relay backs off and resumes.
+Order: messages are pipelined (bounded in flight, acks settled in order); from the first message
+a session has stored on, each carries ``Nats-Expected-Last-Msg-Id`` = the previous position, so
+JetStream rejects a message whose predecessor is missing instead of storing it out of order.
+Resume: after the stream's last message when the log agrees with it, else after the checkpoint
+(saved only after acks, in batches); ``Nats-Msg-Id`` = position deduplicates any republish.
+Any failure ends the session (connection); the relay backs off and starts a new one.
 """
 
 from __future__ import annotations
@@ -205,7 +204,10 @@ class Relay:
                         backoff = self._settings.backoff_initial
                     await self._pause(backoff * random.uniform(0.8, 1.2))
                     backoff = min(backoff * 2, self._settings.backoff_max)
-            await self._save(force=True)
+            try:
+                await self._save(force=True)
+            except Exception as exc:
+                self._note_error(exc)
         finally:
             self._executor.shutdown(wait=False, cancel_futures=True)
 
@@ -222,9 +224,9 @@ class Relay:
             await self._connect(nc)
             js = nc.jetstream(publish_async_max_pending=settings.max_in_flight + 1)
             await ensure_stream(js, settings.stream)
-            start = max(self._acked, await self._stream_tail(js))
-            if start > self._acked:
-                log.info("relay: the stream is ahead of the checkpoint, resuming after %d", start)
+            start = await self._stream_tail(js) or self._acked
+            if start != self._acked:
+                log.info("relay: the stream ends at %d (checkpoint %d)", start, self._acked)
                 self._acked = start
             self._connected = True
             if self._failing:
@@ -288,7 +290,11 @@ class Relay:
             await self._save()
 
     async def _stream_tail(self, js: JetStreamContext) -> int:
-        """Position of the stream's last message, if the feed has the same event there; else 0."""
+        """Position of the stream's last message if the feed has the same event there, else 0.
+
+        The stream knows best what it holds: resuming there republishes nothing it stored (even
+        past the dedup window) and refills what a crashed server lost after acknowledging it.
+        """
         name = self._settings.stream.name
         last_seq = (await js.stream_info(name)).state.last_seq
         if not last_seq:

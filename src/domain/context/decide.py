@@ -38,11 +38,11 @@ from src.domain.context.events import (
 )
 from src.domain.context.state import PERMISSIONS, ContextState
 from src.domain.context.validation import (
+    valid_subject,
     validate_consumer_subject,
     validate_create,
     validate_grant,
     validate_revision,
-    valid_subject,
 )
 from src.domain.errors import (
     ContextExistsError,

@@ -6,6 +6,7 @@ from typing import Any
 
 import msgspec
 from litestar import Request, Response, delete, get, put
+from litestar.params import RawBody
 
 from src.domain.context.commands import AttachConsumer, DetachConsumer, GrantAccess, RevokeAccess
 from src.domain.errors import RequestInvalidError
@@ -25,7 +26,9 @@ def _subject(body: SubjectBody | None) -> Subject | None:
 
 
 @get(PATH + "/grants", sync_to_thread=True)
-def list_grants(request: Request[Any, Any, Any], namespace: str, name: str) -> Response[bytes]:
+def list_grants(request: Request[Any, Any, Any]) -> Response[bytes]:
+    namespace = request.path_params["namespace"]
+    name = request.path_params["name"]
     actor = caller(request)
     services(request).contexts.authorize(namespace, name, actor, "administer")
     wait_for_views(request, CATALOG)
@@ -35,8 +38,9 @@ def list_grants(request: Request[Any, Any, Any], namespace: str, name: str) -> R
 
 
 @put(PATH + "/grants", sync_to_thread=True)
-def set_grant(request: Request[Any, Any, Any], namespace: str, name: str,
-              body: bytes) -> Response[bytes]:
+def set_grant(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
+    namespace = request.path_params["namespace"]
+    name = request.path_params["name"]
     actor = caller(request)
     found = services(request)
     found.contexts.authorize(namespace, name, actor, "administer")
@@ -48,8 +52,9 @@ def set_grant(request: Request[Any, Any, Any], namespace: str, name: str,
 
 
 @delete(PATH + "/grants", status_code=200, sync_to_thread=True)
-def revoke_grant(request: Request[Any, Any, Any], namespace: str, name: str,
-                 body: bytes) -> Response[bytes]:
+def revoke_grant(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
+    namespace = request.path_params["namespace"]
+    name = request.path_params["name"]
     actor = caller(request)
     found = services(request)
     found.contexts.authorize(namespace, name, actor, "administer")
@@ -64,7 +69,9 @@ def revoke_grant(request: Request[Any, Any, Any], namespace: str, name: str,
 
 
 @get(PATH + "/consumers", sync_to_thread=True)
-def list_consumers(request: Request[Any, Any, Any], namespace: str, name: str) -> Response[bytes]:
+def list_consumers(request: Request[Any, Any, Any]) -> Response[bytes]:
+    namespace = request.path_params["namespace"]
+    name = request.path_params["name"]
     actor = caller(request)
     services(request).contexts.authorize(namespace, name, actor, "read")
     wait_for_views(request, CATALOG)
@@ -93,14 +100,16 @@ def _consumer_command(request: Request[Any, Any, Any], namespace: str, name: str
 
 
 @put(PATH + "/consumers", sync_to_thread=True)
-def attach_consumer(request: Request[Any, Any, Any], namespace: str, name: str,
-                    body: bytes) -> Response[bytes]:
+def attach_consumer(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
+    namespace = request.path_params["namespace"]
+    name = request.path_params["name"]
     return _consumer_command(request, namespace, name, body, attach=True)
 
 
 @delete(PATH + "/consumers", status_code=200, sync_to_thread=True)
-def detach_consumer(request: Request[Any, Any, Any], namespace: str, name: str,
-                    body: bytes) -> Response[bytes]:
+def detach_consumer(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
+    namespace = request.path_params["namespace"]
+    name = request.path_params["name"]
     return _consumer_command(request, namespace, name, body, attach=False)
 
 

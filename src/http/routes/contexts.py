@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from litestar import Request, Response, delete, get, post
+from litestar.params import RawBody
 
 from src.domain.context.commands import CreateContext, DeleteContext
 from src.domain.errors import ContextNotFoundError
@@ -17,7 +18,7 @@ BASE = "/v1/namespaces/{namespace:str}/contexts"
 
 
 @post("/v1/contexts", sync_to_thread=True)
-def create_context(request: Request[Any, Any, Any], body: bytes) -> Response[bytes]:
+def create_context(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
     actor = caller(request)
     req = decode(body, CreateContextRequest)
     storage = req.storage or StorageBody()
@@ -37,7 +38,8 @@ def create_context(request: Request[Any, Any, Any], body: bytes) -> Response[byt
 
 
 @get(BASE, sync_to_thread=True)
-def list_contexts(request: Request[Any, Any, Any], namespace: str) -> Response[bytes]:
+def list_contexts(request: Request[Any, Any, Any]) -> Response[bytes]:
+    namespace = request.path_params["namespace"]
     actor = caller(request)
     wait_for_views(request, CATALOG)
     found = services(request)
@@ -47,7 +49,9 @@ def list_contexts(request: Request[Any, Any, Any], namespace: str) -> Response[b
 
 
 @get(BASE + "/{name:str}", sync_to_thread=True)
-def get_context(request: Request[Any, Any, Any], namespace: str, name: str) -> Response[bytes]:
+def get_context(request: Request[Any, Any, Any]) -> Response[bytes]:
+    namespace = request.path_params["namespace"]
+    name = request.path_params["name"]
     actor = caller(request)
     wait_for_views(request, CATALOG)
     entry = services(request).reads.get(namespace, name)
@@ -57,7 +61,9 @@ def get_context(request: Request[Any, Any, Any], namespace: str, name: str) -> R
 
 
 @delete(BASE + "/{name:str}", status_code=200, sync_to_thread=True)
-def delete_context(request: Request[Any, Any, Any], namespace: str, name: str) -> Response[bytes]:
+def delete_context(request: Request[Any, Any, Any]) -> Response[bytes]:
+    namespace = request.path_params["namespace"]
+    name = request.path_params["name"]
     actor = caller(request)
     force = request.query_params.get("force") == "true"
     outcome = services(request).contexts.execute(

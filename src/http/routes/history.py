@@ -8,6 +8,7 @@ from typing import Any
 
 import msgspec
 from litestar import Request, Response, get, post
+from litestar.params import RawBody
 
 from src.domain.context.commands import PublishRevision
 from src.domain.context.events import SourceRef
@@ -22,7 +23,9 @@ PATH = "/v1/namespaces/{namespace:str}/contexts/{name:str}"
 
 
 @get(PATH + "/revisions", sync_to_thread=True)
-def list_revisions(request: Request[Any, Any, Any], namespace: str, name: str) -> Response[bytes]:
+def list_revisions(request: Request[Any, Any, Any]) -> Response[bytes]:
+    namespace = request.path_params["namespace"]
+    name = request.path_params["name"]
     actor = caller(request)
     found = services(request)
     found.contexts.authorize(namespace, name, actor, "read")
@@ -34,8 +37,9 @@ def list_revisions(request: Request[Any, Any, Any], namespace: str, name: str) -
 
 
 @post(PATH + "/revisions", sync_to_thread=True)
-def publish_revision(request: Request[Any, Any, Any], namespace: str, name: str,
-                     body: bytes) -> Response[bytes]:
+def publish_revision(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
+    namespace = request.path_params["namespace"]
+    name = request.path_params["name"]
     actor = caller(request)
     req = decode(body, PublishRevisionRequest)
     created_at = None
@@ -73,7 +77,9 @@ def _decode_cursor(raw: str) -> _AuditCursor | None:
 
 
 @get(PATH + "/audit", sync_to_thread=True)
-def read_audit(request: Request[Any, Any, Any], namespace: str, name: str) -> Response[bytes]:
+def read_audit(request: Request[Any, Any, Any]) -> Response[bytes]:
+    namespace = request.path_params["namespace"]
+    name = request.path_params["name"]
     actor = caller(request)
     found = services(request)
     state = found.contexts.authorize(namespace, name, actor, "administer")

@@ -22,9 +22,7 @@ class RevisionHistory:
         rows: list[tuple[uuid.UUID, int, Revision]] = []
         for r in batch:
             event = r.event
-            if isinstance(event, RevisionPublished) and event.appended:
-                rows.append((r.stream.id, r.position, event.revision))
-            elif isinstance(event, ContextCreated) and event.revision is not None:
+            if (isinstance(event, RevisionPublished) and event.appended) or (isinstance(event, ContextCreated) and event.revision is not None):
                 rows.append((r.stream.id, r.position, event.revision))
         if rows:
             view.append(rows)

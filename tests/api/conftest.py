@@ -1,0 +1,62 @@
+"""An HTTP client over the real application and a real PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from litestar.testing import TestClient
+
+from src import bootstrap
+
+
+class Api:
+    """A small client: ``as_`` sets the subject header for the next requests."""
+
+    def __init__(self, client: TestClient[Any]) -> None:
+        self.client = client
+        self.subject: str | None = None
+
+    def as_(self, subject: str | None) -> Api:
+        other = Api(self.client)
+        other.subject = subject
+        return other
+
+    def request(self, method: str, path: str, body: Any = None, raw: bytes | None = None,
+                headers: dict[str, str] | None = None) -> Any:
+        h = dict(headers or {})
+        if self.subject is not None:
+            h["X-Context-Subject"] = self.subject
+        if raw is not None:
+            return self.client.request(method, path, content=raw, headers=h)
+        if body is not None:
+            return self.client.request(method, path, json=body, headers=h)
+        return self.client.request(method, path, headers=h)
+
+    def get(self, path: str, **kw: Any) -> Any:
+        return self.request("GET", path, **kw)
+
+    def post(self, path: str, body: Any = None, **kw: Any) -> Any:
+        return self.request("POST", path, body, **kw)
+
+    def put(self, path: str, body: Any = None, **kw: Any) -> Any:
+        return self.request("PUT", path, body, **kw)
+
+    def delete(self, path: str, body: Any = None, **kw: Any) -> Any:
+        return self.request("DELETE", path, body, **kw)
+
+
+@pytest.fixture
+def api(container: bootstrap.Container) -> Iterator[Api]:
+    with TestClient(app=bootstrap.app(container)) as client:
+        yield Api(client)
+
+
+def context_body(name: str = "research-memory", namespace: str = "team1", type_: str = "memory",
+                 size: str = "5Gi", access_mode: str = "ReadWriteMany",
+                 storage_class: str | None = "ibm-scale-csi") -> dict[str, Any]:
+    storage: dict[str, Any] = {"backend": "pvc", "size": size, "accessMode": access_mode}
+    if storage_class is not None:
+        storage["storageClass"] = storage_class
+    return {"name": name, "namespace": namespace, "type": type_, "storage": storage}
