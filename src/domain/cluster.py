@@ -70,10 +70,6 @@ class ClusterError(Exception):
         return self.reason == API_NOT_INSTALLED
 
 
-class _Frozen(msgspec.Struct, frozen=True, kw_only=True):
-    pass
-
-
 # --- names ------------------------------------------------------------------------------------
 
 
@@ -106,7 +102,7 @@ def snapshot_object_name(context: str, snapshot: str) -> str:
 # --- observations -----------------------------------------------------------------------------
 
 
-class StorageClassInfo(_Frozen):
+class StorageClassInfo(msgspec.Struct, frozen=True, kw_only=True):
     """A StorageClass with spec §1.4 defaults applied."""
 
     name: str
@@ -117,7 +113,7 @@ class StorageClassInfo(_Frozen):
     allow_volume_expansion: bool = False
 
 
-class ClaimInfo(_Frozen):
+class ClaimInfo(msgspec.Struct, frozen=True, kw_only=True):
     """A PersistentVolumeClaim as observed. ``phase`` is ``Pending`` when the server gave none."""
 
     namespace: str
@@ -135,7 +131,7 @@ class ClaimInfo(_Frozen):
     uid: str = ""
 
 
-class PodConsumer(_Frozen):
+class PodConsumer(msgspec.Struct, frozen=True, kw_only=True):
     """A Pod mounting a claim, mapped by the spec §3.6 rules."""
 
     namespace: str
@@ -150,7 +146,7 @@ class PodConsumer(_Frozen):
         return f"{self.namespace}/{self.service_account}"
 
 
-class PodInfo(_Frozen):
+class PodInfo(msgspec.Struct, frozen=True, kw_only=True):
     namespace: str
     name: str
     phase: str  # "Pending" when the server gave none
@@ -161,7 +157,7 @@ class PodInfo(_Frozen):
     created_at: datetime | None = None
 
 
-class SandboxInfo(_Frozen):
+class SandboxInfo(msgspec.Struct, frozen=True, kw_only=True):
     namespace: str
     name: str
     ready: bool  # condition Ready == "True"
@@ -172,7 +168,7 @@ class SandboxInfo(_Frozen):
     created_at: datetime | None = None
 
 
-class SandboxClaimInfo(_Frozen):
+class SandboxClaimInfo(msgspec.Struct, frozen=True, kw_only=True):
     namespace: str
     name: str
     warm_pool: str  # spec.warmPoolRef.name
@@ -184,13 +180,13 @@ class SandboxClaimInfo(_Frozen):
     created_at: datetime | None = None
 
 
-class SandboxTemplateInfo(_Frozen):
+class SandboxTemplateInfo(msgspec.Struct, frozen=True, kw_only=True):
     namespace: str
     name: str
     spec: dict[str, Any] | None  # the raw spec (JSON object); None when absent
 
 
-class WarmPoolInfo(_Frozen):
+class WarmPoolInfo(msgspec.Struct, frozen=True, kw_only=True):
     namespace: str
     name: str
     template: str  # spec.sandboxTemplateRef.name
@@ -198,7 +194,7 @@ class WarmPoolInfo(_Frozen):
     ready_replicas: int = 0
 
 
-class PoolObjects(_Frozen):
+class PoolObjects(msgspec.Struct, frozen=True, kw_only=True):
     """Objects behind pools: Sandboxes, SandboxClaims and PVCs carrying managed-by and the pool
     label, and Pods carrying the pool label (claimed Pods do not carry managed-by)."""
 
@@ -208,7 +204,7 @@ class PoolObjects(_Frozen):
     pods: tuple[PodInfo, ...] = ()
 
 
-class SnapshotClassInfo(_Frozen):
+class SnapshotClassInfo(msgspec.Struct, frozen=True, kw_only=True):
     name: str
     driver: str
     deletion_policy: str
@@ -216,7 +212,7 @@ class SnapshotClassInfo(_Frozen):
     parameters: dict[str, str] = {}
 
 
-class SnapshotInfo(_Frozen):
+class SnapshotInfo(msgspec.Struct, frozen=True, kw_only=True):
     namespace: str
     name: str
     ready_to_use: bool
@@ -230,7 +226,7 @@ class SnapshotInfo(_Frozen):
     created_at: datetime | None = None
 
 
-class Change(_Frozen):
+class Change(msgspec.Struct, frozen=True, kw_only=True):
     """A watched object changed (kind is the plural resource name, e.g. ``pods``)."""
 
     kind: str
@@ -242,7 +238,7 @@ class Change(_Frozen):
 # --- desired objects --------------------------------------------------------------------------
 
 
-class ContextClaim(_Frozen):
+class ContextClaim(msgspec.Struct, frozen=True, kw_only=True):
     """The context PVC of spec §6.3, named ``context-<context>``."""
 
     namespace: str
@@ -255,7 +251,7 @@ class ContextClaim(_Frozen):
     source_snapshot: str = ""  # VolumeSnapshot object name of a clone's dataSource
 
 
-class WorkspaceClaim(_Frozen):
+class WorkspaceClaim(msgspec.Struct, frozen=True, kw_only=True):
     """A pool workspace PVC of spec §6.7 (index None: the shared ``<pool>-workspace``)."""
 
     namespace: str
@@ -267,14 +263,14 @@ class WorkspaceClaim(_Frozen):
     storage_class: str = ""
 
 
-class BuiltinRuntime(_Frozen, tag="builtin"):
+class BuiltinRuntime(msgspec.Struct, frozen=True, kw_only=True, tag="builtin"):
     """The built-in sandbox runtime (no profile)."""
 
     image: str
     service_account: str = ""
 
 
-class ProfileRuntime(_Frozen, tag="profile"):
+class ProfileRuntime(msgspec.Struct, frozen=True, kw_only=True, tag="profile"):
     """A copy of a SandboxTemplate ``spec`` (validated at pool creation)."""
 
     profile: str
@@ -285,7 +281,7 @@ class ProfileRuntime(_Frozen, tag="profile"):
 Runtime = BuiltinRuntime | ProfileRuntime
 
 
-class PoolSandbox(_Frozen):
+class PoolSandbox(msgspec.Struct, frozen=True, kw_only=True):
     """Sandbox ``sandbox-<pool>-<index>`` of spec §6.7, mounting ``claim`` at /workspace."""
 
     namespace: str
@@ -298,7 +294,7 @@ class PoolSandbox(_Frozen):
     existing_claim: bool = False  # the claim is the caller's (existing-PVC strategy)
 
 
-class PoolSandboxClaim(_Frozen):
+class PoolSandboxClaim(msgspec.Struct, frozen=True, kw_only=True):
     """SandboxClaim ``claim-<pool>-<index>`` of spec §6.7 (warm-pool strategy)."""
 
     namespace: str
@@ -307,7 +303,7 @@ class PoolSandboxClaim(_Frozen):
     warm_pool: str
 
 
-class ContextSnapshot(_Frozen):
+class ContextSnapshot(msgspec.Struct, frozen=True, kw_only=True):
     """The VolumeSnapshot of spec §6.6 for snapshot ``snapshot`` of context ``context``."""
 
     namespace: str

@@ -4,6 +4,8 @@ cloned from a migrated template, and a running service container over it."""
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,12 +29,12 @@ def _with_db(url: str, dbname: str) -> str:
 
 
 @pytest.fixture(scope="session")
-def pg_admin_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def pg_admin_url() -> Iterator[str]:
     external = os.environ.get("CS_DATABASE_URL")
     if external:
         yield _with_db(external, "postgres")
         return
-    data_dir = tmp_path_factory.mktemp("pg")
+    data_dir = Path(tempfile.mkdtemp(prefix="cs-test-pg-"))
     try:
         url = embedded.start(data_dir, database="postgres")
     except Exception as exc:  # pragma: no cover - depends on the machine
@@ -41,6 +43,7 @@ def pg_admin_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         pytest.skip(f"no PostgreSQL available: {exc}")
     yield url
     embedded.stop(data_dir)
+    shutil.rmtree(data_dir, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -10,15 +10,21 @@ Each call builds its own ``Configuration``, so several clusters can be used side
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from kubernetes import config as kube_config
+from kubernetes import config
 from kubernetes.client import ApiClient, Configuration
 from kubernetes.config.config_exception import ConfigException
 
 from src.config import Settings
 
 Mode = Literal["in-cluster", "kubeconfig", "local"]
+kube_config: Any = config  # the loaders are untyped
+
+
+def close(api: Any) -> None:
+    """Close an ``ApiClient`` (its pool threads and connections)."""
+    api.close()
 
 
 class KubeConfigError(RuntimeError):
@@ -60,12 +66,12 @@ def resolve_mode(settings: Settings) -> Mode:
     if mode in ("in-cluster", "kubeconfig", "local"):
         return mode  # type: ignore[return-value]
     try:
-        in_cluster().close()
+        close(in_cluster())
         return "in-cluster"
     except KubeConfigError:
         pass
     try:
-        from_kubeconfig().close()
+        close(from_kubeconfig())
         return "kubeconfig"
     except KubeConfigError:
         pass

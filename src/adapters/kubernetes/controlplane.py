@@ -204,7 +204,11 @@ class ControlPlane:
 
     def _apiserver_args(self) -> list[str]:
         pki = self.work / "pki"
-        disabled = "ServiceAccount" if self.pvc_protection else "ServiceAccount,StorageObjectInUseProtection"
+        disabled = (
+            "ServiceAccount"
+            if self.pvc_protection
+            else "ServiceAccount,StorageObjectInUseProtection"
+        )
         return [
             str(self.bin_dir / "kube-apiserver"),
             f"--etcd-servers=http://127.0.0.1:{self.ports.etcd}",
@@ -261,7 +265,10 @@ class ControlPlane:
             "apiVersion": "v1",
             "kind": "Config",
             "clusters": [
-                {"name": "local", "cluster": {"server": self.host, "certificate-authority": str(self.ca_file)}}
+                {
+                    "name": "local",
+                    "cluster": {"server": self.host, "certificate-authority": str(self.ca_file)},
+                }
             ],
             "users": [{"name": "admin", "user": {"token": self.token}}],
             "contexts": [{"name": "local", "context": {"cluster": "local", "user": "admin"}}],

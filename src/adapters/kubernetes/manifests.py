@@ -93,7 +93,10 @@ def _workspace_mount(read_only: bool) -> JSON:
 
 
 def _workspace_volume(claim: str, read_only: bool) -> JSON:
-    return {"name": "workspace", "persistentVolumeClaim": {"claimName": claim, "readOnly": read_only}}
+    return {
+        "name": "workspace",
+        "persistentVolumeClaim": {"claimName": claim, "readOnly": read_only},
+    }
 
 
 def builtin_pod_template(sandbox: PoolSandbox, runtime: BuiltinRuntime) -> JSON:
@@ -137,7 +140,10 @@ def profile_sandbox_spec(sandbox: PoolSandbox, runtime: ProfileRuntime) -> JSON:
     template["metadata"] = metadata
     pod_spec: JSON = template.setdefault("spec", {})
     first: JSON = pod_spec["containers"][0]
-    first["volumeMounts"] = [*(first.get("volumeMounts") or []), _workspace_mount(sandbox.read_only)]
+    first["volumeMounts"] = [
+        *(first.get("volumeMounts") or []),
+        _workspace_mount(sandbox.read_only),
+    ]
     pod_spec["volumes"] = [
         *(pod_spec.get("volumes") or []),
         _workspace_volume(sandbox.claim, sandbox.read_only),

@@ -6,6 +6,7 @@ custom resources alike; failures become the port's ``ClusterError``. Watches str
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from collections.abc import Iterator
@@ -210,7 +211,5 @@ class WatchStream:
             self._closed = True
             if self._finished:
                 return
-            try:
+            with contextlib.suppress(ValueError, OSError):
                 self._raw.shutdown()  # unblocks a reader waiting for the next event
-            except (ValueError, OSError):
-                pass

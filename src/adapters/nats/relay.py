@@ -192,6 +192,7 @@ class Relay:
         if self._stop_requested:
             self._stopping.set()
         self._executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="nats-relay-io")
+        self._last_save = time.monotonic()
         backoff = self._settings.backoff_initial
         try:
             while not self._stopping.is_set():

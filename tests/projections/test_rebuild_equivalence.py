@@ -1,0 +1,81 @@
+"""The central read-model property: views built live equal views rebuilt from zero and views
+resumed from any checkpoint; re-delivering a tracked position changes nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from eventsourcing.persistence import IntegrityError, Tracking
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from src.bootstrap import Container
+from tests.projections.history import write_history
+
+pytestmark = pytest.mark.postgres
+
+
+def snapshot(container: Container) -> dict[str, list[Any]]:
+    tables: dict[str, list[Any]] = {}
+    with container.datastore.transaction(commit=False) as cur:
+        for runner in container.runners.values():
+            for table in runner.projection.tables:
+                cur.execute(f"SELECT * FROM {table}")  # noqa: S608
+                rows = [tuple(sorted((k, str(v)) for k, v in r.items())) for r in cur.fetchall()]
+                tables[table] = sorted(rows)
+    return tables
+
+
+def catch_up_all(container: Container) -> None:
+    for runner in container.runners.values():
+        runner.catch_up()
+
+
+def test_live_views_equal_rebuilt_views(container: Container) -> None:
+    assert write_history(container.contexts, seed=7, steps=300) > 50
+    head = container.store.head()
+    for runner in container.runners.values():
+        assert runner.wait_for(head, timeout=30)
+    live = snapshot(container)
+    assert live["context_catalog"], "the history should leave contexts behind"
+    for runner in container.runners.values():
+        runner.stop()
+        runner.rebuild()
+    assert snapshot(container) == live
+
+
+@settings(max_examples=6, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 10_000), batch=st.integers(1, 40), stops=st.integers(1, 5))
+def test_resumed_views_equal_rebuilt_views(idle_container: Container, seed: int, batch: int,
+                                           stops: int) -> None:
+    container = idle_container
+    for runner in container.runners.values():
+        runner.rebuild()
+    write_history(container.contexts, seed=seed, steps=60)
+    # Resume from several checkpoints: small batches, each a separate transaction.
+    for runner in container.runners.values():
+        runner.batch_size = batch
+        for _ in range(stops):
+            runner.run_once()
+        runner.catch_up()
+    resumed = snapshot(container)
+    for runner in container.runners.values():
+        runner.batch_size = 2000
+        runner.rebuild()
+    assert snapshot(container) == resumed
+
+
+def test_redelivering_a_tracked_position_changes_nothing(idle_container: Container) -> None:
+    container = idle_container
+    write_history(container.contexts, seed=3, steps=80)
+    catch_up_all(container)
+    before = snapshot(container)
+    runner = container.runner("context_catalog")
+    batch = container.store.read(0, 10)
+    with pytest.raises(IntegrityError):
+        with container.datastore.transaction(commit=True) as cur:
+            runner.projection.apply(runner.view(cur), batch)
+            container.tracking._insert_tracking(cur, Tracking(runner.name, batch[-1].position))
+    assert snapshot(container) == before
