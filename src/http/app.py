@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from litestar import Litestar, Request, Response, get
+from litestar import Litestar, Request, Response, Router, get
 from litestar.exceptions import (
     HTTPException,
     MethodNotAllowedException,
@@ -40,13 +40,19 @@ def _on_litestar(request: Request[Any, Any, Any], exc: Exception) -> Response[by
     if isinstance(exc, NotFoundException):
         return error_response(404, "not_found", "route not found")
     if isinstance(exc, MethodNotAllowedException):
-        allow = (exc.headers or {}).get("Allow") or (exc.headers or {}).get("allow")
         return error_response(405, "method_not_allowed", "method not allowed",
-                              {"Allow": allow} if allow else None)
+                              _allow(exc.headers or {}))
     assert isinstance(exc, HTTPException)
     if exc.status_code == 400:
         return error_response(400, "invalid_request", str(exc.detail))
     return error_response(exc.status_code, "internal_error", str(exc.detail))
+
+
+def _allow(headers: dict[str, str]) -> dict[str, str] | None:
+    """The API's methods of the path; Litestar's implicit OPTIONS handler is not one of them."""
+    listed = headers.get("Allow") or headers.get("allow") or ""
+    methods = [m.strip() for m in listed.split(",") if m.strip() and m.strip() != "OPTIONS"]
+    return {"Allow": ", ".join(methods)} if methods else None
 
 
 def _on_any(request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
@@ -64,9 +70,14 @@ def _exact_paths(request: Request[Any, Any, Any]) -> Response[bytes] | None:
 
 
 def create_app(services: Services, extra_routes: list[Any] | None = None) -> Litestar:
+    # One router for every handler: Litestar re-runs the registration of all handlers of a path
+    # each time the app registers another handler on it, which wraps a sync_to_thread handler
+    # twice (its call then returns an unawaited coroutine). A router registers each path once.
+    handlers = Router(path="/", route_handlers=[
+        healthz, *contexts.ROUTES, *access.ROUTES, *history.ROUTES, *query.ROUTES,
+        *(extra_routes or [])])
     app = Litestar(
-        route_handlers=[healthz, *contexts.ROUTES, *access.ROUTES, *history.ROUTES, *query.ROUTES,
-                        *(extra_routes or [])],
+        route_handlers=[handlers],
         exception_handlers={
             DomainError: _on_domain,
             HttpError: _on_http,

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import functools
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, ParamSpec
 
+import anyio
 import msgspec
 from litestar import Request, Response
 
@@ -13,6 +15,7 @@ from src.http.errors import HttpError
 from src.http.ports import Services
 from src.http.subject import HEADER, parse_subject
 
+P = ParamSpec("P")
 POSITION_HEADER = "X-Context-Position"
 _enc = msgspec.json.Encoder()
 
@@ -48,3 +51,17 @@ def wait_for_views(request: Request[Any, Any, Any], views: Sequence[str]) -> Non
 
 async def raw_body(request: Request[Any, Any, Any]) -> bytes:
     return await request.body()
+
+
+def threaded(fn: Callable[P, Response[bytes]]) -> Callable[P, Awaitable[Response[bytes]]]:
+    """Run a blocking handler in a worker thread.
+
+    Litestar's own ``sync_to_thread`` breaks when several sync handlers share one path (the
+    handler of another method gets an un-awaited coroutine), so handlers are async wrappers.
+    """
+
+    @functools.wraps(fn)
+    async def handler(*args: P.args, **kwargs: P.kwargs) -> Response[bytes]:
+        return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
+
+    return handler

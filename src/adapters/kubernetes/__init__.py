@@ -1,0 +1,5 @@
+"""The Kubernetes adapter: the only code that imports ``kubernetes``.
+
+``cluster.KubernetesCluster`` implements the ``src.domain.cluster.Cluster`` port; ``client``
+turns settings into a connection; ``local`` and ``devsim`` run a development control plane.
+"""

@@ -13,7 +13,7 @@ from src.domain.errors import RequestInvalidError
 from src.domain.events import Subject
 from src.http import render
 from src.http.body import check_present, decode
-from src.http.common import CATALOG, caller, json, services, wait_for_views
+from src.http.common import CATALOG, caller, json, services, threaded, wait_for_views
 from src.http.schemas import ConsumerRequest, SetGrantRequest, SubjectBody
 
 PATH = "/v1/namespaces/{namespace:str}/contexts/{name:str}"
@@ -25,7 +25,8 @@ def _subject(body: SubjectBody | None) -> Subject | None:
     return Subject(body.kind or "", body.name or "")
 
 
-@get(PATH + "/grants", sync_to_thread=True)
+@get(PATH + "/grants")
+@threaded
 def list_grants(request: Request[Any, Any, Any]) -> Response[bytes]:
     namespace = request.path_params["namespace"]
     name = request.path_params["name"]
@@ -37,7 +38,8 @@ def list_grants(request: Request[Any, Any, Any]) -> Response[bytes]:
     return json({"items": [render.grant(g) for g in grants]})
 
 
-@put(PATH + "/grants", sync_to_thread=True)
+@put(PATH + "/grants")
+@threaded
 def set_grant(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
     namespace = request.path_params["namespace"]
     name = request.path_params["name"]
@@ -51,7 +53,8 @@ def set_grant(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]
     return json(render.context(outcome.state), 200, outcome.position)
 
 
-@delete(PATH + "/grants", status_code=200, sync_to_thread=True)
+@delete(PATH + "/grants", status_code=200)
+@threaded
 def revoke_grant(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
     namespace = request.path_params["namespace"]
     name = request.path_params["name"]
@@ -68,7 +71,8 @@ def revoke_grant(request: Request[Any, Any, Any], body: RawBody) -> Response[byt
     return json(render.context(outcome.state), 200, outcome.position)
 
 
-@get(PATH + "/consumers", sync_to_thread=True)
+@get(PATH + "/consumers")
+@threaded
 def list_consumers(request: Request[Any, Any, Any]) -> Response[bytes]:
     namespace = request.path_params["namespace"]
     name = request.path_params["name"]
@@ -99,14 +103,16 @@ def _consumer_command(request: Request[Any, Any, Any], namespace: str, name: str
     return json(render.context(outcome.state), 200, outcome.position)
 
 
-@put(PATH + "/consumers", sync_to_thread=True)
+@put(PATH + "/consumers")
+@threaded
 def attach_consumer(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
     namespace = request.path_params["namespace"]
     name = request.path_params["name"]
     return _consumer_command(request, namespace, name, body, attach=True)
 
 
-@delete(PATH + "/consumers", status_code=200, sync_to_thread=True)
+@delete(PATH + "/consumers", status_code=200)
+@threaded
 def detach_consumer(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
     namespace = request.path_params["namespace"]
     name = request.path_params["name"]

@@ -11,13 +11,14 @@ from src.domain.context.commands import CreateContext, DeleteContext
 from src.domain.errors import ContextNotFoundError
 from src.http import render
 from src.http.body import decode
-from src.http.common import CATALOG, caller, json, no_content, services, wait_for_views
+from src.http.common import CATALOG, caller, json, no_content, services, threaded, wait_for_views
 from src.http.schemas import CreateContextRequest, StorageBody
 
 BASE = "/v1/namespaces/{namespace:str}/contexts"
 
 
-@post("/v1/contexts", sync_to_thread=True)
+@post("/v1/contexts")
+@threaded
 def create_context(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
     actor = caller(request)
     req = decode(body, CreateContextRequest)
@@ -37,7 +38,8 @@ def create_context(request: Request[Any, Any, Any], body: RawBody) -> Response[b
     return json(render.context(outcome.state), 201, outcome.position)
 
 
-@get(BASE, sync_to_thread=True)
+@get(BASE)
+@threaded
 def list_contexts(request: Request[Any, Any, Any]) -> Response[bytes]:
     namespace = request.path_params["namespace"]
     actor = caller(request)
@@ -48,7 +50,8 @@ def list_contexts(request: Request[Any, Any, Any]) -> Response[bytes]:
     return json({"items": items})
 
 
-@get(BASE + "/{name:str}", sync_to_thread=True)
+@get(BASE + "/{name:str}")
+@threaded
 def get_context(request: Request[Any, Any, Any]) -> Response[bytes]:
     namespace = request.path_params["namespace"]
     name = request.path_params["name"]
@@ -60,7 +63,8 @@ def get_context(request: Request[Any, Any, Any]) -> Response[bytes]:
     return json(render.context(entry.state, actor))
 
 
-@delete(BASE + "/{name:str}", status_code=200, sync_to_thread=True)
+@delete(BASE + "/{name:str}", status_code=200)
+@threaded
 def delete_context(request: Request[Any, Any, Any]) -> Response[bytes]:
     namespace = request.path_params["namespace"]
     name = request.path_params["name"]

@@ -16,13 +16,14 @@ from src.domain.errors import RequestInvalidError
 from src.domain.values import parse_timestamp
 from src.http import render
 from src.http.body import decode
-from src.http.common import CATALOG, caller, json, services, wait_for_views
+from src.http.common import CATALOG, caller, json, services, threaded, wait_for_views
 from src.http.schemas import PublishRevisionRequest
 
 PATH = "/v1/namespaces/{namespace:str}/contexts/{name:str}"
 
 
-@get(PATH + "/revisions", sync_to_thread=True)
+@get(PATH + "/revisions")
+@threaded
 def list_revisions(request: Request[Any, Any, Any]) -> Response[bytes]:
     namespace = request.path_params["namespace"]
     name = request.path_params["name"]
@@ -36,7 +37,8 @@ def list_revisions(request: Request[Any, Any, Any]) -> Response[bytes]:
     return json({"items": items})
 
 
-@post(PATH + "/revisions", sync_to_thread=True)
+@post(PATH + "/revisions")
+@threaded
 def publish_revision(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
     namespace = request.path_params["namespace"]
     name = request.path_params["name"]
@@ -76,7 +78,8 @@ def _decode_cursor(raw: str) -> _AuditCursor | None:
         return None
 
 
-@get(PATH + "/audit", sync_to_thread=True)
+@get(PATH + "/audit")
+@threaded
 def read_audit(request: Request[Any, Any, Any]) -> Response[bytes]:
     namespace = request.path_params["namespace"]
     name = request.path_params["name"]
