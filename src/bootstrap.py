@@ -39,13 +39,18 @@ def database_url(settings: Settings) -> str:
     return embedded.start(settings.data_dir)
 
 
-def projections() -> list[tuple[Projection, Callable[[Any], Any]]]:
-    """Every projection with the factory of its SQL view (bound to a batch's cursor)."""
-    return [
-        (ContextCatalog(), CatalogSql),
-        (RevisionHistory(), RevisionSql),
-        (AuditLog(), AuditSql),
-    ]
+def projection_workers() -> dict[str, list[tuple[Projection, Callable[[Any], Any]]]]:
+    """Every projection with the factory of its SQL view, grouped by the worker that runs it.
+
+    A worker applies one read of the log to all its projections in one transaction.
+    """
+    return {
+        "projections": [
+            (ContextCatalog(), CatalogSql),
+            (RevisionHistory(), RevisionSql),
+            (AuditLog(), AuditSql),
+        ],
+    }
 
 
 @dataclass
@@ -59,12 +64,28 @@ class Container:
     runners: dict[str, ProjectionRunner] = field(default_factory=dict)
     started: list[Any] = field(default_factory=list)
 
-    def runner(self, name: str) -> ProjectionRunner:
-        return self.runners[name]
-
-    def start_workers(self) -> None:
-        self.store.start_listener()
+    def runner(self, view: str) -> ProjectionRunner:
+        """The worker's runner that maintains ``view``."""
         for runner in self.runners.values():
+            if view in runner.names:
+                return runner
+        raise KeyError(view)
+
+    def runner_for(self, views: list[str]) -> ProjectionRunner:
+        """A fresh runner over just these views (rebuilding one view leaves the others)."""
+        chosen = [(p, v) for group in projection_workers().values() for p, v in group
+                  if p.name in views]
+        return ProjectionRunner(self.store, self.tracking, chosen)
+
+    @property
+    def view_names(self) -> list[str]:
+        return [name for runner in self.runners.values() for name in runner.names]
+
+    def start_workers(self, names: tuple[str, ...] | None = None) -> None:
+        self.store.start_listener()
+        for worker, runner in self.runners.items():
+            if names is not None and worker not in names:
+                continue
             runner.catch_up()
             runner.start()
             self.started.append(runner)
@@ -85,14 +106,15 @@ def build(settings: Settings, url: str | None = None, pool_size: int = 8) -> Con
     tracking.create_table()
     migrate(datastore)
     container = Container(settings, url, datastore, store, tracking, ContextApplication(store))
-    for projection, view in projections():
-        container.runners[projection.name] = ProjectionRunner(store, tracking, projection, view)
+    for worker, group in projection_workers().items():
+        container.runners[worker] = ProjectionRunner(store, tracking, group)
     return container
 
 
 def services(container: Container) -> Services:
     reads = ContextReadsSql(container.datastore)
-    consistency = LogConsistency(container.store, container.tracking, container.runners)
+    running = {v: r for r in container.started if isinstance(r, ProjectionRunner) for v in r.names}
+    consistency = LogConsistency(container.store, container.tracking, running)
     return Services(contexts=container.contexts, reads=reads, consistency=consistency,
                     require_subject=container.settings.require_subject,
                     read_wait_seconds=container.settings.read_wait_seconds)

@@ -25,7 +25,7 @@ def _serve(settings: Settings) -> int:
 
     container = bootstrap.build(settings)
     try:
-        container.start_workers()
+        container.start_workers(settings.workers)
         app = bootstrap.app(container)
         where = (settings.database_url and "CS_DATABASE_URL") or str(settings.data_dir.resolve())
         log.info("context service listening", extra={
@@ -39,6 +39,38 @@ def _serve(settings: Settings) -> int:
         container.close()
         if not settings.database_url:
             embedded.stop(settings.data_dir)
+    return 0
+
+
+def _worker(settings: Settings, name: str) -> int:
+    """Run one worker as its own process; a PostgreSQL advisory lock keeps one active."""
+    import signal
+    import threading
+
+    from src import bootstrap
+    from src.adapters.postgres.lock import LeaderLock
+
+    container = bootstrap.build(settings)
+    if name not in container.runners:
+        print(f"unknown worker {name!r}; known: {', '.join(container.runners)}", file=sys.stderr)
+        container.close()
+        return 2
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    lock = LeaderLock(container.url, f"worker:{name}")
+    try:
+        while not lock.try_acquire():
+            log.info("standing by: another instance is active", extra={"worker": name})
+            if done.wait(2.0):
+                return 0
+        log.info("worker active", extra={"worker": name})
+        container.start_workers((name,))
+        done.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        container.close()
+        lock.release()
     return 0
 
 
@@ -58,7 +90,7 @@ def _status(settings: Settings) -> int:
     try:
         head = container.store.head()
         print(f"{'projection':24} {'position':>10} {'lag':>10}")
-        for name, runner in container.runners.items():
+        for name in container.view_names:
             position = container.tracking.max_tracking_id(name) or 0
             print(f"{name:24} {position:>10} {head - position:>10}")
         print(f"{'(log head)':24} {head:>10}")
@@ -68,25 +100,34 @@ def _status(settings: Settings) -> int:
 
 
 def _rebuild(settings: Settings, names: Sequence[str]) -> int:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TaskID,
+        TimeRemainingColumn,
+    )
 
     from src import bootstrap
 
     container = bootstrap.build(settings)
     try:
-        unknown = [n for n in names if n not in container.runners]
+        unknown = [n for n in names if n not in container.view_names]
         if unknown:
             print(f"unknown projection(s): {', '.join(unknown)}; known: "
-                  f"{', '.join(container.runners)}", file=sys.stderr)
+                  f"{', '.join(container.view_names)}", file=sys.stderr)
             return 2
         head = container.store.head()
         with Progress("[progress.description]{task.description}", BarColumn(),
                       MofNCompleteColumn(), TimeRemainingColumn()) as progress:
-            for name in names or list(container.runners):
+            for name in names or container.view_names:
                 task = progress.add_task(name, total=max(head, 1))
                 started = time.perf_counter()
-                count = container.runner(name).rebuild(
-                    lambda pos, _head, t=task: progress.update(t, completed=pos))
+
+                def advance(position: int, _head: int, task: TaskID = task) -> None:
+                    progress.update(task, completed=position)
+
+                count = container.runner_for([name]).rebuild(advance)
                 progress.update(task, completed=max(head, 1))
                 elapsed = time.perf_counter() - started
                 rate = count / elapsed if elapsed > 0 else 0.0
@@ -102,6 +143,8 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("serve", help="run the API and, by default, every worker")
     sub.add_parser("migrate", help="apply database migrations")
+    worker = sub.add_parser("worker", help="run one worker (one active instance at a time)")
+    worker.add_argument("name", help="projections | query-index | reconciler | relay")
     proj = sub.add_parser("projections", help="inspect or rebuild read models")
     psub = proj.add_subparsers(dest="action", required=True)
     psub.add_parser("status", help="each projection's position and lag behind the log head")
@@ -122,6 +165,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _serve(settings)
     if args.command == "migrate":
         return _migrate(settings)
+    if args.command == "worker":
+        return _worker(settings, args.name)
     if args.action == "status":
         return _status(settings)
     return _rebuild(settings, args.names)

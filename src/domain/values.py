@@ -42,7 +42,9 @@ def quote(value: str) -> str:
 _BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
 _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 _DECIMAL_SUFFIX = {v: k for k, v in _DECIMAL.items()}
-_QUANTITY = re.compile(r"^([+-]?)(\d+\.?\d*|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?\d+|[numkMGTPE]?)$")
+# re.ASCII here and below: only 0-9 are digits (a bare \d accepts any script's digits).
+_QUANTITY = re.compile(r"^([+-]?)(\d+\.?\d*|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?\d+|[numkMGTPE]?)$",
+                       re.ASCII)
 _LIMIT = Fraction(2**63)
 
 
@@ -133,8 +135,9 @@ def _decimal_parts(value: Fraction) -> tuple[int, int]:
 
 _UNITS_NS = {"ns": 1, "us": 10**3, "\u00b5s": 10**3, "\u03bcs": 10**3, "ms": 10**6,
              "s": 10**9, "m": 60 * 10**9, "h": 3600 * 10**9}
-_DURATION = re.compile(r"^([+-]?)((?:(?:\d+\.?\d*|\.\d+)(?:ns|us|\u00b5s|\u03bcs|ms|s|m|h))+)$")
-_DURATION_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)")
+_DURATION = re.compile(r"^([+-]?)((?:(?:\d+\.?\d*|\.\d+)(?:ns|us|\u00b5s|\u03bcs|ms|s|m|h))+)$",
+                       re.ASCII)
+_DURATION_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)", re.ASCII)
 
 
 def parse_duration_ns(text: str) -> int | None:
@@ -154,7 +157,8 @@ def parse_duration_ns(text: str) -> int | None:
 # --- timestamps -------------------------------------------------------------------------------
 
 _RFC3339 = re.compile(
-    r"^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(Z|z|[+-]\d{2}:\d{2})$"
+    r"^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(Z|z|[+-]\d{2}:[0-5]\d)$",
+    re.ASCII,
 )
 
 
@@ -169,14 +173,14 @@ def parse_timestamp(text: str) -> datetime | None:
     iso += "+00:00" if zone in ("Z", "z") else zone
     try:
         return datetime.fromisoformat(iso).astimezone(UTC)
-    except ValueError:
+    except (ValueError, OverflowError):  # OverflowError: the UTC instant leaves years 1..9999
         return None
 
 
 def format_timestamp(value: datetime) -> str:
     """RFC 3339 in UTC with ``Z``; fractional seconds only when non-zero, trailing zeros cut."""
     value = value.astimezone(UTC)
-    text = value.strftime("%Y-%m-%dT%H:%M:%S")
+    text = value.replace(tzinfo=None, microsecond=0).isoformat()  # strftime drops %Y's padding
     if value.microsecond:
         text += "." + f"{value.microsecond:06d}".rstrip("0")
     return text + "Z"

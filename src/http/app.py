@@ -19,6 +19,7 @@ from src.http.ports import Services
 from src.http.routes import access, contexts, history, query
 
 log = logging.getLogger(__name__)
+_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
 
 
 @get("/healthz", sync_to_thread=False)
@@ -49,10 +50,11 @@ def _on_litestar(request: Request[Any, Any, Any], exc: Exception) -> Response[by
 
 
 def _allow(headers: dict[str, str]) -> dict[str, str] | None:
-    """The API's methods of the path; Litestar's implicit OPTIONS handler is not one of them."""
+    """The API's methods of the path in a stable order; Litestar's implicit OPTIONS is not one."""
     listed = headers.get("Allow") or headers.get("allow") or ""
-    methods = [m.strip() for m in listed.split(",") if m.strip() and m.strip() != "OPTIONS"]
-    return {"Allow": ", ".join(methods)} if methods else None
+    methods = {m.strip() for m in listed.split(",")} - {"", "OPTIONS"}
+    ordered = sorted(methods, key=lambda m: (_METHODS.index(m) if m in _METHODS else 99, m))
+    return {"Allow": ", ".join(ordered)} if ordered else None
 
 
 def _on_any(request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:

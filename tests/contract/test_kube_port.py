@@ -6,15 +6,10 @@ tests that use the fake can trust it to behave like the adapter.
 
 from __future__ import annotations
 
-import copy
-import hashlib
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from src.adapters.kubernetes import cluster as kube
-from src.adapters.kubernetes.rest import PODS, PVCS, STORAGE_CLASSES, Resource, Rest
 from src.domain import cluster as port
 from src.domain.cluster import (
     BuiltinRuntime,
@@ -26,104 +21,14 @@ from src.domain.cluster import (
     ProfileRuntime,
     WorkspaceClaim,
 )
-from tests.support.fake_cluster import FakeCluster
+from tests.support.kube_fixtures import PortBackend as Backend
 
 JSON = dict[str, Any]
-RESOURCES: dict[str, Resource] = {
-    r.plural: r
-    for r in (PVCS, PODS, STORAGE_CLASSES, kube.SANDBOX, kube.SANDBOX_CLAIM, kube.SANDBOX_TEMPLATE,
-              kube.WARM_POOL, kube.SNAPSHOT, kube.SNAPSHOT_CLASS)
-}
 
 
-class Backend:
-    """Seeds and inspects raw objects behind a port implementation."""
-
-    def __init__(self, cluster: Any, ns: str) -> None:
-        self.cluster: port.Cluster = cluster
-        self.ns = ns
-        self.cleanups: list[tuple[str, str]] = []  # cluster-scoped objects to remove
-
-    def put(self, plural: str, item: JSON) -> None:
-        raise NotImplementedError
-
-    def read(self, plural: str, name: str) -> JSON | None:
-        raise NotImplementedError
-
-    def write_status(self, plural: str, name: str, status: JSON) -> None:
-        raise NotImplementedError
-
-    def put_deleting(self, plural: str, item: JSON) -> None:
-        raise NotImplementedError
-
-
-class KubeBackend(Backend):
-    def __init__(self, cluster: kube.KubernetesCluster, ns: str) -> None:
-        super().__init__(cluster, ns)
-        self.rest: Rest = cluster.rest
-
-    def put(self, plural: str, item: JSON) -> None:
-        res = RESOURCES[plural]
-        self.rest.create(res.path(self.ns), item, "test")
-        if not res.namespaced:
-            self.cleanups.append((plural, item["metadata"]["name"]))
-
-    def read(self, plural: str, name: str) -> JSON | None:
-        try:
-            return self.rest.get(RESOURCES[plural].path(self.ns, name))
-        except ClusterError as exc:
-            if exc.status == 404:
-                return None
-            raise
-
-    def write_status(self, plural: str, name: str, status: JSON) -> None:
-        path = RESOURCES[plural].path(self.ns, name, "status")
-        self.rest.patch(path, {"status": status}, "test")
-
-    def put_deleting(self, plural: str, item: JSON) -> None:
-        item = copy.deepcopy(item)
-        item["metadata"]["finalizers"] = ["test.context.rossoctl.io/hold"]
-        self.put(plural, item)
-        self.rest.delete(RESOURCES[plural].path(self.ns, item["metadata"]["name"]))
-
-    def close(self) -> None:
-        for plural, name in self.cleanups:
-            self.rest.delete(RESOURCES[plural].path(None, name))
-
-
-class FakeBackend(Backend):
-    def __init__(self, ns: str) -> None:
-        self.fake = FakeCluster()
-        super().__init__(self.fake, ns)
-
-    def put(self, plural: str, item: JSON) -> None:
-        item = copy.deepcopy(item)
-        if RESOURCES[plural].namespaced:
-            item["metadata"]["namespace"] = self.ns
-        self.fake.put(plural, item)
-
-    def read(self, plural: str, name: str) -> JSON | None:
-        ns = self.ns if RESOURCES[plural].namespaced else ""
-        return self.fake.manifest(plural, ns, name)
-
-    def write_status(self, plural: str, name: str, status: JSON) -> None:
-        self.fake.objects[(plural, self.ns, name)]["status"] = status
-
-    def put_deleting(self, plural: str, item: JSON) -> None:
-        item = copy.deepcopy(item)
-        item["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
-        self.put(plural, item)
-
-
-@pytest.fixture(params=["fake", pytest.param("kube", marks=pytest.mark.k8s)])
-def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
-    if request.param == "fake":
-        yield FakeBackend("t-fake")
-        return
-    cluster = request.getfixturevalue("kube_cluster")
-    kube_backend = KubeBackend(cluster, request.getfixturevalue("kube_ns"))
-    yield kube_backend
-    kube_backend.close()
+@pytest.fixture
+def backend(port_backend: Backend) -> Backend:
+    return port_backend
 
 
 def unique(backend: Backend, name: str) -> str:
@@ -133,8 +38,13 @@ def unique(backend: Backend, name: str) -> str:
 
 def storage_class(name: str, provisioner: str, annotations: dict[str, str], **fields: Any) -> JSON:
     meta = {"name": name, "annotations": annotations}
-    return {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": meta,
-            "provisioner": provisioner, **fields}
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": meta,
+        "provisioner": provisioner,
+        **fields,
+    }
 
 
 # --- storage classes ------------------------------------------------------------------------
@@ -145,24 +55,46 @@ def test_storage_classes_apply_spec_defaults_and_both_default_annotations(backen
     beta = {"storageclass.beta.kubernetes.io/is-default-class": "true"}
     driver = f"{backend.ns}.csi.test"
     backend.put("storageclasses", storage_class(unique(backend, "b-plain"), driver, {}))
-    backend.put("storageclasses", storage_class(unique(backend, "a-ga"), driver, ga,
-                volumeBindingMode="WaitForFirstConsumer", reclaimPolicy="Retain",
-                allowVolumeExpansion=True))
+    backend.put(
+        "storageclasses",
+        storage_class(
+            unique(backend, "a-ga"),
+            driver,
+            ga,
+            volumeBindingMode="WaitForFirstConsumer",
+            reclaimPolicy="Retain",
+            allowVolumeExpansion=True,
+        ),
+    )
     backend.put("storageclasses", storage_class(unique(backend, "c-beta"), driver, beta))
-    backend.put("storageclasses", storage_class(unique(backend, "d-no"), driver,
-                {"storageclass.kubernetes.io/is-default-class": "false"}))
+    backend.put(
+        "storageclasses",
+        storage_class(
+            unique(backend, "d-no"),
+            driver,
+            {"storageclass.kubernetes.io/is-default-class": "false"},
+        ),
+    )
 
     mine = [c for c in backend.cluster.list_storage_classes() if c.provisioner == driver]
 
-    assert [c.name for c in mine] == [unique(backend, n) for n in ("a-ga", "b-plain", "c-beta",
-                                                                     "d-no")]
+    assert [c.name for c in mine] == [
+        unique(backend, n) for n in ("a-ga", "b-plain", "c-beta", "d-no")
+    ]
     assert [c.default for c in mine] == [True, False, True, False]
     assert mine[0] == port.StorageClassInfo(
-        name=unique(backend, "a-ga"), default=True, provisioner=driver,
-        volume_binding_mode="WaitForFirstConsumer", reclaim_policy="Retain",
-        allow_volume_expansion=True)
-    assert (mine[1].volume_binding_mode, mine[1].reclaim_policy, mine[1].allow_volume_expansion) \
-        == ("Immediate", "Delete", False)
+        name=unique(backend, "a-ga"),
+        default=True,
+        provisioner=driver,
+        volume_binding_mode="WaitForFirstConsumer",
+        reclaim_policy="Retain",
+        allow_volume_expansion=True,
+    )
+    assert (
+        mine[1].volume_binding_mode,
+        mine[1].reclaim_policy,
+        mine[1].allow_volume_expansion,
+    ) == ("Immediate", "Delete", False)
 
 
 # --- context claims -------------------------------------------------------------------------
@@ -170,11 +102,17 @@ def test_storage_classes_apply_spec_defaults_and_both_default_annotations(backen
 
 def context_claim(ns: str, **changes: Any) -> ContextClaim:
     fields: dict[str, Any] = dict(
-        namespace=ns, context="notes", type="memory", size="1Gi", access_mode="ReadWriteOnce",
-        storage_class="fast", annotations={
+        namespace=ns,
+        context="notes",
+        type="memory",
+        size="1Gi",
+        access_mode="ReadWriteOnce",
+        storage_class="fast",
+        annotations={
             "context.rossoctl.io/access-grants": "[]",
             "context.rossoctl.io/current-revision": "a" * 64,
-        })
+        },
+    )
     fields.update(changes)
     return ContextClaim(**fields)
 
@@ -196,22 +134,31 @@ def test_context_claim_is_created_once_with_the_spec_shape(backend: Backend) -> 
     info = backend.cluster.get_claim(backend.ns, "context-notes")
     assert info is not None
     assert (info.phase, info.storage_class, info.access_modes, info.size, info.deleting) == (
-        "Pending", "fast", ("ReadWriteOnce",), "1Gi", False)
+        "Pending",
+        "fast",
+        ("ReadWriteOnce",),
+        "1Gi",
+        False,
+    )
     assert info.annotations["context.rossoctl.io/current-revision"] == "a" * 64
 
 
 def test_context_claim_keeps_annotations_current(backend: Backend) -> None:
     backend.cluster.ensure_context_claim(context_claim(backend.ns))
     source = {"context.rossoctl.io/source-context": "origin"}
-    later = context_claim(backend.ns, annotations={
-        "context.rossoctl.io/access-grants": '[{"subject":"user:a"}]', **source})
+    later = context_claim(
+        backend.ns,
+        annotations={"context.rossoctl.io/access-grants": '[{"subject":"user:a"}]', **source},
+    )
 
     assert backend.cluster.ensure_context_claim(later) is False
 
     info = backend.cluster.get_claim(backend.ns, "context-notes")
     assert info is not None
-    assert info.annotations == {"context.rossoctl.io/access-grants": '[{"subject":"user:a"}]',
-                                **source}
+    assert info.annotations == {
+        "context.rossoctl.io/access-grants": '[{"subject":"user:a"}]',
+        **source,
+    }
 
 
 def test_clone_claim_has_a_snapshot_data_source(backend: Backend) -> None:
@@ -219,8 +166,11 @@ def test_clone_claim_has_a_snapshot_data_source(backend: Backend) -> None:
     backend.cluster.ensure_context_claim(clone)
     raw = backend.read("persistentvolumeclaims", "context-copy")
     assert raw is not None
-    assert raw["spec"]["dataSource"] == {"apiGroup": "snapshot.storage.k8s.io",
-                                         "kind": "VolumeSnapshot", "name": "context-notes-s1"}
+    assert raw["spec"]["dataSource"] == {
+        "apiGroup": "snapshot.storage.k8s.io",
+        "kind": "VolumeSnapshot",
+        "name": "context-notes-s1",
+    }
     info = backend.cluster.get_claim(backend.ns, "context-copy")
     assert info is not None and info.data_source == "context-notes-s1"
 
@@ -235,11 +185,21 @@ def test_claim_delete_ignores_not_found_and_get_answers_none(backend: Backend) -
 
 def test_observed_claim_phase_class_and_context_listing(backend: Backend) -> None:
     backend.cluster.ensure_context_claim(context_claim(backend.ns))
-    backend.write_status("persistentvolumeclaims", "context-notes",
-                         {"phase": "Bound", "capacity": {"storage": "1Gi"}})
-    backend.cluster.ensure_workspace_claim(WorkspaceClaim(
-        namespace=backend.ns, pool="p", index=None, replicas=2, size="1Gi",
-        access_mode="ReadWriteMany"))
+    backend.write_status(
+        "persistentvolumeclaims",
+        "context-notes",
+        {"phase": "Bound", "capacity": {"storage": "1Gi"}},
+    )
+    backend.cluster.ensure_workspace_claim(
+        WorkspaceClaim(
+            namespace=backend.ns,
+            pool="p",
+            index=None,
+            replicas=2,
+            size="1Gi",
+            access_mode="ReadWriteMany",
+        )
+    )
 
     info = backend.cluster.get_claim(backend.ns, "context-notes")
     assert info is not None and (info.phase, info.capacity) == ("Bound", "1Gi")

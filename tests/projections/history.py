@@ -37,7 +37,8 @@ def random_command(rng: random.Random, name: str) -> c.Command:
         return c.AttachConsumer(actor=actor, subject=None, kind="agent",
                                 name=rng.choice(["a", "b"]), access_mode="readOnly")
     if pick == 4:
-        return c.DetachConsumer(actor=actor, subject=None, kind="agent", name=rng.choice(["a", "b"]))
+        return c.DetachConsumer(actor=actor, subject=None, kind="agent",
+                                name=rng.choice(["a", "b"]))
     if pick in (5, 6):
         return c.PublishRevision(actor=actor, id=_digest(rng), operation="sync",
                                  created_at=datetime(2026, 1, 1, tzinfo=UTC), files=1, bytes=2,

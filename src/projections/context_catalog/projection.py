@@ -16,8 +16,8 @@ from src.projections.context_catalog.view import CatalogView
 
 
 class ContextCatalog:
-    name = "context_catalog"
-    tables = ("context_catalog", "context_grants")
+    name: str = "context_catalog"
+    tables: tuple[str, ...] = ("context_catalog", "context_grants")
 
     def apply(self, view: CatalogView, batch: Sequence[Recorded]) -> None:
         touched: dict[uuid.UUID, list[Recorded]] = {}

@@ -1,0 +1,73 @@
+"""Shared benchmark plumbing: a PostgreSQL to measure on, a served process, timing helpers."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import statistics
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from src.adapters.postgres import embedded
+from tests.e2e.server import ServerProcess
+
+
+@contextlib.contextmanager
+def postgres() -> Iterator[tuple[str, Path]]:
+    """The database to measure on: CS_DATABASE_URL, or a fresh embedded server."""
+    os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="cs-bench-run-"))
+    data = Path(tempfile.mkdtemp(prefix="cs-bench-"))
+    url = os.environ.get("CS_DATABASE_URL") or embedded.start(data, database="bench")
+    try:
+        yield url, data
+    finally:
+        if not os.environ.get("CS_DATABASE_URL"):
+            embedded.stop(data)
+
+
+@contextlib.contextmanager
+def served(url: str, data: Path, workers: str = "projections") -> Iterator[ServerProcess]:
+    (data / "srv").mkdir(exist_ok=True)
+    server = ServerProcess(data / "srv", env={"CS_DATABASE_URL": url, "CS_WORKERS": workers,
+                                              "CS_LOG_FORMAT": "json"})
+    server.env["CS_DATABASE_URL"] = url
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def run_concurrently(clients: int, per_client: int,
+                     work: Callable[[int, int], None]) -> float:
+    """Run ``work(client, i)`` for every client and i; return operations per second."""
+    barrier = threading.Barrier(clients + 1)
+
+    def body(client: int) -> None:
+        barrier.wait()
+        for i in range(per_client):
+            work(client, i)
+
+    threads = [threading.Thread(target=body, args=(c,)) for c in range(clients)]
+    for t in threads:
+        t.start()
+    barrier.wait()
+    started = time.perf_counter()
+    for t in threads:
+        t.join()
+    return clients * per_client / (time.perf_counter() - started)
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    k = min(len(ordered) - 1, max(0, round(p / 100 * (len(ordered) - 1))))
+    return ordered[k]
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")

@@ -1,0 +1,251 @@
+"""Spec 1.1: response framing, strict request bodies and routing, through HTTP."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from tests.api.conftest import Api, context_body
+
+CTX = "/v1/namespaces/team1/contexts/research-memory"
+MIB = 1024 * 1024
+REVISION = {"id": "a" * 64, "createdAt": "2026-05-01T10:11:12Z", "operation": "sync"}
+
+
+def assert_error(resp: Any, status: int, code: str, message: str) -> None:
+    assert resp.status_code == status, resp.text
+    assert resp.headers["content-type"] == "application/json"
+    assert resp.text == json.dumps({"error": code, "message": message},
+                                   separators=(",", ":"), ensure_ascii=False)
+
+
+def assert_invalid(resp: Any) -> str:
+    """A 400 invalid_request whose (free) message is returned for further checks."""
+    assert resp.status_code == 400, resp.text
+    body = resp.json()
+    assert list(body) == ["error", "message"]
+    assert body["error"] == "invalid_request"
+    assert body["message"]
+    message: str = body["message"]
+    return message
+
+
+def padded(body: dict[str, Any], total: int) -> bytes:
+    raw = json.dumps(body).encode()
+    return raw + b" " * (total - len(raw))
+
+
+@pytest.fixture
+def ctx(api: Api) -> Api:
+    assert api.post("/v1/contexts", context_body()).status_code == 201
+    return api
+
+
+# --- framing ------------------------------------------------------------------------------------
+
+def test_healthz_is_compact_json(api: Api) -> None:
+    resp = api.get("/healthz")
+    assert resp.status_code == 200
+    assert resp.headers["content-type"] == "application/json"
+    assert resp.text == '{"status":"ok"}'
+
+
+def test_create_answers_the_spec_example_byte_for_byte(api: Api) -> None:
+    resp = api.post("/v1/contexts", context_body())
+    assert resp.status_code == 201
+    assert resp.headers["content-type"] == "application/json"
+    assert resp.text == (
+        '{"name":"research-memory","namespace":"team1","type":"memory","status":"provisioning",'
+        '"storage":{"backend":"pvc","size":"5Gi","accessMode":"ReadWriteMany",'
+        '"storageClass":"ibm-scale-csi"},"attachment":{"kind":"pvc",'
+        '"claimName":"context-research-memory"}}')
+
+
+def test_non_ascii_is_written_unescaped(ctx: Api) -> None:
+    body = {**REVISION, "producer": "zoë <&> 世界"}
+    resp = ctx.post(CTX + "/revisions", body)
+    assert resp.status_code == 201
+    assert '"producer":"zoë <&> 世界"' in resp.content.decode("utf-8")
+
+
+def test_no_content_has_no_body(ctx: Api) -> None:
+    resp = ctx.delete(CTX)
+    assert resp.status_code == 204
+    assert resp.content == b""
+
+
+# --- request bodies (1.1.3) ---------------------------------------------------------------------
+
+def test_body_of_exactly_one_mebibyte_is_accepted(api: Api) -> None:
+    resp = api.post("/v1/contexts", raw=padded(context_body(), MIB))
+    assert resp.status_code == 201, resp.text
+
+
+def test_body_one_byte_over_a_mebibyte_is_too_large(api: Api) -> None:
+    resp = api.post("/v1/contexts", raw=padded(context_body(), MIB + 1))
+    assert_error(resp, 400, "invalid_request", "request body too large")
+
+
+def test_size_is_checked_before_emptiness(api: Api) -> None:
+    resp = api.post("/v1/contexts", raw=b" " * (MIB + 1))
+    assert_error(resp, 400, "invalid_request", "request body too large")
+
+
+@pytest.mark.parametrize("raw", [b"", b" ", b"\n\t \r\n"])
+def test_empty_or_whitespace_body_is_required(api: Api, raw: bytes) -> None:
+    resp = api.post("/v1/contexts", raw=raw)
+    assert_error(resp, 400, "invalid_request", "request body is required")
+
+
+@pytest.mark.parametrize("raw", [
+    b"[]", b'"text"', b"42", b"null", b"true", b"{", b'{"name":}', b"{'name':'a'}",
+])
+def test_body_must_be_one_json_object(api: Api, raw: bytes) -> None:
+    assert_invalid(api.post("/v1/contexts", raw=raw))
+
+
+@pytest.mark.parametrize("trailer", [b"x", b"{}", b"[]", b"0", b'"more"'])
+def test_trailing_bytes_after_the_value_are_rejected(api: Api, trailer: bytes) -> None:
+    raw = json.dumps(context_body()).encode() + b" " + trailer
+    assert_invalid(api.post("/v1/contexts", raw=raw))
+    assert api.get("/v1/namespaces/team1/contexts").json() == {"items": []}
+
+
+def test_trailing_whitespace_is_allowed(api: Api) -> None:
+    raw = b"\n " + json.dumps(context_body()).encode() + b" \r\n\t"
+    assert api.post("/v1/contexts", raw=raw).status_code == 201
+
+
+@pytest.mark.parametrize("field", ["status", "owner", "attachment", "effectiveAccess",
+                                   "consumers", "currentRevision", "revisions", "foo"])
+def test_unknown_and_server_owned_fields_are_rejected(api: Api, field: str) -> None:
+    body = {**context_body(), field: "x"}
+    message = assert_invalid(api.post("/v1/contexts", body))
+    assert field in message
+
+
+def test_unknown_nested_field_names_its_path(api: Api) -> None:
+    body = context_body()
+    body["storage"]["foo"] = 1
+    message = assert_invalid(api.post("/v1/contexts", body))
+    assert "foo" in message and "storage" in message
+
+
+def test_keys_are_case_sensitive(api: Api) -> None:
+    body = context_body()
+    body["Name"] = body.pop("name")
+    assert_invalid(api.post("/v1/contexts", body))
+    body = context_body()
+    body["storage"]["accessmode"] = body["storage"].pop("accessMode")
+    assert_invalid(api.post("/v1/contexts", body))
+
+
+def test_null_is_treated_as_absent(api: Api) -> None:
+    body = {**context_body(), "type": None}
+    assert_error(api.post("/v1/contexts", body), 400, "invalid_request",
+                 "type must be workspace, state, memory, knowledge, or artifacts")
+    body = {**context_body(), "storage": None}
+    assert_error(api.post("/v1/contexts", body), 400, "invalid_request",
+                 "storage.backend must be pvc")
+    body = context_body()
+    body["storage"]["storageClass"] = None
+    resp = api.post("/v1/contexts", body)
+    assert resp.status_code == 201
+    assert "storageClass" not in resp.json()["storage"]
+
+
+@pytest.mark.parametrize("field,value", [
+    ("name", 5), ("name", ["a"]), ("namespace", True), ("type", {"a": 1}), ("storage", "pvc"),
+    ("storage", []),
+])
+def test_strings_and_objects_are_strictly_typed(api: Api, field: str, value: Any) -> None:
+    assert_invalid(api.post("/v1/contexts", {**context_body(), field: value}))
+
+
+@pytest.mark.parametrize("value", [3.0, "3", 1e2, True, 3.5])
+def test_integer_fields_require_json_integers(ctx: Api, value: Any) -> None:
+    message = assert_invalid(ctx.post(CTX + "/revisions", {**REVISION, "files": value}))
+    assert "files" in message
+    assert ctx.get(CTX + "/revisions").json() == {"items": []}
+
+
+@pytest.mark.parametrize("value", ["true", 1, 0, "false"])
+def test_boolean_fields_require_json_booleans(ctx: Api, value: Any) -> None:
+    body = {"kind": "agent", "name": "a", "accessMode": "readOnly", "active": value}
+    assert_invalid(ctx.put(CTX + "/consumers", body))
+
+
+def test_content_type_is_not_checked(api: Api) -> None:
+    resp = api.post("/v1/contexts", raw=json.dumps(context_body()).encode(),
+                    headers={"Content-Type": "text/plain"})
+    assert resp.status_code == 201
+
+
+def test_routes_without_body_ignore_one(ctx: Api) -> None:
+    junk = b"not json at all {"
+    assert ctx.request("GET", CTX, raw=junk).status_code == 200
+    assert ctx.request("GET", "/v1/namespaces/team1/contexts", raw=junk).status_code == 200
+    assert ctx.request("GET", CTX + "/audit", raw=junk).status_code == 200
+    assert ctx.request("DELETE", CTX, raw=junk).status_code == 204
+
+
+# --- routing (1.1.4) ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", [
+    "/", "/v1", "/v1/context", "/v1/namespaces/team1", "/V1/contexts",
+    "/v1/namespaces/team1/Contexts", "/v1/namespaces/team1/contexts/x/unknown",
+    "/v1/namespaces/team1/contexts/x/grants/extra", "/v1/contexts/", "/healthz/",
+    "/v1/namespaces/team1/contexts/", CTX + "/", CTX + "/grants/",
+])
+def test_unknown_paths_answer_route_not_found(ctx: Api, path: str) -> None:
+    assert_error(ctx.get(path), 404, "not_found", "route not found")
+
+
+@pytest.mark.parametrize("method,path,allow", [
+    ("GET", "/v1/contexts", "POST"),
+    ("PUT", "/v1/contexts", "POST"),
+    ("POST", "/healthz", "GET"),
+    ("POST", "/v1/namespaces/team1/contexts", "GET"),
+    ("POST", CTX, "GET, DELETE"),
+    ("PATCH", CTX, "GET, DELETE"),
+    ("PUT", CTX + "/revisions", "GET, POST"),
+    ("POST", CTX + "/grants", "GET, PUT, DELETE"),
+    ("POST", CTX + "/consumers", "GET, PUT, DELETE"),
+    ("DELETE", CTX + "/audit", "GET"),
+])
+def test_known_path_with_other_method_is_405(ctx: Api, method: str, path: str,
+                                              allow: str) -> None:
+    resp = ctx.request(method, path, raw=b"{}")
+    assert_error(resp, 405, "method_not_allowed", "method not allowed")
+    assert resp.headers["allow"] == allow
+
+
+def test_405_wins_over_a_malformed_subject(ctx: Api) -> None:
+    resp = ctx.as_("nonsense").request("POST", CTX)
+    assert resp.status_code == 405
+
+
+def test_path_parameters_are_percent_decoded(ctx: Api) -> None:
+    resp = ctx.get("/v1/namespaces/team%31/contexts/research%2Dmemory")
+    assert resp.status_code == 200
+    assert resp.json()["name"] == "research-memory"
+
+
+@pytest.mark.parametrize("path", [
+    "/v1/namespaces/team1/contexts/RESEARCH-MEMORY",
+    "/v1/namespaces/Team1/contexts/research-memory",
+    "/v1/namespaces/team1/contexts/research_memory",
+    "/v1/namespaces/team1/contexts/" + "a" * 300,
+    "/v1/namespaces/team1/contexts/x%20y",
+])
+def test_path_parameters_are_not_validated(ctx: Api, path: str) -> None:
+    for suffix in ("", "/revisions", "/grants", "/consumers", "/audit"):
+        assert_error(ctx.get(path + suffix), 404, "not_found", "context resource not found")
+
+
+def test_unknown_query_parameters_are_ignored(ctx: Api) -> None:
+    assert ctx.get(CTX + "?foo=bar&force=true").status_code == 200
+    assert ctx.get("/v1/namespaces/team1/contexts?x=1").json()["items"][0]["name"] == (
+        "research-memory")
