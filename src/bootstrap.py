@@ -21,12 +21,14 @@ from src.adapters.postgres import embedded
 from src.adapters.postgres.database import open_datastore
 from src.adapters.postgres.migrations import migrate
 from src.adapters.postgres.views.contexts import AuditSql, CatalogSql, ContextReadsSql, RevisionSql
+from src.adapters.postgres.views.query_index import QueryIndexReadsSql, QueryIndexSql
 from src.config import Settings
 from src.http.app import create_app
 from src.http.ports import Services
 from src.projections.audit_log.projection import AuditLog
 from src.projections.base import Projection
 from src.projections.context_catalog.projection import ContextCatalog
+from src.projections.query_index.projection import QueryIndex
 from src.projections.revision_history.projection import RevisionHistory
 
 log = logging.getLogger(__name__)
@@ -50,6 +52,7 @@ def projection_workers() -> dict[str, list[tuple[Projection, Callable[[Any], Any
             (RevisionHistory(), RevisionSql),
             (AuditLog(), AuditSql),
         ],
+        "query-index": [(QueryIndex(), QueryIndexSql)],
     }
 
 
@@ -117,7 +120,8 @@ def services(container: Container) -> Services:
     consistency = LogConsistency(container.store, container.tracking, running)
     return Services(contexts=container.contexts, reads=reads, consistency=consistency,
                     require_subject=container.settings.require_subject,
-                    read_wait_seconds=container.settings.read_wait_seconds)
+                    read_wait_seconds=container.settings.read_wait_seconds,
+                    extra={"query": QueryIndexReadsSql(container.datastore)})
 
 
 def app(container: Container) -> Litestar:

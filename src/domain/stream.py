@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import uuid
 from dataclasses import dataclass
 
@@ -21,7 +22,12 @@ class StreamRef(msgspec.Struct, frozen=True):
 
     @property
     def id(self) -> uuid.UUID:
-        return uuid.uuid5(_STREAM_NS, f"{self.kind}/{self.namespace}/{self.key}")
+        return stream_id(self.kind, self.namespace, self.key)
+
+
+@functools.lru_cache(maxsize=65536)
+def stream_id(kind: str, namespace: str, key: str) -> uuid.UUID:
+    return uuid.uuid5(_STREAM_NS, f"{kind}/{namespace}/{key}")
 
 
 def context_stream(namespace: str, name: str) -> StreamRef:

@@ -38,7 +38,8 @@ def _on_http(_: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
 
 
 def _on_litestar(request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
-    if isinstance(exc, NotFoundException):
+    if isinstance(exc, NotFoundException) or (
+            isinstance(exc, MethodNotAllowedException) and _trailing_slash(request)):
         return error_response(404, "not_found", "route not found")
     if isinstance(exc, MethodNotAllowedException):
         return error_response(405, "method_not_allowed", "method not allowed",
@@ -62,11 +63,15 @@ def _on_any(request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
     return error_response(500, "internal_error", f"internal error: {type(exc).__name__}: {exc}")
 
 
-def _exact_paths(request: Request[Any, Any, Any]) -> Response[bytes] | None:
-    """A trailing slash names a different, unknown path (Litestar would otherwise strip it)."""
+def _trailing_slash(request: Request[Any, Any, Any]) -> bool:
     raw = request.scope.get("raw_path") or request.scope.get("path", "").encode()
     path = raw.split(b"?", 1)[0]
-    if len(path) > 1 and path.endswith(b"/"):
+    return len(path) > 1 and path.endswith(b"/")
+
+
+def _exact_paths(request: Request[Any, Any, Any]) -> Response[bytes] | None:
+    """A trailing slash names a different, unknown path (Litestar would otherwise strip it)."""
+    if _trailing_slash(request):
         return error_response(404, "not_found", "route not found")
     return None
 

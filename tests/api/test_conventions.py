@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import pytest
@@ -30,6 +31,17 @@ def assert_invalid(resp: Any) -> str:
     assert body["message"]
     message: str = body["message"]
     return message
+
+
+def each(cases: Iterable[Any], probe: Callable[[Any], None]) -> None:
+    """Run ``probe`` on every case against one service; report every failing case."""
+    failures = []
+    for case in cases:
+        try:
+            probe(case)
+        except AssertionError as exc:
+            failures.append(f"{case!r}: {exc}")
+    assert not failures, "\n".join(failures)
 
 
 def padded(body: dict[str, Any], total: int) -> bytes:
@@ -93,23 +105,20 @@ def test_size_is_checked_before_emptiness(api: Api) -> None:
     assert_error(resp, 400, "invalid_request", "request body too large")
 
 
-@pytest.mark.parametrize("raw", [b"", b" ", b"\n\t \r\n"])
-def test_empty_or_whitespace_body_is_required(api: Api, raw: bytes) -> None:
-    resp = api.post("/v1/contexts", raw=raw)
-    assert_error(resp, 400, "invalid_request", "request body is required")
+def test_empty_or_whitespace_body_is_required(api: Api) -> None:
+    each([b"", b" ", b"\n\t \r\n"], lambda raw: assert_error(
+        api.post("/v1/contexts", raw=raw), 400, "invalid_request", "request body is required"))
 
 
-@pytest.mark.parametrize("raw", [
-    b"[]", b'"text"', b"42", b"null", b"true", b"{", b'{"name":}', b"{'name':'a'}",
-])
-def test_body_must_be_one_json_object(api: Api, raw: bytes) -> None:
-    assert_invalid(api.post("/v1/contexts", raw=raw))
+def test_body_must_be_one_json_object(api: Api) -> None:
+    cases = [b"[]", b'"text"', b"42", b"null", b"true", b"{", b'{"name":}', b"{'name':'a'}"]
+    each(cases, lambda raw: assert_invalid(api.post("/v1/contexts", raw=raw)))
 
 
-@pytest.mark.parametrize("trailer", [b"x", b"{}", b"[]", b"0", b'"more"'])
-def test_trailing_bytes_after_the_value_are_rejected(api: Api, trailer: bytes) -> None:
-    raw = json.dumps(context_body()).encode() + b" " + trailer
-    assert_invalid(api.post("/v1/contexts", raw=raw))
+def test_trailing_bytes_after_the_value_are_rejected(api: Api) -> None:
+    valid = json.dumps(context_body()).encode()
+    each([b"x", b"{}", b"[]", b"0", b'"more"', b","], lambda trailer: assert_invalid(
+        api.post("/v1/contexts", raw=valid + b" " + trailer)))
     assert api.get("/v1/namespaces/team1/contexts").json() == {"items": []}
 
 
@@ -118,12 +127,13 @@ def test_trailing_whitespace_is_allowed(api: Api) -> None:
     assert api.post("/v1/contexts", raw=raw).status_code == 201
 
 
-@pytest.mark.parametrize("field", ["status", "owner", "attachment", "effectiveAccess",
-                                   "consumers", "currentRevision", "revisions", "foo"])
-def test_unknown_and_server_owned_fields_are_rejected(api: Api, field: str) -> None:
-    body = {**context_body(), field: "x"}
-    message = assert_invalid(api.post("/v1/contexts", body))
-    assert field in message
+def test_unknown_and_server_owned_fields_are_rejected(api: Api) -> None:
+    def probe(field: str) -> None:
+        assert field in assert_invalid(api.post("/v1/contexts", {**context_body(), field: "x"}))
+
+    each(["status", "owner", "attachment", "effectiveAccess", "consumers", "currentRevision",
+          "revisions", "foo"], probe)
+    assert api.get("/v1/namespaces/team1/contexts").json() == {"items": []}
 
 
 def test_unknown_nested_field_names_its_path(api: Api) -> None:
@@ -156,25 +166,26 @@ def test_null_is_treated_as_absent(api: Api) -> None:
     assert "storageClass" not in resp.json()["storage"]
 
 
-@pytest.mark.parametrize("field,value", [
-    ("name", 5), ("name", ["a"]), ("namespace", True), ("type", {"a": 1}), ("storage", "pvc"),
-    ("storage", []),
-])
-def test_strings_and_objects_are_strictly_typed(api: Api, field: str, value: Any) -> None:
-    assert_invalid(api.post("/v1/contexts", {**context_body(), field: value}))
+def test_strings_and_objects_are_strictly_typed(api: Api) -> None:
+    cases = [("name", 5), ("name", ["a"]), ("namespace", True), ("type", {"a": 1}),
+             ("storage", "pvc"), ("storage", [])]
+    each(cases, lambda c: assert_invalid(api.post("/v1/contexts", {**context_body(), c[0]: c[1]})))
 
 
-@pytest.mark.parametrize("value", [3.0, "3", 1e2, True, 3.5])
-def test_integer_fields_require_json_integers(ctx: Api, value: Any) -> None:
-    message = assert_invalid(ctx.post(CTX + "/revisions", {**REVISION, "files": value}))
-    assert "files" in message
+def test_integer_fields_require_json_integers(ctx: Api) -> None:
+    def probe(case: tuple[str, Any]) -> None:
+        field, value = case
+        assert field in assert_invalid(ctx.post(CTX + "/revisions", {**REVISION, field: value}))
+
+    each([("files", 3.0), ("files", "3"), ("files", 1e2), ("files", True), ("bytes", 3.5),
+          ("bytes", "0")], probe)
     assert ctx.get(CTX + "/revisions").json() == {"items": []}
 
 
-@pytest.mark.parametrize("value", ["true", 1, 0, "false"])
-def test_boolean_fields_require_json_booleans(ctx: Api, value: Any) -> None:
-    body = {"kind": "agent", "name": "a", "accessMode": "readOnly", "active": value}
-    assert_invalid(ctx.put(CTX + "/consumers", body))
+def test_boolean_fields_require_json_booleans(ctx: Api) -> None:
+    each(["true", 1, 0, "false"], lambda value: assert_invalid(ctx.put(
+        CTX + "/consumers",
+        {"kind": "agent", "name": "a", "accessMode": "readOnly", "active": value})))
 
 
 def test_content_type_is_not_checked(api: Api) -> None:
@@ -193,33 +204,30 @@ def test_routes_without_body_ignore_one(ctx: Api) -> None:
 
 # --- routing (1.1.4) ----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("path", [
-    "/", "/v1", "/v1/context", "/v1/namespaces/team1", "/V1/contexts",
-    "/v1/namespaces/team1/Contexts", "/v1/namespaces/team1/contexts/x/unknown",
-    "/v1/namespaces/team1/contexts/x/grants/extra", "/v1/contexts/", "/healthz/",
-    "/v1/namespaces/team1/contexts/", CTX + "/", CTX + "/grants/",
-])
-def test_unknown_paths_answer_route_not_found(ctx: Api, path: str) -> None:
-    assert_error(ctx.get(path), 404, "not_found", "route not found")
+def test_unknown_paths_answer_route_not_found(ctx: Api) -> None:
+    paths = ["/", "/v1", "/v1/context", "/v1/namespaces/team1", "/V1/contexts",
+             "/v1/namespaces/team1/Contexts", "/v1/namespaces/team1/contexts/x/unknown",
+             "/v1/namespaces/team1/contexts/x/grants/extra", "/healthz/",
+             "/v1/namespaces/team1/contexts/", CTX + "/", CTX + "/grants/"]
+    each(paths, lambda path: assert_error(ctx.get(path), 404, "not_found", "route not found"))
+    each(["/v1/contexts/", CTX + "/revisions/"], lambda path: assert_error(
+        ctx.post(path, context_body()), 404, "not_found", "route not found"))
 
 
-@pytest.mark.parametrize("method,path,allow", [
-    ("GET", "/v1/contexts", "POST"),
-    ("PUT", "/v1/contexts", "POST"),
-    ("POST", "/healthz", "GET"),
-    ("POST", "/v1/namespaces/team1/contexts", "GET"),
-    ("POST", CTX, "GET, DELETE"),
-    ("PATCH", CTX, "GET, DELETE"),
-    ("PUT", CTX + "/revisions", "GET, POST"),
-    ("POST", CTX + "/grants", "GET, PUT, DELETE"),
-    ("POST", CTX + "/consumers", "GET, PUT, DELETE"),
-    ("DELETE", CTX + "/audit", "GET"),
-])
-def test_known_path_with_other_method_is_405(ctx: Api, method: str, path: str,
-                                              allow: str) -> None:
-    resp = ctx.request(method, path, raw=b"{}")
-    assert_error(resp, 405, "method_not_allowed", "method not allowed")
-    assert resp.headers["allow"] == allow
+def test_known_path_with_other_method_is_405(ctx: Api) -> None:
+    def probe(case: tuple[str, str, str]) -> None:
+        method, path, allow = case
+        resp = ctx.request(method, path, raw=b"{}")
+        assert_error(resp, 405, "method_not_allowed", "method not allowed")
+        assert resp.headers["allow"] == allow
+
+    each([("GET", "/v1/contexts", "POST"), ("PUT", "/v1/contexts", "POST"),
+          ("POST", "/healthz", "GET"), ("POST", "/v1/namespaces/team1/contexts", "GET"),
+          ("POST", CTX, "GET, DELETE"), ("PATCH", CTX, "GET, DELETE"),
+          ("PUT", CTX + "/revisions", "GET, POST"), ("POST", CTX + "/grants", "GET, PUT, DELETE"),
+          ("POST", CTX + "/consumers", "GET, PUT, DELETE"), ("DELETE", CTX + "/audit", "GET")],
+         probe)
+    assert ctx.get(CTX).status_code == 200
 
 
 def test_405_wins_over_a_malformed_subject(ctx: Api) -> None:
@@ -233,16 +241,14 @@ def test_path_parameters_are_percent_decoded(ctx: Api) -> None:
     assert resp.json()["name"] == "research-memory"
 
 
-@pytest.mark.parametrize("path", [
-    "/v1/namespaces/team1/contexts/RESEARCH-MEMORY",
-    "/v1/namespaces/Team1/contexts/research-memory",
-    "/v1/namespaces/team1/contexts/research_memory",
-    "/v1/namespaces/team1/contexts/" + "a" * 300,
-    "/v1/namespaces/team1/contexts/x%20y",
-])
-def test_path_parameters_are_not_validated(ctx: Api, path: str) -> None:
-    for suffix in ("", "/revisions", "/grants", "/consumers", "/audit"):
-        assert_error(ctx.get(path + suffix), 404, "not_found", "context resource not found")
+def test_path_parameters_are_not_validated(ctx: Api) -> None:
+    paths = ["/v1/namespaces/team1/contexts/RESEARCH-MEMORY",
+             "/v1/namespaces/Team1/contexts/research-memory",
+             "/v1/namespaces/team1/contexts/research_memory",
+             "/v1/namespaces/team1/contexts/" + "a" * 300,
+             "/v1/namespaces/team1/contexts/x%20y"]
+    each([p + s for p in paths for s in ("", "/revisions", "/grants", "/consumers", "/audit")],
+         lambda path: assert_error(ctx.get(path), 404, "not_found", "context resource not found"))
 
 
 def test_unknown_query_parameters_are_ignored(ctx: Api) -> None:

@@ -47,46 +47,62 @@ EDGE_STRINGS = (
     *TYPES, "pvc", "nfs", "ReadWriteOnce", "ReadWriteMany", "ReadOnlyMany",
     *PERMISSIONS, "Read", "readOnly", "readWrite", "user", "agent", "workload", "service",
     "robot", "context-service-admin", "anonymous", "alice", "Bound", "Pending", "Lost",
-    *DIGESTS, DIGESTS[0].upper(), DIGESTS[0][:-1], "sync", '"', "\\", "{}",
+    *DIGESTS, DIGESTS[1].upper(), DIGESTS[0][:-1], "sync", '"', "\\", "{}",
 )
 texts = st.one_of(st.sampled_from(EDGE_STRINGS), st.text(max_size=80))
-kinds = st.one_of(st.sampled_from(("user", "agent", "workload", "service", "", "User")), texts)
+quantities = st.from_regex(
+    r"[+-]?[0-9]{0,20}(\.[0-9]{0,12})?(Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?[0-9]{1,3}|[numkMGTPE])?",
+    fullmatch=True)
+
+
+def mostly(*valid: str) -> st.SearchStrategy[str]:
+    """Mostly a valid value, so that later checks are reached; anything otherwise."""
+    choice = st.sampled_from(valid)
+    return st.one_of(choice, choice, choice, texts)
+
+
+kinds = mostly("user", "agent", "workload", "service", "", "User")
 subjects = st.one_of(st.sampled_from((*ACTORS, Subject("", ""), Subject("user", " "))),
                      st.builds(Subject, kinds, texts))
+callers = st.one_of(st.sampled_from(ACTORS), subjects)
 optional_subjects = st.one_of(st.none(), subjects)
 timestamps = st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30),
                           timezones=st.just(UTC))
-optional_timestamps = st.one_of(st.none(), timestamps)
+optional_timestamps = st.one_of(st.none(), timestamps, timestamps)
 big_ints = st.one_of(st.integers(-(2**70), 2**70), st.sampled_from((0, -1, 2**63, 2**64)))
-sources = st.builds(SourceRef, texts, texts, texts)
-records = st.builds(QueryRecord, id=texts, context=texts, type=texts, revision=texts, text=texts,
-                    title=texts, keywords=st.lists(texts, max_size=3).map(tuple),
-                    source=sources, file=texts)
-consumers = st.builds(Consumer, subjects, texts, texts, texts, st.booleans(), st.booleans(),
-                      timestamps)
-permission_lists = st.lists(st.one_of(st.sampled_from((*PERMISSIONS, "Read", "")), texts),
-                            max_size=7).map(tuple)
+digests = mostly(*DIGESTS)
+sources = st.builds(SourceRef, mostly("project-state"), mostly(*TYPES), digests)
+records = st.builds(QueryRecord, id=mostly("r1", "r2"), context=mostly(NAME), type=mostly(*TYPES),
+                    revision=digests, text=mostly("a fact"), title=texts,
+                    keywords=st.lists(texts, max_size=3).map(tuple), source=sources, file=texts)
+consumers = st.builds(Consumer, subjects, mostly("pod", "agent"), texts,
+                      mostly("readOnly", "readWrite"), st.booleans(), st.booleans(), timestamps)
+permission_lists = st.lists(mostly(*PERMISSIONS, *PERMISSIONS, "Read"), max_size=7).map(tuple)
 
 arbitrary_commands: st.SearchStrategy[Command] = st.one_of(
-    st.builds(CreateContext, actor=subjects, name=texts, namespace=texts, type=texts,
-              backend=texts, size=texts, access_mode=texts, storage_class=texts),
-    st.builds(GrantAccess, actor=subjects, subject=optional_subjects,
+    st.builds(CreateContext, actor=callers, name=mostly(NAME, "a", "a" * 50),
+              namespace=mostly(NAMESPACE), type=mostly(*TYPES), backend=mostly("pvc"),
+              size=st.one_of(st.just("5Gi"), quantities, texts),
+              access_mode=mostly("ReadWriteOnce", "ReadWriteMany"), storage_class=texts),
+    st.builds(GrantAccess, actor=callers, subject=optional_subjects,
               permissions=permission_lists),
-    st.builds(RevokeAccess, actor=subjects, subject=subjects),
-    st.builds(AttachConsumer, actor=subjects, subject=optional_subjects, kind=texts, name=texts,
-              access_mode=texts, active=st.booleans()),
-    st.builds(DetachConsumer, actor=subjects, subject=optional_subjects, kind=texts, name=texts),
-    st.builds(PublishRevision, actor=subjects, id=texts, created_at=optional_timestamps,
-              operation=texts, producer=texts,
+    st.builds(RevokeAccess, actor=callers, subject=subjects),
+    st.builds(AttachConsumer, actor=callers, subject=optional_subjects,
+              kind=mostly("agent", "sandbox"), name=mostly("a", "b"),
+              access_mode=mostly("readOnly", "readWrite"), active=st.booleans()),
+    st.builds(DetachConsumer, actor=callers, subject=optional_subjects,
+              kind=mostly("agent", "sandbox"), name=mostly("a", "b")),
+    st.builds(PublishRevision, actor=callers, id=digests, created_at=optional_timestamps,
+              operation=mostly("sync", "clone"), producer=texts,
               parameters=st.dictionaries(texts, texts, max_size=3),
               sources=st.lists(sources, max_size=3).map(tuple), files=big_ints, bytes=big_ints),
-    st.builds(PublishQueryIndex, actor=subjects, revision=texts,
+    st.builds(PublishQueryIndex, actor=callers, revision=digests,
               records=st.lists(records, max_size=3).map(tuple)),
-    st.builds(DeleteContext, actor=subjects, force=st.booleans()),
-    st.builds(ObserveClaim, actor=subjects, phase=texts, storage_class=texts),
-    st.builds(ObservePodConsumers, actor=subjects,
+    st.builds(DeleteContext, actor=callers, force=st.booleans()),
+    st.builds(ObserveClaim, actor=callers, phase=mostly("Pending", "Bound"), storage_class=texts),
+    st.builds(ObservePodConsumers, actor=callers,
               consumers=st.lists(consumers, max_size=3).map(tuple)),
-    st.builds(Command, actor=subjects),
+    st.builds(Command, actor=callers),
 )
 
 # --- plausible commands: a small universe, so that most of them succeed ---------------------

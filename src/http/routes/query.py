@@ -2,6 +2,123 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, cast
 
-ROUTES: list[Any] = []
+from litestar import Request, Response, post, put
+from litestar.params import RawBody
+
+from src.domain.context.commands import PublishQueryIndex
+from src.domain.context.decide import QUERYABLE_TYPES
+from src.domain.context.events import QueryRecord, SourceRef
+from src.domain.context.state import ContextState
+from src.domain.errors import ContextNotFoundError
+from src.domain.events import ADMIN, Subject
+from src.domain.query.cursor import encode_cursor
+from src.domain.query.request import QueryInput, QueryPlan, beyond_result_set, plan
+from src.http.body import decode
+from src.http.common import CATALOG, caller, json, no_content, services, wait_for_views
+from src.http.schemas import PublishQueryIndexRequest, QueryRecordBody, QueryRequest
+from src.projections.query_index.reads import Hit, QueryReads, Search, SearchPage
+from src.projections.reads import ContextReads
+
+PATH = "/v1/namespaces/{namespace:str}/contexts/{name:str}"
+QUERY_VIEWS = (*CATALOG, "query_index")
+Json = dict[str, Any]
+
+
+@put(PATH + "/query-index", status_code=200, sync_to_thread=True)
+def publish_query_index(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
+    namespace = request.path_params["namespace"]
+    name = request.path_params["name"]
+    actor = caller(request)
+    found = services(request)
+    found.contexts.authorize(namespace, name, actor, "write")
+    req = decode(body, PublishQueryIndexRequest)
+    command = PublishQueryIndex(actor=actor, revision=req.revision or "",
+                                records=tuple(_record(r) for r in req.records or ()))
+    outcome = found.contexts.execute(namespace, name, command)
+    return no_content(outcome.position)
+
+
+@post("/v1/namespaces/{namespace:str}/query", status_code=200, sync_to_thread=True)
+def query(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
+    namespace = request.path_params["namespace"]
+    actor = caller(request)
+    req = _input(decode(body, QueryRequest))
+    wait_for_views(request, QUERY_VIEWS)
+    found = services(request)
+    contexts = resolve(found.reads, namespace, actor, req.contexts)
+    checked = plan(req)
+    reads = cast(QueryReads, found.extra["query"])
+    page = reads.search(_search(namespace, contexts, req, checked))
+    if page.beyond:
+        raise beyond_result_set()
+    return json(_response(page, checked))
+
+
+def resolve(reads: ContextReads, namespace: str, actor: Subject,
+            names: Sequence[str]) -> tuple[str, ...]:
+    """Spec 5.1 steps 1-3: the searchable contexts, by name; 404 for a named one not readable."""
+    states: list[ContextState] = []
+    if not names:
+        states.extend(reads.list(namespace, None if actor == ADMIN else actor))
+    for name in dict.fromkeys(names):
+        entry = reads.get(namespace, name)
+        if entry is None or "read" not in entry.state.permissions_of(actor):
+            raise ContextNotFoundError()
+        states.append(entry.state)
+    return tuple(sorted(s.name for s in states if s.type in QUERYABLE_TYPES))
+
+
+def _record(body: QueryRecordBody) -> QueryRecord:
+    source = body.source
+    return QueryRecord(
+        id=body.id or "", context=body.context or "", type=body.type or "",
+        revision=body.revision or "", text=body.text or "", title=body.title or "",
+        keywords=tuple(body.keywords or ()),
+        source=SourceRef(source.context or "", source.type or "", source.revision or "")
+        if source is not None else SourceRef("", "", ""),
+        file=body.file or "")
+
+
+def _input(req: QueryRequest) -> QueryInput:
+    return QueryInput(
+        contexts=tuple(req.contexts or ()), types=tuple(req.types or ()),
+        source_contexts=tuple(req.source_contexts or ()), revisions=tuple(req.revisions or ()),
+        ids=tuple(req.ids or ()), query=req.query or "", limit=req.limit or 0,
+        cursor=req.cursor or "")
+
+
+def _search(namespace: str, contexts: tuple[str, ...], req: QueryInput,
+            checked: QueryPlan) -> Search:
+    return Search(namespace=namespace, contexts=contexts, terms=checked.terms, types=req.types,
+                  source_contexts=req.source_contexts, revisions=req.revisions, ids=req.ids,
+                  offset=checked.offset, limit=checked.limit)
+
+
+def _response(page: SearchPage, checked: QueryPlan) -> Json:
+    out: Json = {"items": [_hit(h) for h in page.hits]}
+    if page.more:
+        out["nextCursor"] = encode_cursor(checked.offset + checked.limit, checked.fingerprint)
+    if page.unavailable:
+        out["unavailable"] = list(page.unavailable)
+    return out
+
+
+def _hit(hit: Hit) -> Json:
+    r = hit.record
+    out: Json = {"id": r.id, "context": r.context, "type": r.type, "revision": r.revision}
+    if r.title:
+        out["title"] = r.title
+    out["text"] = r.text
+    if r.keywords:
+        out["keywords"] = list(r.keywords)
+    out["source"] = {"context": r.source.context, "type": r.source.type,
+                     "revision": r.source.revision}
+    if r.file:
+        out["file"] = r.file
+    return {"score": hit.score, "record": out}
+
+
+ROUTES = [publish_query_index, query]

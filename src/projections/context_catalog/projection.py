@@ -27,10 +27,12 @@ class ContextCatalog:
         if not touched:
             return
         current = view.load(touched.keys())
+        rows: list[tuple[uuid.UUID, ContextState, int]] = []
         for stream_id, records in touched.items():
             state, created = current.get(stream_id, (ContextState(), 0))
             for recorded in records:
                 state = evolve(state, recorded.event)
                 if isinstance(recorded.event, ContextCreated):
                     created = recorded.position
-            view.save(stream_id, state, created)
+            rows.append((stream_id, state, created))
+        view.save(rows)

@@ -13,4 +13,5 @@ class CatalogView(Protocol):
     def load(self, stream_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, tuple[ContextState, int]]:
         """Current documents and their creation positions."""
 
-    def save(self, stream_id: uuid.UUID, state: ContextState, created_position: int) -> None: ...
+    def save(self, rows: list[tuple[uuid.UUID, ContextState, int]]) -> None:
+        """Replace the documents (and grantees) of these streams."""

@@ -32,19 +32,24 @@ class CatalogSql:
         return {r["stream_id"]: (_state.decode(r["doc"]), r["created_position"])
                 for r in self.cur.fetchall()}
 
-    def save(self, stream_id: uuid.UUID, state: ContextState, created_position: int) -> None:
+    def save(self, rows: list[tuple[uuid.UUID, ContextState, int]]) -> None:
+        ids = [sid for sid, _, _ in rows]
         self.cur.execute(
             "INSERT INTO context_catalog (stream_id, namespace, name, live, created_position, doc)"
-            " VALUES (%s, %s, %s, %s, %s, %s::jsonb) ON CONFLICT (stream_id) DO UPDATE SET"
-            " live = EXCLUDED.live, created_position = EXCLUDED.created_position,"
-            " doc = EXCLUDED.doc",
-            (stream_id, state.namespace, state.name, state.live, created_position,
-             _enc.encode(state).decode()))
-        self.cur.execute("DELETE FROM context_grants WHERE stream_id = %s", (stream_id,))
-        subjects = sorted({g.subject.key for g in state.grants}) if state.live else []
-        if subjects:
-            self.cur.executemany("INSERT INTO context_grants (stream_id, subject) VALUES (%s, %s)",
-                                 [(stream_id, s) for s in subjects])
+            " SELECT a, b, c, d, e, f::jsonb FROM unnest(%b::uuid[], %b::text[], %b::text[],"
+            " %b::bool[], %b::int8[], %b::text[]) AS t(a, b, c, d, e, f) ON CONFLICT (stream_id) DO UPDATE SET live = EXCLUDED.live,"
+            " created_position = EXCLUDED.created_position, doc = EXCLUDED.doc",
+            (ids, [st.namespace for _, st, _ in rows], [st.name for _, st, _ in rows],
+             [st.live for _, st, _ in rows], [c for _, _, c in rows],
+             [_enc.encode(st).decode() for _, st, _ in rows]))
+        self.cur.execute("DELETE FROM context_grants WHERE stream_id = ANY(%s)", (ids,))
+        grantees = [(sid, subject) for sid, st, _ in rows if st.live
+                    for subject in sorted({g.subject.key for g in st.grants})]
+        if grantees:
+            self.cur.execute(
+                "INSERT INTO context_grants (stream_id, subject)"
+                " SELECT * FROM unnest(%b::uuid[], %b::text[])",
+                ([g[0] for g in grantees], [g[1] for g in grantees]))
 
 
 class RevisionSql:
@@ -52,9 +57,12 @@ class RevisionSql:
         self.cur = cur
 
     def append(self, rows: list[tuple[uuid.UUID, int, Revision]]) -> None:
-        self.cur.executemany(
-            "INSERT INTO revision_history (stream_id, position, doc) VALUES (%s, %s, %s::jsonb)",
-            [(s, p, _enc.encode(r).decode()) for s, p, r in rows])
+        self.cur.execute(
+            "INSERT INTO revision_history (stream_id, position, doc)"
+            " SELECT a, b, c::jsonb FROM unnest(%b::uuid[], %b::int8[], %b::text[])"
+            " AS t(a, b, c)",
+            ([s for s, _, _ in rows], [p for _, p, _ in rows],
+             [_enc.encode(r).decode() for _, _, r in rows]))
 
 
 class AuditSql:
@@ -62,12 +70,13 @@ class AuditSql:
         self.cur = cur
 
     def append(self, rows: list[AuditRow]) -> None:
-        self.cur.executemany(
+        self.cur.execute(
             "INSERT INTO audit_log (stream_id, position, time, action, subject, target)"
-            " VALUES (%s, %s, %s, %s, %s::jsonb, %s::jsonb)",
-            [(s, p, t, a, _enc.encode(subj).decode(),
-              _enc.encode(tgt).decode() if tgt is not None else None)
-             for s, p, t, a, subj, tgt in rows])
+            " SELECT a, b, c, d, e::jsonb, f::jsonb FROM unnest(%b::uuid[], %b::int8[],"
+            " %b::timestamptz[], %b::text[], %b::text[], %b::text[]) AS t(a, b, c, d, e, f)",
+            ([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows],
+             [r[3] for r in rows], [_enc.encode(r[4]).decode() for r in rows],
+             [_enc.encode(r[5]).decode() if r[5] is not None else None for r in rows]))
 
 
 class ContextReadsSql:

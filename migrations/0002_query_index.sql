@@ -1,0 +1,38 @@
+-- The query index read model (query_index projection). Each published index replaces the
+-- context's previous one; a deleted context has no rows. Rebuildable from position zero.
+--
+-- query_contexts: one row per live context with an index or a revision; decides validity.
+-- query_records:  the records of the latest index, numbered by id order (code points).
+-- query_postings: per context and term, the record numbers containing the term and the term's
+--                 weighted frequency there (3 x title + 2 x keywords + 1 x text), as parallel
+--                 arrays: one row per (context, term) keeps the table small and the scoring a
+--                 single pass over a few arrays.
+
+CREATE TABLE IF NOT EXISTS query_contexts (
+    stream_id        uuid PRIMARY KEY,
+    namespace        text    NOT NULL,
+    name             text    NOT NULL,
+    type             text    NOT NULL,
+    current_revision text    NOT NULL,
+    index_revision   text,
+    records          integer NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS query_records (
+    stream_id      uuid    NOT NULL,
+    ord            integer NOT NULL,
+    id             text    COLLATE "C" NOT NULL,
+    source_context text    COLLATE "C" NOT NULL,
+    doc            text    NOT NULL,
+    PRIMARY KEY (stream_id, ord)
+);
+CREATE INDEX IF NOT EXISTS query_records_id ON query_records (stream_id, id);
+CREATE INDEX IF NOT EXISTS query_records_source ON query_records (stream_id, source_context);
+
+CREATE TABLE IF NOT EXISTS query_postings (
+    stream_id uuid      NOT NULL,
+    term      text      COLLATE "C" NOT NULL,
+    ords      integer[] NOT NULL,
+    weights   integer[] NOT NULL,
+    PRIMARY KEY (stream_id, term)
+);
