@@ -37,7 +37,8 @@ class CatalogSql:
         self.cur.execute(
             "INSERT INTO context_catalog (stream_id, namespace, name, live, created_position, doc)"
             " SELECT a, b, c, d, e, f::jsonb FROM unnest(%b::uuid[], %b::text[], %b::text[],"
-            " %b::bool[], %b::int8[], %b::text[]) AS t(a, b, c, d, e, f) ON CONFLICT (stream_id) DO UPDATE SET live = EXCLUDED.live,"
+            " %b::bool[], %b::int8[], %b::text[]) AS t(a, b, c, d, e, f)"
+            " ON CONFLICT (stream_id) DO UPDATE SET live = EXCLUDED.live,"
             " created_position = EXCLUDED.created_position, doc = EXCLUDED.doc",
             (ids, [st.namespace for _, st, _ in rows], [st.name for _, st, _ in rows],
              [st.live for _, st, _ in rows], [c for _, _, c in rows],
