@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from hypothesis import event, settings
+from hypothesis import event as tally
+from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -65,7 +66,7 @@ from src.projections.audit_log.projection import actor_subject, audit_entry
 from tests.unit.strategies import ALICE, BOB, CAROL, DIGESTS, EPOCH, NAME, NAMESPACE, TYPES
 
 CALLERS = (ALICE, BOB, CAROL, ADMIN, ANONYMOUS, Subject("user", "Alice"))
-actors = st.sampled_from(CALLERS)
+actors = st.sampled_from((*CALLERS, ALICE, ADMIN))  # owners and the admin a little more often
 grantees = st.sampled_from(CALLERS)
 permission_sets = st.sampled_from((
     ("read",), ("administer",), ("read", "write"), ("attach", "read"), ("derive", "read"),
@@ -127,9 +128,9 @@ class ContextMachine(RuleBasedStateMachine):
             events = decide(command, self.state, self.now)
         except DomainError as error:
             assert self.state is before
-            event(f"{type(command).__name__}: {type(error).__name__}")
+            tally(f"{type(command).__name__}: {type(error).__name__}")
             return error
-        event(f"{type(command).__name__}: {len(events)} event(s)")
+        tally(f"{type(command).__name__}: {len(events)} event(s)")
         for event in events:
             assert event.at == self.now
             assert event.actor == command.actor.key
@@ -249,8 +250,9 @@ class ContextMachine(RuleBasedStateMachine):
             action = "consumer.attached" if attach else "consumer.detached"
             self.trail.append((action, actor, target))
 
-    @rule(actor=actors, revision_id=ids, files=st.integers(-1, 2**64))
-    def publish_revision(self, actor: Subject, revision_id: str, files: int) -> None:
+    @rule(actor=actors, revision_id=ids, repost=st.booleans(), files=st.integers(-1, 2**64))
+    def publish_revision(self, actor: Subject, revision_id: str, repost: bool, files: int) -> None:
+        revision_id = self.current if repost and self.current else revision_id
         command = PublishRevision(actor=actor, id=revision_id, created_at=EPOCH,
                                   operation="sync", files=files)
         result = self.execute(command)
@@ -267,9 +269,11 @@ class ContextMachine(RuleBasedStateMachine):
             self.history.append(revision_id)
             self.current = revision_id
 
-    @rule(actor=actors, revision=st.sampled_from(("", *DIGESTS)), count=st.integers(0, 2),
-          defect=st.sampled_from((None, None, "text", "identity")))
-    def publish_index(self, actor: Subject, revision: str, count: int, defect: str | None) -> None:
+    @rule(actor=actors, revision=st.sampled_from(("", *DIGESTS)), current=st.booleans(),
+          count=st.integers(0, 2), defect=st.sampled_from((None, None, "text", "identity")))
+    def publish_index(self, actor: Subject, revision: str, current: bool, count: int,
+                      defect: str | None) -> None:
+        revision = self.current if current else revision
         records = tuple(
             QueryRecord(id=f"r{i}", context=NAME, type=self.type,
                         revision="other" if defect == "identity" else revision,
@@ -425,6 +429,6 @@ class ContextMachine(RuleBasedStateMachine):
                 name=NAME if self.generation else "")
 
 
-ContextMachine.TestCase.settings = settings(stateful_step_count=40)
+ContextMachine.TestCase.settings = settings(stateful_step_count=50)
 TestContextMachine = ContextMachine.TestCase
 

@@ -53,10 +53,12 @@ def probe(host: str, port: int, timeout: float = 1.0) -> dict[str, Any] | None:
     Raises ``NatsServerError`` when something accepts but does not speak NATS.
     """
     try:
-        with socket.create_connection((host, port), timeout=timeout) as sock:
-            line = sock.makefile("rb").readline(64 * 1024)
-    except (ConnectionRefusedError, FileNotFoundError):
+        sock = socket.create_connection((host, port), timeout=timeout)
+    except OSError:  # refused, unreachable or silent: nobody serves this address
         return None
+    try:
+        with sock:
+            line = sock.makefile("rb").readline(64 * 1024)
     except OSError as exc:
         raise NatsServerError(f"{host}:{port} accepts connections but sent no NATS INFO") from exc
     if not line.startswith(b"INFO "):

@@ -14,12 +14,11 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 import msgspec
-import nats
 import nats.errors
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext, api
-from nats.js.errors import APIError
+from nats.js.errors import APIError, NotFoundError
 
 from src.adapters.nats.envelope import SUBJECT_PREFIX
 from src.adapters.nats.stream import STREAM_NAME
@@ -117,6 +116,12 @@ async def _subscribe(
     js: JetStreamContext, stream: str, subject: str, durable: str
 ) -> JetStreamContext.PullSubscription:
     """Create or update the durable consumer (its filter follows ``subject``) and bind to it."""
+    try:
+        info = await js.stream_info(stream)
+    except NotFoundError as exc:
+        raise TailError(f"stream {stream} not found (has the relay run yet?)") from exc
+    if not any(_covers(pattern, subject) for pattern in info.config.subjects or []):
+        raise TailError(f"cannot consume {subject!r} from stream {stream}: outside its subjects")
     config = api.ConsumerConfig(
         name=durable,
         durable_name=durable,
@@ -131,6 +136,19 @@ async def _subscribe(
     except APIError as exc:
         raise TailError(f"cannot consume {subject!r} from stream {stream}: {exc}") from exc
     return await js.pull_subscribe_bind(durable=durable, stream=stream)
+
+
+def _covers(pattern: str, subject: str) -> bool:
+    """Whether every subject matching ``subject`` also matches the stream's ``pattern``."""
+    wanted = subject.split(".")
+    for index, token in enumerate(pattern.split(".")):
+        if token == ">":
+            return len(wanted) > index
+        if index >= len(wanted) or wanted[index] == ">":
+            return False
+        if token != "*" and wanted[index] != token:
+            return False
+    return len(wanted) == len(pattern.split("."))
 
 
 async def _fetch(sub: JetStreamContext.PullSubscription, want: int) -> list[Msg]:

@@ -56,4 +56,6 @@ def decode_cursor(cursor: str, fingerprint_: str) -> int | None:
         return None
     if decoded.o < 0 or decoded.q != fingerprint_:
         return None
+    if encode_cursor(decoded.o, decoded.q) != cursor:
+        return None  # not byte for byte a cursor this service wrote
     return decoded.o
