@@ -11,9 +11,9 @@ from litestar.exceptions import (
     MethodNotAllowedException,
     NotFoundException,
 )
-from litestar.openapi import OpenAPIConfig
 
 from src.domain.errors import DomainError
+from src.http import openapi
 from src.http.errors import HttpError, domain_error_response, error_response
 from src.http.ports import Services
 from src.http.routes import access, contexts, history, query
@@ -24,6 +24,7 @@ _METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
 
 @get("/healthz", sync_to_thread=False)
 def healthz() -> Response[bytes]:
+    """Service health: the process serves HTTP."""
     return Response(b'{"status":"ok"}', media_type="application/json")
 
 
@@ -80,9 +81,15 @@ def create_app(services: Services, extra_routes: list[Any] | None = None) -> Lit
     # One router for every handler: Litestar re-runs the registration of all handlers of a path
     # each time the app registers another handler on it, which wraps a sync_to_thread handler
     # twice (its call then returns an unawaited coroutine). A router registers each path once.
-    handlers = Router(path="/", route_handlers=[
-        healthz, *contexts.ROUTES, *access.ROUTES, *history.ROUTES, *query.ROUTES,
-        *(extra_routes or [])])
+    routes = [healthz, *contexts.ROUTES, *access.ROUTES, *history.ROUTES, *query.ROUTES,
+              *(extra_routes or [])]
+    document = openapi.document_bytes(routes)
+
+    @get("/schema/openapi.json", sync_to_thread=False, include_in_schema=False)
+    def openapi_document() -> Response[bytes]:
+        return Response(document, media_type="application/json")
+
+    handlers = Router(path="/", route_handlers=[*routes, openapi_document])
     app = Litestar(
         route_handlers=[handlers],
         exception_handlers={
@@ -91,7 +98,7 @@ def create_app(services: Services, extra_routes: list[Any] | None = None) -> Lit
             HTTPException: _on_litestar,
             Exception: _on_any,
         },
-        openapi_config=OpenAPIConfig(title="Context Service", version="0.1.0", path="/schema"),
+        openapi_config=None,
         request_max_body_size=64 * 1024 * 1024,
         before_request=_exact_paths,
         logging_config=None,

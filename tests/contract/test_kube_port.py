@@ -12,13 +12,7 @@ import pytest
 
 from src.domain import cluster as port
 from src.domain.cluster import (
-    BuiltinRuntime,
-    ClusterError,
     ContextClaim,
-    ContextSnapshot,
-    PoolSandbox,
-    PoolSandboxClaim,
-    ProfileRuntime,
     WorkspaceClaim,
 )
 from tests.support.kube_fixtures import PortBackend as Backend
@@ -204,3 +198,83 @@ def test_observed_claim_phase_class_and_context_listing(backend: Backend) -> Non
     info = backend.cluster.get_claim(backend.ns, "context-notes")
     assert info is not None and (info.phase, info.capacity) == ("Bound", "1Gi")
     assert [c.name for c in backend.cluster.list_context_claims(backend.ns)] == ["context-notes"]
+
+
+# --- observed pod consumers (spec §3.6) -------------------------------------------------------
+
+
+def pod(
+    name: str,
+    claim: str,
+    *,
+    containers: list[JSON],
+    init: list[JSON] | None = None,
+    service_account: str = "",
+    labels: dict[str, str] | None = None,
+) -> JSON:
+    spec: JSON = {
+        "containers": containers,
+        "volumes": [
+            {"name": "data", "persistentVolumeClaim": {"claimName": claim}},
+            {"name": "other", "emptyDir": {}},
+        ],
+    }
+    if init:
+        spec["initContainers"] = init
+    if service_account:
+        spec["serviceAccountName"] = service_account
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": labels or {}},
+        "spec": spec,
+    }
+
+
+def container(name: str, *mounts: tuple[str, bool | None]) -> JSON:
+    volume_mounts = []
+    for volume, read_only in mounts:
+        mount: JSON = {"name": volume, "mountPath": f"/{volume}"}
+        if read_only is not None:
+            mount["readOnly"] = read_only
+        volume_mounts.append(mount)
+    return {"name": name, "image": "busybox:1.36", "volumeMounts": volume_mounts}
+
+
+def test_pods_mounting_a_claim_map_to_consumers(backend: Backend) -> None:
+    claim = "context-notes"
+    backend.put(
+        "pods",
+        pod("writer", claim, containers=[container("c", ("data", None))], service_account="agent"),
+    )
+    backend.write_status("pods", "writer", {"phase": "Running"})
+    backend.put("pods", pod("reader", claim, containers=[container("c", ("data", True))]))
+    backend.put(
+        "pods",
+        pod(
+            "init-writer",
+            claim,
+            containers=[container("c", ("data", True))],
+            init=[container("i", ("data", False))],
+        ),
+    )
+    backend.put("pods", pod("unmounted", claim, containers=[container("c", ("other", False))]))
+    backend.put(
+        "pods", pod("elsewhere", "context-other", containers=[container("c", ("data", False))])
+    )
+    backend.put_deleting("pods", pod("leaving", claim, containers=[container("c", ("data", None))]))
+    backend.write_status("pods", "leaving", {"phase": "Running"})
+
+    found = {c.pod: c for c in backend.cluster.list_claim_consumers(backend.ns, claim)}
+
+    assert sorted(found) == ["init-writer", "leaving", "reader", "unmounted", "writer"]
+    assert [(p, found[p].access_mode, found[p].active) for p in sorted(found)] == [
+        ("init-writer", "readWrite", False),
+        ("leaving", "readWrite", False),
+        ("reader", "readOnly", False),
+        ("unmounted", "readOnly", False),  # the volume is declared but no container mounts it
+        ("writer", "readWrite", True),
+    ]
+    assert found["writer"].subject_name == f"{backend.ns}/agent"
+    assert found["reader"].subject_name == f"{backend.ns}/default"
+    assert found["writer"].since is not None

@@ -217,7 +217,8 @@ class FilePositionStore:
 
 def relay_child() -> None:
     """``python -c 'from tests.support.nats_fixtures import relay_child; relay_child()'
-    URL STREAM PREFIX CHECKPOINT COUNT RATE``: feed COUNT events at RATE/s, exit once all acked."""
+    URL STREAM PREFIX CHECKPOINT COUNT RATE``: a relay process over a log of COUNT events that
+    grows at RATE/s (durably: a restart finds what was written before); exits once all acked."""
     import threading
 
     from src.adapters.nats.relay import Relay, RelaySettings
@@ -225,18 +226,20 @@ def relay_child() -> None:
 
     url, name, prefix, checkpoint, count, rate = sys.argv[1:7]
     total, per_second = int(count), float(rate)
-    feed = MemoryFeed()
-    store = FilePositionStore(Path(checkpoint))
+    written = FilePositionStore(Path(checkpoint).with_suffix(".log-head"))
+    feed = MemoryFeed(make_events(written.load()))
 
     def produce() -> None:
         chunk = max(1, int(per_second / 50))
-        for first in range(1, total + 1, chunk):
-            feed.extend(make_events(min(chunk, total - first + 1), start=first))
+        for first in range(written.load() + 1, total + 1, chunk):
+            events = make_events(min(chunk, total - first + 1), start=first)
+            written.save(events[-1].position)  # the log is durable before it is read
+            feed.extend(events)
             time.sleep(chunk / per_second)
 
     threading.Thread(target=produce, daemon=True).start()
     spec = StreamSpec(name=name, subject_prefix=prefix)
-    relay = Relay(feed, store, RelaySettings(url=url, stream=spec, save_every=64))
+    relay = Relay(feed, FilePositionStore(Path(checkpoint)), RelaySettings(url=url, stream=spec))
     relay.start()
     wait_until(lambda: relay.stats.last_position >= total, timeout=120, what="all events acked")
     relay.stop()

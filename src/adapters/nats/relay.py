@@ -24,17 +24,15 @@ from typing import Any, TypeVar
 
 from nats.aio.client import Client
 from nats.js import JetStreamContext, api
-from nats.js.errors import NotFoundError
 
 from src.adapters.nats.envelope import (
     MSG_ID_HEADER,
     VERSION_HEADER,
-    decode,
     encode,
     envelope_of,
     subject_for,
 )
-from src.adapters.nats.stream import StreamSpec, ensure_stream
+from src.adapters.nats.stream import StreamSpec, ensure_stream, last_envelope
 from src.projections.outbox import EventFeed, PositionStore
 
 log = logging.getLogger(__name__)
@@ -52,7 +50,7 @@ class AckTimeoutError(TimeoutError):
 
 
 class ConnectionLostError(ConnectionError):
-    """The NATS connection closed while messages were in flight."""
+    """The NATS connection closed during a session."""
 
 
 @dataclass(frozen=True)
@@ -83,6 +81,7 @@ class RelayStats:
     last_position: int
     saved_position: int
     errors: int
+    in_flight: int
     connected: bool
     last_error: str | None
 
@@ -92,8 +91,9 @@ class Relay:
 
     Async: ``await relay.run()`` until ``request_stop()`` (graceful: settles in-flight acks and
     saves) or cancellation (a crash: saves nothing more). Threaded: ``start()`` runs the same loop
-    in a thread of its own, ``stop()`` ends it gracefully, ``kill()`` abruptly. Feed and checkpoint
-    calls run in a private two-thread pool, so implementations must be thread-safe.
+    in a thread of its own, ``stop()`` ends it gracefully, ``kill()`` abruptly. A relay runs once;
+    make a new one to run again. Feed and checkpoint calls run in a private two-thread pool, so
+    implementations must be thread-safe.
     """
 
     def __init__(self, feed: EventFeed, positions: PositionStore, settings: RelaySettings) -> None:
@@ -127,6 +127,7 @@ class Relay:
             last_position=self._acked or 0,
             saved_position=self._saved,
             errors=self._errors,
+            in_flight=len(self._pending),
             connected=self._connected,
             last_error=self._last_error,
         )
@@ -147,10 +148,9 @@ class Relay:
     def stop(self, timeout: float = 10.0) -> None:
         """Stop gracefully; past ``timeout`` seconds, kill."""
         self.request_stop()
-        if self._thread is None:
-            return
-        self._thread.join(timeout)
-        if self._thread.is_alive():
+        if self._thread is not None:
+            self._thread.join(timeout)
+        if self._thread is not None and self._thread.is_alive():
             log.warning("relay did not stop within %.1fs; cancelling it", timeout)
             self.kill()
 
@@ -165,15 +165,15 @@ class Relay:
 
     def _thread_main(self, ready: threading.Event) -> None:
         async def main() -> None:
-            task = asyncio.current_task()
-            assert task is not None
-            self._task = task
+            self._task = asyncio.current_task()  # type: ignore[assignment]
             ready.set()
             await self.run()
 
-        with contextlib.suppress(asyncio.CancelledError):
-            asyncio.run(main())
-        ready.set()
+        try:
+            with contextlib.suppress(asyncio.CancelledError):
+                asyncio.run(main())
+        finally:
+            ready.set()  # even if the loop never started
 
     # -- async API ----------------------------------------------------------------------------
 
@@ -222,12 +222,19 @@ class Relay:
         nc = Client()
         watchdog: asyncio.Task[None] | None = None
         try:
-            await self._connect(nc)
+            await nc.connect(
+                servers=[settings.url],
+                name=settings.client_name,
+                allow_reconnect=False,  # a lost connection ends the session; see the docstring
+                connect_timeout=settings.connect_timeout,
+                error_cb=self._on_nats_error,
+                closed_cb=self._on_closed,
+            )
             js = nc.jetstream(publish_async_max_pending=settings.max_in_flight + 1)
             await ensure_stream(js, settings.stream)
             start = await self._stream_tail(js) or self._acked
             if start != self._acked:
-                log.info("relay: the stream ends at %d (checkpoint %d)", start, self._acked)
+                log.info("relay: the stream ends at %d (last ack %d)", start, self._acked)
                 self._acked = start
             self._connected = True
             if self._failing:
@@ -241,18 +248,8 @@ class Relay:
             if watchdog is not None:
                 watchdog.cancel()
             self._drop_pending()
-            await self._close(nc)
-
-    async def _connect(self, nc: Client) -> None:
-        settings = self._settings
-        await nc.connect(
-            servers=[settings.url],
-            name=settings.client_name,
-            allow_reconnect=False,
-            connect_timeout=settings.connect_timeout,
-            error_cb=self._on_nats_error,
-            closed_cb=self._on_closed,
-        )
+            with contextlib.suppress(Exception):
+                await nc.close()
 
     async def _pump(self, js: JetStreamContext, cursor: int) -> None:
         settings, stopping, lost = self._settings, self._stopping, self._lost
@@ -296,29 +293,13 @@ class Relay:
         The stream knows best what it holds: resuming there republishes nothing it stored (even
         past the dedup window) and refills what a crashed server lost after acknowledging it.
         """
-        name = self._settings.stream.name
-        last_seq = (await js.stream_info(name)).state.last_seq
-        if not last_seq:
+        last = await last_envelope(js, self._settings.stream.name)
+        if last is None:
             return 0
-        try:
-            message = await js.get_msg(name, last_seq)
-        except NotFoundError:
-            return 0
-        try:
-            published = decode(message.data or b"")
-        except ValueError:
-            return 0
-        found = await self._call(self._feed.read, published.position - 1, 1)
-        if found and (found[0].position, found[0].event_id) == (
-            published.position,
-            published.event_id,
-        ):
-            return published.position
-        log.warning(
-            "relay: the stream's last message (position %d) is not in the event log; "
-            "resuming from the checkpoint",
-            published.position,
-        )
+        found = await self._call(self._feed.read, last.position - 1, 1)
+        if found and (found[0].position, found[0].event_id) == (last.position, last.event_id):
+            return last.position
+        log.warning("relay: the stream ends with position %d, unknown to the log", last.position)
         return 0
 
     # -- acknowledgements and checkpoints -----------------------------------------------------
@@ -374,8 +355,7 @@ class Relay:
                 future.set_exception(error)
 
     def _drop_pending(self) -> None:
-        """Forget what is in flight at the end of a session; the next one resumes after the
-        last ack."""
+        """Forget what is in flight at the end of a session; the next one resumes from acks."""
         for _, future in self._pending:
             if not future.done():
                 future.cancel()
@@ -403,20 +383,13 @@ class Relay:
         finally:
             for waiter in waits:
                 waiter.cancel()
-        feed_wait = waits[0]
-        if feed_wait.done() and not feed_wait.cancelled():
-            error = feed_wait.exception()
-            if error is not None:
-                raise error
+        if waits[0].done() and not waits[0].cancelled():
+            waits[0].result()  # re-raises a failed wait
 
     async def _pause(self, seconds: float) -> None:
         assert self._stopping is not None
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._stopping.wait(), seconds)
-
-    async def _close(self, nc: Client) -> None:
-        with contextlib.suppress(Exception):
-            await nc.close()
 
     def _note_error(self, exc: BaseException) -> None:
         self._errors += 1

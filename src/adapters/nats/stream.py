@@ -2,6 +2,7 @@
 
 ``ensure_stream`` is create-or-update and safe to run from every relay start: it creates the
 stream when missing and brings subjects, duplicate window and retention in line with the spec.
+``last_envelope`` tells where the stream ends, for the relay to resume there.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from dataclasses import dataclass
 from nats.js import JetStreamContext, api
 from nats.js.errors import NotFoundError
 
-from src.adapters.nats.envelope import SUBJECT_PREFIX
+from src.adapters.nats.envelope import SUBJECT_PREFIX, Envelope, decode
 
 STREAM_NAME = "CONTEXT_EVENTS"
 
@@ -67,6 +68,18 @@ async def ensure_stream(js: JetStreamContext, spec: StreamSpec) -> api.StreamInf
     ):
         return await js.update_stream(wanted)
     return info
+
+
+async def last_envelope(js: JetStreamContext, name: str) -> Envelope | None:
+    """The envelope of the stream's last message; ``None`` if empty, purged or not an envelope."""
+    last_seq = (await js.stream_info(name)).state.last_seq
+    if not last_seq:
+        return None
+    try:
+        message = await js.get_msg(name, last_seq)
+        return decode(message.data or b"")
+    except (NotFoundError, ValueError):
+        return None
 
 
 def _same_seconds(a: float | None, b: float | None) -> bool:

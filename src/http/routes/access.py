@@ -28,6 +28,7 @@ def _subject(body: SubjectBody | None) -> Subject | None:
 @get(PATH + "/grants")
 @threaded
 def list_grants(request: Request[Any, Any, Any]) -> Response[bytes]:
+    """List the grants of a context (requires administer)."""
     namespace = request.path_params["namespace"]
     name = request.path_params["name"]
     actor = caller(request)
@@ -38,9 +39,10 @@ def list_grants(request: Request[Any, Any, Any]) -> Response[bytes]:
     return json({"items": [render.grant(g) for g in grants]})
 
 
-@put(PATH + "/grants")
+@put(PATH + "/grants", opt={"body": SetGrantRequest})
 @threaded
 def set_grant(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
+    """Set (replace or add) the grant of one subject (requires administer)."""
     namespace = request.path_params["namespace"]
     name = request.path_params["name"]
     actor = caller(request)
@@ -53,9 +55,10 @@ def set_grant(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]
     return json(render.context(outcome.state), 200, outcome.position)
 
 
-@delete(PATH + "/grants", status_code=200)
+@delete(PATH + "/grants", status_code=200, opt={"body": SubjectBody})
 @threaded
 def revoke_grant(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
+    """Revoke the grant of one subject (requires administer)."""
     namespace = request.path_params["namespace"]
     name = request.path_params["name"]
     actor = caller(request)
@@ -74,6 +77,7 @@ def revoke_grant(request: Request[Any, Any, Any], body: RawBody) -> Response[byt
 @get(PATH + "/consumers")
 @threaded
 def list_consumers(request: Request[Any, Any, Any]) -> Response[bytes]:
+    """List declared and observed consumers (requires read)."""
     namespace = request.path_params["namespace"]
     name = request.path_params["name"]
     actor = caller(request)
@@ -103,17 +107,20 @@ def _consumer_command(request: Request[Any, Any, Any], namespace: str, name: str
     return json(render.context(outcome.state), 200, outcome.position)
 
 
-@put(PATH + "/consumers")
+@put(PATH + "/consumers", opt={"body": ConsumerRequest})
 @threaded
 def attach_consumer(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
+    """Attach (declare) a consumer (requires attach)."""
     namespace = request.path_params["namespace"]
     name = request.path_params["name"]
     return _consumer_command(request, namespace, name, body, attach=True)
 
 
-@delete(PATH + "/consumers", status_code=200)
+@delete(PATH + "/consumers", status_code=200,
+        opt={"body": ConsumerRequest})
 @threaded
 def detach_consumer(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
+    """Detach a declared consumer (requires attach)."""
     namespace = request.path_params["namespace"]
     name = request.path_params["name"]
     return _consumer_command(request, namespace, name, body, attach=False)

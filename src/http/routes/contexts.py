@@ -17,9 +17,10 @@ from src.http.schemas import CreateContextRequest, StorageBody
 BASE = "/v1/namespaces/{namespace:str}/contexts"
 
 
-@post("/v1/contexts")
+@post("/v1/contexts", opt={"body": CreateContextRequest})
 @threaded
 def create_context(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
+    """Create a named context; the caller becomes its owner."""
     actor = caller(request)
     req = decode(body, CreateContextRequest)
     storage = req.storage or StorageBody()
@@ -41,6 +42,7 @@ def create_context(request: Request[Any, Any, Any], body: RawBody) -> Response[b
 @get(BASE)
 @threaded
 def list_contexts(request: Request[Any, Any, Any]) -> Response[bytes]:
+    """List the contexts of a namespace the caller holds any permission on."""
     namespace = request.path_params["namespace"]
     actor = caller(request)
     wait_for_views(request, CATALOG)
@@ -53,6 +55,7 @@ def list_contexts(request: Request[Any, Any, Any]) -> Response[bytes]:
 @get(BASE + "/{name:str}")
 @threaded
 def get_context(request: Request[Any, Any, Any]) -> Response[bytes]:
+    """Read a context (requires read)."""
     namespace = request.path_params["namespace"]
     name = request.path_params["name"]
     actor = caller(request)
@@ -63,9 +66,11 @@ def get_context(request: Request[Any, Any, Any]) -> Response[bytes]:
     return json(render.context(entry.state, actor))
 
 
-@delete(BASE + "/{name:str}", status_code=200)
+@delete(BASE + "/{name:str}", status_code=200,
+        opt={"status": 204, "query": ("force",)})
 @threaded
 def delete_context(request: Request[Any, Any, Any]) -> Response[bytes]:
+    """Delete a context (requires administer; consumers block unless force=true)."""
     namespace = request.path_params["namespace"]
     name = request.path_params["name"]
     actor = caller(request)

@@ -25,6 +25,7 @@ PATH = "/v1/namespaces/{namespace:str}/contexts/{name:str}"
 @get(PATH + "/revisions")
 @threaded
 def list_revisions(request: Request[Any, Any, Any]) -> Response[bytes]:
+    """List published revisions, oldest first (requires read)."""
     namespace = request.path_params["namespace"]
     name = request.path_params["name"]
     actor = caller(request)
@@ -37,9 +38,10 @@ def list_revisions(request: Request[Any, Any, Any]) -> Response[bytes]:
     return json({"items": items})
 
 
-@post(PATH + "/revisions")
+@post(PATH + "/revisions", opt={"body": PublishRevisionRequest})
 @threaded
 def publish_revision(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
+    """Publish a verified revision (requires write; the body is validated first)."""
     namespace = request.path_params["namespace"]
     name = request.path_params["name"]
     actor = caller(request)
@@ -78,9 +80,10 @@ def _decode_cursor(raw: str) -> _AuditCursor | None:
         return None
 
 
-@get(PATH + "/audit")
+@get(PATH + "/audit", opt={"query": ("limit", "cursor")})
 @threaded
 def read_audit(request: Request[Any, Any, Any]) -> Response[bytes]:
+    """Read the audit history, oldest first, paged with limit and cursor."""
     namespace = request.path_params["namespace"]
     name = request.path_params["name"]
     actor = caller(request)
