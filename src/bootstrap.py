@@ -17,6 +17,7 @@ from src.adapters.eventstore.application import ContextApplication
 from src.adapters.eventstore.consistency import LogConsistency
 from src.adapters.eventstore.runner import ProjectionRunner
 from src.adapters.eventstore.store import EventStore
+from src.adapters.eventstore.timeline import Timeline
 from src.adapters.postgres import embedded
 from src.adapters.postgres.database import open_datastore
 from src.adapters.postgres.migrations import migrate
@@ -121,7 +122,8 @@ def services(container: Container) -> Services:
     return Services(contexts=container.contexts, reads=reads, consistency=consistency,
                     require_subject=container.settings.require_subject,
                     read_wait_seconds=container.settings.read_wait_seconds,
-                    extra={"query": QueryIndexReadsSql(container.datastore)})
+                    extra={"query": QueryIndexReadsSql(container.datastore),
+                           "timeline": Timeline(container.store)})
 
 
 def app(container: Container) -> Litestar:

@@ -14,6 +14,7 @@ from src.domain.events import Subject
 from src.http import render
 from src.http.body import check_present, decode
 from src.http.common import CATALOG, caller, json, services, threaded, wait_for_views
+from src.http.routes.timeline import as_of, visible_as_of
 from src.http.schemas import ConsumerRequest, SetGrantRequest, SubjectBody
 
 PATH = "/v1/namespaces/{namespace:str}/contexts/{name:str}"
@@ -25,13 +26,17 @@ def _subject(body: SubjectBody | None) -> Subject | None:
     return Subject(body.kind or "", body.name or "")
 
 
-@get(PATH + "/grants")
+@get(PATH + "/grants", opt={"query": ("asOf", "asOfPosition")})
 @threaded
 def list_grants(request: Request[Any, Any, Any]) -> Response[bytes]:
     """List the grants of a context (requires administer)."""
     namespace = request.path_params["namespace"]
     name = request.path_params["name"]
     actor = caller(request)
+    point = as_of(request)
+    if point is not None:
+        state = visible_as_of(request, namespace, name, point, "administer")
+        return json({"items": [render.grant(g) for g in state.grants]})
     services(request).contexts.authorize(namespace, name, actor, "administer")
     wait_for_views(request, CATALOG)
     entry = services(request).reads.get(namespace, name)

@@ -12,6 +12,7 @@ from src.domain.errors import ContextNotFoundError
 from src.http import render
 from src.http.body import decode
 from src.http.common import CATALOG, caller, json, no_content, services, threaded, wait_for_views
+from src.http.routes.timeline import as_of, list_as_of, visible_as_of
 from src.http.schemas import CreateContextRequest, StorageBody
 
 BASE = "/v1/namespaces/{namespace:str}/contexts"
@@ -39,26 +40,33 @@ def create_context(request: Request[Any, Any, Any], body: RawBody) -> Response[b
     return json(render.context(outcome.state), 201, outcome.position)
 
 
-@get(BASE)
+@get(BASE, opt={"query": ("asOf", "asOfPosition")})
 @threaded
 def list_contexts(request: Request[Any, Any, Any]) -> Response[bytes]:
     """List the contexts of a namespace the caller holds any permission on."""
     namespace = request.path_params["namespace"]
     actor = caller(request)
     wait_for_views(request, CATALOG)
+    point = as_of(request)
+    if point is not None:
+        return json({"items": [render.context(s, actor)
+                               for s in list_as_of(request, namespace, point)]})
     found = services(request)
     subject = None if actor.key == "service:context-service-admin" else actor
     items = [render.context(s, actor) for s in found.reads.list(namespace, subject)]
     return json({"items": items})
 
 
-@get(BASE + "/{name:str}")
+@get(BASE + "/{name:str}", opt={"query": ("asOf", "asOfPosition")})
 @threaded
 def get_context(request: Request[Any, Any, Any]) -> Response[bytes]:
     """Read a context (requires read)."""
     namespace = request.path_params["namespace"]
     name = request.path_params["name"]
     actor = caller(request)
+    point = as_of(request)
+    if point is not None:
+        return json(render.context(visible_as_of(request, namespace, name, point, "read"), actor))
     wait_for_views(request, CATALOG)
     entry = services(request).reads.get(namespace, name)
     if entry is None or "read" not in entry.state.permissions_of(actor):

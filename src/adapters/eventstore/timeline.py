@@ -1,0 +1,79 @@
+"""Answers from the log itself: a context's event history, and state as of a past point.
+
+``as of`` folds a stream's events up to a log position, or up to a time (events recorded at or
+before it, in log order), with the same ``evolve`` the write model uses.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+
+from src.adapters.eventstore.mapper import from_stored
+from src.adapters.eventstore.store import EVENTS_TABLE, EventStore
+from src.domain.context.events import ContextCreated
+from src.domain.context.state import ContextState, evolve
+from src.domain.stream import Recorded, context_stream
+
+
+class Timeline:
+    def __init__(self, store: EventStore) -> None:
+        self.store = store
+
+    def _select(self, stream_ids: Sequence[uuid.UUID], after: int, stop: int | None,
+                limit: int | None) -> list[Recorded]:
+        sql = (f"SELECT notification_id, originator_version, topic, state FROM {EVENTS_TABLE}"
+               " WHERE originator_id = ANY(%s) AND notification_id > %s")
+        params: list[object] = [list(stream_ids), after]
+        if stop is not None:
+            sql += " AND notification_id <= %s"
+            params.append(stop)
+        sql += " ORDER BY notification_id"
+        if limit is not None:
+            sql += " LIMIT %s"
+            params.append(limit)
+        with self.store.datastore.transaction(commit=False) as cur:
+            cur.execute(sql, params)
+            return [from_stored(r["notification_id"], r["originator_version"], r["topic"],
+                                bytes(r["state"])) for r in cur.fetchall()]
+
+    def generation_start(self, namespace: str, name: str) -> int:
+        """Log position of the create that began the context's current generation."""
+        events = self._select([context_stream(namespace, name).id], 0, None, None)
+        starts = [r.position for r in events if isinstance(r.event, ContextCreated)]
+        return starts[-1] if starts else 0
+
+    def events(self, namespace: str, name: str, after: int, limit: int | None,
+               since: int) -> list[Recorded]:
+        """Events of the stream after ``after`` and from ``since`` on, in log order."""
+        return self._select([context_stream(namespace, name).id], max(after, since - 1), None,
+                            limit)
+
+    def state_as_of(self, namespace: str, name: str, position: int | None = None,
+                    time: datetime | None = None) -> ContextState:
+        return self.states_as_of([context_stream(namespace, name).id], position, time).get(
+            context_stream(namespace, name).id, ContextState())
+
+    def namespace_as_of(self, namespace: str, position: int | None = None,
+                        time: datetime | None = None) -> list[ContextState]:
+        """Every context stream ever recorded in the namespace, folded to the point."""
+        with self.store.datastore.transaction(commit=False) as cur:
+            cur.execute("SELECT stream_id FROM context_catalog WHERE namespace = %s",
+                        (namespace,))
+            ids = [r["stream_id"] for r in cur.fetchall()]
+        return list(self.states_as_of(ids, position, time).values())
+
+    def states_as_of(self, stream_ids: Sequence[uuid.UUID], position: int | None = None,
+                     time: datetime | None = None) -> dict[uuid.UUID, ContextState]:
+        states: dict[uuid.UUID, ContextState] = {}
+        stopped: set[uuid.UUID] = set()
+        for recorded in self._select(stream_ids, 0, position, None):
+            sid = recorded.stream.id
+            if sid in stopped:
+                continue
+            if time is not None and recorded.event.at > time:
+                stopped.add(sid)
+                continue
+            states[sid] = evolve(states.get(sid, ContextState()), recorded.event)
+        return states

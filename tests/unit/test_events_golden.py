@@ -1,0 +1,108 @@
+"""Stored event shapes stay decodable forever (design 2.4, 5).
+
+``tests/golden/events/<EventName>[.<variant>].json`` holds a stored body of each registered event
+as it was first written. Every body must still decode with today's classes, without any of its
+fields being ignored, and must round-trip through the mapper. Golden files are never edited to
+follow a code change: changing an event's meaning means a new event name (see the README there).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from src.adapters.eventstore.mapper import decode_event, event_data, from_stored, to_stored
+from src.domain.context.events import ContextCreated, Revision, RevisionPublished
+from src.domain.events import Event
+from src.domain.registry import EVENTS, event_name
+from src.domain.stream import StreamRef, context_stream
+
+GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "events"
+FILES = sorted(GOLDEN.glob("*.json"))
+STREAM = context_stream("team1", "research-memory")
+
+
+def registered_name(path: Path) -> str:
+    return path.name.split(".", 1)[0]
+
+
+def contained(golden: Any, current: Any, where: str = "$") -> None:
+    """Every value of the golden document is present, unchanged, in the current encoding."""
+    if isinstance(golden, dict):
+        assert isinstance(current, dict), where
+        for key, value in golden.items():
+            assert key in current, f"{where}.{key} is no longer decoded"
+            contained(value, current[key], f"{where}.{key}")
+    elif isinstance(golden, list):
+        assert isinstance(current, list), where
+        assert len(golden) == len(current), where
+        for index, (old, new) in enumerate(zip(golden, current, strict=True)):
+            contained(old, new, f"{where}[{index}]")
+    else:
+        assert golden == current, where
+
+
+def test_every_registered_event_has_a_golden_file_and_vice_versa() -> None:
+    on_disk = {registered_name(path) for path in FILES}
+    assert sorted(set(EVENTS) - on_disk) == [], "add a golden file (tests/golden/README.md)"
+    assert sorted(on_disk - set(EVENTS)) == [], "a stored event name disappeared from the registry"
+
+
+@pytest.mark.parametrize("path", FILES, ids=[path.name for path in FILES])
+def test_golden_body_decodes_with_the_current_classes(path: Path) -> None:
+    body = path.read_bytes()
+    name = registered_name(path)
+    event = decode_event(name, body)
+    assert type(event) is EVENTS[name]
+    assert event_name(event) == name
+    golden = msgspec.json.decode(body)
+    assert golden["event"] == name
+    contained(golden, msgspec.json.decode(msgspec.json.encode(event)))
+
+
+@pytest.mark.parametrize("path", FILES, ids=[path.name for path in FILES])
+def test_golden_event_round_trips_through_the_mapper(path: Path) -> None:
+    name = registered_name(path)
+    event = decode_event(name, path.read_bytes())
+    stored = to_stored(STREAM, 7, event)
+    assert stored.topic == name
+    assert stored.originator_id == STREAM.id
+    assert stored.originator_version == 7
+    recorded = from_stored(42, 7, stored.topic, stored.state)
+    assert recorded.event == event
+    assert (recorded.position, recorded.stream, recorded.version, recorded.name) == (
+        42, STREAM, 7, name)
+    data = event_data(event)
+    assert "event" not in data
+    assert data == {k: v for k, v in msgspec.to_builtins(event).items() if k != "event"}
+
+
+aware = st.datetimes(timezones=st.sampled_from(
+    (UTC, timezone(timedelta(hours=5, minutes=30)), timezone(-timedelta(hours=8)))))
+# Revision.parameters defaults to a factory, which st.builds would pass through as a value.
+revisions = st.builds(Revision, created_at=aware,
+                      parameters=st.dictionaries(st.text(max_size=5), st.text(max_size=5)))
+NESTED: dict[type[Event], dict[str, st.SearchStrategy[Any]]] = {
+    RevisionPublished: {"revision": revisions},
+    ContextCreated: {"revision": st.none() | revisions},
+}
+arbitrary_events: st.SearchStrategy[Event] = st.one_of(
+    *(st.builds(cls, at=aware, **NESTED.get(cls, {})) for cls in EVENTS.values()))
+streams = st.builds(StreamRef, st.sampled_from(("context", "pool")), st.text(max_size=20),
+                    st.text(max_size=20))
+
+
+@given(arbitrary_events, streams, st.integers(1, 2**31), st.integers(1, 2**62))
+def test_every_event_round_trips_through_the_mapper(
+        event: Event, stream: StreamRef, version: int, position: int) -> None:
+    stored = to_stored(stream, version, event)
+    recorded = from_stored(position, version, stored.topic, stored.state)
+    assert recorded.event == event
+    assert recorded.stream == stream
+    assert recorded.name == event_name(event)
