@@ -7,6 +7,7 @@ import logging
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 from src import logs
 from src.config import Settings, SettingsError
@@ -138,6 +139,40 @@ def _rebuild(settings: Settings, names: Sequence[str]) -> int:
     return 0
 
 
+def _export(settings: Settings, namespace: str | None, output: Path) -> int:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress
+
+    from src import bootstrap
+    from src.adapters.eventstore.export import export
+
+    container = bootstrap.build(settings)
+    try:
+        with output.open("wb") as out, Progress(
+                "[progress.description]{task.description}", BarColumn(),
+                MofNCompleteColumn()) as progress:
+            task = progress.add_task("export", total=max(container.store.head(), 1))
+
+            def advance(position: int, head: int) -> None:
+                progress.update(task, completed=position, total=max(head, 1))
+
+            count = export(container.store, out, namespace, advance)
+    finally:
+        container.close()
+    print(f"exported {count} events to {output}")
+    return 0
+
+
+def _verify(path: Path) -> int:
+    from src.adapters.eventstore.export import verify_file
+
+    checked, broken, why = verify_file(path)
+    if broken is not None:
+        print(f"{path}: line {broken} is broken: {why}", file=sys.stderr)
+        return 1
+    print(f"{path}: {checked} lines, hash chain intact")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="context-service", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -150,6 +185,13 @@ def parser() -> argparse.ArgumentParser:
     psub.add_parser("status", help="each projection's position and lag behind the log head")
     rebuild = psub.add_parser("rebuild", help="drop and rebuild from position zero")
     rebuild.add_argument("names", nargs="*", help="projections to rebuild (default: all)")
+    history = sub.add_parser("history", help="export and verify the hash-chained event log")
+    hsub = history.add_subparsers(dest="action", required=True)
+    exp = hsub.add_parser("export", help="write the whole log as hash-chained JSON lines")
+    exp.add_argument("--namespace", default=None)
+    exp.add_argument("--output", required=True, type=Path)
+    ver = hsub.add_parser("verify", help="check a file's hash chain; name the first broken line")
+    ver.add_argument("file", type=Path)
     return p
 
 
@@ -167,6 +209,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _migrate(settings)
     if args.command == "worker":
         return _worker(settings, args.name)
+    if args.command == "history":
+        if args.action == "export":
+            return _export(settings, args.namespace, args.output)
+        return _verify(args.file)
     if args.action == "status":
         return _status(settings)
     return _rebuild(settings, args.names)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TypeVar
 
 import msgspec
 
 from src.domain.errors import RequestInvalidError
+from src.domain.values import parse_timestamp
 
 MAX_BODY = 1024 * 1024
 T = TypeVar("T")
@@ -27,6 +29,20 @@ def decode(raw: bytes, shape: type[T]) -> T:
         raise RequestInvalidError(_message(str(exc))) from exc
     except msgspec.DecodeError as exc:
         raise RequestInvalidError(f"malformed JSON body: {exc}") from exc
+
+
+def timestamp(value: str | None, field: str) -> datetime | None:
+    """A body timestamp (spec 1.1.2): RFC 3339 with a zone, in UTC; None when absent.
+
+    Checked even where the route then ignores the value (grant ``createdAt``, consumer ``since``).
+    """
+    if value is None:
+        return None
+    parsed = parse_timestamp(value)
+    if parsed is None:
+        raise RequestInvalidError(
+            f'{field} must be an RFC 3339 timestamp with a zone at "$.{field}"')
+    return parsed
 
 
 def _message(text: str) -> str:

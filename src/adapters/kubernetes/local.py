@@ -137,8 +137,10 @@ class LocalControlPlane:
         simulate: bool = True,
         controller_manager: bool = True,
         bin_dir: Path | None = None,
+        preferred_ports: Ports = DEFAULT_PORTS,
     ) -> None:
         self.work = work.resolve()
+        self.preferred_ports = preferred_ports
         self.namespace = namespace
         self.sandbox_image = sandbox_image
         self.simulate = simulate
@@ -210,12 +212,12 @@ class LocalControlPlane:
         self.stop()
 
     def _ports(self) -> Ports:
-        """The recorded ports when still free, else the defaults, else any free ones."""
+        """The recorded ports when still free, else the preferred ones, else any free ones."""
         record = self.work / "ports.json"
         candidates = []
         with contextlib.suppress(OSError, ValueError, TypeError):
             candidates.append(Ports(**json.loads(record.read_text())))
-        candidates.append(DEFAULT_PORTS)
+        candidates.append(self.preferred_ports)
         ports = next((p for p in candidates if p.all_free()), None) or Ports.pick()
         record.write_text(json.dumps({"api": ports.api, "etcd": ports.etcd, "peer": ports.peer}))
         return ports

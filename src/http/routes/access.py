@@ -12,7 +12,7 @@ from src.domain.context.commands import AttachConsumer, DetachConsumer, GrantAcc
 from src.domain.errors import RequestInvalidError
 from src.domain.events import Subject
 from src.http import render
-from src.http.body import check_present, decode
+from src.http.body import check_present, decode, timestamp
 from src.http.common import CATALOG, caller, json, services, threaded, wait_for_views
 from src.http.routes.timeline import as_of, visible_as_of
 from src.http.schemas import ConsumerRequest, SetGrantRequest, SubjectBody
@@ -54,6 +54,7 @@ def set_grant(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]
     found = services(request)
     found.contexts.authorize(namespace, name, actor, "administer")
     req = decode(body, SetGrantRequest)
+    timestamp(req.created_at, "createdAt")  # may be sent; it is ignored
     command = GrantAccess(actor=actor, subject=_subject(req.subject),
                           permissions=tuple(req.permissions or ()))
     outcome = found.contexts.execute(namespace, name, command)
@@ -99,6 +100,7 @@ def _consumer_command(request: Request[Any, Any, Any], namespace: str, name: str
     found = services(request)
     found.contexts.authorize(namespace, name, actor, "attach")
     req = decode(body, ConsumerRequest)
+    timestamp(req.since, "since")  # may be sent; it is overwritten
     subject = _subject(req.subject)
     command: AttachConsumer | DetachConsumer
     if attach:

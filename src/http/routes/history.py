@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from typing import Any
 
 import msgspec
@@ -13,13 +14,13 @@ from litestar.params import RawBody
 from src.domain.context.commands import PublishRevision
 from src.domain.context.events import SourceRef
 from src.domain.errors import RequestInvalidError
-from src.domain.values import parse_timestamp
 from src.http import render
-from src.http.body import decode
+from src.http.body import decode, timestamp
 from src.http.common import CATALOG, caller, json, services, threaded, wait_for_views
 from src.http.schemas import PublishRevisionRequest
 
 PATH = "/v1/namespaces/{namespace:str}/contexts/{name:str}"
+_INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
 @get(PATH + "/revisions")
@@ -46,12 +47,7 @@ def publish_revision(request: Request[Any, Any, Any], body: RawBody) -> Response
     name = request.path_params["name"]
     actor = caller(request)
     req = decode(body, PublishRevisionRequest)
-    created_at = None
-    if req.created_at is not None:
-        created_at = parse_timestamp(req.created_at)
-        if created_at is None:
-            raise RequestInvalidError('createdAt must be an RFC 3339 timestamp with a zone at '
-                                      '"$.createdAt"')
+    created_at = timestamp(req.created_at, "createdAt")
     sources = tuple(SourceRef(s.context or "", s.type or "", s.revision or "")
                     for s in req.sources or ())
     command = PublishRevision(
@@ -80,6 +76,16 @@ def _decode_cursor(raw: str) -> _AuditCursor | None:
         return None
 
 
+def _audit_limit(raw: str | None) -> int | None:
+    """``limit``: a plain decimal integer from 1 to 1000 (``int()`` would also take ``1_0``)."""
+    if raw is None:
+        return None
+    limit = int(raw) if _INTEGER.fullmatch(raw) else 0
+    if not 1 <= limit <= 1000:
+        raise RequestInvalidError("limit must be between 1 and 1000")
+    return limit
+
+
 @get(PATH + "/audit", opt={"query": ("limit", "cursor")})
 @threaded
 def read_audit(request: Request[Any, Any, Any]) -> Response[bytes]:
@@ -89,15 +95,7 @@ def read_audit(request: Request[Any, Any, Any]) -> Response[bytes]:
     actor = caller(request)
     found = services(request)
     state = found.contexts.authorize(namespace, name, actor, "administer")
-    limit: int | None = None
-    raw_limit = request.query_params.get("limit")
-    if raw_limit is not None:
-        try:
-            limit = int(raw_limit)
-        except ValueError:
-            limit = 0
-        if not 1 <= limit <= 1000:
-            raise RequestInvalidError("limit must be between 1 and 1000")
+    limit = _audit_limit(request.query_params.get("limit"))
     wait_for_views(request, (*CATALOG, "audit_log"))
     entry = found.reads.get(namespace, name)
     since = entry.created_position if entry is not None else 0
