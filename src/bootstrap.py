@@ -85,6 +85,21 @@ class Container:
     def view_names(self) -> list[str]:
         return [name for runner in self.runners.values() for name in runner.names]
 
+    def gauges(self) -> list[tuple[str, str, dict[str, str], float]]:
+        """Scrape-time gauges: log head, each view's position and lag, worker counters."""
+        head = self.store.head()
+        out: list[tuple[str, str, dict[str, str], float]] = [
+            ("cs_log_head_position", "Position of the newest stored event.", {}, head)]
+        for view in self.view_names:
+            position = self.tracking.max_tracking_id(view) or 0
+            out.append(("cs_projection_position", "Last log position applied to the view.",
+                        {"projection": view}, position))
+            out.append(("cs_projection_lag", "Events the view is behind the log head.",
+                        {"projection": view}, head - position))
+        for worker in self.started:
+            out.extend(getattr(worker, "gauges", list)())
+        return out
+
     def start_workers(self, names: tuple[str, ...] | None = None) -> None:
         self.store.start_listener()
         for worker, runner in self.runners.items():
@@ -123,7 +138,8 @@ def services(container: Container) -> Services:
                     require_subject=container.settings.require_subject,
                     read_wait_seconds=container.settings.read_wait_seconds,
                     extra={"query": QueryIndexReadsSql(container.datastore),
-                           "timeline": Timeline(container.store)})
+                           "timeline": Timeline(container.store),
+                           "gauges": container.gauges})
 
 
 def app(container: Container) -> Litestar:

@@ -62,14 +62,14 @@ KUBECONFIG
   chmod 600 "$DIR/kubeconfig"
 
   # our CRDs, by server-side apply (each file is named <plural>.<group>.yaml)
+  CRDS=/apis/apiextensions.k8s.io/v1/customresourcedefinitions
   for f in "$HERE/../../dev/kube/crds/"*.yaml; do
-    api -X PATCH -H 'Content-Type: application/apply-patch+yaml' --data-binary "@$f" \
-      "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/$(basename "$f" .yaml)?fieldManager=kube-up&force=true" > /dev/null
+    api "$CRDS/$(basename "$f" .yaml)?fieldManager=kube-up&force=true" -X PATCH \
+      -H 'Content-Type: application/apply-patch+yaml' --data-binary "@$f" > /dev/null
   done
   for f in "$HERE/../../dev/kube/crds/"*.yaml; do
     for _ in $(seq 100); do
-      api "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/$(basename "$f" .yaml)" \
-        | grep -q '"type": "Established",' && break
+      api "$CRDS/$(basename "$f" .yaml)" | grep -q '"type":"Established","status":"True"' && break
       sleep 0.1
     done
   done
@@ -83,9 +83,10 @@ KUBECONFIG
   echo "kube-up: ready; export KUBECONFIG=$DIR/kubeconfig" >&2
 }
 
-api() {
-  curl -sf --cacert "$DIR/pki/apiserver.crt" -H "Authorization: Bearer $TOKEN" "$@" \
-    "https://127.0.0.1:$API${@: -1}" 2>/dev/null || true
+api() {  # api PATH [CURL_ARGS...]
+  local path=$1; shift
+  curl -sSf --cacert "$DIR/pki/apiserver.crt" -H "Authorization: Bearer $TOKEN" "$@" \
+    "https://127.0.0.1:$API$path"
 }
 
 ready() {

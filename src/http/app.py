@@ -13,7 +13,7 @@ from litestar.exceptions import (
 )
 
 from src.domain.errors import DomainError
-from src.http import openapi
+from src.http import metrics, openapi
 from src.http.errors import HttpError, domain_error_response, error_response
 from src.http.ports import Services
 from src.http.routes import access, contexts, history, query, timeline
@@ -90,7 +90,10 @@ def create_app(services: Services, extra_routes: list[Any] | None = None) -> Lit
     def openapi_document() -> Response[bytes]:
         return Response(document, media_type="application/json")
 
-    handlers = Router(path="/", route_handlers=[*routes, openapi_document])
+    requests = metrics.RequestMetrics()
+    gauges = services.extra.get("gauges", list)
+    handlers = Router(path="/", route_handlers=[*routes, openapi_document,
+                                                metrics.route(requests, gauges)])
     app = Litestar(
         route_handlers=[handlers],
         exception_handlers={
@@ -102,6 +105,7 @@ def create_app(services: Services, extra_routes: list[Any] | None = None) -> Lit
         openapi_config=None,
         request_max_body_size=64 * 1024 * 1024,
         before_request=_exact_paths,
+        middleware=[metrics.middleware(requests)],
         logging_config=None,
         debug=False,
     )

@@ -80,3 +80,14 @@ def test_as_of_a_time_before_creation_is_not_found(api: Api) -> None:
     assert alice.get(BASE + "?asOf=2000-01-01T00:00:00Z").status_code == 404
     assert alice.get(BASE + "?asOf=2999-01-01T00:00:00Z").status_code == 200
     assert alice.get(BASE + "?asOf=yesterday").status_code == 400
+
+
+def test_metrics_report_requests_head_and_projection_lag(api: Api) -> None:
+    api.post("/v1/contexts", context_body())
+    api.get("/v1/namespaces/team1/contexts")
+    text = api.get("/metrics").text
+    assert 'cs_http_requests_total{method="POST",route="/v1/contexts",status="201"} 1' in text
+    assert 'route="/v1/namespaces/{namespace:str}/contexts",le="+Inf"} 1' in text
+    assert "cs_log_head_position 1" in text
+    assert 'cs_projection_position{projection="context_catalog"}' in text
+    assert 'cs_projection_lag{projection="audit_log"}' in text
