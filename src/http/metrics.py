@@ -60,7 +60,7 @@ def middleware(metrics: RequestMetrics) -> Callable[[ASGIApp], ASGIApp]:
 
     def factory(app: ASGIApp) -> ASGIApp:
         async def call(scope: Scope, receive: Receive, send: Send) -> None:
-            if scope["type"] != "http":
+            if str(scope["type"]) != "http":
                 await app(scope, receive, send)
                 return
             started = time.perf_counter()
@@ -77,7 +77,7 @@ def middleware(metrics: RequestMetrics) -> Callable[[ASGIApp], ASGIApp]:
             finally:
                 handler: Any = scope.get("route_handler")
                 route = sorted(handler.paths)[0] if handler is not None else "unmatched"
-                metrics.observe(scope.get("method", ""), route, status,
+                metrics.observe(str(scope.get("method", "")), route, status,
                                 time.perf_counter() - started)
 
         return call

@@ -6,7 +6,7 @@ always be the defect that comes first in the spec's order, whatever else is wron
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import msgspec
@@ -105,7 +105,7 @@ mixed_states = st.one_of(
 
 
 @given(state=mixed_states, command=arbitrary_commands, now=timestamps)
-def test_decide_is_total(state: ContextState, command: Command, now: Any) -> None:
+def test_decide_is_total(state: ContextState, command: Command, now: datetime) -> None:
     """Events or a DomainError, never anything else; events are well-formed and storable."""
     try:
         events = decide(command, state, now)
