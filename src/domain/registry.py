@@ -7,9 +7,10 @@ name (and an upcaster in the mapper).
 from __future__ import annotations
 
 from src.domain.context.events import CONTEXT_EVENTS
+from src.domain.pool.events import POOL_EVENTS
 from src.domain.events import Event
 
-_ALL: tuple[type[Event], ...] = (*CONTEXT_EVENTS,)
+_ALL: tuple[type[Event], ...] = (*CONTEXT_EVENTS, *POOL_EVENTS)
 
 
 def _build(classes: tuple[type[Event], ...]) -> dict[str, type[Event]]:

@@ -48,14 +48,14 @@ def _records(rng: random.Random, name: str, type_: str, revision: str) -> tuple[
 
 def _command(app: ContextApplication, rng: random.Random, name: str) -> c.Command:
     _, state = app.load("ns", name)
-    pick = rng.randrange(10)
+    pick = rng.randrange(20)
     if not state.live or pick == 0:
         return c.CreateContext(actor=ADMIN, name=name, namespace="ns", backend="pvc",
                                type=rng.choice(("memory", "knowledge", "state")), size="1Gi",
                                access_mode="ReadWriteOnce")
-    if pick <= 3 or not state.current_revision:
+    if pick <= 6 or not state.current_revision:
         return c.PublishRevision(actor=ADMIN, id=_digest(rng), created_at=WHEN, operation="sync")
-    if pick == 4:
+    if pick == 7:
         return c.DeleteContext(actor=ADMIN, force=True)
     return c.PublishQueryIndex(actor=ADMIN, revision=state.current_revision,
                                records=_records(rng, name, state.type, state.current_revision))

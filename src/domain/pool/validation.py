@@ -1,0 +1,56 @@
+"""Request validation of a pool create (spec 2.3 steps 1 to 8, bare messages, first wins)."""
+
+from __future__ import annotations
+
+from src.domain.errors import PoolInvalidError
+from src.domain.pool.commands import RequestPool
+from src.domain.values import is_context_name, is_dns_subdomain, is_positive_quantity
+
+NAME_MESSAGE = "name must be a lowercase Kubernetes name no longer than 50 characters"
+
+
+def strategy_of(request: RequestPool) -> str:
+    if request.warm_pool_ref:
+        return "warm-pool"
+    if request.claim_name:
+        return "existing-claim"
+    return "shared" if request.access_mode == "ReadWriteMany" else "dedicated"
+
+
+def validate_pool(r: RequestPool) -> str:
+    """Raise ``PoolInvalidError`` for the first failed rule; return the strategy."""
+    if not is_context_name(r.name):
+        raise PoolInvalidError(NAME_MESSAGE)
+    if r.replicas is None or not 1 <= r.replicas <= 100:
+        raise PoolInvalidError("replicas must be between 1 and 100")
+    if r.sandbox_profile:
+        if not is_dns_subdomain(r.sandbox_profile):
+            raise PoolInvalidError("sandboxProfile must be a lowercase Kubernetes name")
+        if r.warm_pool_ref:
+            raise PoolInvalidError("sandboxProfile cannot be combined with warmPoolRef; "
+                                   "the warm pool already selects a template")
+    if r.warm_pool_ref:
+        if not is_dns_subdomain(r.warm_pool_ref):
+            raise PoolInvalidError("warmPoolRef must be a lowercase Kubernetes name")
+        if (r.size or r.access_mode or r.storage_class or r.claim_name
+                or r.read_only is not None):
+            raise PoolInvalidError("warmPoolRef cannot be combined with workspace settings")
+        return "warm-pool"
+    if r.claim_name:
+        if not is_dns_subdomain(r.claim_name):
+            raise PoolInvalidError("workspace.claimName must be a lowercase Kubernetes name")
+        if r.size or r.access_mode or r.storage_class:
+            raise PoolInvalidError(
+                "workspace.claimName cannot be combined with size, accessMode, or storageClass")
+        if r.read_only is None:
+            raise PoolInvalidError("workspace.readOnly is required with workspace.claimName")
+        return "existing-claim"
+    if r.read_only is not None:
+        raise PoolInvalidError("workspace.readOnly requires workspace.claimName")
+    if not r.size.strip():
+        raise PoolInvalidError("workspace.size is required")
+    if not is_positive_quantity(r.size):
+        raise PoolInvalidError("workspace.size must be a positive Kubernetes quantity")
+    if r.access_mode not in ("ReadWriteMany", "ReadWriteOnce"):
+        raise PoolInvalidError("workspace.accessMode must be ReadWriteMany or ReadWriteOnce")
+    return strategy_of(r)
