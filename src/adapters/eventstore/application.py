@@ -1,8 +1,8 @@
-"""Command handling for context streams: load (cached), decide, append, retry on conflict.
+"""Command handling for aggregate streams: load (cached), decide, append, retry on conflict.
 
-Streams are keyed by (namespace, name). A conflict means another writer appended first: the
+A stream is keyed by its natural key. A conflict means another writer appended first: the
 command is decided again on the fresh state, so concurrent writers never lose an update; a
-create that loses the race then meets a live context and answers ``already exists``.
+create that loses the race then meets a live aggregate and answers ``already exists``.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any, Generic, TypeVar
 
 from eventsourcing.persistence import IntegrityError
 
@@ -20,10 +21,15 @@ from src.domain.context.commands import Command
 from src.domain.context.decide import authorize, decide
 from src.domain.context.state import ContextState, evolve
 from src.domain.errors import ConcurrencyError
-from src.domain.events import Subject
+from src.domain.events import Event, Subject
+from src.domain.pool import decide as pool_decide
+from src.domain.pool.commands import PoolCommand
+from src.domain.pool.state import PoolState
+from src.domain.pool.state import evolve as pool_evolve
 from src.domain.stream import StreamRef, context_stream
 
 Clock = Callable[[], datetime]
+S = TypeVar("S")
 
 
 def utc_now() -> datetime:
@@ -31,43 +37,46 @@ def utc_now() -> datetime:
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
-    state: ContextState
-    position: int  # log position of the last event written, or of the head when none was
+class Outcome(Generic[S]):
+    state: S
+    position: int  # log position of the last event written; 0 when nothing was written
 
 
-class ContextApplication:
-    def __init__(self, store: EventStore, clock: Clock = utc_now, cache_size: int = 4096,
-                 retries: int = 20) -> None:
+class StreamApplication(Generic[S]):
+    """Load/decide/append for one aggregate kind."""
+
+    def __init__(self, store: EventStore, kind: str, initial: Callable[[], S],
+                 evolve: Callable[[S, Event], S], decide: Callable[[Any, S, datetime], list[Event]],
+                 clock: Clock = utc_now, cache_size: int = 4096, retries: int = 20) -> None:
         self.store = store
+        self.kind = kind
+        self.initial = initial
+        self.evolve = evolve
+        self.decide = decide
         self.clock = clock
         self.retries = retries
-        self._cache: OrderedDict[StreamRef, tuple[int, ContextState]] = OrderedDict()
+        self._cache: OrderedDict[StreamRef, tuple[int, S]] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
 
-    def load(self, namespace: str, name: str) -> tuple[int, ContextState]:
-        stream = context_stream(namespace, name)
+    def stream(self, namespace: str, key: str) -> StreamRef:
+        return StreamRef(self.kind, namespace, key)
+
+    def load_stream(self, stream: StreamRef) -> tuple[int, S]:
         with self._lock:
-            version, state = self._cache.get(stream, (0, ContextState()))
+            version, state = self._cache.get(stream, (0, self.initial()))
         newer = self.store.load(stream, after_version=version)
         for recorded in newer:
-            state = evolve(state, recorded.event)
+            state = self.evolve(state, recorded.event)
             version = recorded.version
         if newer:
             self._remember(stream, version, state)
         return version, state
 
-    def authorize(self, namespace: str, name: str, actor: Subject, permission: str) -> ContextState:
-        _, state = self.load(namespace, name)
-        authorize(state, actor, permission)
-        return state
-
-    def execute(self, namespace: str, name: str, command: Command) -> Outcome:
-        stream = context_stream(namespace, name)
+    def execute_on(self, stream: StreamRef, command: object) -> Outcome[S]:
         for _ in range(self.retries):
-            version, state = self.load(namespace, name)
-            events = decide(command, state, self.clock())
+            version, state = self.load_stream(stream)
+            events = self.decide(command, state, self.clock())
             if not events:
                 return Outcome(state, 0)
             try:
@@ -75,12 +84,12 @@ class ContextApplication:
             except IntegrityError:
                 continue
             for event in events:
-                state = evolve(state, event)
+                state = self.evolve(state, event)
             self._remember(stream, version + len(events), state)
             return Outcome(state, position)
         raise ConcurrencyError()
 
-    def _remember(self, stream: StreamRef, version: int, state: ContextState) -> None:
+    def _remember(self, stream: StreamRef, version: int, state: S) -> None:
         with self._lock:
             cached = self._cache.get(stream)
             if cached is None or cached[0] < version:
@@ -88,3 +97,32 @@ class ContextApplication:
             self._cache.move_to_end(stream)
             while len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)
+
+
+class ContextApplication(StreamApplication[ContextState]):
+    def __init__(self, store: EventStore, clock: Clock = utc_now, cache_size: int = 4096,
+                 retries: int = 20) -> None:
+        super().__init__(store, "context", ContextState, evolve, decide, clock, cache_size,
+                         retries)
+
+    def load(self, namespace: str, name: str) -> tuple[int, ContextState]:
+        return self.load_stream(context_stream(namespace, name))
+
+    def authorize(self, namespace: str, name: str, actor: Subject, permission: str) -> ContextState:
+        _, state = self.load(namespace, name)
+        authorize(state, actor, permission)
+        return state
+
+    def execute(self, namespace: str, name: str, command: Command) -> Outcome[ContextState]:
+        return self.execute_on(context_stream(namespace, name), command)
+
+
+class PoolApplication(StreamApplication[PoolState]):
+    def __init__(self, store: EventStore, clock: Clock = utc_now) -> None:
+        super().__init__(store, "pool", PoolState, pool_evolve, pool_decide.decide, clock)
+
+    def load(self, name: str) -> tuple[int, PoolState]:
+        return self.load_stream(self.stream("", name))
+
+    def execute(self, command: PoolCommand) -> Outcome[PoolState]:
+        return self.execute_on(self.stream("", command.name), command)
