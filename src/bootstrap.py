@@ -13,7 +13,7 @@ from typing import Any
 from eventsourcing.postgres import PostgresDatastore, PostgresTrackingRecorder
 from litestar import Litestar
 
-from src.adapters.eventstore.application import ContextApplication
+from src.adapters.eventstore.application import ContextApplication, PoolApplication
 from src.adapters.eventstore.consistency import LogConsistency
 from src.adapters.eventstore.runner import ProjectionRunner
 from src.adapters.eventstore.store import EventStore
@@ -22,13 +22,16 @@ from src.adapters.postgres import embedded
 from src.adapters.postgres.database import open_datastore
 from src.adapters.postgres.migrations import migrate
 from src.adapters.postgres.views.contexts import AuditSql, CatalogSql, ContextReadsSql, RevisionSql
+from src.adapters.postgres.views.pools import PoolReadsSql, PoolSql
 from src.adapters.postgres.views.query_index import QueryIndexReadsSql, QueryIndexSql
 from src.config import Settings
+from src.domain.cluster import Cluster
 from src.http.app import create_app
-from src.http.ports import Services
+from src.http.ports import PoolServices, Services
 from src.projections.audit_log.projection import AuditLog
 from src.projections.base import Projection
 from src.projections.context_catalog.projection import ContextCatalog
+from src.projections.pool_status.projection import PoolStatus
 from src.projections.query_index.projection import QueryIndex
 from src.projections.revision_history.projection import RevisionHistory
 
@@ -52,6 +55,7 @@ def projection_workers() -> dict[str, list[tuple[Projection, Callable[[Any], Any
             (ContextCatalog(), CatalogSql),
             (RevisionHistory(), RevisionSql),
             (AuditLog(), AuditSql),
+            (PoolStatus(), PoolSql),
         ],
         "query-index": [(QueryIndex(), QueryIndexSql)],
     }
@@ -65,8 +69,11 @@ class Container:
     store: EventStore
     tracking: PostgresTrackingRecorder
     contexts: ContextApplication
+    pools: PoolApplication
     runners: dict[str, ProjectionRunner] = field(default_factory=dict)
     started: list[Any] = field(default_factory=list)
+    cluster: Cluster | None = None
+    closers: list[Callable[[], None]] = field(default_factory=list)
 
     def runner(self, view: str) -> ProjectionRunner:
         """The worker's runner that maintains ``view``."""
@@ -113,6 +120,9 @@ class Container:
         for worker in reversed(self.started):
             worker.stop()
         self.started.clear()
+        for closer in reversed(self.closers):
+            closer()
+        self.closers.clear()
         self.store.close()
 
 
@@ -124,7 +134,8 @@ def build(settings: Settings, url: str | None = None, pool_size: int = 8) -> Con
     store.create_tables()
     tracking.create_table()
     migrate(datastore)
-    container = Container(settings, url, datastore, store, tracking, ContextApplication(store))
+    container = Container(settings, url, datastore, store, tracking, ContextApplication(store),
+                          PoolApplication(store))
     for worker, group in projection_workers().items():
         container.runners[worker] = ProjectionRunner(store, tracking, group)
     return container
@@ -137,9 +148,41 @@ def services(container: Container) -> Services:
     return Services(contexts=container.contexts, reads=reads, consistency=consistency,
                     require_subject=container.settings.require_subject,
                     read_wait_seconds=container.settings.read_wait_seconds,
+                    pools=PoolServices(
+                        pools=container.pools, reads=PoolReadsSql(container.datastore),
+                        cluster=container.cluster, namespace=container.settings.namespace,
+                        sandbox_image=container.settings.sandbox_image,
+                        sandbox_service_account=container.settings.sandbox_service_account),
                     extra={"query": QueryIndexReadsSql(container.datastore),
                            "timeline": Timeline(container.store),
                            "gauges": container.gauges})
+
+
+def connect_cluster(container: Container) -> None:
+    """Kubernetes per CS_KUBE: in-cluster, a kubeconfig, or the local control plane (started
+    here when nothing else is configured); nothing when CS_KUBE=off."""
+    from src.adapters.kubernetes import client
+    from src.adapters.kubernetes.cluster import KubernetesCluster
+    from src.adapters.kubernetes.rest import Rest
+
+    settings = container.settings
+    if settings.kube_mode == "off":
+        return
+    try:
+        mode = client.resolve_mode(settings)
+    except client.KubeConfigError:
+        if settings.kube_mode != "auto":
+            raise
+        mode = "local"
+    if mode == "local":
+        from src.adapters.kubernetes.local import start_local_control_plane
+
+        plane = start_local_control_plane(settings)
+        container.closers.append(plane.stop)
+    api = client.api_client(settings, mode)
+    container.closers.append(lambda: client.close(api))
+    container.cluster = KubernetesCluster(Rest(api))
+    log.info("kubernetes connected", extra={"mode": mode})
 
 
 def app(container: Container) -> Litestar:

@@ -26,6 +26,7 @@ def _serve(settings: Settings) -> int:
 
     container = bootstrap.build(settings)
     try:
+        bootstrap.connect_cluster(container)
         container.start_workers(settings.workers)
         app = bootstrap.app(container)
         where = (settings.database_url and "CS_DATABASE_URL") or str(settings.data_dir.resolve())

@@ -69,7 +69,7 @@ KUBECONFIG
   done
   for f in "$HERE/../../dev/kube/crds/"*.yaml; do
     for _ in $(seq 100); do
-      api "$CRDS/$(basename "$f" .yaml)" | grep -q '"type":"Established","status":"True"' && break
+      api "$CRDS/$(basename "$f" .yaml)" | tr -d ' \n' | grep -q '"type":"Established","status":"True"' && break
       sleep 0.1
     done
   done

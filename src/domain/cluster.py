@@ -42,6 +42,14 @@ SANDBOX_TEMPLATES = ("extensions.agents.x-k8s.io", "v1beta1", "sandboxtemplates"
 SANDBOX_WARM_POOLS = ("extensions.agents.x-k8s.io", "v1beta1", "sandboxwarmpools")
 VOLUME_SNAPSHOTS = ("snapshot.storage.k8s.io", "v1", "volumesnapshots")
 VOLUME_SNAPSHOT_CLASSES = ("snapshot.storage.k8s.io", "v1", "volumesnapshotclasses")
+CUSTOM_RESOURCES = (
+    SANDBOXES,
+    SANDBOX_CLAIMS,
+    SANDBOX_TEMPLATES,
+    SANDBOX_WARM_POOLS,
+    VOLUME_SNAPSHOTS,
+    VOLUME_SNAPSHOT_CLASSES,
+)
 
 API_NOT_INSTALLED = "ApiNotInstalled"
 UNAVAILABLE = "Unavailable"

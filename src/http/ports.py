@@ -5,9 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from src.domain.cluster import Cluster
 from src.domain.context.commands import Command
 from src.domain.context.state import ContextState
 from src.domain.events import Subject
+from src.domain.pool.commands import PoolCommand
+from src.domain.pool.state import PoolState
+from src.projections.pool_status.projection import PoolReads
 from src.projections.reads import Consistency, ContextReads
 
 
@@ -26,6 +30,25 @@ class ContextCommands(Protocol):
     def execute(self, namespace: str, name: str, command: Command) -> CommandOutcome: ...
 
 
+class PoolCommands(Protocol):
+    def load(self, name: str) -> tuple[int, PoolState]: ...
+
+    def execute(self, command: PoolCommand) -> Any: ...
+
+
+@dataclass
+class PoolServices:
+    """What the sandbox-pool and storage-class routes need; ``cluster`` is None without
+    Kubernetes (those routes then answer 500)."""
+
+    pools: PoolCommands
+    reads: PoolReads
+    cluster: Cluster | None
+    namespace: str
+    sandbox_image: str
+    sandbox_service_account: str = ""
+
+
 @dataclass
 class Services:
     contexts: ContextCommands
@@ -33,4 +56,5 @@ class Services:
     consistency: Consistency
     require_subject: bool = False
     read_wait_seconds: float = 5.0
+    pools: PoolServices | None = None
     extra: dict[str, Any] = field(default_factory=dict)

@@ -13,7 +13,7 @@ import copy
 import itertools
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from src.adapters.kubernetes import manifests, parse
 from src.domain import cluster as port
@@ -29,23 +29,14 @@ from src.domain.cluster import (
 )
 
 JSON = dict[str, Any]
+T = TypeVar("T")
 Key = tuple[str, str, str]  # (plural, namespace, name); namespace "" for cluster scope
 CORE = {
     "persistentvolumeclaims": ("", "v1"),
     "pods": ("", "v1"),
     "storageclasses": ("storage.k8s.io", "v1"),
 }
-CUSTOM = {
-    r[2]: (r[0], r[1])
-    for r in (
-        port.SANDBOXES,
-        port.SANDBOX_CLAIMS,
-        port.SANDBOX_TEMPLATES,
-        port.SANDBOX_WARM_POOLS,
-        port.VOLUME_SNAPSHOTS,
-        port.VOLUME_SNAPSHOT_CLASSES,
-    )
-}
+CUSTOM = {plural: (group, version) for group, version, plural in port.CUSTOM_RESOURCES}
 
 
 class _Watch:
@@ -302,9 +293,7 @@ class FakeCluster:
         return [parse.storage_class(i) for i in self._list("storageclasses", None, {})]
 
     def get_claim(self, namespace: str, name: str) -> port.ClaimInfo | None:
-        self._call("get_claim", namespace, name)
-        item = self._get("persistentvolumeclaims", namespace, name)
-        return parse.claim(item) if item is not None else None
+        return self._read("get_claim", "persistentvolumeclaims", namespace, name, parse.claim)
 
     def ensure_context_claim(self, claim: port.ContextClaim) -> bool:
         self._call("ensure_context_claim", claim.namespace, claim.context)
@@ -343,19 +332,15 @@ class FakeCluster:
         return [c for c in found if c is not None]
 
     def get_sandbox_template(self, namespace: str, name: str) -> port.SandboxTemplateInfo | None:
-        self._call("get_sandbox_template", namespace, name)
-        item = self._get("sandboxtemplates", namespace, name)
-        return parse.sandbox_template(item) if item is not None else None
+        return self._read(
+            "get_sandbox_template", "sandboxtemplates", namespace, name, parse.sandbox_template
+        )
 
     def get_warm_pool(self, namespace: str, name: str) -> port.WarmPoolInfo | None:
-        self._call("get_warm_pool", namespace, name)
-        item = self._get("sandboxwarmpools", namespace, name)
-        return parse.warm_pool(item) if item is not None else None
+        return self._read("get_warm_pool", "sandboxwarmpools", namespace, name, parse.warm_pool)
 
     def get_sandbox(self, namespace: str, name: str) -> port.SandboxInfo | None:
-        self._call("get_sandbox", namespace, name)
-        item = self._get("sandboxes", namespace, name)
-        return parse.sandbox(item) if item is not None else None
+        return self._read("get_sandbox", "sandboxes", namespace, name, parse.sandbox)
 
     def ensure_sandbox(self, sandbox: port.PoolSandbox) -> bool:
         self._call("ensure_sandbox", sandbox.namespace, sandbox.pool, str(sandbox.index))
@@ -366,9 +351,9 @@ class FakeCluster:
         return self._delete("sandboxes", namespace, name)
 
     def get_sandbox_claim(self, namespace: str, name: str) -> port.SandboxClaimInfo | None:
-        self._call("get_sandbox_claim", namespace, name)
-        item = self._get("sandboxclaims", namespace, name)
-        return parse.sandbox_claim(item) if item is not None else None
+        return self._read(
+            "get_sandbox_claim", "sandboxclaims", namespace, name, parse.sandbox_claim
+        )
 
     def ensure_sandbox_claim(self, claim: port.PoolSandboxClaim) -> bool:
         self._call("ensure_sandbox_claim", claim.namespace, claim.pool, str(claim.index))
@@ -402,9 +387,7 @@ class FakeCluster:
         return self._create("volumesnapshots", manifests.volume_snapshot(snapshot))
 
     def get_snapshot(self, namespace: str, name: str) -> port.SnapshotInfo | None:
-        self._call("get_snapshot", namespace, name)
-        item = self._get("volumesnapshots", namespace, name)
-        return parse.snapshot(item) if item is not None else None
+        return self._read("get_snapshot", "volumesnapshots", namespace, name, parse.snapshot)
 
     def delete_snapshot(self, namespace: str, name: str) -> bool:
         self._call("delete_snapshot", namespace, name)

@@ -8,9 +8,10 @@ follow a code change: changing an event's meaning means a new event name (see th
 
 from __future__ import annotations
 
-from datetime import UTC, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from types import UnionType
+from typing import Any, Union, get_args, get_origin
 
 import msgspec
 import pytest
@@ -18,7 +19,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from src.adapters.eventstore.mapper import decode_event, event_data, from_stored, to_stored
-from src.domain.context.events import ContextCreated, Revision, RevisionPublished
 from src.domain.events import Event
 from src.domain.registry import EVENTS, event_name
 from src.domain.stream import StreamRef, context_stream
@@ -85,15 +85,34 @@ def test_golden_event_round_trips_through_the_mapper(path: Path) -> None:
 
 aware = st.datetimes(timezones=st.sampled_from(
     (UTC, timezone(timedelta(hours=5, minutes=30)), timezone(-timedelta(hours=8)))))
-# Revision.parameters defaults to a factory, which st.builds would pass through as a value.
-revisions = st.builds(Revision, created_at=aware,
-                      parameters=st.dictionaries(st.text(max_size=5), st.text(max_size=5)))
-NESTED: dict[type[Event], dict[str, st.SearchStrategy[Any]]] = {
-    RevisionPublished: {"revision": revisions},
-    ContextCreated: {"revision": st.none() | revisions},
-}
-arbitrary_events: st.SearchStrategy[Event] = st.one_of(
-    *(st.builds(cls, at=aware, **NESTED.get(cls, {})) for cls in EVENTS.values()))
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8)
+    | st.floats(allow_nan=False, allow_infinity=False),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner,
+                                                                max_size=3),
+    max_leaves=8)
+
+
+def values_of(annotation: Any) -> st.SearchStrategy[Any]:
+    """Every field filled (st.builds alone would leave each optional field at its default)."""
+    if annotation is Any:
+        return json_values
+    if annotation is datetime:
+        return aware
+    if isinstance(annotation, type) and issubclass(annotation, msgspec.Struct):
+        return st.builds(annotation, **{f.name: st.deferred(lambda t=f.type: values_of(t))
+                                        for f in msgspec.structs.fields(annotation)})
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin in (Union, UnionType):
+        return st.one_of(*(values_of(arg) for arg in args))
+    if origin is tuple:
+        return st.lists(values_of(args[0]), max_size=3).map(tuple)
+    if origin is dict:
+        return st.dictionaries(values_of(args[0]), values_of(args[1]), max_size=3)
+    return st.from_type(annotation)
+
+
+arbitrary_events: st.SearchStrategy[Event] = st.one_of(*map(values_of, EVENTS.values()))
 streams = st.builds(StreamRef, st.sampled_from(("context", "pool")), st.text(max_size=20),
                     st.text(max_size=20))
 

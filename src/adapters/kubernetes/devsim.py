@@ -11,12 +11,17 @@ from __future__ import annotations
 
 import logging
 import threading
-from datetime import UTC, datetime
 from typing import Any
 
 from src.adapters.kubernetes import devsim_gc
 from src.adapters.kubernetes.cluster import SANDBOX, SANDBOX_CLAIM, SANDBOX_TEMPLATE, SNAPSHOT
 from src.adapters.kubernetes.cluster import WARM_POOL as WARM_POOLS
+from src.adapters.kubernetes.devsim_objects import (
+    claimed_sandbox,
+    condition,
+    now,
+    sandbox_children,
+)
 from src.adapters.kubernetes.parse import meta, mounted_claims, obj, ready_condition, text
 from src.adapters.kubernetes.rest import JSON, PODS, PVCS, STORAGE_CLASSES, Resource, Rest
 from src.adapters.kubernetes.watch import ClusterWatch
@@ -25,31 +30,6 @@ from src.domain.cluster import Change, ClusterError
 log = logging.getLogger(__name__)
 MANAGER = "dev-simulator"
 NODE = "sim-node"
-
-
-def now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def condition(status: bool, reason: str, message: str = "", since: str = "") -> JSON:
-    return {
-        "type": "Ready",
-        "status": "True" if status else "False",
-        "reason": reason,
-        "message": message,
-        "lastTransitionTime": since or now(),
-    }
-
-
-def owner_reference(owner: JSON) -> JSON:
-    return {
-        "apiVersion": owner["apiVersion"],
-        "kind": owner["kind"],
-        "name": meta(owner)["name"],
-        "uid": meta(owner)["uid"],
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
 
 
 class DevSimulator:
@@ -291,45 +271,10 @@ class DevSimulator:
         self._set_ready(SANDBOX, sandbox, status)
 
     def _create_sandbox_objects(self, sandbox: JSON) -> None:
-        """PVC ``<template>-<sandbox>`` per volumeClaimTemplate, then the Pod named after it."""
-        m, spec = meta(sandbox), obj(sandbox.get("spec"))
-        owner = [owner_reference(sandbox)]
-        template = obj(spec.get("podTemplate"))
-        pod_spec: JSON = dict(obj(template.get("spec")))
-        volumes = list(pod_spec.get("volumes") or [])
-        for vct in spec.get("volumeClaimTemplates") or []:
-            vct_meta = obj(obj(vct).get("metadata"))
-            claim = f"{text(vct_meta.get('name'))}-{m['name']}"
-            pvc = {
-                "apiVersion": "v1",
-                "kind": "PersistentVolumeClaim",
-                "metadata": {
-                    "name": claim,
-                    "labels": obj(vct_meta.get("labels")),
-                    "annotations": obj(vct_meta.get("annotations")),
-                    "ownerReferences": owner,
-                },
-                "spec": obj(obj(vct).get("spec")),
-            }
-            self._create(PVCS, m["namespace"], pvc)
-            volumes.append(
-                {"name": vct_meta.get("name"), "persistentVolumeClaim": {"claimName": claim}}
-            )
-        if volumes:
-            pod_spec["volumes"] = volumes
-        template_meta = obj(template.get("metadata"))
-        pod: JSON = {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {
-                "name": m["name"],
-                "labels": obj(template_meta.get("labels")),
-                "annotations": obj(template_meta.get("annotations")),
-                "ownerReferences": owner,
-            },
-            "spec": pod_spec,
-        }
-        self._create(PODS, m["namespace"], pod)
+        pvcs, pod = sandbox_children(sandbox)
+        for pvc in pvcs:
+            self._create(PVCS, meta(sandbox)["namespace"], pvc)
+        self._create(PODS, meta(sandbox)["namespace"], pod)
 
     # --- agent-sandbox: SandboxClaim --------------------------------------------------------
 
@@ -357,7 +302,7 @@ class DevSimulator:
                 failed = condition(False, "WarmPoolNotReady", f"{missing} not found")
                 self._set_ready(SANDBOX_CLAIM, claim, {"conditions": [failed]})
                 return
-            self._create(SANDBOX, namespace, self._claimed_sandbox(claim, template))
+            self._create(SANDBOX, namespace, claimed_sandbox(claim, template))
             sandbox = self._get(SANDBOX, namespace, name)
         ready, reason = ready_condition(sandbox or {})
         ips = obj(obj(sandbox or {}).get("status")).get("podIPs") or []
@@ -366,28 +311,6 @@ class DevSimulator:
             "sandbox": {"name": name, "podIPs": ips} if ready else {"name": name},
         }
         self._set_ready(SANDBOX_CLAIM, claim, status)
-
-    def _claimed_sandbox(self, claim: JSON, template: JSON) -> JSON:
-        """A Sandbox named after the claim, from the template, owned by the claim."""
-        extra = obj(obj(claim.get("spec")).get("additionalPodMetadata"))
-        spec = obj(template.get("spec"))
-        pod_template: JSON = dict(obj(spec.get("podTemplate")))
-        metadata = dict(obj(pod_template.get("metadata")))
-        for key in ("labels", "annotations"):
-            merged = {**obj(metadata.get(key)), **obj(extra.get(key))}
-            if merged:
-                metadata[key] = merged
-        pod_template["metadata"] = metadata
-        sandbox_spec: JSON = {"podTemplate": pod_template}
-        for key in ("volumeClaimTemplates", "service"):
-            if key in spec:
-                sandbox_spec[key] = spec[key]
-        return {
-            "apiVersion": "agents.x-k8s.io/v1beta1",
-            "kind": "Sandbox",
-            "metadata": {"name": meta(claim)["name"], "ownerReferences": [owner_reference(claim)]},
-            "spec": sandbox_spec,
-        }
 
     # --- CSI snapshotter --------------------------------------------------------------------
 

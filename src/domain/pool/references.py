@@ -1,0 +1,138 @@
+"""Create-time checks of a pool against the cluster (spec 2.3 step 9, spec 1.12 step 4).
+
+Pure decisions over the ``Cluster`` port: the profile is validated and copied into the runtime
+blueprint recorded with the pool, an existing claim is read, and the name must be free.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from src.domain.cluster import (
+    BuiltinRuntime,
+    Cluster,
+    ClusterError,
+    ProfileRuntime,
+    Runtime,
+    sandbox_claim_name,
+    sandbox_name,
+    workspace_claim_name,
+)
+from src.domain.errors import PoolExistsError, PoolReferenceInvalidError
+from src.domain.pool.commands import RequestPool
+from src.domain.pool.events import Workspace
+from src.domain.values import canonical_quantity, is_positive_quantity, quote
+
+TEMPLATE_ONLY_KEYS = ("networkPolicy", "networkPolicyManagement", "envVarsInjectionPolicy",
+                      "volumeClaimTemplatesPolicy")
+
+
+def resolve(cluster: Cluster, namespace: str, request: RequestPool, strategy: str,
+            image: str, service_account: str) -> tuple[Runtime | None, Workspace | None]:
+    """The runtime blueprint and, for an existing claim, the claim as read now."""
+    if strategy == "warm-pool":
+        if _missing(lambda: cluster.get_warm_pool(namespace, request.warm_pool_ref)):
+            raise PoolReferenceInvalidError(f"warm pool {quote(request.warm_pool_ref)} not found")
+        return None, None
+    runtime: Runtime = BuiltinRuntime(image=image, service_account=service_account)
+    if request.sandbox_profile:
+        runtime = _profile(cluster, namespace, request.sandbox_profile, service_account)
+    claim = None
+    if strategy == "existing-claim":
+        claim = _existing_claim(cluster, namespace, request)
+    return runtime, claim
+
+
+def _missing(read: Any) -> bool:
+    try:
+        return read() is None
+    except ClusterError as exc:
+        if exc.not_found or exc.api_not_installed:
+            return True
+        raise
+
+
+def _profile(cluster: Cluster, namespace: str, profile: str,
+             service_account: str) -> ProfileRuntime:
+    name = quote(profile)
+    try:
+        template = cluster.get_sandbox_template(namespace, profile)
+    except ClusterError as exc:
+        if not (exc.not_found or exc.api_not_installed):
+            raise
+        template = None
+    if template is None:
+        raise PoolReferenceInvalidError(f"sandbox profile {name} not found")
+    spec = template.spec
+    if not isinstance(spec, dict):
+        raise PoolReferenceInvalidError(f"sandbox profile {name} has no spec")
+    pod_template = spec.get("podTemplate")
+    if not isinstance(pod_template, dict):
+        raise PoolReferenceInvalidError(f"sandbox profile {name} has no podTemplate")
+    pod_spec = pod_template.get("spec")
+    if not isinstance(pod_spec, dict):
+        raise PoolReferenceInvalidError(f"sandbox profile {name} has no podTemplate.spec")
+    containers = pod_spec.get("containers")
+    if not isinstance(containers, list) or not containers:
+        raise PoolReferenceInvalidError(f"sandbox profile {name} must define a container")
+    if not isinstance(containers[0], dict):
+        raise PoolReferenceInvalidError(f"sandbox profile {name} has an invalid first container")
+    if _uses_workspace(pod_spec):
+        raise PoolReferenceInvalidError(
+            f'sandbox profile {name} uses reserved volume name "workspace"')
+    if spec.get("volumeClaimTemplates"):
+        raise PoolReferenceInvalidError(
+            f"sandbox profile {name} must not define volumeClaimTemplates; "
+            "request storage through workspace")
+    copied = {k: copy.deepcopy(v) for k, v in spec.items() if k not in TEMPLATE_ONLY_KEYS}
+    return ProfileRuntime(profile=profile, template_spec=copied, service_account=service_account)
+
+
+def _uses_workspace(pod_spec: dict[str, Any]) -> bool:
+    volumes = pod_spec.get("volumes") or []
+    if any(isinstance(v, dict) and v.get("name") == "workspace" for v in volumes):
+        return True
+    for key in ("containers", "initContainers"):
+        for container in pod_spec.get(key) or []:
+            if not isinstance(container, dict):
+                continue
+            mounts = container.get("volumeMounts") or []
+            if any(isinstance(m, dict) and m.get("name") == "workspace" for m in mounts):
+                return True
+    return False
+
+
+def _existing_claim(cluster: Cluster, namespace: str, request: RequestPool) -> Workspace:
+    name = quote(request.claim_name)
+    claim = cluster.get_claim(namespace, request.claim_name)
+    if claim is None:
+        raise PoolReferenceInvalidError(f"workspace claim {name} not found")
+    if (request.replicas or 0) > 1 and "ReadWriteMany" not in claim.access_modes:
+        raise PoolReferenceInvalidError(
+            f"workspace claim {name} must support ReadWriteMany for multiple sandboxes")
+    size = canonical_quantity(claim.size) if is_positive_quantity(claim.size) else claim.size
+    return Workspace(size=size, access_mode=claim.access_modes[0] if claim.access_modes else "",
+                     storage_class=claim.storage_class, claim_name=request.claim_name,
+                     read_only=request.read_only)
+
+
+def ensure_name_free(cluster: Cluster, namespace: str, name: str, strategy: str,
+                     replicas: int) -> None:
+    """409 when labelled objects of the pool exist, or an object the pool would create does."""
+    objects = cluster.list_pool_objects(namespace, name)
+    if objects.sandboxes or objects.sandbox_claims or objects.claims:
+        raise PoolExistsError()
+    for i in range(replicas):
+        if strategy == "warm-pool":
+            if cluster.get_sandbox_claim(namespace, sandbox_claim_name(name, i)) is not None:
+                raise PoolExistsError()
+            continue
+        if cluster.get_sandbox(namespace, sandbox_name(name, i)) is not None:
+            raise PoolExistsError()
+        if strategy == "dedicated" and cluster.get_claim(
+                namespace, workspace_claim_name(name, i)) is not None:
+            raise PoolExistsError()
+    if strategy == "shared" and cluster.get_claim(
+            namespace, workspace_claim_name(name, None)) is not None:
+        raise PoolExistsError()

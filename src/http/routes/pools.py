@@ -1,0 +1,151 @@
+"""Sandbox pools (spec 1.12) and storage classes (spec 1.4). No subject header is read here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from litestar import Request, Response, delete, get, post
+from litestar.params import RawBody
+
+from src.domain.cluster import ClusterError
+from src.domain.errors import PoolExistsError, PoolNotFoundError
+from src.domain.pool.commands import ReleasePool, RequestPool
+from src.domain.pool.references import ensure_name_free, resolve
+from src.domain.pool.state import PoolState
+from src.domain.pool.validation import validate_pool
+from src.http.body import decode
+from src.http.common import json, no_content, services, threaded, wait_for_views
+from src.http.errors import HttpError
+from src.http.ports import PoolServices
+
+POOLS = "/v1/sandbox-pools"
+
+
+class WorkspaceBody(msgspec.Struct, forbid_unknown_fields=True, rename="camel", kw_only=True):
+    size: str | None = None
+    access_mode: str | None = None
+    storage_class: str | None = None
+    claim_name: str | None = None
+    read_only: bool | None = None
+
+
+class CreatePoolRequest(msgspec.Struct, forbid_unknown_fields=True, rename="camel",
+                        kw_only=True):
+    name: str | None = None
+    replicas: int | None = None
+    sandbox_profile: str | None = None
+    warm_pool_ref: str | None = None
+    workspace: WorkspaceBody | None = None
+
+
+def _pools(request: Request[Any, Any, Any]) -> PoolServices:
+    found = services(request).pools
+    if found is None:
+        raise HttpError(500, "internal_error", "sandbox pools need Kubernetes (CS_KUBE is off)")
+    return found
+
+
+def _cluster(pools: PoolServices) -> Any:
+    if pools.cluster is None:
+        raise HttpError(500, "internal_error", "Kubernetes is not configured (CS_KUBE is off)")
+    return pools.cluster
+
+
+def render(state: PoolState) -> dict[str, Any]:
+    ws = state.observed_workspace if state.strategy == "existing-claim" and \
+        state.observed_workspace else state.workspace
+    workspace: dict[str, Any] = {"size": ws.size, "accessMode": ws.access_mode}
+    if ws.storage_class:
+        workspace["storageClass"] = ws.storage_class
+    if state.strategy == "existing-claim":
+        workspace["claimName"] = state.workspace.claim_name
+        workspace["readOnly"] = bool(state.workspace.read_only)
+    out: dict[str, Any] = {"name": state.name, "status": state.status,
+                           "replicas": state.replicas, "readyReplicas": state.ready_replicas,
+                           "sandboxSelector": state.selector}
+    if state.sandbox_profile:
+        out["sandboxProfile"] = state.sandbox_profile
+    if state.warm_pool_ref:
+        out["warmPoolRef"] = state.warm_pool_ref
+    out["workspace"] = workspace
+    if state.resources:
+        out["resources"] = [{"kind": r.kind, "name": r.name, "status": r.status}
+                            for r in state.resources]
+    return out
+
+
+@post(POOLS, opt={"body": CreatePoolRequest})
+@threaded
+def create_pool(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
+    """Create an allocation: sandboxes with a declared workspace topology."""
+    pools = _pools(request)
+    req = decode(body, CreatePoolRequest)
+    ws = req.workspace or WorkspaceBody()
+    command = RequestPool(
+        name=req.name or "", replicas=req.replicas, sandbox_profile=req.sandbox_profile or "",
+        warm_pool_ref=req.warm_pool_ref or "", size=ws.size or "",
+        access_mode=ws.access_mode or "", storage_class=ws.storage_class or "",
+        claim_name=ws.claim_name or "", read_only=ws.read_only, namespace=pools.namespace)
+    strategy = validate_pool(command)
+    cluster = _cluster(pools)
+    try:
+        runtime, claim = resolve(cluster, pools.namespace, command, strategy,
+                                 pools.sandbox_image, pools.sandbox_service_account)
+        _, current = pools.pools.load(command.name)
+        if current.live:
+            raise PoolExistsError()
+        ensure_name_free(cluster, pools.namespace, command.name, strategy, command.replicas or 0)
+    except ClusterError as exc:
+        raise HttpError(500, "internal_error", f"kubernetes: {exc}") from exc
+    command = msgspec.structs.replace(command, runtime=runtime, claim=claim)
+    outcome = pools.pools.execute(command)
+    return json(render(outcome.state), 201, outcome.position)
+
+
+@get(POOLS)
+@threaded
+def list_pools(request: Request[Any, Any, Any]) -> Response[bytes]:
+    """List every live allocation, sorted by name."""
+    pools = _pools(request)
+    wait_for_views(request, ("pool_status",))
+    return json({"items": [render(s) for s in pools.reads.list()]})
+
+
+@get(POOLS + "/{name:str}")
+@threaded
+def get_pool(request: Request[Any, Any, Any]) -> Response[bytes]:
+    """Read an allocation's status."""
+    pools = _pools(request)
+    wait_for_views(request, ("pool_status",))
+    state = pools.reads.get(request.path_params["name"])
+    if state is None:
+        raise PoolNotFoundError()
+    return json(render(state))
+
+
+@delete(POOLS + "/{name:str}", status_code=200, opt={"status": 204})
+@threaded
+def release_pool(request: Request[Any, Any, Any]) -> Response[bytes]:
+    """Release an allocation; the reconciler deletes its objects per strategy."""
+    pools = _pools(request)
+    outcome = pools.pools.execute(ReleasePool(name=request.path_params["name"]))
+    return no_content(outcome.position)
+
+
+@get("/v1/storage-classes")
+@threaded
+def storage_classes(request: Request[Any, Any, Any]) -> Response[bytes]:
+    """The cluster's StorageClasses as a stable view, sorted by name."""
+    cluster = _cluster(_pools(request))
+    try:
+        classes = sorted(cluster.list_storage_classes(), key=lambda c: c.name)
+    except ClusterError as exc:
+        raise HttpError(500, "internal_error", f"kubernetes: {exc}") from exc
+    return json({"items": [{"name": c.name, "default": c.default, "provisioner": c.provisioner,
+                            "volumeBindingMode": c.volume_binding_mode,
+                            "reclaimPolicy": c.reclaim_policy,
+                            "allowVolumeExpansion": c.allow_volume_expansion} for c in classes]})
+
+
+ROUTES = [create_pool, list_pools, get_pool, release_pool, storage_classes]
