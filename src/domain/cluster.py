@@ -327,6 +327,20 @@ class ContextSnapshot(msgspec.Struct, frozen=True, kw_only=True):
     user_labels: dict[str, str] = {}
 
 
+class QueryIndexMirror(msgspec.Struct, frozen=True, kw_only=True):
+    """The optional ConfigMap mirror of a context's query index (spec §6.5)."""
+
+    namespace: str
+    context: str
+    type: str
+    revision: str
+    index_json: str  # the ``index.json`` data: {"revision": ..., "records": [...]}
+
+
+def query_mirror_name(context: str) -> str:
+    return snapshot_object_name(context, "query")  # the same 63-character rule as §6.6
+
+
 # --- the port ---------------------------------------------------------------------------------
 
 
@@ -340,33 +354,19 @@ class Cluster(Protocol):
     None when the object, or its API, does not exist. Failures raise ``ClusterError``."""
 
     def has_resource(self, group: str, version: str, plural: str) -> bool: ...
-
     def list_storage_classes(self) -> list[StorageClassInfo]: ...
-
     def get_claim(self, namespace: str, name: str) -> ClaimInfo | None: ...
-
     def ensure_context_claim(self, claim: ContextClaim) -> bool: ...
-
     def ensure_workspace_claim(self, claim: WorkspaceClaim) -> bool: ...
-
     def delete_claim(self, namespace: str, name: str) -> bool: ...
-
     def list_claim_consumers(self, namespace: str, claim: str) -> list[PodConsumer]: ...
-
     def get_sandbox_template(self, namespace: str, name: str) -> SandboxTemplateInfo | None: ...
-
     def get_warm_pool(self, namespace: str, name: str) -> WarmPoolInfo | None: ...
-
     def get_sandbox(self, namespace: str, name: str) -> SandboxInfo | None: ...
-
     def ensure_sandbox(self, sandbox: PoolSandbox) -> bool: ...
-
     def delete_sandbox(self, namespace: str, name: str) -> bool: ...
-
     def get_sandbox_claim(self, namespace: str, name: str) -> SandboxClaimInfo | None: ...
-
     def ensure_sandbox_claim(self, claim: PoolSandboxClaim) -> bool: ...
-
     def delete_sandbox_claim(self, namespace: str, name: str) -> bool:
         """Deletes with foreground propagation (spec §6.9)."""
         ...
@@ -380,11 +380,8 @@ class Cluster(Protocol):
         ...
 
     def ensure_snapshot(self, snapshot: ContextSnapshot) -> bool: ...
-
     def get_snapshot(self, namespace: str, name: str) -> SnapshotInfo | None: ...
-
     def delete_snapshot(self, namespace: str, name: str) -> bool: ...
-
     def list_snapshots(self, namespace: str, context: str | None = None) -> list[SnapshotInfo]:
         """Managed VolumeSnapshots of one context, or of every context when None."""
         ...
@@ -393,6 +390,11 @@ class Cluster(Protocol):
         """Managed PVCs with a context name label, in one namespace or all (adoption)."""
         ...
 
+    def apply_query_mirror(self, mirror: QueryIndexMirror) -> None:
+        """Create or replace the mirror ConfigMap (server-side apply)."""
+        ...
+
+    def delete_query_mirror(self, namespace: str, context: str) -> bool: ...
     def watch(self, namespace: str | None, on_change: Callable[[Change], None]) -> Watch:
         """Call ``on_change`` (from another thread) whenever a PVC, Pod, Sandbox, SandboxClaim
         or VolumeSnapshot changes; a hint to reconcile early, never a replacement for resync."""

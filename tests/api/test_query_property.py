@@ -34,8 +34,8 @@ records = st.fixed_dictionaries({
 })
 contexts = st.fixed_dictionaries({
     "type": st.sampled_from(("memory", "knowledge", "memory", "state")),
-    "records": st.lists(records, max_size=9),
-    "index": st.sampled_from(("current", "current", "stale", "none")),
+    "records": st.lists(records, min_size=1, max_size=9),
+    "index": st.sampled_from(("current", "current", "current", "stale", "none")),
 })
 worlds = st.dictionaries(st.sampled_from(NAMES), contexts, min_size=1, max_size=4)
 def _sometimes(values: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
@@ -55,12 +55,14 @@ def queries(draw: st.DrawFn) -> dict[str, Any]:
         "sourceContexts": st.lists(st.sampled_from(SOURCES), min_size=1, max_size=2),
         "contexts": st.lists(st.sampled_from(NAMES), min_size=1, max_size=3),
         "revisions": st.lists(st.sampled_from(NAMES), min_size=1, max_size=2),
-        "limit": st.integers(1, 3),
     }
     for key, values in optional.items():
         value = draw(_sometimes(values))
         if value is not None:
             body[key] = value
+    limit = draw(st.one_of(st.none(), st.integers(1, 4)))
+    if limit is not None:
+        body["limit"] = limit
     return body
 
 
@@ -112,7 +114,7 @@ def _pages(api: Api, namespace: str, body: dict[str, Any]) -> list[dict[str, Any
         request = {**body, "cursor": pages[-1]["nextCursor"]}
 
 
-@settings(max_examples=100, deadline=None,
+@settings(max_examples=150, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(world=worlds, body=queries())
 def test_service_answers_like_the_reference(api: Api, world: dict[str, Any],

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 import pytest
 
 from src.domain import cluster as port
@@ -278,3 +279,35 @@ def test_pods_mounting_a_claim_map_to_consumers(backend: Backend) -> None:
     assert found["writer"].subject_name == f"{backend.ns}/agent"
     assert found["reader"].subject_name == f"{backend.ns}/default"
     assert found["writer"].since is not None
+
+
+def test_query_index_mirror_is_applied_replaced_and_deleted(backend: Backend) -> None:
+    mirror = port.QueryIndexMirror(
+        namespace=backend.ns,
+        context="notes",
+        type="knowledge",
+        revision="r1",
+        index_json='{"revision":"r1","records":[]}',
+    )
+    backend.cluster.apply_query_mirror(mirror)
+    backend.cluster.apply_query_mirror(
+        port.QueryIndexMirror(
+            **{
+                **msgspec.structs.asdict(mirror),
+                "revision": "r2",
+                "index_json": '{"revision":"r2","records":[]}',
+            }
+        )
+    )
+
+    raw = backend.read("configmaps", "context-notes-query")
+    assert raw is not None
+    assert raw["metadata"]["labels"] == {
+        "app.kubernetes.io/managed-by": "context-service",
+        "context.rossoctl.io/name": "notes",
+        "context.rossoctl.io/type": "knowledge",
+    }
+    assert raw["metadata"]["annotations"] == {"context.rossoctl.io/query-index-revision": "r2"}
+    assert raw["data"] == {"index.json": '{"revision":"r2","records":[]}'}
+    assert backend.cluster.delete_query_mirror(backend.ns, "notes") is True
+    assert backend.cluster.delete_query_mirror(backend.ns, "notes") is False

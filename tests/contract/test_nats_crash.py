@@ -121,7 +121,7 @@ def test_sigkilled_relay_process_restarts_without_gaps(
         child.stdout.close()
     killed_at = FilePositionStore(checkpoint).load()
     assert killed_at < TOTAL, "killed too late to be mid-stream"
-    again = subprocess.run(command, cwd=root, env=env, capture_output=True, timeout=120)
+    again = subprocess.run(command, cwd=root, env=env, capture_output=True, timeout=60)
     assert again.returncode == 0, again.stderr.decode()
     counts = json.loads(again.stdout.decode().strip().splitlines()[-1])
     assert counts["duplicates"] == 0

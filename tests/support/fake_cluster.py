@@ -246,6 +246,13 @@ class FakeCluster:
             return None
         return self.objects.get((plural, namespace, name))
 
+    def _read(
+        self, operation: str, plural: str, namespace: str, name: str, parser: Callable[[JSON], T]
+    ) -> T | None:
+        self._call(operation, namespace, name)
+        item = self._get(plural, namespace, name)
+        return parser(item) if item is not None else None
+
     def _list(
         self, plural: str, namespace: str | None, selector: dict[str, str | None]
     ) -> list[JSON]:
@@ -397,6 +404,14 @@ class FakeCluster:
         self._call("list_snapshots", namespace, context or "")
         selector: dict[str, str | None] = {MANAGED_BY: MANAGER, NAME_LABEL: context}
         return [parse.snapshot(i) for i in self._list("volumesnapshots", namespace, selector)]
+
+    def apply_query_mirror(self, mirror: port.QueryIndexMirror) -> None:
+        self._call("apply_query_mirror", mirror.namespace, mirror.context)
+        self.put("configmaps", manifests.query_mirror(mirror))
+
+    def delete_query_mirror(self, namespace: str, context: str) -> bool:
+        self._call("delete_query_mirror", namespace, context)
+        return self._delete("configmaps", namespace, port.query_mirror_name(context))
 
     def watch(self, namespace: str | None, on_change: Callable[[Change], None]) -> _Watch:
         entry = (namespace, on_change)

@@ -29,7 +29,12 @@ def running_apiserver(
     """Start a server (and optionally the controller-manager), install the CRDs found in
     ``crds`` (None: none), and stop everything on exit. ``plane.kubeconfig`` is written."""
     plane = ControlPlane(
-        bin_dir, work, Ports.pick(), fsync=False, controller_manager=controller_manager
+        bin_dir,
+        work,
+        Ports.pick(),
+        fsync=False,
+        controller_manager=controller_manager,
+        die_with_parent=True,  # a killed test run leaves no servers behind
     )
     plane.start()
     try:

@@ -7,6 +7,7 @@ with the reason, and fail when ``CI=true``. ``CS_KUBE_BIN_DIR`` points at prebui
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import os
 import pathlib
@@ -29,7 +30,15 @@ from src.adapters.kubernetes.cluster import (
 )
 from src.adapters.kubernetes.controlplane import ControlPlane
 from src.adapters.kubernetes.devsim import DevSimulator
-from src.adapters.kubernetes.rest import JSON, PODS, PVCS, STORAGE_CLASSES, Resource, Rest
+from src.adapters.kubernetes.rest import (
+    CONFIG_MAPS,
+    JSON,
+    PODS,
+    PVCS,
+    STORAGE_CLASSES,
+    Resource,
+    Rest,
+)
 from src.domain.cluster import Cluster, ClusterError
 from tests.support.fake_cluster import FakeCluster
 from tests.support.kube import ROOT, running_apiserver
@@ -41,20 +50,30 @@ def _unavailable(reason: str) -> NoReturn:
     pytest.skip(f"no local kube-apiserver: {reason}")
 
 
-@pytest.fixture(scope="session")
-def kube_bin_dir() -> pathlib.Path:
-    """Directory with kube-apiserver and kube-controller-manager (built once, then cached)."""
+@functools.cache
+def _obtain_binaries() -> pathlib.Path | str:
+    """The binary directory, or why there is none (asked once per process: a failing first
+    build is not retried for every test)."""
     script = ROOT / "scripts" / "kube" / "ensure-kube.sh"
     try:
         out = subprocess.run([str(script)], check=True, stdout=subprocess.PIPE, text=True)
     except (OSError, subprocess.CalledProcessError) as exc:
-        _unavailable(f"{script.name} failed: {exc}")
+        return f"{script.name} failed: {exc}"
     bin_dir = pathlib.Path(out.stdout.strip().splitlines()[-1])
     if not (bin_dir / "kube-apiserver").is_file():
-        _unavailable(f"no kube-apiserver in {bin_dir}")
+        return f"no kube-apiserver in {bin_dir}"
     if shutil.which("etcd") is None:
-        _unavailable("etcd is not on PATH (Debian package etcd-server)")
+        return "etcd is not on PATH (Debian package etcd-server)"
     return bin_dir
+
+
+@pytest.fixture(scope="session")
+def kube_bin_dir() -> pathlib.Path:
+    """Directory with kube-apiserver and kube-controller-manager (built once, then cached)."""
+    found = _obtain_binaries()
+    if isinstance(found, str):
+        _unavailable(found)
+    return found
 
 
 @pytest.fixture(scope="session")
@@ -113,6 +132,7 @@ RESOURCES: dict[str, Resource] = {
     for r in (
         PVCS,
         PODS,
+        CONFIG_MAPS,
         STORAGE_CLASSES,
         SANDBOX,
         SANDBOX_CLAIM,

@@ -210,7 +210,7 @@ class FilePositionStore:
             return 0
 
     def save(self, position: int) -> None:
-        tmp = self.path.with_suffix(".tmp")
+        tmp = self.path.with_name(self.path.name + ".tmp")
         tmp.write_text(str(position))
         os.replace(tmp, self.path)
 

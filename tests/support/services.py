@@ -49,8 +49,9 @@ def pg_admin_url() -> Iterator[str]:
 @pytest.fixture(scope="session")
 def pg_template(pg_admin_url: str) -> str:
     with psycopg.connect(pg_admin_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
-            sql.Identifier(TEMPLATE)))
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(TEMPLATE))
+        )
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(TEMPLATE)))
     url = _with_db(pg_admin_url, TEMPLATE)
     container = bootstrap.build(Settings(), url=url, pool_size=1)
@@ -62,12 +63,16 @@ def pg_template(pg_admin_url: str) -> str:
 def database_url(pg_admin_url: str, pg_template: str) -> Iterator[str]:
     name = "t_" + uuid.uuid4().hex[:16]
     with psycopg.connect(pg_admin_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {} STRATEGY FILE_COPY").format(
-            sql.Identifier(name), sql.Identifier(pg_template)))
+        conn.execute(
+            sql.SQL("CREATE DATABASE {} TEMPLATE {} STRATEGY FILE_COPY").format(
+                sql.Identifier(name), sql.Identifier(pg_template)
+            )
+        )
     yield _with_db(pg_admin_url, name)
     with psycopg.connect(pg_admin_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
-            sql.Identifier(name)))
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
 
 
 @pytest.fixture

@@ -429,6 +429,8 @@ class ContextMachine(RuleBasedStateMachine):
                 name=NAME if self.generation else "")
 
 
-ContextMachine.TestCase.settings = settings(stateful_step_count=50)
+# Sequences are where the bugs hide: twice the profile's examples, each up to 50 steps long.
+ContextMachine.TestCase.settings = settings(
+    max_examples=2 * settings.default.max_examples, stateful_step_count=50)
 TestContextMachine = ContextMachine.TestCase
 

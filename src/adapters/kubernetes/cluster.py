@@ -11,6 +11,8 @@ from typing import Any
 
 from src.adapters.kubernetes import manifests, parse
 from src.adapters.kubernetes.rest import (
+    APPLY_PATCH,
+    CONFIG_MAPS,
     JSON,
     NAMESPACES,
     PODS,
@@ -42,6 +44,7 @@ from src.domain.cluster import (
     PoolObjects,
     PoolSandbox,
     PoolSandboxClaim,
+    QueryIndexMirror,
     SandboxClaimInfo,
     SandboxInfo,
     SandboxTemplateInfo,
@@ -51,6 +54,7 @@ from src.domain.cluster import (
     WarmPoolInfo,
     WorkspaceClaim,
     context_claim_name,
+    query_mirror_name,
 )
 
 SANDBOX = Resource(*SANDBOXES)
@@ -227,6 +231,16 @@ class KubernetesCluster:
         name = NAME_LABEL if context is None else f"{NAME_LABEL}={context}"
         items = self._list(SNAPSHOT, namespace, f"{MANAGED},{name}", missing_ok=True)
         return [parse.snapshot(i) for i in items]
+
+    # --- query-index mirror -----------------------------------------------------------------
+
+    def apply_query_mirror(self, mirror: QueryIndexMirror) -> None:
+        body = manifests.query_mirror(mirror)
+        path = CONFIG_MAPS.path(mirror.namespace, body["metadata"]["name"])
+        self.rest.patch(path, body, self.manager, content_type=APPLY_PATCH)
+
+    def delete_query_mirror(self, namespace: str, context: str) -> bool:
+        return self._delete(CONFIG_MAPS, namespace, query_mirror_name(context), "Background")
 
     # --- watching and setup -----------------------------------------------------------------
 

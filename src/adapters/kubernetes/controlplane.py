@@ -8,6 +8,7 @@ token. The server has no real authorization: it must only ever listen on loopbac
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import logging
 import os
@@ -27,6 +28,7 @@ from kubernetes.client import ApiClient, Configuration
 
 log = logging.getLogger(__name__)
 KCM_CONTROLLERS = "garbagecollector,namespace,pvc-protection"
+PR_SET_PDEATHSIG = 1
 
 
 class ControlPlaneError(RuntimeError):
@@ -77,8 +79,12 @@ class ControlPlane:
         fsync: bool = True,
         etcd: str = "etcd",
         controller_manager: bool = False,
+        die_with_parent: bool = False,
     ) -> None:
         self.bin_dir = bin_dir
+        # children get SIGTERM when the starting thread dies, even by SIGKILL (tests: call start()
+        # from the main thread); otherwise they outlive a crash and ``stop_stale`` ends them
+        self.die_with_parent = die_with_parent
         self.work = work.resolve()
         self.ports = ports
         self.fsync = fsync
@@ -237,6 +243,7 @@ class ControlPlane:
                     stdout=log_file,
                     stderr=subprocess.STDOUT,
                     start_new_session=True,  # a terminal's Ctrl-C reaches us, and we stop them
+                    preexec_fn=_die_with_parent if self.die_with_parent else None,
                 )
             except OSError as exc:
                 raise ControlPlaneError(f"cannot start {name}: {exc}") from exc
@@ -276,6 +283,12 @@ class ControlPlane:
         }
         self.kubeconfig.write_text(json.dumps(config, indent=2) + "\n")  # JSON is valid YAML
         self.kubeconfig.chmod(0o600)
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: ask Linux for SIGTERM when the parent thread exits."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def _tail(path: Path, lines: int = 15) -> str:

@@ -23,8 +23,10 @@ from src.domain.cluster import (
     PoolSandbox,
     PoolSandboxClaim,
     ProfileRuntime,
+    QueryIndexMirror,
     WorkspaceClaim,
     context_claim_name,
+    query_mirror_name,
     sandbox_claim_name,
     sandbox_name,
     snapshot_object_name,
@@ -228,4 +230,18 @@ def volume_snapshot(desired: ContextSnapshot) -> JSON:
             "volumeSnapshotClassName": desired.snapshot_class,
             "source": {"persistentVolumeClaimName": claim},
         },
+    }
+
+
+def query_mirror(desired: QueryIndexMirror) -> JSON:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": query_mirror_name(desired.context),
+            "namespace": desired.namespace,
+            "labels": context_labels(desired.context, desired.type),
+            "annotations": {"context.rossoctl.io/query-index-revision": desired.revision},
+        },
+        "data": {"index.json": desired.index_json},
     }

@@ -55,6 +55,7 @@ class Resource:
 
 PVCS = Resource("", "v1", "persistentvolumeclaims")
 PODS = Resource("", "v1", "pods")
+CONFIG_MAPS = Resource("", "v1", "configmaps")
 NAMESPACES = Resource("", "v1", "namespaces", namespaced=False)
 STORAGE_CLASSES = Resource("storage.k8s.io", "v1", "storageclasses", namespaced=False)
 CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", namespaced=False)

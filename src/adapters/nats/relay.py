@@ -194,12 +194,15 @@ class Relay:
         self._executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="nats-relay-io")
         self._last_save = time.monotonic()
         backoff = self._settings.backoff_initial
+        task = asyncio.current_task()
         try:
             while not self._stopping.is_set():
                 before = self._published + self._duplicates
                 try:
                     await self._session()
                 except Exception as exc:
+                    if task is not None and task.cancelling():  # nats-py can mask a cancel
+                        raise asyncio.CancelledError from exc
                     self._note_error(exc)
                     if self._published + self._duplicates > before:
                         backoff = self._settings.backoff_initial
@@ -230,7 +233,9 @@ class Relay:
                 error_cb=self._on_nats_error,
                 closed_cb=self._on_closed,
             )
-            js = nc.jetstream(publish_async_max_pending=settings.max_in_flight + 1)
+            # Acks settle (and leave our window) before nats-py's own counter sees them: give
+            # that counter room so it never blocks, our window being the real bound.
+            js = nc.jetstream(publish_async_max_pending=2 * settings.max_in_flight + 1)
             await ensure_stream(js, settings.stream)
             start = await self._stream_tail(js) or self._acked
             if start != self._acked:

@@ -64,7 +64,7 @@ def _step(folded: Folded, event: Event) -> None:
 
 class QueryIndex:
     name = "query_index"
-    tables = ("query_contexts", "query_records", "query_postings")
+    tables: tuple[str, ...] = ("query_contexts", "query_records", "query_postings")
 
     def apply(self, view: QueryIndexView, batch: Sequence[Recorded]) -> None:
         touched: dict[uuid.UUID, list[Event]] = {}
