@@ -24,8 +24,10 @@ from src.adapters.postgres.migrations import migrate
 from src.adapters.postgres.views.contexts import AuditSql, CatalogSql, ContextReadsSql, RevisionSql
 from src.adapters.postgres.views.pools import PoolReadsSql, PoolSql
 from src.adapters.postgres.views.query_index import QueryIndexReadsSql, QueryIndexSql
+from src.adapters.postgres.views.snapshots import SnapshotObjectsReadsSql, SnapshotObjectsSql
 from src.config import Settings
 from src.domain.cluster import Cluster
+from src.domain.reconcile.guard import ClaimNameGuard
 from src.http.app import create_app
 from src.http.ports import PoolServices, Services
 from src.projections.audit_log.projection import AuditLog
@@ -34,6 +36,7 @@ from src.projections.context_catalog.projection import ContextCatalog
 from src.projections.pool_status.projection import PoolStatus
 from src.projections.query_index.projection import QueryIndex
 from src.projections.revision_history.projection import RevisionHistory
+from src.projections.snapshots.projection import SnapshotObjects
 
 log = logging.getLogger(__name__)
 TRACKING_TABLE = "projection_tracking"
@@ -56,6 +59,7 @@ def projection_workers() -> dict[str, list[tuple[Projection, Callable[[Any], Any
             (RevisionHistory(), RevisionSql),
             (AuditLog(), AuditSql),
             (PoolStatus(), PoolSql),
+            (SnapshotObjects(), SnapshotObjectsSql),
         ],
         "query-index": [(QueryIndex(), QueryIndexSql)],
     }
@@ -108,13 +112,39 @@ class Container:
         return out
 
     def start_workers(self, names: tuple[str, ...] | None = None) -> None:
+        """Start the named workers (default: ``CS_WORKERS``); those needing Kubernetes start
+        only when a cluster is connected."""
+        names = self.settings.workers if names is None else names
         self.store.start_listener()
         for worker, runner in self.runners.items():
-            if names is not None and worker not in names:
+            if worker not in names:
                 continue
             runner.catch_up()
             runner.start()
             self.started.append(runner)
+        if self.cluster is not None and "reconciler" in names:
+            from src.adapters.kubernetes.reconciler import reconciler_for
+
+            self.started.append(reconciler_for(self).start())
+        if self.cluster is not None and "snapshots" in names:
+            self.started.append(self.snapshot_worker().start())
+        if "relay" in names:
+            from src.adapters.eventstore.outbox import LogFeed, TrackedPosition
+            from src.adapters.nats.worker import RelayWorker
+
+            feed, checkpoint = LogFeed(self.store), TrackedPosition(self.tracking, "relay")
+            self.started.append(RelayWorker(self.settings, feed, checkpoint).start())
+
+    def snapshot_worker(self) -> Any:
+        """The snapshot reconciler over this container's log, views and cluster (not started)."""
+        from src.adapters.kubernetes.snapshot_reconciler import VIEW, SnapshotReconciler
+
+        assert self.cluster is not None
+        running = {v: r for r in self.started if isinstance(r, ProjectionRunner) for v in r.names}
+        consistency = LogConsistency(self.store, self.tracking, running)
+        return SnapshotReconciler(self.cluster, SnapshotObjectsReadsSql(self.datastore),
+                                  self.contexts, lambda t: consistency.wait([VIEW], t),
+                                  signal=self.store)
 
     def close(self) -> None:
         for worker in reversed(self.started):
@@ -145,6 +175,9 @@ def services(container: Container) -> Services:
     reads = ContextReadsSql(container.datastore)
     running = {v: r for r in container.started if isinstance(r, ProjectionRunner) for v in r.names}
     consistency = LogConsistency(container.store, container.tracking, running)
+    extra: dict[str, Any] = {}
+    if container.cluster is not None:
+        extra["name_guard"] = ClaimNameGuard(container.cluster)
     return Services(contexts=container.contexts, reads=reads, consistency=consistency,
                     require_subject=container.settings.require_subject,
                     read_wait_seconds=container.settings.read_wait_seconds,
@@ -155,7 +188,7 @@ def services(container: Container) -> Services:
                         sandbox_service_account=container.settings.sandbox_service_account),
                     extra={"query": QueryIndexReadsSql(container.datastore),
                            "timeline": Timeline(container.store),
-                           "gauges": container.gauges})
+                           "gauges": container.gauges, **extra})
 
 
 def connect_cluster(container: Container) -> None:

@@ -174,6 +174,18 @@ def _verify(path: Path) -> int:
     return 0
 
 
+def _tail(settings: Settings, subject: str, durable: str, fmt: str, limit: int | None) -> int:
+    from src.adapters.nats.tail import TailError, tail
+
+    url = settings.nats_url or f"nats://{settings.nats_listen}"
+    try:
+        tail(url, subject, durable, sys.stdout, limit, fmt=fmt)
+    except TailError as exc:
+        print(f"events tail: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="context-service", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -186,6 +198,13 @@ def parser() -> argparse.ArgumentParser:
     psub.add_parser("status", help="each projection's position and lag behind the log head")
     rebuild = psub.add_parser("rebuild", help="drop and rebuild from position zero")
     rebuild.add_argument("names", nargs="*", help="projections to rebuild (default: all)")
+    events = sub.add_parser("events", help="follow the published event stream")
+    esub = events.add_subparsers(dest="action", required=True)
+    tail = esub.add_parser("tail", help="a durable JetStream consumer printing events")
+    tail.add_argument("--subject", default="context.events.>")
+    tail.add_argument("--durable", default="context-service-tail")
+    tail.add_argument("--format", dest="fmt", choices=("json", "text"), default="json")
+    tail.add_argument("--limit", type=int, default=None, help="stop after this many events")
     history = sub.add_parser("history", help="export and verify the hash-chained event log")
     hsub = history.add_subparsers(dest="action", required=True)
     exp = hsub.add_parser("export", help="write the whole log as hash-chained JSON lines")
@@ -210,6 +229,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _migrate(settings)
     if args.command == "worker":
         return _worker(settings, args.name)
+    if args.command == "events":
+        return _tail(settings, args.subject, args.durable, args.fmt, args.limit)
     if args.command == "history":
         if args.action == "export":
             return _export(settings, args.namespace, args.output)

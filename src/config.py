@@ -44,7 +44,7 @@ class Settings:
     nats_url: str | None = None
     nats_listen: str = "127.0.0.1:4222"
     kube_mode: str = "auto"  # auto | local | kubeconfig | in-cluster | off
-    workers: tuple[str, ...] = ("projections", "query-index", "reconciler", "relay")
+    workers: tuple[str, ...] = ("projections", "query-index", "reconciler", "relay", "snapshots")
     read_wait_seconds: float = 5.0
     log_format: str = "auto"  # auto | json | text
     extra: Mapping[str, str] = field(default_factory=dict)

@@ -10,5 +10,6 @@ if not os.environ.get("XDG_RUNTIME_DIR"):
 pytest_plugins = [
     "tests.support.services",
     "tests.support.kube_fixtures",
+    "tests.support.pool_fixtures",
     "tests.support.nats_fixtures",
 ]

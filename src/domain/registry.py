@@ -7,10 +7,11 @@ name (and an upcaster in the mapper).
 from __future__ import annotations
 
 from src.domain.context.events import CONTEXT_EVENTS
-from src.domain.pool.events import POOL_EVENTS
+from src.domain.context.lifecycle import LIFECYCLE_EVENTS
 from src.domain.events import Event
+from src.domain.pool.events import POOL_EVENTS
 
-_ALL: tuple[type[Event], ...] = (*CONTEXT_EVENTS, *POOL_EVENTS)
+_ALL: tuple[type[Event], ...] = (*CONTEXT_EVENTS, *LIFECYCLE_EVENTS, *POOL_EVENTS)
 
 
 def _build(classes: tuple[type[Event], ...]) -> dict[str, type[Event]]:

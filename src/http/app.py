@@ -16,7 +16,7 @@ from src.domain.errors import DomainError
 from src.http import metrics, openapi
 from src.http.errors import HttpError, domain_error_response, error_response
 from src.http.ports import Services
-from src.http.routes import access, contexts, history, pools, query, timeline
+from src.http.routes import access, contexts, history, lifecycle, pools, query, timeline
 
 log = logging.getLogger(__name__)
 _METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
@@ -82,7 +82,7 @@ def create_app(services: Services, extra_routes: list[Any] | None = None) -> Lit
     # each time the app registers another handler on it, which wraps a sync_to_thread handler
     # twice (its call then returns an unawaited coroutine). A router registers each path once.
     routes = [healthz, *contexts.ROUTES, *access.ROUTES, *history.ROUTES, *query.ROUTES,
-              *timeline.ROUTES, *pools.ROUTES,
+              *timeline.ROUTES, *pools.ROUTES, *lifecycle.ROUTES,
               *(extra_routes or [])]
     document = openapi.document_bytes(routes)
 

@@ -21,7 +21,7 @@ BAD_CURSOR = {"error": "invalid_request", "message": "invalid audit cursor"}
 TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{0,5}[1-9])?Z$")
 
 
-def each(cases: Iterable[Any], probe: Callable[[Any], None]) -> None:
+def each(cases: Iterable[Any], probe: Callable[[Any], object]) -> None:
     failures = []
     for case in cases:
         try:
@@ -37,7 +37,8 @@ def expect(resp: Any, status: int, body: dict[str, str]) -> None:
 
 
 def grant(api: Api, name: str, *permissions: str, path: str = CTX) -> None:
-    body = {"subject": {"kind": "agent", "name": name}, "permissions": list(permissions or ["read"])}
+    body = {"subject": {"kind": "agent", "name": name},
+            "permissions": list(permissions or ["read"])}
     assert api.put(path + "/grants", body).status_code == 200
 
 
@@ -176,7 +177,8 @@ def test_garbage_cursors_are_invalid(ctx: Api) -> None:
 
 
 def test_cursor_of_another_context_is_invalid(api: Api) -> None:
-    for ns, name in (("team1", "research-memory"), ("team1", "other"), ("team2", "research-memory")):
+    contexts = (("team1", "research-memory"), ("team1", "other"), ("team2", "research-memory"))
+    for ns, name in contexts:
         assert api.post("/v1/contexts", context_body(name=name, namespace=ns)).status_code == 201
         for i in range(3):
             grant(api, f"a{i}", path=f"/v1/namespaces/{ns}/contexts/{name}")

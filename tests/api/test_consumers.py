@@ -21,7 +21,7 @@ MODE = {"error": "invalid_request",
 RESOURCE_KEYS = ["name", "namespace", "type", "status", "storage", "attachment"]
 
 
-def each(cases: Iterable[Any], probe: Callable[[Any], None]) -> None:
+def each(cases: Iterable[Any], probe: Callable[[Any], object]) -> None:
     failures = []
     for case in cases:
         try:
@@ -36,7 +36,7 @@ def expect(resp: Any, status: int, body: dict[str, str]) -> None:
     assert resp.json() == body
 
 
-def consumer(kind: str = "agent", name: str = "summarizer", mode: str = "readOnly",
+def consumer(kind: str | None = "agent", name: str = "summarizer", mode: str = "readOnly",
              **extra: Any) -> dict[str, Any]:
     return {"kind": kind, "name": name, "accessMode": mode, **extra}
 

@@ -17,7 +17,7 @@ TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{0,5}[1-9])?Z$")
 ADMIN = "service:context-service-admin"
 
 
-def each(cases: Iterable[Any], probe: Callable[[Any], None]) -> None:
+def each(cases: Iterable[Any], probe: Callable[[Any], object]) -> None:
     failures = []
     for case in cases:
         try:
@@ -275,6 +275,7 @@ def test_bootstrap_admin_recovers_a_context_without_grants(api: Api) -> None:
     assert alice.get(LIST).json() == {"items": []}
     admin = api.as_(ADMIN)
     assert admin.get(CTX + "/grants").json() == {"items": []}
+    assert [c["name"] for c in admin.get(LIST).json()["items"]] == ["research-memory"]
     grant(admin, "user:alice", "read", "administer")
     assert alice.get(CTX).json()["effectiveAccess"] == ["read", "administer"]
 

@@ -33,7 +33,7 @@ def assert_invalid(resp: Any) -> str:
     return message
 
 
-def each(cases: Iterable[Any], probe: Callable[[Any], None]) -> None:
+def each(cases: Iterable[Any], probe: Callable[[Any], object]) -> None:
     """Run ``probe`` on every case against one service; report every failing case."""
     failures = []
     for case in cases:

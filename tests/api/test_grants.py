@@ -21,7 +21,7 @@ GRANT_MESSAGE = "grant requires a valid subject and permissions"
 REVOKE_MESSAGE = "valid subject is required"
 
 
-def each(cases: Iterable[Any], probe: Callable[[Any], None]) -> None:
+def each(cases: Iterable[Any], probe: Callable[[Any], object]) -> None:
     failures = []
     for case in cases:
         try:

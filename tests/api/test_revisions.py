@@ -16,7 +16,7 @@ A, B, C = "a" * 64, "b" * 64, "0123456789abcdef" * 4
 NOT_FOUND = {"error": "not_found", "message": "context resource not found"}
 
 
-def each(cases: Iterable[Any], probe: Callable[[Any], None]) -> None:
+def each(cases: Iterable[Any], probe: Callable[[Any], object]) -> None:
     failures = []
     for case in cases:
         try:

@@ -19,7 +19,7 @@ UNAUTHENTICATED = '{"error":"unauthenticated","message":"X-Context-Subject is re
 FULL = ["read", "write", "attach", "derive", "administer"]
 
 
-def each(cases: Iterable[Any], probe: Callable[[Any], None]) -> None:
+def each(cases: Iterable[Any], probe: Callable[[Any], object]) -> None:
     failures = []
     for case in cases:
         try:
@@ -135,6 +135,9 @@ def test_routes_outside_contexts_ignore_the_header(api: Api) -> None:
     resp = api.as_("not a subject").get("/healthz")
     assert resp.status_code == 200
     assert resp.text == '{"status":"ok"}'
+    assert api.as_("not a subject").get("/v1/sandbox-pools").json() == {"items": []}
+    resp = api.as_("not a subject").get("/v1/sandbox-pools/absent")
+    assert resp.json() == {"error": "not_found", "message": "sandbox pool not found"}
 
 
 def test_require_subject_answers_401_on_every_context_route(strict_api: Api) -> None:
@@ -165,4 +168,5 @@ def test_require_subject_accepts_a_subject_and_ignores_health(strict_api: Api) -
     listed = strict_api.as_("agent:summarizer").get("/v1/namespaces/team1/contexts").json()
     assert [c["name"] for c in listed["items"]] == ["research-memory"]
     assert strict_api.as_(None).get("/healthz").status_code == 200
+    assert strict_api.as_(None).get("/v1/sandbox-pools").status_code == 200
     assert strict_api.as_(None).get("/no/such/route").status_code == 404

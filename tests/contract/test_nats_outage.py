@@ -46,9 +46,13 @@ def test_outage_loses_nothing(
     spec = fresh_stream_spec()
     feed = MemoryFeed(make_events(TOTAL) if backlog else ())
     store = MemoryPositionStore()
-    pace = {"batch_size": 20, "max_in_flight": 16} if backlog else {}
     settings = RelaySettings(
-        url=private_nats_server.url, stream=spec, backoff_initial=0.05, backoff_max=0.5, **pace
+        url=private_nats_server.url,
+        stream=spec,
+        backoff_initial=0.05,
+        backoff_max=0.5,
+        batch_size=20 if backlog else 512,  # a slow backlog: the kill lands with acks pending
+        max_in_flight=16 if backlog else 1024,
     )
     relay = Relay(feed, store, settings)
     relay.start()

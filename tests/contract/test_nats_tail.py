@@ -32,9 +32,9 @@ def test_durable_tail_continues_where_it_stopped(
     _publish(nats_server.url, nats_stream, MemoryFeed(make_events(30)), 30)
     everything = f"{nats_stream.subject_prefix}.>"
     first, second = io.StringIO(), io.StringIO()
-    args = {"stream": nats_stream.name}
-    assert tail(nats_server.url, everything, "reader", first, limit=10, **args) == 10
-    assert tail(nats_server.url, everything, "reader", second, limit=20, **args) == 20
+    name = nats_stream.name
+    assert tail(nats_server.url, everything, "reader", first, limit=10, stream=name) == 10
+    assert tail(nats_server.url, everything, "reader", second, limit=20, stream=name) == 20
     positions = [
         json.loads(line)["position"] for line in (first.getvalue() + second.getvalue()).splitlines()
     ]

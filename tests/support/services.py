@@ -77,7 +77,8 @@ def database_url(pg_admin_url: str, pg_template: str) -> Iterator[str]:
 
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
-    return Settings(data_dir=tmp_path, sandbox_image="busybox:1.36", kube_mode="off")
+    return Settings(data_dir=tmp_path, sandbox_image="busybox:1.36", kube_mode="off",
+                    workers=("projections", "query-index"))
 
 
 @pytest.fixture

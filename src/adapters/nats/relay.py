@@ -100,17 +100,12 @@ class Relay:
         self._feed = feed
         self._positions = positions
         self._settings = settings
-        self._published = 0
-        self._duplicates = 0
-        self._errors = 0
+        self._published = self._duplicates = self._errors = 0
         self._acked: int | None = None  # last acknowledged position, once loaded
-        self._saved = 0
-        self._unsaved = 0
+        self._saved = self._unsaved = 0
         self._last_save = 0.0
-        self._connected = False
+        self._connected = self._failing = self._stop_requested = False
         self._last_error: str | None = None
-        self._failing = False
-        self._stop_requested = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping: asyncio.Event | None = None
         self._lost: asyncio.Event | None = None
@@ -165,7 +160,9 @@ class Relay:
 
     def _thread_main(self, ready: threading.Event) -> None:
         async def main() -> None:
-            self._task = asyncio.current_task()  # type: ignore[assignment]
+            task = asyncio.current_task()
+            assert task is not None
+            self._task = task
             ready.set()
             await self.run()
 
@@ -215,8 +212,6 @@ class Relay:
         finally:
             self._executor.shutdown(wait=False, cancel_futures=True)
 
-    # -- one connection -----------------------------------------------------------------------
-
     async def _session(self) -> None:
         settings = self._settings
         if self._acked is None:
@@ -229,6 +224,8 @@ class Relay:
                 servers=[settings.url],
                 name=settings.client_name,
                 allow_reconnect=False,  # a lost connection ends the session; see the docstring
+                max_reconnect_attempts=1,  # with no wait: nats-py otherwise retries for minutes
+                reconnect_time_wait=0,
                 connect_timeout=settings.connect_timeout,
                 error_cb=self._on_nats_error,
                 closed_cb=self._on_closed,
@@ -307,8 +304,6 @@ class Relay:
         log.warning("relay: the stream ends with position %d, unknown to the log", last.position)
         return 0
 
-    # -- acknowledgements and checkpoints -----------------------------------------------------
-
     def _on_ack(self, position: int, ack: api.PubAck) -> None:
         if ack.duplicate:
             self._duplicates += 1
@@ -367,8 +362,6 @@ class Relay:
             elif not future.cancelled():
                 future.exception()  # retrieved, so asyncio does not report it
         self._pending.clear()
-
-    # -- helpers ------------------------------------------------------------------------------
 
     async def _call(self, fn: Callable[..., T], *args: Any) -> T:
         loop = asyncio.get_running_loop()

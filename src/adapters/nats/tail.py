@@ -50,7 +50,7 @@ def tail(
     if fmt not in ("json", "text"):
         raise ValueError("fmt must be 'json' or 'text'")
     progress = _Progress()
-    with contextlib.suppress(KeyboardInterrupt):
+    with contextlib.suppress(KeyboardInterrupt, BrokenPipeError):  # Ctrl-C, or `| head`
         asyncio.run(
             tail_async(url, subject, durable, out, limit, stream, fmt, connect_wait, progress)
         )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from src.domain.context import lifecycle
 from src.domain.context.commands import (
     AttachConsumer,
     Command,
@@ -122,6 +123,10 @@ def decide(command: Command, state: ContextState, now: datetime) -> list[Event]:
             if not state.live or command.consumers == state.observed:
                 return []
             return [PodConsumersObserved(at=now, actor=actor, consumers=command.consumers)]
+        case lifecycle.LifecycleCommand():
+            if command.permission:
+                authorize(state, command.actor, command.permission)
+            return lifecycle.decide_lifecycle(command, state, now)
     raise DomainError(f"unknown command {type(command).__name__}")
 
 

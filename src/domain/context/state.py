@@ -28,6 +28,7 @@ from src.domain.context.events import (
     RevisionPublished,
     Storage,
 )
+from src.domain.context.lifecycle import LifecycleEvent, Retention, SnapshotRecord, evolve_lifecycle
 from src.domain.events import ADMIN, Event, Subject
 
 PERMISSIONS = ("read", "write", "attach", "derive", "administer")
@@ -50,6 +51,9 @@ class ContextState(msgspec.Struct, frozen=True):
     current_revision: str = ""
     index_revision: str | None = None
     clone_of: CloneSource | None = None
+    snapshots: tuple[SnapshotRecord, ...] = ()  # in recording order; GC removes
+    retention: Retention = Retention()
+    last_collection: tuple[SnapshotRecord, ...] = ()  # what the latest GC run deleted
 
     @property
     def status(self) -> str:
@@ -120,6 +124,8 @@ def evolve(state: ContextState, event: Event) -> ContextState:
             )
         case PodConsumersObserved():
             return msgspec.structs.replace(state, observed=event.consumers)
+        case LifecycleEvent():
+            return evolve_lifecycle(state, event)
     return state
 
 

@@ -1,0 +1,143 @@
+"""One reconciliation pass over a scope (some or all recorded items of one namespace).
+
+Observe the scope's objects with a few list calls, plan, carry out the plan stage by stage
+(actions of a stage in parallel), then record the observations whose recorded value differs.
+Reads only when nothing differs: a resync of a converged cluster writes nothing anywhere.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from src.adapters.eventstore.application import ContextApplication, PoolApplication
+from src.domain.cluster import ClaimInfo, Cluster, ClusterError, PoolObjects, context_claim_name
+from src.domain.context.commands import Command
+from src.domain.context.decide import decide as context_decide
+from src.domain.errors import DomainError
+from src.domain.pool.decide import decide as pool_decide
+from src.domain.reconcile import actions as steps
+from src.domain.reconcile.observe import observe_claim, observe_consumers, observe_pool
+from src.domain.reconcile.plan import Observed, Scope, of_pool, plan
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class PassResult:
+    planned: int = 0  # actions planned
+    changed: int = 0  # actions that changed the cluster
+    recorded: int = 0  # observation commands that appended events
+    errors: list[str] = field(default_factory=list)
+
+
+def observe(cluster: Cluster, scope: Scope) -> Observed:
+    """Read what the scope needs: one pool's objects or all pools' (4 lists), existing claims,
+    one context claim or all managed ones, and the Pods mounting each live context's claim."""
+    ns, pools, contexts = scope.namespace, scope.pools, scope.contexts
+    objects = PoolObjects()
+    if len(pools) == 1:
+        objects = cluster.list_pool_objects(ns, pools[0].name)
+    elif pools:
+        objects = cluster.list_pool_objects(ns)
+    existing: dict[str, ClaimInfo] = {}
+    for pool in pools:
+        if pool.live and pool.strategy == "existing-claim":
+            found = cluster.get_claim(ns, pool.workspace.claim_name)
+            if found is not None:
+                existing[found.name] = found
+    claims: dict[str, ClaimInfo] = {}
+    if len(contexts) == 1:
+        one = cluster.get_claim(ns, context_claim_name(contexts[0].name))
+        claims = {one.name: one} if one is not None else {}
+    elif contexts:
+        claims = {c.name: c for c in cluster.list_context_claims(ns)}
+    consumers = {c.name: tuple(cluster.list_claim_consumers(ns, context_claim_name(c.name)))
+                 for c in contexts if c.live}
+    return Observed(pool_objects=objects, existing_claims=existing, context_claims=claims,
+                    consumers=consumers)
+
+
+class NamespacePass:
+    """Runs passes; shared by the worker loop, tests and benchmarks."""
+
+    def __init__(self, cluster: Cluster, contexts: ContextApplication, pools: PoolApplication,
+                 executor: Executor | None, clock: Callable[[], datetime]) -> None:
+        self.cluster = cluster
+        self.contexts = contexts
+        self.pools = pools
+        self.executor = executor
+        self.clock = clock
+
+    def run(self, scope: Scope) -> PassResult:
+        result = PassResult()
+        try:
+            observed = observe(self.cluster, scope)
+        except ClusterError as exc:
+            result.errors.append(f"observe {scope.namespace}: {exc}")
+            return result
+        actions = plan(scope, observed)
+        result.planned = len(actions)
+        self._carry_out(actions, result)
+        self._record(scope, observed, result)
+        return result
+
+    def _carry_out(self, actions: list[steps.Action], result: PassResult) -> None:
+        for stage in steps.STAGES:
+            batch = [a for a in actions if a.stage == stage]
+            if self.executor is not None and len(batch) > 1:
+                outcomes = list(self.executor.map(self._apply, batch))
+            else:
+                outcomes = [self._apply(a) for a in batch]
+            for outcome in outcomes:
+                if isinstance(outcome, str):
+                    result.errors.append(outcome)
+                elif outcome:
+                    result.changed += 1
+            if result.errors:
+                return  # later stages depend on this one (PVCs before Sandboxes)
+
+    def _apply(self, action: steps.Action) -> bool | str:
+        try:
+            changed = steps.apply(self.cluster, action)
+        except ClusterError as exc:
+            return f"{steps.describe(action)}: {exc}"
+        if changed:
+            log.info("reconciled: %s", steps.describe(action))
+        return changed
+
+    def _record(self, scope: Scope, observed: Observed, result: PassResult) -> None:
+        now = self.clock()
+        try:
+            result.recorded += self._record_pools(scope, observed, now)
+            result.recorded += self._record_contexts(scope, observed, now)
+        except DomainError as exc:  # a concurrent change; the next pass records afresh
+            result.errors.append(f"record {scope.namespace}: {exc.message}")
+
+    def _record_pools(self, scope: Scope, observed: Observed, now: datetime) -> int:
+        recorded = 0
+        for pool in scope.pools:
+            if not pool.live:
+                continue
+            existing = observed.existing_claims.get(pool.workspace.claim_name)
+            command = observe_pool(pool, of_pool(observed.pool_objects, pool.name), existing)
+            if pool_decide(command, pool, now) and self.pools.execute(command).position:
+                recorded += 1
+        return recorded
+
+    def _record_contexts(self, scope: Scope, observed: Observed, now: datetime) -> int:
+        recorded = 0
+        for context in scope.contexts:
+            if not context.live:
+                continue
+            claim = observed.context_claims.get(context_claim_name(context.name))
+            consumers = observed.consumers.get(context.name, ())
+            commands: tuple[Command, ...] = (observe_claim(claim), observe_consumers(consumers))
+            for command in commands:
+                if context_decide(command, context, now) and self.contexts.execute(
+                        context.namespace, context.name, command).position:
+                    recorded += 1
+        return recorded

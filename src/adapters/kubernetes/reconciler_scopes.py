@@ -1,0 +1,108 @@
+"""Which recorded items to reconcile next: the dirty set with per-item backoff, the mapping of
+watch notices onto items, and the grouping of due items into per-namespace scopes.
+
+Keys: ``("pool", name)``, ``("context", namespace, name)`` and ``("ns", namespace)`` (every item
+of the namespace). A notice names an object; deterministic object names (spec 6.3, 6.7) lead
+back to the pool or context, and a Pod change also refreshes the consumers of the namespace's
+contexts.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Iterator
+
+from src.adapters.kubernetes.reconciler_desired import LogDesired
+from src.domain.cluster import Change
+from src.domain.reconcile.plan import Scope
+
+Key = tuple[str, ...]
+_INDEXED = re.compile(r"^(?:sandbox|claim)-(.+)-\d+$")
+_WORKSPACE = re.compile(r"^(.+)-workspace(?:-\d+)?$")
+
+
+class DirtySet:
+    """Items due for a pass at a monotonic time; failures back off exponentially."""
+
+    def __init__(self, base: float = 0.5, cap: float = 30.0) -> None:
+        self.base = base
+        self.cap = cap
+        self.due: dict[Key, float] = {}
+        self.failures: dict[Key, int] = {}
+
+    def mark(self, key: Key, at: float) -> None:
+        """Due at ``at`` (a notice or a log change overrides a pending backoff)."""
+        self.due[key] = min(self.due.get(key, math.inf), at)
+
+    def mark_all(self, namespaces: Iterable[str], at: float) -> None:
+        for namespace in namespaces:
+            self.mark(("ns", namespace), at)
+
+    def take_due(self, now: float) -> list[Key]:
+        taken = [k for k, at in self.due.items() if at <= now]
+        for key in taken:
+            del self.due[key]
+        return taken
+
+    def retry(self, keys: Iterable[Key], now: float) -> None:
+        for key in keys:
+            count = self.failures.get(key, 0) + 1
+            self.failures[key] = count
+            delay = min(self.cap, self.base * 2 ** (count - 1))
+            self.due[key] = min(self.due.get(key, math.inf), now + delay)
+
+    def succeeded(self, keys: Iterable[Key]) -> None:
+        for key in keys:
+            self.failures.pop(key, None)
+
+    def next_due(self) -> float:
+        return min(self.due.values(), default=math.inf)
+
+
+def pool_namespace(desired: LogDesired, name: str, default: str) -> str:
+    return desired.pools[name].namespace or default
+
+
+def keys_for_change(change: Change, desired: LogDesired, default: str) -> set[Key]:
+    """The items a watch notice may concern (none when it concerns nothing recorded)."""
+    ns, name = change.namespace, change.name
+    if not name:  # a relist: anything may have changed
+        targets = {ns} if ns else desired.namespaces(default)
+        return {("ns", n) for n in targets}
+    keys: set[Key] = set()
+    pools = [m.group(1) for m in (_INDEXED.match(name), _WORKSPACE.match(name)) if m]
+    if change.kind == "persistentvolumeclaims":
+        if name.startswith("context-") and (ns, name[8:]) in desired.contexts:
+            keys.add(("context", ns, name[8:]))
+        pools += [p.name for p in desired.pools.values() if p.workspace.claim_name == name]
+    for pool in pools:
+        if pool in desired.pools and pool_namespace(desired, pool, default) == ns:
+            keys.add(("pool", pool))
+    if change.kind == "pods":
+        keys |= {("context", n, c) for (n, c), s in desired.contexts.items() if n == ns and s.live}
+    return keys
+
+
+def scopes_for(keys: list[Key], desired: LogDesired,
+               default: str) -> Iterator[tuple[list[Key], Scope]]:
+    """Group due keys by namespace into scopes (a whole namespace when ``("ns", n)`` is due)."""
+    by_ns: dict[str, list[Key]] = {}
+    for key in keys:
+        if key[0] == "pool":
+            if key[1] not in desired.pools:
+                continue
+            namespace = pool_namespace(desired, key[1], default)
+        else:
+            namespace = key[1]
+        by_ns.setdefault(namespace, []).append(key)
+    for namespace, grouped in sorted(by_ns.items()):
+        wanted = set(grouped)
+        whole = ("ns", namespace) in wanted
+        pools = tuple(p for n, p in sorted(desired.pools.items())
+                      if (p.namespace or default) == namespace
+                      and (whole or ("pool", n) in wanted))
+        contexts = tuple(c for (n, name), c in sorted(desired.contexts.items())
+                         if n == namespace and (whole or ("context", n, name) in wanted))
+        if pools or contexts:
+            yield grouped, Scope(namespace=namespace, pools=pools, contexts=contexts)

@@ -1,0 +1,49 @@
+"""The relay as a service worker: an optional embedded nats-server plus the relay thread, with
+``stop()`` for shutdown and ``gauges()`` for /metrics."""
+
+from __future__ import annotations
+
+import logging
+
+from src.adapters.nats.relay import Relay, RelaySettings
+from src.adapters.nats.server import EmbeddedNatsServer
+from src.config import Settings
+from src.projections.outbox import EventFeed, PositionStore
+
+log = logging.getLogger(__name__)
+Gauge = tuple[str, str, dict[str, str], float]
+
+
+class RelayWorker:
+    def __init__(self, settings: Settings, feed: EventFeed, positions: PositionStore) -> None:
+        self.server: EmbeddedNatsServer | None = None
+        url = settings.nats_url
+        if url is None:
+            self.server = EmbeddedNatsServer.from_settings(settings)
+            url = self.server.start()
+        self.url = url
+        self.relay = Relay(feed, positions, RelaySettings(url=url))
+
+    def start(self) -> RelayWorker:
+        self.relay.start()
+        log.info("relay publishing to JetStream", extra={"url": self.url})
+        return self
+
+    def stop(self) -> None:
+        self.relay.stop()
+        if self.server is not None:
+            self.server.stop()
+
+    def gauges(self) -> list[Gauge]:
+        s = self.relay.stats
+        return [
+            ("cs_relay_published_total", "Events stored in JetStream by the relay.", {},
+             s.published),
+            ("cs_relay_duplicates_total", "Republished events JetStream already had.", {},
+             s.duplicates),
+            ("cs_relay_errors_total", "Relay errors (publishing is retried).", {}, s.errors),
+            ("cs_relay_position", "Last log position JetStream acknowledged.", {},
+             s.last_position),
+            ("cs_relay_in_flight", "Published events awaiting acknowledgement.", {}, s.in_flight),
+            ("cs_relay_connected", "1 when connected to NATS.", {}, 1.0 if s.connected else 0.0),
+        ]

@@ -1,0 +1,114 @@
+"""The steps a plan is made of, and how each one is carried out through the cluster port.
+
+Every action is safe to repeat: creates are create-if-absent, deletes ignore not-found. Actions
+run in stages: stage 0 before stage 1 (workspace PVCs before the Sandboxes that mount them;
+Sandboxes and SandboxClaims deleted before the PVCs of a released pool).
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from src.domain.cluster import (
+    Cluster,
+    ContextClaim,
+    PoolSandbox,
+    PoolSandboxClaim,
+    WorkspaceClaim,
+)
+
+
+class CreateWorkspaceClaim(msgspec.Struct, frozen=True, tag=True):
+    claim: WorkspaceClaim
+    stage: int = 0
+
+
+class CreateSandbox(msgspec.Struct, frozen=True, tag=True):
+    sandbox: PoolSandbox
+    stage: int = 1
+
+
+class CreateSandboxClaim(msgspec.Struct, frozen=True, tag=True):
+    claim: PoolSandboxClaim
+    stage: int = 1
+
+
+class EnsureContextClaim(msgspec.Struct, frozen=True, tag=True):
+    """Create the context PVC, or bring its labels and kept-current annotations up to date."""
+
+    claim: ContextClaim
+    stage: int = 0
+
+
+class DeleteSandbox(msgspec.Struct, frozen=True, tag=True):
+    namespace: str
+    name: str
+    stage: int = 0
+
+
+class DeleteSandboxClaim(msgspec.Struct, frozen=True, tag=True):
+    """Deleted with foreground propagation (spec 6.9)."""
+
+    namespace: str
+    name: str
+    stage: int = 0
+
+
+class DeleteClaim(msgspec.Struct, frozen=True, tag=True):
+    namespace: str
+    name: str
+    stage: int = 1
+
+
+Action = (
+    CreateWorkspaceClaim
+    | CreateSandbox
+    | CreateSandboxClaim
+    | EnsureContextClaim
+    | DeleteSandbox
+    | DeleteSandboxClaim
+    | DeleteClaim
+)
+STAGES = (0, 1)
+
+
+def apply(cluster: Cluster, action: Action) -> bool:
+    """Carry out one action; answers whether the cluster changed (False: already so)."""
+    match action:
+        case CreateWorkspaceClaim():
+            return cluster.ensure_workspace_claim(action.claim)
+        case CreateSandbox():
+            return cluster.ensure_sandbox(action.sandbox)
+        case CreateSandboxClaim():
+            return cluster.ensure_sandbox_claim(action.claim)
+        case EnsureContextClaim():
+            return cluster.ensure_context_claim(action.claim)
+        case DeleteSandbox():
+            return cluster.delete_sandbox(action.namespace, action.name)
+        case DeleteSandboxClaim():
+            return cluster.delete_sandbox_claim(action.namespace, action.name)
+        case DeleteClaim():
+            return cluster.delete_claim(action.namespace, action.name)
+
+
+def describe(action: Action) -> str:
+    """A short log line: ``create sandbox team/sandbox-docs-0``."""
+    match action:
+        case CreateWorkspaceClaim():
+            c = action.claim
+            return f"create pvc {c.namespace}/{c.pool}-workspace" + (
+                "" if c.index is None else f"-{c.index}")
+        case CreateSandbox():
+            s = action.sandbox
+            return f"create sandbox {s.namespace}/sandbox-{s.pool}-{s.index}"
+        case CreateSandboxClaim():
+            c2 = action.claim
+            return f"create sandboxclaim {c2.namespace}/claim-{c2.pool}-{c2.index}"
+        case EnsureContextClaim():
+            return f"ensure pvc {action.claim.namespace}/context-{action.claim.context}"
+        case DeleteSandbox():
+            return f"delete sandbox {action.namespace}/{action.name}"
+        case DeleteSandboxClaim():
+            return f"delete sandboxclaim {action.namespace}/{action.name}"
+        case DeleteClaim():
+            return f"delete pvc {action.namespace}/{action.name}"

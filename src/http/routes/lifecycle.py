@@ -1,0 +1,276 @@
+"""Context lifecycle (spec 1.11): snapshots, clones, restore, retention, GC and capabilities.
+
+Snapshot reads are served from the catalog document (the folded context, snapshots included);
+writes go through the context aggregate. Only class resolution and name checks ask the cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+from litestar import Request, Response, get, post, put
+from litestar.params import RawBody
+
+from src.domain.cluster import Cluster, ClusterError, context_claim_name, snapshot_object_name
+from src.domain.context import lifecycle as lc
+from src.domain.context import snapshot_classes
+from src.domain.context.events import CloneSource
+from src.domain.context.state import ContextState
+from src.domain.errors import ContextExistsError, ContextNotFoundError, LifecycleUnsupportedError
+from src.domain.events import Subject
+from src.domain.values import format_timestamp
+from src.http import render
+from src.http.body import decode
+from src.http.common import CATALOG, caller, json, services, threaded, wait_for_views
+from src.http.errors import HttpError
+from src.http.ports import Services
+
+PATH = "/v1/namespaces/{namespace:str}/contexts/{name:str}"
+
+
+class _Body(msgspec.Struct, forbid_unknown_fields=True, rename="camel", kw_only=True):
+    pass
+
+
+class CreateSnapshotRequest(_Body):
+    name: str | None = None
+    snapshot_class: str | None = None
+    protected: bool | None = None
+    labels: dict[str, str] | None = None
+
+
+class CloneRequest(_Body):
+    name: str | None = None
+    snapshot: str | None = None
+
+
+class RestoreRequest(_Body):
+    snapshot: str | None = None
+
+
+class RetentionRequest(_Body):
+    keep_last: int | None = None
+    max_age: str | None = None
+
+
+# --- shapes -----------------------------------------------------------------------------------
+
+
+def snapshot_json(state: ContextState, s: lc.SnapshotRecord) -> dict[str, Any]:
+    """The Snapshot shape, keys in spec order."""
+    out: dict[str, Any] = {"name": s.name, "contextName": state.name,
+                           "namespace": state.namespace}
+    if s.revision:
+        out["revision"] = s.revision
+    out["status"] = s.status
+    out["snapshotName"] = s.object_name
+    if s.snapshot_class:
+        out["snapshotClass"] = s.snapshot_class
+    out["sourceClaimName"] = context_claim_name(state.name)
+    out["createdAt"] = format_timestamp(s.created_at)
+    if s.protected:
+        out["protected"] = True
+    if s.labels:
+        out["labels"] = dict(s.labels)
+    if s.error:
+        out["error"] = s.error
+    return out
+
+
+def _snapshots(state: ContextState, items: Iterable[lc.SnapshotRecord]) -> list[dict[str, Any]]:
+    return [snapshot_json(state, s) for s in sorted(items, key=lambda s: (s.created_at, s.name))]
+
+
+# --- helpers ----------------------------------------------------------------------------------
+
+
+def _target(request: Request[Any, Any, Any]) -> tuple[str, str, Subject]:
+    """Namespace, context name and caller (the subject is evaluated first)."""
+    return request.path_params["namespace"], request.path_params["name"], caller(request)
+
+
+def _cluster(found: Services) -> Cluster:
+    cluster = found.pools.cluster if found.pools is not None else None
+    if cluster is None:
+        raise HttpError(500, "internal_error", "Kubernetes is not configured (CS_KUBE is off)")
+    return cluster
+
+
+def _kube(call: Callable[[], Any]) -> Any:
+    try:
+        return call()
+    except ClusterError as exc:
+        raise HttpError(500, "internal_error", f"kubernetes: {exc}") from exc
+
+
+def _readable(request: Request[Any, Any, Any]) -> ContextState:
+    """The catalog document of a context the caller may read (read-your-writes)."""
+    namespace, name, actor = _target(request)
+    wait_for_views(request, CATALOG)
+    entry = services(request).reads.get(namespace, name)
+    if entry is None or "read" not in entry.state.permissions_of(actor):
+        raise ContextNotFoundError()
+    return entry.state
+
+
+def _clock(found: Services) -> Callable[[], datetime]:
+    """The clock the write model decides with (so a dry run judges ages exactly like GC)."""
+    clock: Callable[[], datetime] | None = getattr(found.contexts, "clock", None)
+    return clock or (lambda: datetime.now(UTC))
+
+
+# --- snapshots --------------------------------------------------------------------------------
+
+
+@post(PATH + "/snapshots", opt={"body": CreateSnapshotRequest})
+@threaded
+def create_snapshot(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
+    """Take a CSI VolumeSnapshot of the context's PVC (requires write)."""
+    namespace, name, actor = _target(request)
+    found = services(request)
+    state = found.contexts.authorize(namespace, name, actor, "write")
+    req = decode(body, CreateSnapshotRequest)
+    snapshot = req.name or ""
+    lc.validate_snapshot_name(snapshot)
+    cluster = _cluster(found)
+    chosen = _kube(lambda: snapshot_classes.resolve(cluster, state, req.snapshot_class or ""))
+    object_name = snapshot_object_name(name, snapshot)
+    if _kube(lambda: cluster.get_snapshot(namespace, object_name)) is not None:
+        raise ContextExistsError()
+    command = lc.RecordSnapshot(
+        actor=actor, name=snapshot, storage_class=chosen.storage_class,
+        snapshot_class=chosen.snapshot_class, protected=bool(req.protected),
+        labels=dict(req.labels or {}))
+    outcome = found.contexts.execute(namespace, name, command)
+    recorded = lc.find_snapshot(outcome.state, snapshot)
+    return json(snapshot_json(outcome.state, recorded), 201, outcome.position)
+
+
+@get(PATH + "/snapshots")
+@threaded
+def list_snapshots(request: Request[Any, Any, Any]) -> Response[bytes]:
+    """List the context's snapshots by creation time (requires read)."""
+    state = _readable(request)
+    return json({"items": _snapshots(state, state.snapshots)})
+
+
+@get(PATH + "/snapshots/{snapshot:str}")
+@threaded
+def get_snapshot(request: Request[Any, Any, Any]) -> Response[bytes]:
+    """Read one snapshot with its observed status (requires read)."""
+    state = _readable(request)
+    return json(snapshot_json(state, lc.find_snapshot(state, request.path_params["snapshot"])))
+
+
+# --- clones and restore -----------------------------------------------------------------------
+
+
+@post(PATH + "/clones", opt={"body": CloneRequest})
+@threaded
+def create_clone(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
+    """Clone a ready snapshot into a new context owned by the caller (requires derive)."""
+    namespace, name, actor = _target(request)
+    found = services(request)
+    state = found.contexts.authorize(namespace, name, actor, "derive")
+    req = decode(body, CloneRequest)
+    target, snapshot = req.name or "", req.snapshot or ""
+    lc.validate_clone(target, snapshot)
+    source = lc.clone_source(state, snapshot)
+    guard = found.extra.get("name_guard")
+    if guard is not None:
+        _kube(lambda: guard(namespace, target))
+    command = lc.CreateClone(actor=actor, name=target, namespace=namespace, source=name,
+                             snapshot=source)
+    outcome = found.contexts.execute(namespace, target, command)
+    return json(render.context(outcome.state), 201, outcome.position)
+
+
+@post(PATH + "/restore", status_code=200, opt={"body": RestoreRequest, "status": 501})
+@threaded
+def restore(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
+    """Restore in place: not supported by the PVC backend (requires write)."""
+    namespace, name, actor = _target(request)
+    services(request).contexts.authorize(namespace, name, actor, "write")
+    req = decode(body, RestoreRequest)
+    lc.validate_snapshot_name(req.snapshot or "")
+    raise LifecycleUnsupportedError(lc.RESTORE_DETAIL)
+
+
+# --- retention and GC -------------------------------------------------------------------------
+
+
+@put(PATH + "/retention", opt={"body": RetentionRequest})
+@threaded
+def set_retention(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
+    """Replace the snapshot retention policy (requires administer)."""
+    namespace, name, actor = _target(request)
+    found = services(request)
+    found.contexts.authorize(namespace, name, actor, "administer")
+    req = decode(body, RetentionRequest)
+    command = lc.SetRetention(actor=actor, keep_last=req.keep_last or 0,
+                              max_age=req.max_age or "")
+    outcome = found.contexts.execute(namespace, name, command)
+    return json(render.context(outcome.state), 200, outcome.position)
+
+
+@post(PATH + "/gc", status_code=200, opt={"query": ("dryRun",)})
+@threaded
+def collect_garbage(request: Request[Any, Any, Any]) -> Response[bytes]:
+    """Apply the retention policy to the context's snapshots (requires administer)."""
+    namespace, name, actor = _target(request)
+    found = services(request)
+    state = found.contexts.authorize(namespace, name, actor, "administer")
+    dry_run = request.query_params.get("dryRun") == "true"
+    wait_for_views(request, CATALOG)
+    clones = _clones_of(found, namespace, name)
+    if dry_run:
+        plan = lc.collection_plan(state, clones, _clock(found)())
+        return json(_gc_json(state, True, plan.deleted, plan.kept))
+    command = lc.CollectSnapshots(actor=actor, dry_run=False, clones=clones)
+    outcome = found.contexts.execute(namespace, name, command)
+    after = outcome.state
+    return json(_gc_json(after, False, after.last_collection, after.snapshots), 200,
+                outcome.position)
+
+
+def _clones_of(found: Services, namespace: str, name: str) -> tuple[CloneSource, ...]:
+    """Clone provenance of the namespace's live contexts cloned from ``name``."""
+    return tuple(s.clone_of for s in found.reads.list(namespace, None)
+                 if s.clone_of is not None and s.clone_of.context == name)
+
+
+def _gc_json(state: ContextState, dry_run: bool, deleted: Iterable[lc.SnapshotRecord],
+             kept: Iterable[lc.SnapshotRecord]) -> dict[str, Any]:
+    out: dict[str, Any] = {"dryRun": dry_run}
+    for key, items in (("deleted", _snapshots(state, deleted)), ("kept", _snapshots(state, kept))):
+        if items:
+            out[key] = items
+    return out
+
+
+# --- capabilities -----------------------------------------------------------------------------
+
+
+@get(PATH + "/capabilities")
+@threaded
+def capabilities(request: Request[Any, Any, Any]) -> Response[bytes]:
+    """What the storage backend can do for this context, and why not (requires read)."""
+    namespace, name, actor = _target(request)
+    found = services(request)
+    state = found.contexts.authorize(namespace, name, actor, "read")
+    cluster = _cluster(found)
+    caps = _kube(lambda: snapshot_classes.capabilities(cluster, state))
+    out: dict[str, Any] = {"snapshots": caps.snapshots, "clones": caps.clones,
+                           "restore": caps.restore}
+    for key, value in (("driver", caps.driver), ("snapshotClass", caps.snapshot_class),
+                       ("reason", caps.reason)):
+        if value:
+            out[key] = value
+    return json(out)
+
+
+ROUTES = [create_snapshot, list_snapshots, get_snapshot, create_clone, restore, set_retention,
+          collect_garbage, capabilities]
