@@ -29,10 +29,11 @@ def postgres() -> Iterator[tuple[str, Path]]:
 
 
 @contextlib.contextmanager
-def served(url: str, data: Path, workers: str = "projections") -> Iterator[ServerProcess]:
+def served(url: str, data: Path, workers: str = "projections",
+           env: dict[str, str] | None = None) -> Iterator[ServerProcess]:
     (data / "srv").mkdir(exist_ok=True)
     server = ServerProcess(data / "srv", env={"CS_DATABASE_URL": url, "CS_WORKERS": workers,
-                                              "CS_LOG_FORMAT": "json"})
+                                              "CS_LOG_FORMAT": "json", **(env or {})})
     server.env["CS_DATABASE_URL"] = url
     server.start()
     try:
