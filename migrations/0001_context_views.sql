@@ -19,10 +19,11 @@ CREATE TABLE IF NOT EXISTS context_grants (
 CREATE INDEX IF NOT EXISTS context_grants_subject ON context_grants (subject);
 
 CREATE TABLE IF NOT EXISTS revision_history (
-    stream_id uuid   NOT NULL,
-    position  bigint NOT NULL,
-    doc       jsonb  NOT NULL,
-    PRIMARY KEY (stream_id, position)
+    stream_id uuid    NOT NULL,
+    position  bigint  NOT NULL,
+    seq       integer NOT NULL DEFAULT 0,  -- several revisions from one (adoption) event
+    doc       jsonb   NOT NULL,
+    PRIMARY KEY (stream_id, position, seq)
 );
 
 CREATE TABLE IF NOT EXISTS audit_log (
@@ -32,5 +33,6 @@ CREATE TABLE IF NOT EXISTS audit_log (
     action    text        NOT NULL,
     subject   jsonb       NOT NULL,
     target    jsonb,
-    PRIMARY KEY (stream_id, position)
+    seq       integer     NOT NULL DEFAULT 0,  -- several entries from one (adoption) event
+    PRIMARY KEY (stream_id, position, seq)
 );

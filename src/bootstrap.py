@@ -218,5 +218,14 @@ def connect_cluster(container: Container) -> None:
     log.info("kubernetes connected", extra={"mode": mode})
 
 
+def adopt(container: Container) -> Any:
+    """Import labelled objects the log does not know yet (idempotent; spec 6.10)."""
+    from src.adapters.eventstore.adoption import adopt as run_adoption
+
+    if container.cluster is None:
+        return None
+    return run_adoption(container.cluster, container.store, container.settings.namespace)
+
+
 def app(container: Container) -> Litestar:
     return create_app(services(container))

@@ -27,6 +27,7 @@ def _serve(settings: Settings) -> int:
     container = bootstrap.build(settings)
     try:
         bootstrap.connect_cluster(container)
+        bootstrap.adopt(container)
         container.start_workers(settings.workers)
         app = bootstrap.app(container)
         where = (settings.database_url and "CS_DATABASE_URL") or str(settings.data_dir.resolve())
@@ -73,6 +74,25 @@ def _worker(settings: Settings, name: str) -> int:
     finally:
         container.close()
         lock.release()
+    return 0
+
+
+def _adopt(settings: Settings) -> int:
+    from src import bootstrap
+
+    container = bootstrap.build(settings)
+    try:
+        bootstrap.connect_cluster(container)
+        report = bootstrap.adopt(container)
+    finally:
+        container.close()
+    if report is None:
+        print("no Kubernetes cluster configured (CS_KUBE=off)", file=sys.stderr)
+        return 2
+    print(f"adopted {len(report.contexts)} context(s), {len(report.pools)} pool(s); "
+          f"{len(report.skipped)} already known")
+    for line in report.not_imported:
+        print(f"not imported: {line}")
     return 0
 
 
@@ -191,6 +211,7 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("serve", help="run the API and, by default, every worker")
     sub.add_parser("migrate", help="apply database migrations")
+    sub.add_parser("adopt", help="import labelled cluster objects the log does not know")
     worker = sub.add_parser("worker", help="run one worker (one active instance at a time)")
     worker.add_argument("name", help="projections | query-index | reconciler | relay")
     proj = sub.add_parser("projections", help="inspect or rebuild read models")
@@ -227,6 +248,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _serve(settings)
     if args.command == "migrate":
         return _migrate(settings)
+    if args.command == "adopt":
+        return _adopt(settings)
     if args.command == "worker":
         return _worker(settings, args.name)
     if args.command == "events":

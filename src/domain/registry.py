@@ -6,12 +6,14 @@ name (and an upcaster in the mapper).
 
 from __future__ import annotations
 
+from src.domain.context.adoption import ContextAdopted
 from src.domain.context.events import CONTEXT_EVENTS
 from src.domain.context.lifecycle import LIFECYCLE_EVENTS
 from src.domain.events import Event
 from src.domain.pool.events import POOL_EVENTS
 
-_ALL: tuple[type[Event], ...] = (*CONTEXT_EVENTS, *LIFECYCLE_EVENTS, *POOL_EVENTS)
+_ALL: tuple[type[Event], ...] = (*CONTEXT_EVENTS, ContextAdopted, *LIFECYCLE_EVENTS,
+                                  *POOL_EVENTS)
 
 
 def _build(classes: tuple[type[Event], ...]) -> dict[str, type[Event]]:

@@ -19,6 +19,7 @@ class AuditEntry:
     action: str
     subject: Subject
     target: Subject | None
+    seq: int = 0  # order among the entries of one (adoption) event
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,8 +36,9 @@ class ContextReads(Protocol):
 
     def revisions(self, namespace: str, name: str, since: int) -> Sequence[Revision]: ...
 
-    def audit(self, namespace: str, name: str, since: int, after: int,
-              limit: int | None) -> Sequence[AuditEntry]: ...
+    def audit(self, namespace: str, name: str, since: int, after: tuple[int, int],
+              limit: int | None) -> Sequence[AuditEntry]:
+        """Entries of the generation starting at ``since``, after (position, seq) ``after``."""
 
 
 class Consistency(Protocol):

@@ -12,6 +12,7 @@ from datetime import datetime
 
 from src.adapters.eventstore.mapper import from_stored
 from src.adapters.eventstore.store import EVENTS_TABLE, EventStore
+from src.domain.context.adoption import ContextAdopted
 from src.domain.context.events import ContextCreated
 from src.domain.context.state import ContextState, evolve
 from src.domain.stream import Recorded, context_stream
@@ -41,7 +42,8 @@ class Timeline:
     def generation_start(self, namespace: str, name: str) -> int:
         """Log position of the create that began the context's current generation."""
         events = self._select([context_stream(namespace, name).id], 0, None, None)
-        starts = [r.position for r in events if isinstance(r.event, ContextCreated)]
+        starts = [r.position for r in events
+                  if isinstance(r.event, ContextCreated | ContextAdopted)]
         return starts[-1] if starts else 0
 
     def events(self, namespace: str, name: str, after: int, limit: int | None,

@@ -36,7 +36,8 @@ class PassResult:
 
 def observe(cluster: Cluster, scope: Scope) -> Observed:
     """Read what the scope needs: one pool's objects or all pools' (4 lists), existing claims,
-    one context claim or all managed ones, and the Pods mounting each live context's claim."""
+    one context claim or all managed ones (plus a direct read for each live context whose claim
+    is not among them), and the Pods mounting each live context's claim."""
     ns, pools, contexts = scope.namespace, scope.pools, scope.contexts
     objects = PoolObjects()
     if len(pools) == 1:
@@ -50,11 +51,14 @@ def observe(cluster: Cluster, scope: Scope) -> Observed:
             if found is not None:
                 existing[found.name] = found
     claims: dict[str, ClaimInfo] = {}
-    if len(contexts) == 1:
-        one = cluster.get_claim(ns, context_claim_name(contexts[0].name))
-        claims = {one.name: one} if one is not None else {}
-    elif contexts:
+    if len(contexts) > 1:
         claims = {c.name: c for c in cluster.list_context_claims(ns)}
+    for context in contexts:  # a claim missing from the managed list may exist unlabelled
+        name = context_claim_name(context.name)
+        if name not in claims and (context.live or len(contexts) == 1):
+            found = cluster.get_claim(ns, name)
+            if found is not None:
+                claims[name] = found
     consumers = {c.name: tuple(cluster.list_claim_consumers(ns, context_claim_name(c.name)))
                  for c in contexts if c.live}
     return Observed(pool_objects=objects, existing_claims=existing, context_claims=claims,

@@ -11,6 +11,7 @@ from datetime import datetime
 
 import msgspec
 
+from src.domain.context.adoption import ContextAdopted
 from src.domain.context.events import (
     AccessGranted,
     AccessRevoked,
@@ -77,6 +78,13 @@ class ContextState(msgspec.Struct, frozen=True):
 
 def evolve(state: ContextState, event: Event) -> ContextState:
     match event:
+        case ContextAdopted():
+            return ContextState(
+                live=True, generation=state.generation + 1, namespace=event.namespace,
+                name=event.name, type=event.type, storage=event.storage, phase=event.phase,
+                created_at=event.at, grants=event.grants, declared=event.consumers,
+                revisions=event.revisions, current_revision=event.current_revision,
+                clone_of=event.clone_of, snapshots=event.snapshots, retention=event.retention)
         case ContextCreated():
             owner = Grant(event.owner, PERMISSIONS, event.at)
             revisions: tuple[Revision, ...] = (event.revision,) if event.revision else ()

@@ -31,6 +31,7 @@ class SandboxPoolRequested(Event, frozen=True, tag="SandboxPoolRequested"):
     warm_pool_ref: str = ""
     runtime: Runtime | None = None  # None for the warm-pool strategy
     namespace: str = ""  # the service namespace the objects live in
+    adopted: bool = False  # imported from existing objects: never rewritten by the reconciler
 
 
 class SandboxPoolObserved(Event, frozen=True, tag="SandboxPoolObserved"):

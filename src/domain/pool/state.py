@@ -31,6 +31,7 @@ class PoolState(msgspec.Struct, frozen=True):
     ready_replicas: int = 0
     resources: tuple[Resource, ...] = ()
     observed_workspace: Workspace | None = None
+    adopted: bool = False
 
     @property
     def status(self) -> str:
@@ -47,7 +48,8 @@ def evolve(state: PoolState, event: Event) -> PoolState:
             return PoolState(live=True, name=event.name, namespace=event.namespace,
                              replicas=event.replicas, strategy=event.strategy,
                              workspace=event.workspace, sandbox_profile=event.sandbox_profile,
-                             warm_pool_ref=event.warm_pool_ref, runtime=event.runtime)
+                             warm_pool_ref=event.warm_pool_ref, runtime=event.runtime,
+                             adopted=event.adopted)
         case SandboxPoolObserved():
             return msgspec.structs.replace(state, ready_replicas=event.ready_replicas,
                                            resources=event.resources,

@@ -62,6 +62,7 @@ class _AuditCursor(msgspec.Struct, frozen=True):
     s: str  # stream id
     g: int  # creation position of the context generation
     p: int  # last position returned
+    q: int = 0  # its sequence within that position's event
 
 
 def _encode_cursor(cursor: _AuditCursor) -> str:
@@ -100,13 +101,13 @@ def read_audit(request: Request[Any, Any, Any]) -> Response[bytes]:
     entry = found.reads.get(namespace, name)
     since = entry.created_position if entry is not None else 0
     stream_id = str(state.namespace) + "/" + str(state.name)
-    after = 0
+    after = (0, -1)
     raw_cursor = request.query_params.get("cursor")
     if raw_cursor is not None:
         cursor = _decode_cursor(raw_cursor)
         if cursor is None or cursor.s != stream_id or cursor.g != since or cursor.p < 0:
             raise RequestInvalidError("invalid audit cursor")
-        after = cursor.p
+        after = (cursor.p, cursor.q)
     page = found.reads.audit(namespace, name, since, after,
                              None if limit is None else limit + 1)
     body: dict[str, Any] = {}
@@ -114,7 +115,9 @@ def read_audit(request: Request[Any, Any, Any]) -> Response[bytes]:
     page = page[:limit] if limit is not None else page
     body["items"] = [render.audit_event(e) for e in page]
     if more:
-        body["nextCursor"] = _encode_cursor(_AuditCursor(stream_id, since, page[-1].position))
+        last = page[-1]
+        body["nextCursor"] = _encode_cursor(_AuditCursor(stream_id, since, last.position,
+                                                         last.seq))
     return json(body)
 
 

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol
 
+from src.domain.context.adoption import ContextAdopted
 from src.domain.context.events import (
     AccessGranted,
     AccessRevoked,
@@ -17,7 +18,8 @@ from src.domain.context.events import (
 from src.domain.events import Event, Subject
 from src.domain.stream import Recorded
 
-AuditRow = tuple[uuid.UUID, int, datetime, str, Subject, Subject | None]
+# stream, position, seq, time, action, actor, target
+AuditRow = tuple[uuid.UUID, int, int, datetime, str, Subject, Subject | None]
 
 
 class AuditView(Protocol):
@@ -54,9 +56,13 @@ class AuditLog:
     def apply(self, view: AuditView, batch: Sequence[Recorded]) -> None:
         rows: list[AuditRow] = []
         for r in batch:
+            if isinstance(r.event, ContextAdopted):  # the imported history, times kept
+                rows += [(r.stream.id, r.position, seq, a.time, a.action, a.subject, a.target)
+                         for seq, a in enumerate(r.event.audit)]
+                continue
             entry = audit_entry(r.event)
             if entry is not None:
-                rows.append((r.stream.id, r.position, r.event.at, entry[0],
+                rows.append((r.stream.id, r.position, 0, r.event.at, entry[0],
                              actor_subject(r.event), entry[1]))
         if rows:
             view.append(rows)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 
+from src.domain.context.adoption import ContextAdopted
 from src.domain.context.events import ContextCreated
 from src.domain.context.state import ContextState, evolve
 from src.domain.stream import Recorded
@@ -32,7 +33,7 @@ class ContextCatalog:
             state, created = current.get(stream_id, (ContextState(), 0))
             for recorded in records:
                 state = evolve(state, recorded.event)
-                if isinstance(recorded.event, ContextCreated):
+                if isinstance(recorded.event, ContextCreated | ContextAdopted):
                     created = recorded.position
             rows.append((stream_id, state, created))
         view.save(rows)

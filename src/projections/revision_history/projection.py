@@ -6,22 +6,27 @@ import uuid
 from collections.abc import Sequence
 from typing import Protocol
 
+from src.domain.context.adoption import ContextAdopted
 from src.domain.context.events import ContextCreated, Revision, RevisionPublished
 from src.domain.events import Event
 from src.domain.stream import Recorded
 
+RevisionRow = tuple[uuid.UUID, int, int, Revision]  # stream, position, seq, revision
+
 
 class RevisionView(Protocol):
-    def append(self, rows: list[tuple[uuid.UUID, int, Revision]]) -> None: ...
+    def append(self, rows: list[RevisionRow]) -> None: ...
 
 
-def appended_revision(event: Event) -> Revision | None:
-    """The revision an event appends to the history (a publish of a new id, or a clone)."""
+def appended_revisions(event: Event) -> tuple[Revision, ...]:
+    """The revisions an event appends (a publish of a new id, a clone, an adoption)."""
     if isinstance(event, RevisionPublished) and event.appended:
-        return event.revision
-    if isinstance(event, ContextCreated):
-        return event.revision
-    return None
+        return (event.revision,)
+    if isinstance(event, ContextCreated) and event.revision is not None:
+        return (event.revision,)
+    if isinstance(event, ContextAdopted):
+        return event.revisions
+    return ()
 
 
 class RevisionHistory:
@@ -29,10 +34,9 @@ class RevisionHistory:
     tables: tuple[str, ...] = ("revision_history",)
 
     def apply(self, view: RevisionView, batch: Sequence[Recorded]) -> None:
-        rows: list[tuple[uuid.UUID, int, Revision]] = []
+        rows: list[RevisionRow] = []
         for r in batch:
-            revision = appended_revision(r.event)
-            if revision is not None:
-                rows.append((r.stream.id, r.position, revision))
+            for seq, revision in enumerate(appended_revisions(r.event)):
+                rows.append((r.stream.id, r.position, seq, revision))
         if rows:
             view.append(rows)

@@ -15,6 +15,7 @@ from src.domain.events import Subject
 from src.domain.stream import context_stream
 from src.projections.audit_log.projection import AuditRow
 from src.projections.reads import AuditEntry, CatalogEntry
+from src.projections.revision_history.projection import RevisionRow
 
 _enc = msgspec.json.Encoder()
 _state = msgspec.json.Decoder(ContextState)
@@ -57,13 +58,13 @@ class RevisionSql:
     def __init__(self, cur: Any) -> None:
         self.cur = cur
 
-    def append(self, rows: list[tuple[uuid.UUID, int, Revision]]) -> None:
+    def append(self, rows: list[RevisionRow]) -> None:
         self.cur.execute(
-            "INSERT INTO revision_history (stream_id, position, doc)"
-            " SELECT a, b, c::jsonb FROM unnest(%b::uuid[], %b::int8[], %b::text[])"
-            " AS t(a, b, c)",
-            ([s for s, _, _ in rows], [p for _, p, _ in rows],
-             [_enc.encode(r).decode() for _, _, r in rows]))
+            "INSERT INTO revision_history (stream_id, position, seq, doc)"
+            " SELECT a, b, c, d::jsonb FROM unnest(%b::uuid[], %b::int8[], %b::int4[], %b::text[])"
+            " AS t(a, b, c, d)",
+            ([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows],
+             [_enc.encode(r[3]).decode() for r in rows]))
 
 
 class AuditSql:
@@ -72,12 +73,14 @@ class AuditSql:
 
     def append(self, rows: list[AuditRow]) -> None:
         self.cur.execute(
-            "INSERT INTO audit_log (stream_id, position, time, action, subject, target)"
-            " SELECT a, b, c, d, e::jsonb, f::jsonb FROM unnest(%b::uuid[], %b::int8[],"
-            " %b::timestamptz[], %b::text[], %b::text[], %b::text[]) AS t(a, b, c, d, e, f)",
+            "INSERT INTO audit_log (stream_id, position, seq, time, action, subject, target)"
+            " SELECT a, b, c, d, e, f::jsonb, g::jsonb FROM unnest(%b::uuid[], %b::int8[],"
+            " %b::int4[], %b::timestamptz[], %b::text[], %b::text[], %b::text[])"
+            " AS t(a, b, c, d, e, f, g)",
             ([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows],
-             [r[3] for r in rows], [_enc.encode(r[4]).decode() for r in rows],
-             [_enc.encode(r[5]).decode() if r[5] is not None else None for r in rows]))
+             [r[3] for r in rows], [r[4] for r in rows],
+             [_enc.encode(r[5]).decode() for r in rows],
+             [_enc.encode(r[6]).decode() if r[6] is not None else None for r in rows]))
 
 
 class ContextReadsSql:
@@ -111,21 +114,21 @@ class ContextReadsSql:
     def revisions(self, namespace: str, name: str, since: int) -> Sequence[Revision]:
         with self.datastore.transaction(commit=False) as cur:
             cur.execute("SELECT doc::text AS doc FROM revision_history WHERE stream_id = %s"
-                        " AND position >= %s ORDER BY position",
+                        " AND position >= %s ORDER BY position, seq",
                         (context_stream(namespace, name).id, since))
             return [_revision.decode(r["doc"]) for r in cur.fetchall()]
 
-    def audit(self, namespace: str, name: str, since: int, after: int,
+    def audit(self, namespace: str, name: str, since: int, after: tuple[int, int],
               limit: int | None) -> Sequence[AuditEntry]:
-        sql = ("SELECT position, time, action, subject::text AS subject, target::text AS target"
-               " FROM audit_log WHERE stream_id = %s AND position >= %s AND position > %s"
-               " ORDER BY position")
-        params: list[object] = [context_stream(namespace, name).id, since, after]
+        sql = ("SELECT position, seq, time, action, subject::text AS subject,"
+               " target::text AS target FROM audit_log WHERE stream_id = %s AND position >= %s"
+               " AND (position, seq) > (%s, %s) ORDER BY position, seq")
+        params: list[object] = [context_stream(namespace, name).id, since, after[0], after[1]]
         if limit is not None:
             sql += " LIMIT %s"
             params.append(limit)
         with self.datastore.transaction(commit=False) as cur:
             cur.execute(sql, params)
             return [AuditEntry(r["position"], r["time"], r["action"], _subject.decode(r["subject"]),
-                               _subject.decode(r["target"]) if r["target"] else None)
+                               _subject.decode(r["target"]) if r["target"] else None, r["seq"])
                     for r in cur.fetchall()]

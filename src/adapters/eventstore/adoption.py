@@ -1,0 +1,82 @@
+"""The adoption import: read labelled objects through the cluster port and record each one the
+log does not know yet, once, as events (spec 6.10). Appending at version 0 makes it idempotent:
+a stream that already exists (even a deleted context's) is skipped."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from eventsourcing.persistence import IntegrityError
+
+from src.adapters.eventstore.store import EventStore
+from src.domain.cluster import NAME_LABEL, Cluster, ClusterError, SnapshotInfo
+from src.domain.context.adoption import adopt_claim, is_context_claim
+from src.domain.events import Event
+from src.domain.pool.adoption import group_pools
+from src.domain.stream import StreamRef, context_stream
+
+log = logging.getLogger(__name__)
+ACTOR = "service:context-service"
+
+
+@dataclass
+class AdoptionReport:
+    contexts: list[str] = field(default_factory=list)
+    pools: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    not_imported: list[str] = field(default_factory=list)
+
+
+def _record(store: EventStore, stream: StreamRef, event: Event) -> bool:
+    if store.load(stream):
+        return False
+    try:
+        store.append(stream, 0, [event])
+    except IntegrityError:
+        return False
+    return True
+
+
+def _snapshots(cluster: Cluster, namespace: str, context: str) -> list[SnapshotInfo]:
+    try:
+        return cluster.list_snapshots(namespace, context)
+    except ClusterError as exc:
+        if exc.api_not_installed or exc.not_found:
+            return []
+        raise
+
+
+def adopt(cluster: Cluster, store: EventStore, pool_namespace: str,
+          now: datetime | None = None) -> AdoptionReport:
+    now = now or datetime.now(UTC)
+    report = AdoptionReport()
+    for claim in cluster.list_context_claims(None):
+        if not is_context_claim(claim):
+            continue
+        name = claim.labels[NAME_LABEL]
+        label = f"{claim.namespace}/{name}"
+        snapshots = _snapshots(cluster, claim.namespace, name)
+        event = adopt_claim(claim, snapshots, now, ACTOR)
+        skipped = len(snapshots) - len(event.snapshots)
+        if skipped:
+            report.not_imported.append(f"{label}: {skipped} VolumeSnapshot(s) without the "
+                                       "type, size or access-mode annotation")
+        if _record(store, context_stream(claim.namespace, event.name), event):
+            report.contexts.append(label)
+        else:
+            report.skipped.append(label)
+    objects = cluster.list_pool_objects(pool_namespace, None)
+    for found in group_pools(objects, pool_namespace, now, ACTOR):
+        if found.event is None:
+            report.not_imported.append(f"pool {found.name}: {found.reason}")
+        elif _record(store, StreamRef("pool", "", found.name), found.event):
+            report.pools.append(found.name)
+        else:
+            report.skipped.append(f"pool {found.name}")
+    log.info("adoption finished", extra={"contexts": len(report.contexts),
+                                         "pools": len(report.pools),
+                                         "skipped": len(report.skipped),
+                                         "not_imported": report.not_imported})
+    return report

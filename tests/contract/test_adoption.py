@@ -1,0 +1,117 @@
+"""Adoption against the real kube-apiserver: labelled context PVCs (with their annotations and
+VolumeSnapshots) and pool objects are imported once as events; a second run skips them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from litestar.testing import TestClient
+
+from src import bootstrap
+from src.adapters.eventstore.adoption import adopt
+from src.adapters.kubernetes.cluster import SANDBOX, KubernetesCluster
+from src.adapters.kubernetes.rest import PVCS, Rest
+
+pytestmark = [pytest.mark.k8s, pytest.mark.postgres]
+P = "context.rossoctl.io/"
+DIGEST = "ab" * 32
+
+
+def _pvc(rest: Rest, ns: str, name: str, annotations: dict[str, str],
+         labels: dict[str, str] | None = None) -> None:
+    labels = labels if labels is not None else {
+        "app.kubernetes.io/managed-by": "context-service", P + "name": name, P + "type": "memory"}
+    rest.create(PVCS.path(ns), {
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+        "metadata": {"name": f"context-{name}", "labels": labels, "annotations": annotations},
+        "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "1024Mi"}},
+                 "storageClassName": "fast"}}, "test")
+
+
+@pytest.fixture
+def client(idle_container: bootstrap.Container) -> Iterator[TestClient[Any]]:
+    idle_container.start_workers(("projections",))
+    with TestClient(app=bootstrap.app(idle_container)) as test_client:
+        yield test_client
+
+
+def test_context_claims_are_imported_once_with_their_history(
+        idle_container: bootstrap.Container, client: TestClient[Any],
+        kube_cluster: KubernetesCluster, kube_rest: Rest, kube_ns: str) -> None:
+    grants = [{"subject": {"kind": "user", "name": "alice"},
+               "permissions": ["read", "write", "attach", "derive", "administer"],
+               "createdAt": "2026-03-01T09:00:00Z"}]
+    audit = [{"time": "2026-03-01T09:00:00Z", "action": "context.created",
+              "subject": {"kind": "user", "name": "alice"}},
+             {"time": "2026-03-01T09:05:00Z", "action": "grant.set",
+              "subject": {"kind": "user", "name": "alice"},
+              "target": {"kind": "agent", "name": "bot"}}]
+    revisions = [{"id": DIGEST, "createdAt": "2026-03-02T00:00:00Z", "operation": "sync",
+                  "files": 2, "bytes": 10}]
+    _pvc(kube_rest, kube_ns, "notes", {
+        P + "access-grants": json.dumps(grants), P + "audit-events": json.dumps(audit),
+        P + "revisions": json.dumps(revisions), P + "current-revision": DIGEST})
+    _pvc(kube_rest, kube_ns, "open", {})
+    _pvc(kube_rest, kube_ns, "closed", {P + "access-grants": "[]"})
+    _pvc(kube_rest, kube_ns, "stray", {}, labels={P + "name": "stray"})  # not managed by us
+
+    report = adopt(kube_cluster, idle_container.store, kube_ns)
+    mine = sorted(c for c in report.contexts if c.startswith(kube_ns + "/"))
+    assert mine == [f"{kube_ns}/closed", f"{kube_ns}/notes", f"{kube_ns}/open"]
+
+    base = f"/v1/namespaces/{kube_ns}/contexts"
+    alice = {"X-Context-Subject": "user:alice"}
+    notes = client.get(base + "/notes", headers=alice).json()
+    assert notes["storage"] == {"backend": "pvc", "size": "1Gi", "accessMode": "ReadWriteMany",
+                                "storageClass": "fast"}
+    assert notes["currentRevision"] == DIGEST
+    assert [r["id"] for r in notes["revisions"]] == [DIGEST]
+    got_audit = client.get(base + "/notes/audit", headers=alice).json()["items"]
+    assert [(a["time"], a["action"]) for a in got_audit] == [
+        ("2026-03-01T09:00:00Z", "context.created"), ("2026-03-01T09:05:00Z", "grant.set")]
+    page = client.get(base + "/notes/audit?limit=1", headers=alice).json()
+    rest = client.get(base + "/notes/audit?limit=1&cursor=" + page["nextCursor"],
+                      headers=alice).json()
+    assert [a["action"] for a in page["items"] + rest["items"]] == ["context.created",
+                                                                   "grant.set"]
+    assert client.get(base + "/open").status_code == 200  # no annotation: user:anonymous
+    assert client.get(base + "/closed").status_code == 404  # "[]": nobody
+    assert client.get(base + "/stray").status_code == 404
+
+    again = adopt(kube_cluster, idle_container.store, kube_ns)
+    assert not [c for c in again.contexts if c.startswith(kube_ns + "/")]
+    assert f"{kube_ns}/notes" in again.skipped
+
+
+def test_pool_objects_are_grouped_into_adopted_pools(
+        idle_container: bootstrap.Container, client: TestClient[Any],
+        kube_cluster: KubernetesCluster, kube_rest: Rest, kube_ns: str) -> None:
+    labels = {"app.kubernetes.io/managed-by": "context-service", P + "pool": "docs"}
+    for i in range(2):
+        kube_rest.create(SANDBOX.path(kube_ns), {
+            "apiVersion": "agents.x-k8s.io/v1beta1", "kind": "Sandbox",
+            "metadata": {"name": f"sandbox-docs-{i}", "labels": labels,
+                         "annotations": {P + "replicas": "2",
+                                         P + "workspace-read-only": "false"}},
+            "spec": {"podTemplate": {"spec": {"containers": [{"name": "c", "image": "x"}]}}}},
+            "test")
+    kube_rest.create(PVCS.path(kube_ns), {
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "docs-workspace", "labels": {**labels, P + "replicas": "2"}},
+        "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "2Gi"}}}},
+        "test")
+    kube_rest.create(PVCS.path(kube_ns), {
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "broken-workspace", "labels": {**labels, P + "pool": "broken"}},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}},
+        "test")
+    report = adopt(kube_cluster, idle_container.store, kube_ns)
+    assert report.pools == ["docs"]
+    assert any(line.startswith("pool broken:") for line in report.not_imported)
+    pool = client.get("/v1/sandbox-pools/docs").json()
+    assert (pool["replicas"], pool["workspace"]) == (2, {"size": "2Gi",
+                                                         "accessMode": "ReadWriteMany"})
+    assert adopt(kube_cluster, idle_container.store, kube_ns).pools == []
