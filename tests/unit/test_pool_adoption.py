@@ -1,0 +1,60 @@
+"""Grouping of labelled pool objects into adopted pools (spec 6.10)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from src.domain.cluster import ClaimInfo, PoolObjects, SandboxClaimInfo, SandboxInfo
+from src.domain.pool.adoption import group_pools
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+P = "context.rossoctl.io/"
+MANAGED = {"app.kubernetes.io/managed-by": "context-service"}
+
+
+def _labels(pool: str, **extra: str) -> dict[str, str]:
+    return {**MANAGED, P + "pool": pool, **extra}
+
+
+def _sandbox(pool: str, i: int, **notes: str) -> SandboxInfo:
+    return SandboxInfo(namespace="ns", name=f"sandbox-{pool}-{i}", ready=True,
+                       labels=_labels(pool), annotations={P + k: v for k, v in notes.items()})
+
+
+def _pvc(name: str, pool: str, replicas: str = "", mode: str = "ReadWriteOnce") -> ClaimInfo:
+    labels = _labels(pool, **({P + "replicas": replicas} if replicas else {}))
+    return ClaimInfo(namespace="ns", name=name, phase="Bound", storage_class="fast",
+                     access_modes=(mode,), size="1024Mi", labels=labels)
+
+
+def test_each_strategy_is_recognised() -> None:
+    objects = PoolObjects(
+        sandbox_claims=(SandboxClaimInfo(namespace="ns", name="claim-warm-0", warm_pool="wp",
+                                         ready=True, labels=_labels("warm")),
+                        SandboxClaimInfo(namespace="ns", name="claim-warm-1", warm_pool="wp",
+                                         ready=True, labels=_labels("warm"))),
+        sandboxes=(_sandbox("ded", 0, replicas="2"), _sandbox("ded", 1, replicas="2"),
+                   _sandbox("own", 0, replicas="1", **{"workspace-claim": "mine",
+                                                       "workspace-read-only": "true"}),
+                   _sandbox("shr", 0, replicas="3", **{"sandbox-profile": "dev"})),
+        claims=(_pvc("ded-workspace-0", "ded"), _pvc("ded-workspace-1", "ded"),
+                _pvc("shr-workspace", "shr", mode="ReadWriteMany")))
+    found = {p.name: p.event for p in group_pools(objects, "ns", NOW, "service:x")}
+    assert set(found) == {"warm", "ded", "own", "shr"}
+    assert found["warm"] and (found["warm"].strategy, found["warm"].replicas,
+                              found["warm"].warm_pool_ref) == ("warm-pool", 2, "wp")
+    assert found["ded"] and (found["ded"].strategy, found["ded"].workspace.size) == ("dedicated",
+                                                                                    "1Gi")
+    assert found["own"] and found["own"].strategy == "existing-claim"
+    assert found["own"].workspace.claim_name == "mine" and found["own"].workspace.read_only
+    assert found["shr"] and (found["shr"].strategy, found["shr"].sandbox_profile,
+                             found["shr"].replicas) == ("shared", "dev", 3)
+    assert all(e is not None and e.adopted for e in found.values())
+
+
+def test_a_group_without_a_positive_replica_count_is_reported() -> None:
+    objects = PoolObjects(sandboxes=(_sandbox("bad", 0, replicas="zero"),),
+                          claims=(_pvc("odd-workspace", "odd", replicas="0"),))
+    results = {p.name: p for p in group_pools(objects, "ns", NOW, "service:x")}
+    assert results["bad"].event is None and "replica" in results["bad"].reason
+    assert results["odd"].event is None
