@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from typing import Any
 
 from tests.api.conftest import Api, context_body
@@ -18,16 +19,21 @@ def run(count: int, work: Any) -> list[Any]:
         return list(pool.map(work, range(count)))
 
 
+def all_ok(count: int, status: int, work: Callable[[int], Any]) -> None:
+    """Run ``work`` on ``count`` threads; every response must have ``status``."""
+    failed = [(r.status_code, r.text) for r in run(count, work) if r.status_code != status]
+    assert not failed, failed
+
+
 def test_concurrent_grants_on_one_context_are_all_kept(api: Api) -> None:
     owner = api.as_("user:owner")
     assert owner.post("/v1/contexts", context_body()).status_code == 201
 
-    def put_grant(i: int) -> int:
+    def put_grant(i: int) -> Any:
         body = {"subject": {"kind": "agent", "name": f"a{i:02d}"}, "permissions": ["read"]}
-        status: int = owner.put(CTX + "/grants", body).status_code
-        return status
+        return owner.put(CTX + "/grants", body)
 
-    assert run(48, put_grant) == [200] * 48
+    all_ok(48, 200, put_grant)
     names = [g["subject"]["name"] for g in owner.get(CTX + "/grants").json()["items"]]
     assert names == [f"a{i:02d}" for i in range(48)] + ["owner"]
     audit = owner.get(CTX + "/audit").json()["items"]
@@ -59,12 +65,11 @@ def test_concurrent_creates_of_one_name_have_one_winner(api: Api) -> None:
 def test_concurrent_publishes_are_serialised(api: Api) -> None:
     assert api.post("/v1/contexts", context_body()).status_code == 201
 
-    def publish(i: int) -> int:
+    def publish(i: int) -> Any:
         body = {"id": f"{i + 1:064x}", "createdAt": "2026-05-01T10:11:12Z", "operation": "sync"}
-        status: int = api.post(CTX + "/revisions", body).status_code
-        return status
+        return api.post(CTX + "/revisions", body)
 
-    assert run(32, publish) == [201] * 32
+    all_ok(32, 201, publish)
     history = [r["id"] for r in api.get(CTX + "/revisions").json()["items"]]
     assert sorted(history) == [f"{i + 1:064x}" for i in range(32)]
     assert api.get(CTX).json()["currentRevision"] == history[-1]
@@ -73,31 +78,24 @@ def test_concurrent_publishes_are_serialised(api: Api) -> None:
 def test_concurrent_attaches_and_detaches(api: Api) -> None:
     assert api.post("/v1/contexts", context_body()).status_code == 201
 
-    def attach(i: int) -> int:
+    def attach(i: int) -> Any:
         body = {"kind": "sandbox", "name": f"s{i:02d}", "accessMode": "readOnly"}
-        status: int = api.put(CTX + "/consumers", body).status_code
-        return status
+        return api.put(CTX + "/consumers", body)
 
-    assert run(32, attach) == [200] * 32
+    all_ok(32, 200, attach)
     names = [c["name"] for c in api.get(CTX + "/consumers").json()["items"]]
     assert names == [f"s{i:02d}" for i in range(32)]
 
-    def detach(i: int) -> int:
-        status: int = api.delete(CTX + "/consumers",
-                                 {"kind": "sandbox", "name": f"s{i * 2:02d}"}).status_code
-        return status
+    def detach(i: int) -> Any:
+        return api.delete(CTX + "/consumers", {"kind": "sandbox", "name": f"s{i * 2:02d}"})
 
-    assert run(16, detach) == [200] * 16
+    all_ok(16, 200, detach)
     names = [c["name"] for c in api.get(CTX + "/consumers").json()["items"]]
     assert names == [f"s{i:02d}" for i in range(1, 32, 2)]
 
 
 def test_concurrent_creates_in_many_namespaces_all_succeed(api: Api) -> None:
-    def create(i: int) -> int:
-        status: int = api.post("/v1/contexts", context_body(namespace=f"ns{i}")).status_code
-        return status
-
-    assert run(24, create) == [201] * 24
+    all_ok(24, 201, lambda i: api.post("/v1/contexts", context_body(namespace=f"ns{i}")))
     for i in (0, 11, 23):
         items = api.get(f"/v1/namespaces/ns{i}/contexts").json()["items"]
         assert [c["namespace"] for c in items] == [f"ns{i}"]

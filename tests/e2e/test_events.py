@@ -14,9 +14,8 @@ from tests.e2e.server import ServerProcess, context, free_port
 pytestmark = [pytest.mark.e2e, pytest.mark.nats, pytest.mark.postgres]
 
 
-def test_serve_publishes_and_tail_prints(tmp_path: Path) -> None:
-    data = tmp_path / "data"
-    data.mkdir()
+def test_serve_publishes_and_tail_prints(data_dir: Path) -> None:
+    data = data_dir
     listen = f"127.0.0.1:{free_port()}"
     server = ServerProcess(data, env={"CS_WORKERS": "projections,relay",
                                       "CS_NATS_LISTEN": listen})

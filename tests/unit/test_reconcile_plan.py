@@ -23,6 +23,7 @@ from src.domain.cluster import (
     SandboxInfo,
 )
 from src.domain.context.events import CloneSource, Grant, Storage
+from src.domain.context.lifecycle import Retention
 from src.domain.context.state import ContextState
 from src.domain.errors import ContextExistsError
 from src.domain.events import Subject
@@ -277,6 +278,19 @@ def test_a_clone_claim_names_its_snapshot() -> None:
         "context.rossoctl.io/source-context": "source",
         "context.rossoctl.io/source-snapshot": "daily",
         "context.rossoctl.io/source-revision": "sha256:1"}
+
+
+def test_retention_annotation_leaves_out_unset_fields() -> None:
+    key = "context.rossoctl.io/snapshot-retention"
+    assert key not in context_claim(context()).annotations
+    both = context(retention=Retention(keep_last=3, max_age="168h"))
+    assert context_claim(both).annotations[key] == '{"keepLast":3,"maxAge":"168h"}'
+    age = context(retention=Retention(max_age="24h"))
+    assert context_claim(age).annotations[key] == '{"maxAge":"24h"}'
+    state = context()
+    stale = observed_claim(state, annotations={**context_claim(state).annotations,
+                                               key: '{"keepLast":1}'})
+    assert [type(a) for a in plan_context(state, stale)] == [EnsureContextClaim]
 
 
 def test_grants_annotation_keeps_fractional_seconds() -> None:

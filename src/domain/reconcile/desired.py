@@ -25,6 +25,7 @@ from src.domain.values import format_timestamp
 
 GRANTS_ANNOTATION = "context.rossoctl.io/access-grants"
 REVISION_ANNOTATION = "context.rossoctl.io/current-revision"
+RETENTION_ANNOTATION = "context.rossoctl.io/snapshot-retention"
 SOURCE_CONTEXT_ANNOTATION = "context.rossoctl.io/source-context"
 SOURCE_SNAPSHOT_ANNOTATION = "context.rossoctl.io/source-snapshot"
 SOURCE_REVISION_ANNOTATION = "context.rossoctl.io/source-revision"
@@ -49,11 +50,24 @@ def grants_json(grants: tuple[Grant, ...]) -> str:
         for g in grants]).decode()
 
 
+def retention_json(keep_last: int, max_age: str) -> str:
+    """``{"keepLast":n,"maxAge":"168h"}`` without zero or empty fields; "" for no policy."""
+    policy: dict[str, int | str] = {}
+    if keep_last:
+        policy["keepLast"] = keep_last
+    if max_age:
+        policy["maxAge"] = max_age
+    return _json.encode(policy).decode() if policy else ""
+
+
 def context_claim(state: ContextState) -> ContextClaim:
     """The PVC of a live context, with the annotations the reconciler keeps current."""
     annotations = {GRANTS_ANNOTATION: grants_json(state.grants)}
     if state.current_revision:
         annotations[REVISION_ANNOTATION] = state.current_revision
+    retention = retention_json(state.retention.keep_last, state.retention.max_age)
+    if retention:
+        annotations[RETENTION_ANNOTATION] = retention
     source = ""
     if state.clone_of is not None:
         clone = state.clone_of

@@ -140,7 +140,7 @@ def _deletes(kind: type[DeleteSandbox] | type[DeleteSandboxClaim] | type[DeleteC
     """Delete each found object not kept and not already being deleted."""
     kept = set(keep)
     return [kind(namespace=namespace, name=o.name) for o in found
-            if o.name not in kept]
+            if o.name not in kept and not o.deleting]
 
 
 def plan_context(context: ContextState, claim: ClaimInfo | None) -> list[Action]:
