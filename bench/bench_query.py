@@ -4,8 +4,9 @@ raw COPY of the same rows, in the same run.
     python -m bench.bench_query [--records 100000] [--contexts 50] [--queries 400]
 
 One namespace holds ``--contexts`` memory/knowledge contexts sharing ``--records`` records of 50 to
-500 words (Zipf-distributed synthetic vocabulary). Indexes are written through the command layer:
-a context of 2,000 such records (~3 MiB) exceeds the 1 MiB HTTP body limit. Then:
+500 words (Zipf-distributed synthetic vocabulary). Index events are decided by the domain and
+appended directly: a context of 2,000 such records (~3.5 MB) exceeds the 1 MiB HTTP body limit.
+Then:
 
 - build: a fresh ``query_index`` runner catches up from position zero (records/s), and
   ``rebuild`` does it again after truncating; compared with COPY of exactly the rows the index
@@ -35,13 +36,18 @@ import httpx
 
 from bench.harness import median, percentile, postgres, served
 from src import bootstrap
+from src.adapters.eventstore.mapper import to_stored
+from src.adapters.eventstore.store import EVENTS_TABLE
+from src.adapters.postgres.views.query_index import postings_copy_text
 from src.config import Settings
 from src.domain.context import commands as c
+from src.domain.context.decide import decide
 from src.domain.context.events import QueryRecord, SourceRef
-from src.domain.events import Subject
+from src.domain.context.state import ContextState, evolve
+from src.domain.events import Event, Subject
 from src.domain.query.index import layout
 from src.domain.query.tokenizer import tokenize
-from src.domain.stream import context_stream
+from src.domain.stream import StreamRef, context_stream
 from tests.unit.test_query_reference import reference_search
 
 NS = "bench"
@@ -96,16 +102,33 @@ def _revision(name: str) -> str:
 
 
 def seed(container: bootstrap.Container, data: Corpus) -> None:
-    app = container.contexts
+    """Decide each context's events and append them with a plain (non-pipelined) INSERT: the
+    recorder's pipelined insert deadlocks on events of more than ~0.5 MB (psycopg pipeline),
+    and an index of 2,000 records is ~3.5 MB."""
     now = datetime.now(UTC)
     for name, records in data.items():
-        app.execute(NS, name, c.CreateContext(actor=OWNER, name=name, namespace=NS,
-                                              type=records[0].type, backend="pvc", size="1Gi",
-                                              access_mode="ReadWriteOnce"))
-        app.execute(NS, name, c.PublishRevision(actor=OWNER, id=_revision(name), created_at=now,
-                                                operation="sync"))
-        app.execute(NS, name, c.PublishQueryIndex(actor=OWNER, revision=_revision(name),
-                                                  records=tuple(records)))
+        commands = [
+            c.CreateContext(actor=OWNER, name=name, namespace=NS, type=records[0].type,
+                            backend="pvc", size="1Gi", access_mode="ReadWriteOnce"),
+            c.PublishRevision(actor=OWNER, id=_revision(name), created_at=now, operation="sync"),
+            c.PublishQueryIndex(actor=OWNER, revision=_revision(name), records=tuple(records)),
+        ]
+        state, events = ContextState(), []
+        for command in commands:
+            for event in decide(command, state, now):
+                state = evolve(state, event)
+                events.append(event)
+        _append(container, context_stream(NS, name), events)
+
+
+def _append(container: bootstrap.Container, stream: StreamRef, events: list[Event]) -> None:
+    stored = [to_stored(stream, i + 1, e) for i, e in enumerate(events)]
+    with container.datastore.transaction(commit=True) as cur:
+        cur.execute(f"LOCK TABLE {EVENTS_TABLE} IN EXCLUSIVE MODE")
+        for row in stored:
+            cur.execute(f"INSERT INTO {EVENTS_TABLE} (originator_id, originator_version, topic,"
+                        " state) VALUES (%s, %s, %s, %s)",
+                        (row.originator_id, row.originator_version, row.topic, row.state))
 
 
 def queries(rng: random.Random, vocab: list[str], count: int, head: bool) -> list[str]:
@@ -119,7 +142,7 @@ def queries(rng: random.Random, vocab: list[str], count: int, head: bool) -> lis
     return out
 
 
-# --- build and COPY --------------------------------------------------------------------------------
+# --- build and COPY ---------------------------------------------------------------------------
 
 
 def build_rates(container: bootstrap.Container, total: int) -> tuple[float, float]:
@@ -147,9 +170,7 @@ def copy_payloads(data: Corpus) -> tuple[list[str], list[str]]:
             f"{sid}\t{n}\t{r.id}\t{r.source.context}\t"
             f"{enc.encode(r).decode().replace(chr(92), chr(92) * 2)}\n"
             for n, r in enumerate(built.records)))
-        postings.append("".join(
-            f"{sid}\t{t}\t{{{','.join(map(str, p.ords))}}}\t{{{','.join(map(str, p.weights))}}}\n"
-            for t, p in built.postings.items()))
+        postings.extend(postings_copy_text(sid, built))
     return records, postings
 
 
@@ -170,7 +191,7 @@ def raw_copy_rate(container: bootstrap.Container, data: Corpus, total: int) -> f
     return rate
 
 
-# --- latency ------------------------------------------------------------------------------------------
+# --- latency ---------------------------------------------------------------------------------
 
 
 def http_latencies(client: httpx.Client, texts: Sequence[str]) -> tuple[list[float], list[Any]]:

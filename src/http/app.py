@@ -46,6 +46,8 @@ def _on_litestar(request: Request[Any, Any, Any], exc: Exception) -> Response[by
         return error_response(405, "method_not_allowed", "method not allowed",
                               _allow(exc.headers or {}))
     assert isinstance(exc, HTTPException)
+    if exc.status_code == 413:  # beyond the transport limit, long past the 1 MiB body rule
+        return error_response(400, "invalid_request", "request body too large")
     if exc.status_code == 400:
         return error_response(400, "invalid_request", str(exc.detail))
     return error_response(exc.status_code, "internal_error", str(exc.detail))

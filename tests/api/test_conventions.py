@@ -100,6 +100,11 @@ def test_body_one_byte_over_a_mebibyte_is_too_large(api: Api) -> None:
     assert_error(resp, 400, "invalid_request", "request body too large")
 
 
+def test_a_huge_body_is_still_too_large_not_a_server_error(api: Api) -> None:
+    resp = api.post("/v1/contexts", raw=b" " * (80 * MIB))
+    assert_error(resp, 400, "invalid_request", "request body too large")
+
+
 def test_size_is_checked_before_emptiness(api: Api) -> None:
     resp = api.post("/v1/contexts", raw=b" " * (MIB + 1))
     assert_error(resp, 400, "invalid_request", "request body too large")

@@ -107,6 +107,16 @@ def test_retention_and_gc_need_administer(notes: Env) -> None:
     assert notes.api.post(notes.path("absent", "/gc")).json() == NOT_FOUND
     assert retention(notes, {"keepLast": 1.0}).status_code == 400
     assert retention(notes, {"keep_last": 1}).status_code == 400
+    assert retention(notes, None).json()["message"] == "request body is required"
+
+
+def test_gc_reads_no_body_and_lifecycle_paths_answer_405(notes: Env) -> None:
+    answer = notes.api.post(notes.path("notes", "/gc"), raw=b"not json")
+    assert (answer.status_code, answer.json()) == (200, {"dryRun": False})
+    wrong = notes.api.delete(notes.path("notes", "/snapshots"))
+    assert (wrong.status_code, wrong.headers["Allow"]) == (405, "GET, POST")
+    assert notes.api.get(notes.path("notes", "/gc")).headers["Allow"] == "POST"
+    assert notes.api.get(notes.path("notes", "/snapshots/")).status_code == 404
 
 
 # --- GC ---------------------------------------------------------------------------------------

@@ -48,7 +48,8 @@ VALIDATION = [
     ({"name": "p", "replicas": 1, "sandboxProfile": "Bad_", "warmPoolRef": "w"},
      "sandboxProfile must be a lowercase Kubernetes name"),
     ({"name": "p", "replicas": 1, "sandboxProfile": "dev", "warmPoolRef": "Bad"},
-     "sandboxProfile cannot be combined with warmPoolRef; the warm pool already selects a template"),
+     "sandboxProfile cannot be combined with warmPoolRef; "
+     "the warm pool already selects a template"),
     ({"name": "p", "replicas": 1, "warmPoolRef": "Bad", "workspace": WS},
      "warmPoolRef must be a lowercase Kubernetes name"),
     ({"name": "p", "replicas": 1, "warmPoolRef": "w", "workspace": {"size": "1Gi"}},
@@ -290,7 +291,7 @@ def test_storage_classes_view(pool_client: TestClient[Any], kube_rest: Rest,
                               kube_ns: str) -> None:
     driver = f"{kube_ns}.csi.test"
     made = [f"{kube_ns}-a", f"{kube_ns}-b"]
-    classes = [
+    classes: list[dict[str, Any]] = [
         {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
          "metadata": {"name": made[1], "annotations": {
              "storageclass.beta.kubernetes.io/is-default-class": "true"}},

@@ -76,7 +76,8 @@ def test_dedicated_pool_converges_and_reports_status(
     _, state = kube_container.pools.load("docs")
     assert (state.status, state.ready_replicas) == ("ready", 2)
     assert state.resources == (
-        Resource("sandbox", "sandbox-docs-0", "Ready"), Resource("sandbox", "sandbox-docs-1", "Ready"),
+        Resource("sandbox", "sandbox-docs-0", "Ready"),
+        Resource("sandbox", "sandbox-docs-1", "Ready"),
         Resource("pod", "sandbox-docs-0", "Running"), Resource("pod", "sandbox-docs-1", "Running"),
         Resource("pvc", "docs-workspace-0", "Bound"), Resource("pvc", "docs-workspace-1", "Bound"))
 
@@ -96,8 +97,8 @@ def test_shared_and_existing_claim_pools_mount_one_claim(
     raw = seed.read(SANDBOX.path(kube_ns, "sandbox-ext-1"))
     assert raw is not None
     assert raw["metadata"]["annotations"]["context.rossoctl.io/workspace-claim"] == "team-data"
-    assert raw["spec"]["podTemplate"]["spec"]["volumes"] == [
-        {"name": "workspace", "persistentVolumeClaim": {"claimName": "team-data", "readOnly": True}}]
+    assert raw["spec"]["podTemplate"]["spec"]["volumes"] == [{
+        "name": "workspace", "persistentVolumeClaim": {"claimName": "team-data", "readOnly": True}}]
 
     converge(rec, kube_sim)
     _, ext = kube_container.pools.load("ext")

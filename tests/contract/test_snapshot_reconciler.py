@@ -241,3 +241,28 @@ def test_a_stale_view_skips_the_pass(fake_world: tuple[World, FakeCluster]) -> N
     world, _ = fake_world
     world.worker.caught_up = lambda timeout: False
     assert world.worker.run_once().skipped
+
+
+def test_the_view_rebuilt_from_zero_equals_the_live_view(
+        fake_world: tuple[World, FakeCluster]) -> None:
+    world, fake = fake_world
+    world.context()
+    world.context("other")
+    for name in ("s1", "s2", "s3"):
+        world.snapshot(name)
+    world.snapshot("x", context="other")
+    world.worker.run_once()
+    fake.set_snapshot_status("team1", "context-notes-s3", ready=False, error="broken")
+    world.collect(keep_last=1)
+    fake.hold_deletes = True
+    world.worker.run_once()  # records s3 failed and the deletions of s1 and s2
+    world.snapshot("s4")
+    world.container.contexts.execute(world.ns, "other", DeleteContext(actor=ALICE))
+    runner = world.container.runner("snapshot_objects")
+    assert runner.wait_for(world.container.store.head(), timeout=10)
+    live = world.worker.reads.all()
+    assert [(r.desired.context, r.desired.snapshot, r.status, r.collected) for r in live] == [
+        ("notes", "s3", "failed", False), ("notes", "s4", "creating", False)]
+    runner.stop()
+    runner.rebuild()
+    assert world.worker.reads.all() == live

@@ -24,7 +24,8 @@ T = TypeVar("T")
 IMAGE = "busybox:1.36"
 
 
-def eventually(check: Callable[[], T], timeout: float = 15.0, interval: float = 0.05) -> T:
+def eventually(check: Callable[[], T | None], timeout: float = 15.0,
+               interval: float = 0.05) -> T:
     """Poll ``check`` until it returns a truthy value without raising AssertionError."""
     deadline = time.monotonic() + timeout
     while True:

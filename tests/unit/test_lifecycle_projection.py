@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from src.domain.cluster import ContextSnapshot
 from src.domain.context import lifecycle as lc
-from src.domain.context.events import ContextDeleted
+from src.domain.context.adoption import ContextAdopted
+from src.domain.context.events import ContextDeleted, Storage
 from src.domain.events import Event
 from src.domain.stream import Recorded, context_stream
 from src.projections.snapshots.projection import SnapshotObjects, step
@@ -85,6 +86,20 @@ def test_a_context_deletion_forgets_live_rows_but_not_pending_deletions() -> Non
 def test_a_retaken_name_replaces_the_collected_row() -> None:
     rows = rows_after([taken("s1"), collected("s1"), taken("s1"), object_deleted("s1")])
     assert rows["s1"].collected is False
+
+
+def test_adopted_snapshots_are_managed_under_their_own_object_names() -> None:
+    adopted = lc.SnapshotRecord(
+        name="old", object_name="legacy-name", type="state", size="2Gi",
+        access_mode="ReadWriteMany", storage_class="fast", snapshot_class="snap",
+        created_at=EPOCH, status="ready")
+    rows = rows_after([ContextAdopted(
+        at=EPOCH, actor=WHO, namespace="team1", name="notes", type="state",
+        storage=Storage("pvc", "2Gi", "ReadWriteMany", "fast"), phase="Bound", grants=(),
+        snapshots=(adopted,)), collected("old")])
+    assert rows["old"].object_name == "legacy-name"
+    assert (rows["old"].status, rows["old"].collected, rows["old"].desired.size) == (
+        "ready", True, "2Gi")
 
 
 class MemoryView:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from src.domain.context.events import QueryRecord
-from src.domain.query.index import layout
+from src.domain.query.index import layout, numbers, weights
 from src.domain.query.scoring import order_key, query_terms, score, weighted_terms
 
 
@@ -54,9 +54,9 @@ def test_layout_numbers_records_by_id_and_keeps_publish_order_of_equal_ids() -> 
     built = layout([_record("b", "beta alpha"), first, _record("a", "alpha", "Alpha"), second])
     assert [r.id for r in built.records] == ["a", "b", "x", "x"]
     assert built.records[2] is first and built.records[3] is second
-    assert built.postings["alpha"].ords == [0, 1]
-    assert built.postings["alpha"].weights == [4, 1]
-    assert built.postings["two"].ords == [3]
+    assert built.postings["alpha"] == [0, 4, 1, 1]
+    assert (numbers(built.postings["alpha"]), weights(built.postings["alpha"])) == ([0, 1], [4, 1])
+    assert built.postings["two"] == [3, 1]
 
 
 def test_layout_of_nothing() -> None:

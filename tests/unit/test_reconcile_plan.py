@@ -49,7 +49,8 @@ T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 RUNTIME = BuiltinRuntime(image="busybox:1.36")
 
 
-def pool(name: str = "docs", strategy: str = "dedicated", replicas: int = 2, **kw: Any) -> PoolState:
+def pool(name: str = "docs", strategy: str = "dedicated", replicas: int = 2,
+         **kw: Any) -> PoolState:
     workspace = {"dedicated": Workspace(size="1Gi", access_mode="ReadWriteOnce"),
                  "shared": Workspace(size="2Gi", access_mode="ReadWriteMany"),
                  "existing-claim": Workspace(claim_name="data", read_only=True),
@@ -109,9 +110,9 @@ def kinds(actions: list[Any]) -> list[tuple[str, str]]:
 
 def test_dedicated_pool_creates_its_pvcs_before_its_sandboxes() -> None:
     actions = plan(Scope(namespace=NS, pools=(pool(),)), Observed())
-    assert kinds(actions) == [("create-pvc", "docs-workspace-0"), ("create-pvc", "docs-workspace-1"),
-                              ("create-sandbox", "sandbox-docs-0"),
-                              ("create-sandbox", "sandbox-docs-1")]
+    assert kinds(actions) == [
+        ("create-pvc", "docs-workspace-0"), ("create-pvc", "docs-workspace-1"),
+        ("create-sandbox", "sandbox-docs-0"), ("create-sandbox", "sandbox-docs-1")]
     first = actions[2]
     assert isinstance(first, CreateSandbox)
     assert (first.sandbox.claim, first.sandbox.replicas, first.sandbox.read_only) == (
@@ -135,7 +136,8 @@ def test_existing_claim_pool_creates_sandboxes_only() -> None:
 
 def test_warm_pool_creates_claims() -> None:
     actions = plan_pool(pool("agents", "warm-pool", 2), NS, PoolObjects())
-    assert kinds(actions) == [("create-claim", "claim-agents-0"), ("create-claim", "claim-agents-1")]
+    assert kinds(actions) == [("create-claim", "claim-agents-0"),
+                              ("create-claim", "claim-agents-1")]
     first = actions[0]
     assert isinstance(first, CreateSandboxClaim) and first.claim.warm_pool == "warm"
 
@@ -159,7 +161,8 @@ def test_extras_of_a_live_pool_are_deleted_but_strangers_are_not() -> None:
                    sandbox("sandbox-docs-3", labels=labels("docs", managed=False)),
                    sandbox("sandbox-other-0", "other")),
         claims=(pvc("docs-workspace-0"), pvc("docs-workspace"), pvc("other-workspace", "other")))
-    got = kinds(plan(Scope(namespace=NS, pools=(pool(replicas=1),)), Observed(pool_objects=objects)))
+    scope = Scope(namespace=NS, pools=(pool(replicas=1),))
+    got = kinds(plan(scope, Observed(pool_objects=objects)))
     assert got == [("DeleteSandbox", "sandbox-docs-2"), ("DeleteClaim", "docs-workspace")]
 
 
@@ -264,7 +267,8 @@ def test_a_claim_being_deleted_is_not_recreated_yet() -> None:
 
 def test_a_deleted_context_loses_its_managed_claim_only() -> None:
     gone = ContextState(live=False, namespace=NS, name="notes")
-    assert kinds(plan_context(gone, observed_claim(context()))) == [("DeleteClaim", "context-notes")]
+    assert kinds(plan_context(gone, observed_claim(context()))) == [
+        ("DeleteClaim", "context-notes")]
     assert plan_context(gone, observed_claim(context(), labels={})) == []
     assert plan_context(gone, observed_claim(context(), deleting=True)) == []
     assert plan_context(gone, None) == []

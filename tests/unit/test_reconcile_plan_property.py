@@ -161,11 +161,10 @@ def untouchable(objects: Objects, scope: Scope) -> Objects:
     for key, item in objects.items():
         plural, _, name = key
         labels = item["metadata"].get("labels") or {}
-        if plural in ("sandboxtemplates", "sandboxwarmpools") or name in claims:
-            kept[key] = item
-        elif labels.get(POOL_LABEL) and labels.get(POOL_LABEL) not in pools:
-            kept[key] = item
-        elif name.startswith("context-") and name not in contexts:
+        platform = plural in ("sandboxtemplates", "sandboxwarmpools") or name in claims
+        stranger = bool(labels.get(POOL_LABEL)) and labels.get(POOL_LABEL) not in pools
+        unknown = name.startswith("context-") and name not in contexts
+        if platform or stranger or unknown:
             kept[key] = item
     return kept
 

@@ -7,7 +7,9 @@ create that loses the race then meets a live aggregate and answers ``already exi
 
 from __future__ import annotations
 
+import random
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,7 +22,7 @@ from src.adapters.eventstore.store import EventStore
 from src.domain.context.commands import Command
 from src.domain.context.decide import authorize, decide
 from src.domain.context.state import ContextState, evolve
-from src.domain.errors import ConcurrencyError
+from src.domain.errors import ConcurrencyError, DomainError
 from src.domain.events import Event, Subject
 from src.domain.pool import decide as pool_decide
 from src.domain.pool.commands import PoolCommand
@@ -47,7 +49,7 @@ class StreamApplication(Generic[S]):
 
     def __init__(self, store: EventStore, kind: str, initial: Callable[[], S],
                  evolve: Callable[[S, Event], S], decide: Callable[[Any, S, datetime], list[Event]],
-                 clock: Clock = utc_now, cache_size: int = 4096, retries: int = 20) -> None:
+                 clock: Clock = utc_now, cache_size: int = 4096, retries: int = 50) -> None:
         self.store = store
         self.kind = kind
         self.initial = initial
@@ -58,6 +60,9 @@ class StreamApplication(Generic[S]):
         self._cache: OrderedDict[StreamRef, tuple[int, S]] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
+        # Writers of one stream in this process take turns (striped locks), so they never
+        # conflict with each other inside a shared group-commit batch.
+        self._locks = [threading.Lock() for _ in range(64)]
 
     def stream(self, namespace: str, key: str) -> StreamRef:
         return StreamRef(self.kind, namespace, key)
@@ -74,20 +79,46 @@ class StreamApplication(Generic[S]):
         return version, state
 
     def execute_on(self, stream: StreamRef, command: object) -> Outcome[S]:
-        for _ in range(self.retries):
-            version, state = self.load_stream(stream)
-            events = self.decide(command, state, self.clock())
+        """Decide on the cached state and append at its version; only when that fails (a
+        conflict, a refusal, or nothing to do) is the stream read and the command decided
+        again. A stale cache can therefore never commit: any other append bumped the version."""
+        with self._locks[hash(stream) % len(self._locks)]:
+            return self._execute(stream, command)
+
+    def _execute(self, stream: StreamRef, command: object) -> Outcome[S]:
+        version, state = self.cached(stream)
+        fresh = False
+        for attempt in range(self.retries):
+            if attempt > 2:  # other processes are writing the stream too: back off a little
+                time.sleep(random.uniform(0, 0.002 * attempt))
+            try:
+                events = self.decide(command, state, self.clock())
+            except DomainError:
+                if fresh:
+                    raise
+                events = None
             if not events:
-                return Outcome(state, 0)
+                if fresh and events is not None:
+                    return Outcome(state, 0)
+                version, state = self.load_stream(stream)
+                fresh = True
+                continue
             try:
                 position = self.store.append(stream, version, events)
             except IntegrityError:
+                version, state = self.load_stream(stream)
+                fresh = True
                 continue
             for event in events:
                 state = self.evolve(state, event)
             self._remember(stream, version + len(events), state)
             return Outcome(state, position)
         raise ConcurrencyError()
+
+    def cached(self, stream: StreamRef) -> tuple[int, S]:
+        """The last state this process saw (initial when none); possibly stale."""
+        with self._lock:
+            return self._cache.get(stream, (0, self.initial()))
 
     def _remember(self, stream: StreamRef, version: int, state: S) -> None:
         with self._lock:
@@ -101,7 +132,7 @@ class StreamApplication(Generic[S]):
 
 class ContextApplication(StreamApplication[ContextState]):
     def __init__(self, store: EventStore, clock: Clock = utc_now, cache_size: int = 4096,
-                 retries: int = 20) -> None:
+                 retries: int = 50) -> None:
         super().__init__(store, "context", ContextState, evolve, decide, clock, cache_size,
                          retries)
 
@@ -109,8 +140,14 @@ class ContextApplication(StreamApplication[ContextState]):
         return self.load_stream(context_stream(namespace, name))
 
     def authorize(self, namespace: str, name: str, actor: Subject, permission: str) -> ContextState:
-        _, state = self.load(namespace, name)
-        authorize(state, actor, permission)
+        """A pre-check on the cached state, confirmed against the log before refusing; the
+        command's own ``decide`` checks again when it commits."""
+        _, state = self.cached(context_stream(namespace, name))
+        try:
+            authorize(state, actor, permission)
+        except DomainError:
+            _, state = self.load(namespace, name)
+            authorize(state, actor, permission)
         return state
 
     def execute(self, namespace: str, name: str, command: Command) -> Outcome[ContextState]:

@@ -124,7 +124,7 @@ class ProjectionRunner:
         while not self._stop.is_set():
             try:
                 if self.run_once() == 0:
-                    self.store.wait_head(self.position, timeout=1.0)
+                    self.store.wait_head(self.position, timeout=1.0, stop=self._stop)
             except Exception:
                 log.exception("projection batch failed", extra={"projections": self.names})
                 with self._changed:

@@ -73,10 +73,12 @@ class EventStore:
                 self._head = position
                 self._head_changed.notify_all()
 
-    def wait_head(self, after: int, timeout: float) -> None:
-        """Sleep until the known head passes ``after`` (or ``timeout`` elapses)."""
+    def wait_head(self, after: int, timeout: float,
+                  stop: threading.Event | None = None) -> None:
+        """Sleep until the known head passes ``after``, ``stop`` is set (checked under the
+        lock ``wake`` takes, so no wake-up is lost) or ``timeout`` elapses."""
         with self._head_changed:
-            if self._head <= after:
+            if self._head <= after and not (stop is not None and stop.is_set()):
                 self._head_changed.wait(timeout)
 
     def wake(self) -> None:
@@ -98,7 +100,7 @@ class EventStore:
                     conn.execute(f"LISTEN {channel}")
                     conn.commit()
                     while not self._closed.is_set():
-                        for _ in conn.notifies(timeout=0.5, stop_after=1):
+                        for _ in conn.notifies(timeout=0.1, stop_after=1):
                             self.head()
             except Exception:
                 self._closed.wait(0.5)

@@ -60,7 +60,7 @@ class Reconciler:
     def __init__(self, cluster: Cluster, store: EventStore, contexts: ContextApplication,
                  pools: PoolApplication, *, namespace: str, lock: Leadership | None = None,
                  resync_seconds: float = 30.0, standby_seconds: float = 2.0,
-                 backoff: tuple[float, float] = (0.5, 30.0), parallel: int = 8,
+                 backoff: tuple[float, float] = (0.5, 30.0), parallel: int = 4,
                  debounce_seconds: float = 0.01,
                  clock: Callable[[], datetime] = utc_now) -> None:
         self.cluster = cluster
@@ -141,21 +141,20 @@ class Reconciler:
         self._watch = self.cluster.watch(None, self._on_change)
         self.dirty.mark_all(self.desired.namespaces(self.namespace), time.monotonic())
         next_resync = time.monotonic() + self.resync_seconds
-        next_confirm = time.monotonic() + self.standby_seconds
         self.active.set()
         while not self._stop.is_set():
+            # a holder whose session died learns it here, before acting again: the overlap
+            # with a standby that took over is at most one pass (whose actions are idempotent)
+            if self.lock is not None and not self.lock.confirm():
+                log.warning("reconciler lock lost; standing by")
+                return
             now = time.monotonic()
-            if self.lock is not None and now >= next_confirm:
-                if not self.lock.confirm():
-                    log.warning("reconciler lock lost; standing by")
-                    return
-                next_confirm = now + self.standby_seconds
             if now >= next_resync:
                 self.stats["resyncs"] += 1
-                self.dirty.mark_all(self.desired.namespaces(self.namespace), now)
+                self.dirty.resync(self.desired.namespaces(self.namespace), now)
                 next_resync = now + self.resync_seconds
             self.cycle()
-            wait = min(next_resync, next_confirm, self.dirty.next_due()) - time.monotonic()
+            wait = min(next_resync, self.dirty.next_due()) - time.monotonic()
             if wait > 0:
                 self._wake.wait(min(wait, 1.0))
                 self._stop.wait(self.debounce_seconds)  # let a burst of notices arrive
@@ -186,11 +185,11 @@ class Reconciler:
             result = self.passes.run(scope)
             self._count(result)
             if result.errors:
+                delay = self.dirty.retry(scope.namespace, keys, time.monotonic())
                 for error in result.errors:
-                    log.warning("reconcile failed: %s", error)
-                self.dirty.retry(keys, time.monotonic())
+                    log.warning("reconcile failed (retry in %.1fs): %s", delay, error)
             else:
-                self.dirty.succeeded(keys)
+                self.dirty.succeeded(scope.namespace)
             results.append(result)
         return results
 

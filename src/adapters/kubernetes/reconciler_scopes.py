@@ -23,21 +23,25 @@ _WORKSPACE = re.compile(r"^(.+)-workspace(?:-\d+)?$")
 
 
 class DirtySet:
-    """Items due for a pass at a monotonic time; failures back off exponentially."""
+    """Items due for a pass at a monotonic time. A failed pass backs its namespace off
+    exponentially; notices and log changes still cut a backoff short (something changed), the
+    periodic resync does not."""
 
     def __init__(self, base: float = 0.5, cap: float = 30.0) -> None:
         self.base = base
         self.cap = cap
         self.due: dict[Key, float] = {}
-        self.failures: dict[Key, int] = {}
+        self.failures: dict[str, int] = {}  # consecutive failed passes, by namespace
 
     def mark(self, key: Key, at: float) -> None:
-        """Due at ``at`` (a notice or a log change overrides a pending backoff)."""
         self.due[key] = min(self.due.get(key, math.inf), at)
 
     def mark_all(self, namespaces: Iterable[str], at: float) -> None:
         for namespace in namespaces:
             self.mark(("ns", namespace), at)
+
+    def resync(self, namespaces: Iterable[str], at: float) -> None:
+        self.mark_all((n for n in namespaces if n not in self.failures), at)
 
     def take_due(self, now: float) -> list[Key]:
         taken = [k for k, at in self.due.items() if at <= now]
@@ -45,16 +49,17 @@ class DirtySet:
             del self.due[key]
         return taken
 
-    def retry(self, keys: Iterable[Key], now: float) -> None:
+    def retry(self, namespace: str, keys: Iterable[Key], now: float) -> float:
+        """Schedule the keys of a failed pass; answers the delay."""
+        count = self.failures.get(namespace, 0) + 1
+        self.failures[namespace] = count
+        delay: float = min(self.cap, self.base * 2.0 ** (count - 1))
         for key in keys:
-            count = self.failures.get(key, 0) + 1
-            self.failures[key] = count
-            delay = min(self.cap, self.base * 2 ** (count - 1))
             self.due[key] = min(self.due.get(key, math.inf), now + delay)
+        return delay
 
-    def succeeded(self, keys: Iterable[Key]) -> None:
-        for key in keys:
-            self.failures.pop(key, None)
+    def succeeded(self, namespace: str) -> None:
+        self.failures.pop(namespace, None)
 
     def next_due(self) -> float:
         return min(self.due.values(), default=math.inf)

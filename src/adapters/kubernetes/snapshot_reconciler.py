@@ -110,10 +110,10 @@ class SnapshotReconciler:
                     self._missing(row, report)
                 else:
                     self._observe(row, *observed_status(seen), report=report)
-            except DomainError as exc:
+            except (ClusterError, DomainError) as exc:  # retried on the next pass
                 report.failures += 1
-                log.warning("snapshot observation not recorded",
-                            extra={"snapshot": row.object_name, "error": exc.message})
+                log.warning("snapshot action failed",
+                            extra={"snapshot": row.object_name, "error": str(exc)})
 
     def _remove(self, row: SnapshotObject, seen: SnapshotInfo | None,
                 report: PassReport) -> None:

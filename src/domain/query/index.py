@@ -1,42 +1,43 @@
 """The layout of one published index as the search tables hold it (spec 5.2, 6.5).
 
 Records are numbered by id in code-point order (publish order among equal ids), so within a
-context the record number alone gives the spec's tie-break. Each term maps to the numbers of the
-records containing it and its weighted frequency there.
+context the record number alone gives the spec's tie-break. Each term maps to its postings: the
+numbers of the records containing it, ascending, each followed by the term's weighted frequency
+in that record (one flat list, which keeps the inversion cheap for large indexes).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from src.domain.context.events import QueryRecord
 from src.domain.query.scoring import weighted_terms
 
 
 @dataclass(frozen=True, slots=True)
-class Posting:
-    """Record numbers (ascending) and the term's weighted frequency in each."""
-
-    ords: list[int] = field(default_factory=list)
-    weights: list[int] = field(default_factory=list)
-
-
-@dataclass(frozen=True, slots=True)
 class IndexLayout:
     records: list[QueryRecord]  # position = record number
-    postings: dict[str, Posting]
+    postings: dict[str, list[int]]  # term -> [number, weight, number, weight, ...]
 
 
 def layout(records: Sequence[QueryRecord]) -> IndexLayout:
     ordered = sorted(records, key=lambda r: r.id)  # stable: equal ids keep publish order
-    postings: dict[str, Posting] = {}
+    postings: dict[str, list[int]] = {}
     for number, record in enumerate(ordered):
         for term, weight in weighted_terms(record.title, record.keywords, record.text).items():
             posting = postings.get(term)
             if posting is None:
-                postings[term] = Posting([number], [weight])
+                postings[term] = [number, weight]
             else:
-                posting.ords.append(number)
-                posting.weights.append(weight)
+                posting.append(number)
+                posting.append(weight)
     return IndexLayout(ordered, postings)
+
+
+def numbers(posting: list[int]) -> list[int]:
+    return posting[0::2]
+
+
+def weights(posting: list[int]) -> list[int]:
+    return posting[1::2]

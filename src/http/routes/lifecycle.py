@@ -1,7 +1,8 @@
 """Context lifecycle (spec 1.11): snapshots, clones, restore, retention, GC and capabilities.
 
-Snapshot reads are served from the catalog document (the folded context, snapshots included);
-writes go through the context aggregate. Only class resolution and name checks ask the cluster.
+Access checks and the state decisions start from are the catalog document (the folded context,
+snapshots included), read-your-writes; writes go through the context aggregate, which checks
+again as it commits. Only class resolution and name checks ask the cluster.
 """
 
 from __future__ import annotations
@@ -106,12 +107,15 @@ def _kube(call: Callable[[], Any]) -> Any:
         raise HttpError(500, "internal_error", f"kubernetes: {exc}") from exc
 
 
-def _readable(request: Request[Any, Any, Any]) -> ContextState:
-    """The catalog document of a context the caller may read (read-your-writes)."""
+def _visible(request: Request[Any, Any, Any], permission: str) -> ContextState:
+    """The catalog document of a context the caller holds ``permission`` on, with every write
+    recorded before this request began (read-your-writes). Decisions that depend on the state
+    (class resolution, clone readiness, dry runs) use it; commands check again when they commit.
+    """
     namespace, name, actor = _target(request)
     wait_for_views(request, CATALOG)
     entry = services(request).reads.get(namespace, name)
-    if entry is None or "read" not in entry.state.permissions_of(actor):
+    if entry is None or permission not in entry.state.permissions_of(actor):
         raise ContextNotFoundError()
     return entry.state
 
@@ -131,7 +135,7 @@ def create_snapshot(request: Request[Any, Any, Any], body: RawBody) -> Response[
     """Take a CSI VolumeSnapshot of the context's PVC (requires write)."""
     namespace, name, actor = _target(request)
     found = services(request)
-    state = found.contexts.authorize(namespace, name, actor, "write")
+    state = _visible(request, "write")
     req = decode(body, CreateSnapshotRequest)
     snapshot = req.name or ""
     lc.validate_snapshot_name(snapshot)
@@ -153,7 +157,7 @@ def create_snapshot(request: Request[Any, Any, Any], body: RawBody) -> Response[
 @threaded
 def list_snapshots(request: Request[Any, Any, Any]) -> Response[bytes]:
     """List the context's snapshots by creation time (requires read)."""
-    state = _readable(request)
+    state = _visible(request, "read")
     return json({"items": _snapshots(state, state.snapshots)})
 
 
@@ -161,7 +165,7 @@ def list_snapshots(request: Request[Any, Any, Any]) -> Response[bytes]:
 @threaded
 def get_snapshot(request: Request[Any, Any, Any]) -> Response[bytes]:
     """Read one snapshot with its observed status (requires read)."""
-    state = _readable(request)
+    state = _visible(request, "read")
     return json(snapshot_json(state, lc.find_snapshot(state, request.path_params["snapshot"])))
 
 
@@ -174,7 +178,7 @@ def create_clone(request: Request[Any, Any, Any], body: RawBody) -> Response[byt
     """Clone a ready snapshot into a new context owned by the caller (requires derive)."""
     namespace, name, actor = _target(request)
     found = services(request)
-    state = found.contexts.authorize(namespace, name, actor, "derive")
+    state = _visible(request, "derive")
     req = decode(body, CloneRequest)
     target, snapshot = req.name or "", req.snapshot or ""
     lc.validate_clone(target, snapshot)
@@ -222,9 +226,8 @@ def collect_garbage(request: Request[Any, Any, Any]) -> Response[bytes]:
     """Apply the retention policy to the context's snapshots (requires administer)."""
     namespace, name, actor = _target(request)
     found = services(request)
-    state = found.contexts.authorize(namespace, name, actor, "administer")
+    state = _visible(request, "administer")
     dry_run = request.query_params.get("dryRun") == "true"
-    wait_for_views(request, CATALOG)
     clones = _clones_of(found, namespace, name)
     if dry_run:
         plan = lc.collection_plan(state, clones, _clock(found)())
@@ -258,9 +261,8 @@ def _gc_json(state: ContextState, dry_run: bool, deleted: Iterable[lc.SnapshotRe
 @threaded
 def capabilities(request: Request[Any, Any, Any]) -> Response[bytes]:
     """What the storage backend can do for this context, and why not (requires read)."""
-    namespace, name, actor = _target(request)
     found = services(request)
-    state = found.contexts.authorize(namespace, name, actor, "read")
+    state = _visible(request, "read")
     cluster = _cluster(found)
     caps = _kube(lambda: snapshot_classes.capabilities(cluster, state))
     out: dict[str, Any] = {"snapshots": caps.snapshots, "clones": caps.clones,

@@ -1,8 +1,8 @@
 """snapshot_objects: what the snapshot reconciler works from, one row per VolumeSnapshot.
 
-A recorded snapshot asks for its VolumeSnapshot and follows its observed status; GC marks it
-collected (delete the object); the observed deletion removes the row. A context deletion drops
-its live rows only: its VolumeSnapshots stay in the cluster (spec 1.5), unmanaged.
+A recorded (or adopted) snapshot asks for its VolumeSnapshot and follows its observed status;
+GC marks it collected (delete the object); the observed deletion removes the row. A context
+deletion drops its live rows only: its VolumeSnapshots stay in the cluster (spec 1.5), unmanaged.
 """
 
 from __future__ import annotations
@@ -13,10 +13,12 @@ from collections.abc import Sequence
 import msgspec
 
 from src.domain.cluster import ContextSnapshot
+from src.domain.context.adoption import ContextAdopted
 from src.domain.context.events import ContextDeleted
 from src.domain.context.lifecycle import (
     SnapshotObjectDeleted,
     SnapshotObserved,
+    SnapshotRecord,
     SnapshotRecorded,
     SnapshotsCollected,
 )
@@ -24,7 +26,7 @@ from src.domain.stream import Recorded
 from src.projections.snapshots.view import SnapshotObject, SnapshotObjectsView
 
 RELEVANT = (SnapshotRecorded, SnapshotObserved, SnapshotsCollected, SnapshotObjectDeleted,
-            ContextDeleted)
+            ContextDeleted, ContextAdopted)
 
 
 class SnapshotObjects:
@@ -54,6 +56,11 @@ def step(rows: dict[str, SnapshotObject], recorded: Recorded) -> None:
         case SnapshotRecorded():
             rows[event.name] = SnapshotObject(desired=_desired(recorded, event),
                                               object_name=event.object_name)
+        case ContextAdopted():  # its VolumeSnapshots exist already, with their own names
+            for snap in event.snapshots:
+                rows[snap.name] = SnapshotObject(
+                    desired=_desired(recorded, snap), object_name=snap.object_name,
+                    status=snap.status, error=snap.error)
         case SnapshotObserved():
             row = rows.get(event.name)
             if row is not None and not row.collected:
@@ -71,10 +78,9 @@ def step(rows: dict[str, SnapshotObject], recorded: Recorded) -> None:
                 del rows[name]
 
 
-def _desired(recorded: Recorded, event: SnapshotRecorded) -> ContextSnapshot:
+def _desired(recorded: Recorded, snap: SnapshotRecorded | SnapshotRecord) -> ContextSnapshot:
     return ContextSnapshot(
-        namespace=recorded.stream.namespace, context=recorded.stream.key, snapshot=event.name,
-        type=event.type, snapshot_class=event.snapshot_class, size=event.size,
-        access_mode=event.access_mode, storage_class=event.storage_class,
-        source_revision=event.revision, protected=event.protected,
-        user_labels=dict(event.labels))
+        namespace=recorded.stream.namespace, context=recorded.stream.key, snapshot=snap.name,
+        type=snap.type, snapshot_class=snap.snapshot_class, size=snap.size,
+        access_mode=snap.access_mode, storage_class=snap.storage_class,
+        source_revision=snap.revision, protected=snap.protected, user_labels=dict(snap.labels))

@@ -17,7 +17,7 @@ import msgspec
 from eventsourcing.postgres import PostgresDatastore
 
 from src.domain.context.events import QueryRecord
-from src.domain.query.index import IndexLayout
+from src.domain.query.index import IndexLayout, numbers, weights
 from src.domain.stream import context_stream
 from src.projections.query_index.reads import Hit, Search, SearchPage
 from src.projections.query_index.view import IndexedContext
@@ -68,7 +68,7 @@ class QueryIndexSql:
                                 _enc.encode(record).decode()))
         with self.cur.copy("COPY query_postings (stream_id, term, ords, weights)"
                            " FROM STDIN") as copy:
-            for chunk in _postings_text(str(stream_id), index):
+            for chunk in postings_copy_text(str(stream_id), index):
                 copy.write(chunk)
 
     def _drop_records(self, stream_id: uuid.UUID) -> None:
@@ -76,14 +76,14 @@ class QueryIndexSql:
         self.cur.execute("DELETE FROM query_records WHERE stream_id = %s", (stream_id,))
 
 
-def _postings_text(stream_id: str, index: IndexLayout) -> Iterable[str]:
+def postings_copy_text(stream_id: str, index: IndexLayout) -> Iterable[str]:
     """COPY text lines of the postings. Terms are letters and digits only, and array elements
     integers, so nothing needs escaping."""
     lines: list[str] = []
     size = 0
     for term, posting in index.postings.items():
-        line = (f"{stream_id}\t{term}\t{{{','.join(map(str, posting.ords))}}}"
-                f"\t{{{','.join(map(str, posting.weights))}}}\n")
+        line = (f"{stream_id}\t{term}\t{{{','.join(map(str, numbers(posting)))}}}"
+                f"\t{{{','.join(map(str, weights(posting)))}}}\n")
         lines.append(line)
         size += len(line)
         if size >= _COPY_CHUNK:
