@@ -41,6 +41,10 @@ def pg_admin_url() -> Iterator[str]:
         if os.environ.get("CI") == "true":
             raise
         pytest.skip(f"no PostgreSQL available: {exc}")
+    with psycopg.connect(url, autocommit=True) as conn:  # a throwaway server: speed over safety
+        for setting in ("fsync", "synchronous_commit", "full_page_writes"):
+            conn.execute(sql.SQL("ALTER SYSTEM SET {} = off").format(sql.Identifier(setting)))
+        conn.execute("SELECT pg_reload_conf()")
     yield url
     embedded.stop(data_dir)
     shutil.rmtree(data_dir, ignore_errors=True)

@@ -78,6 +78,7 @@ class Reconciler:
         self.active = threading.Event()
         self._changes: deque[Change] = deque()
         self._wake = threading.Event()
+        self._log_grew = threading.Event()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._watch: Watch | None = None
@@ -157,8 +158,10 @@ class Reconciler:
             wait = min(next_resync, self.dirty.next_due()) - time.monotonic()
             if wait > 0:
                 self._wake.wait(min(wait, 1.0))
-                self._stop.wait(self.debounce_seconds)  # let a burst of notices arrive
+                if not self._log_grew.is_set():  # a request is acted on at once; a burst of
+                    self._stop.wait(self.debounce_seconds)  # notices is gathered first
             self._wake.clear()
+            self._log_grew.clear()
 
     # --- passes -------------------------------------------------------------------------------
 
@@ -175,8 +178,12 @@ class Reconciler:
     def cycle(self) -> list[PassResult]:
         """Fold in new log entries and notices, then run the passes that are due."""
         now = time.monotonic()
-        for changed in self.desired.advance():
-            self.dirty.mark(changed, now)
+        changed = self.desired.advance()
+        fresh = [k for k in changed if k[0] == "pool" and self._unobserved(k[1])]
+        for _, scope in scopes_for(fresh, self.desired, self.namespace):
+            self._count(self.passes.create_new(scope))  # a failure is the next pass's to retry
+        for key in changed:
+            self.dirty.mark(key, now)
         while self._changes:
             for key in keys_for_change(self._changes.popleft(), self.desired, self.namespace):
                 self.dirty.mark(key, now)
@@ -192,6 +199,12 @@ class Reconciler:
                 self.dirty.succeeded(scope.namespace)
             results.append(result)
         return results
+
+    def _unobserved(self, name: str) -> bool:
+        """Requested through the API and not observed yet: nothing of it should exist."""
+        pool = self.desired.pools.get(name)
+        return (pool is not None and pool.live and not pool.adopted and not pool.resources
+                and pool.observed_workspace is None)
 
     def _count(self, result: PassResult) -> None:
         self.stats["passes"] += 1
@@ -217,6 +230,7 @@ class Reconciler:
                 continue
             if head > seen:
                 seen = head
+                self._log_grew.set()
                 self._wake.set()
 
 

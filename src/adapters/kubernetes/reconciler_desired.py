@@ -22,9 +22,7 @@ from src.domain.stream import Recorded
 TRACKING_TABLE = "projection_tracking"
 CATALOG, POOLS = "context_catalog", "pool_status"
 OBSERVATIONS = (ClaimObserved, PodConsumersObserved, SandboxPoolObserved)
-PoolKey = tuple[str, str]  # ("pool", name)
-ContextKey = tuple[str, str, str]  # ("context", namespace, name)
-Key = PoolKey | ContextKey
+Key = tuple[str, ...]  # ("pool", name) or ("context", namespace, name)
 
 _context = msgspec.json.Decoder(ContextState)
 _pool = msgspec.json.Decoder(PoolState)

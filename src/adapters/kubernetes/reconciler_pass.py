@@ -89,6 +89,16 @@ class NamespacePass:
         self._record(scope, observed, result)
         return result
 
+    def create_new(self, scope: Scope) -> PassResult:
+        """Pools just requested: create their objects without looking first (every create is
+        create-if-absent, so a leftover is taken as it is, never duplicated). Nothing is
+        recorded; the regular pass that follows observes."""
+        result = PassResult()
+        actions = plan(scope, Observed())
+        result.planned = len(actions)
+        self._carry_out(actions, result)
+        return result
+
     def _carry_out(self, actions: list[steps.Action], result: PassResult) -> None:
         for stage in steps.STAGES:
             batch = [a for a in actions if a.stage == stage]

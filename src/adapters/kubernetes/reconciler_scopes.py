@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
-from src.adapters.kubernetes.reconciler_desired import LogDesired
+from src.adapters.kubernetes.reconciler_desired import Key, LogDesired
 from src.domain.cluster import Change
 from src.domain.reconcile.plan import Scope
 
-Key = tuple[str, ...]
 _INDEXED = re.compile(r"^(?:sandbox|claim)-(.+)-\d+$")
 _WORKSPACE = re.compile(r"^(.+)-workspace(?:-\d+)?$")
 
@@ -89,7 +88,7 @@ def keys_for_change(change: Change, desired: LogDesired, default: str) -> set[Ke
     return keys
 
 
-def scopes_for(keys: list[Key], desired: LogDesired,
+def scopes_for(keys: Sequence[Key], desired: LogDesired,
                default: str) -> Iterator[tuple[list[Key], Scope]]:
     """Group due keys by namespace into scopes (a whole namespace when ``("ns", n)`` is due)."""
     by_ns: dict[str, list[Key]] = {}
