@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import pytest
@@ -60,3 +60,19 @@ def context_body(name: str = "research-memory", namespace: str = "team1", type_:
     if storage_class is not None:
         storage["storageClass"] = storage_class
     return {"name": name, "namespace": namespace, "type": type_, "storage": storage}
+
+
+def each(cases: Iterable[Any], probe: Callable[[Any], object]) -> None:
+    """Run ``probe`` for every case and report every failing case at once."""
+    failures = []
+    for case in cases:
+        try:
+            probe(case)
+        except AssertionError as exc:
+            failures.append(f"{case!r}: {exc}")
+    assert not failures, "\n".join(failures)
+
+
+def expect(resp: Any, status: int, body: dict[str, str]) -> None:
+    assert resp.status_code == status, resp.text
+    assert resp.json() == body

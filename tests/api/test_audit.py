@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import quote
 
 import pytest
 
-from tests.api.conftest import Api, context_body
+from tests.api.conftest import Api, context_body, each, expect
 
 LIST = "/v1/namespaces/team1/contexts"
 CTX = LIST + "/research-memory"
@@ -21,19 +20,6 @@ BAD_CURSOR = {"error": "invalid_request", "message": "invalid audit cursor"}
 TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{0,5}[1-9])?Z$")
 
 
-def each(cases: Iterable[Any], probe: Callable[[Any], object]) -> None:
-    failures = []
-    for case in cases:
-        try:
-            probe(case)
-        except AssertionError as exc:
-            failures.append(f"{case!r}: {exc}")
-    assert not failures, "\n".join(failures)
-
-
-def expect(resp: Any, status: int, body: dict[str, str]) -> None:
-    assert resp.status_code == status, resp.text
-    assert resp.json() == body
 
 
 def grant(api: Api, name: str, *permissions: str, path: str = CTX) -> None:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
 import pytest
 
-from tests.api.conftest import Api, context_body
+from tests.api.conftest import Api, context_body, each, expect
 
 LIST = "/v1/namespaces/team1/contexts"
 CTX = LIST + "/research-memory"
@@ -21,19 +20,6 @@ MODE = {"error": "invalid_request",
 RESOURCE_KEYS = ["name", "namespace", "type", "status", "storage", "attachment"]
 
 
-def each(cases: Iterable[Any], probe: Callable[[Any], object]) -> None:
-    failures = []
-    for case in cases:
-        try:
-            probe(case)
-        except AssertionError as exc:
-            failures.append(f"{case!r}: {exc}")
-    assert not failures, "\n".join(failures)
-
-
-def expect(resp: Any, status: int, body: dict[str, str]) -> None:
-    assert resp.status_code == status, resp.text
-    assert resp.json() == body
 
 
 def consumer(kind: str | None = "agent", name: str = "summarizer", mode: str = "readOnly",

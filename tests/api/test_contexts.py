@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
 from typing import Any
 
-from tests.api.conftest import Api, context_body
+from tests.api.conftest import Api, context_body, each
 
 LIST = "/v1/namespaces/team1/contexts"
 CTX = LIST + "/research-memory"
@@ -16,15 +15,6 @@ EXISTS = {"error": "already_exists", "message": "context resource already exists
 TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{0,5}[1-9])?Z$")
 ADMIN = "service:context-service-admin"
 
-
-def each(cases: Iterable[Any], probe: Callable[[Any], object]) -> None:
-    failures = []
-    for case in cases:
-        try:
-            probe(case)
-        except AssertionError as exc:
-            failures.append(f"{case!r}: {exc}")
-    assert not failures, "\n".join(failures)
 
 
 def invalid(message: str) -> dict[str, str]:

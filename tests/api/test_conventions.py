@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
 from typing import Any
 
 import pytest
 
-from tests.api.conftest import Api, context_body
+from tests.api.conftest import Api, context_body, each
 
 CTX = "/v1/namespaces/team1/contexts/research-memory"
 MIB = 1024 * 1024
@@ -32,16 +31,6 @@ def assert_invalid(resp: Any) -> str:
     message: str = body["message"]
     return message
 
-
-def each(cases: Iterable[Any], probe: Callable[[Any], object]) -> None:
-    """Run ``probe`` on every case against one service; report every failing case."""
-    failures = []
-    for case in cases:
-        try:
-            probe(case)
-        except AssertionError as exc:
-            failures.append(f"{case!r}: {exc}")
-    assert not failures, "\n".join(failures)
 
 
 def padded(body: dict[str, Any], total: int) -> bytes:

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
 import pytest
 
-from tests.api.conftest import Api, context_body
+from tests.api.conftest import Api, context_body, each, expect
 
 LIST = "/v1/namespaces/team1/contexts"
 CTX = LIST + "/research-memory"
@@ -21,19 +20,6 @@ GRANT_MESSAGE = "grant requires a valid subject and permissions"
 REVOKE_MESSAGE = "valid subject is required"
 
 
-def each(cases: Iterable[Any], probe: Callable[[Any], object]) -> None:
-    failures = []
-    for case in cases:
-        try:
-            probe(case)
-        except AssertionError as exc:
-            failures.append(f"{case!r}: {exc}")
-    assert not failures, "\n".join(failures)
-
-
-def expect(resp: Any, status: int, body: dict[str, str]) -> None:
-    assert resp.status_code == status, resp.text
-    assert resp.json() == body
 
 
 def invalid(message: str) -> dict[str, str]:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
 from typing import Any
 
 import pytest
 
-from tests.api.conftest import Api, context_body
+from tests.api.conftest import Api, context_body, each, expect
 
 LIST = "/v1/namespaces/team1/contexts"
 CTX = LIST + "/research-memory"
@@ -16,23 +15,10 @@ A, B, C = "a" * 64, "b" * 64, "0123456789abcdef" * 4
 NOT_FOUND = {"error": "not_found", "message": "context resource not found"}
 
 
-def each(cases: Iterable[Any], probe: Callable[[Any], object]) -> None:
-    failures = []
-    for case in cases:
-        try:
-            probe(case)
-        except AssertionError as exc:
-            failures.append(f"{case!r}: {exc}")
-    assert not failures, "\n".join(failures)
-
 
 def revision(id_: str = A, **extra: Any) -> dict[str, Any]:
     return {"id": id_, "createdAt": "2026-05-01T10:11:12Z", "operation": "sync", **extra}
 
-
-def expect(resp: Any, status: int, body: dict[str, str]) -> None:
-    assert resp.status_code == status, resp.text
-    assert resp.json() == body
 
 
 def invalid(message: str) -> dict[str, str]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -11,22 +11,13 @@ from litestar.testing import TestClient
 
 from src import bootstrap
 from src.config import Settings
-from tests.api.conftest import Api, context_body
+from tests.api.conftest import Api, context_body, each
 
 CTX = "/v1/namespaces/team1/contexts/research-memory"
 MALFORMED = "X-Context-Subject must be kind:name with kind user, agent, workload or service"
 UNAUTHENTICATED = '{"error":"unauthenticated","message":"X-Context-Subject is required"}'
 FULL = ["read", "write", "attach", "derive", "administer"]
 
-
-def each(cases: Iterable[Any], probe: Callable[[Any], object]) -> None:
-    failures = []
-    for case in cases:
-        try:
-            probe(case)
-        except AssertionError as exc:
-            failures.append(f"{case!r}: {exc}")
-    assert not failures, "\n".join(failures)
 
 
 def assert_malformed(resp: Any) -> None:
