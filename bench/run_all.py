@@ -1,0 +1,41 @@
+"""Run every benchmark in turn with its default sizes (``make bench``); each prints its own
+figures as ratios against a baseline measured in the same run.
+
+    python -m bench.run_all [--only NAME ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+
+BENCHES = {
+    "writes": "write throughput (1 and 16 clients) vs raw psycopg insert-and-commit",
+    "rebuild": "projection rebuild rate vs reading the raw notification log",
+    "ryw": "read-your-writes lag at 200 writes/s",
+    "query": "query latency over 100,000 records vs an in-memory reference; index build vs COPY",
+    "relay": "relay catch-up over 100,000 events vs raw JetStream publishing",
+    "event_latency": "event-to-subscriber latency at 200 writes/s",
+    "pools": "POST /v1/sandbox-pools to ready vs creating the objects directly",
+    "resync": "reconciler resync over 1,000 unchanged pools (time, API calls, writes)",
+}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--only", nargs="*", choices=sorted(BENCHES), default=None)
+    args = parser.parse_args()
+    failed = []
+    for name in args.only or BENCHES:
+        print(f"\n== {name}: {BENCHES[name]}", flush=True)
+        done = subprocess.run([sys.executable, "-m", f"bench.bench_{name}"], check=False)
+        if done.returncode != 0:
+            failed.append(name)
+    if failed:
+        print(f"\nfailed: {', '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
