@@ -54,10 +54,17 @@ def _worker(settings: Settings, name: str) -> int:
     from src.adapters.postgres.lock import LeaderLock
 
     container = bootstrap.build(settings)
-    if name not in container.runners:
-        print(f"unknown worker {name!r}; known: {', '.join(container.runners)}", file=sys.stderr)
+    known = [*container.runners, "reconciler", "snapshots", "relay"]
+    if name not in known:
+        print(f"unknown worker {name!r}; known: {', '.join(known)}", file=sys.stderr)
         container.close()
         return 2
+    if name in ("reconciler", "snapshots"):
+        bootstrap.connect_cluster(container)
+        if container.cluster is None:
+            print(f"worker {name} needs Kubernetes (CS_KUBE is off)", file=sys.stderr)
+            container.close()
+            return 2
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     lock = LeaderLock(container.url, f"worker:{name}")
@@ -213,7 +220,8 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("migrate", help="apply database migrations")
     sub.add_parser("adopt", help="import labelled cluster objects the log does not know")
     worker = sub.add_parser("worker", help="run one worker (one active instance at a time)")
-    worker.add_argument("name", help="projections | query-index | reconciler | relay")
+    worker.add_argument("name",
+                        help="projections | query-index | reconciler | snapshots | relay")
     proj = sub.add_parser("projections", help="inspect or rebuild read models")
     psub = proj.add_subparsers(dest="action", required=True)
     psub.add_parser("status", help="each projection's position and lag behind the log head")

@@ -7,6 +7,7 @@ Reads only when nothing differs: a resync of a converged cluster writes nothing 
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 from concurrent.futures import Executor
@@ -21,7 +22,7 @@ from src.domain.errors import DomainError
 from src.domain.pool.decide import decide as pool_decide
 from src.domain.reconcile import actions as steps
 from src.domain.reconcile.observe import observe_claim, observe_consumers, observe_pool
-from src.domain.reconcile.plan import Observed, Scope, of_pool, plan
+from src.domain.reconcile.plan import Observed, Scope, by_pool, plan
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +35,7 @@ class PassResult:
     errors: list[str] = field(default_factory=list)
 
 
-def observe(cluster: Cluster, scope: Scope) -> Observed:
+def observe(cluster: Cluster, scope: Scope, executor: Executor | None = None) -> Observed:
     """Read what the scope needs: one pool's objects or all pools' (4 lists), existing claims,
     one context claim or all managed ones (plus a direct read for each live context whose claim
     is not among them), and the Pods mounting each live context's claim."""
@@ -44,12 +45,11 @@ def observe(cluster: Cluster, scope: Scope) -> Observed:
         objects = cluster.list_pool_objects(ns, pools[0].name)
     elif pools:
         objects = cluster.list_pool_objects(ns)
-    existing: dict[str, ClaimInfo] = {}
-    for pool in pools:
-        if pool.live and pool.strategy == "existing-claim":
-            found = cluster.get_claim(ns, pool.workspace.claim_name)
-            if found is not None:
-                existing[found.name] = found
+    names = sorted({p.workspace.claim_name for p in pools
+                    if p.live and p.strategy == "existing-claim"})
+    read = functools.partial(cluster.get_claim, ns)
+    reads = executor.map(read, names) if executor and len(names) > 1 else map(read, names)
+    existing = {c.name: c for c in reads if c is not None}
     claims: dict[str, ClaimInfo] = {}
     if len(contexts) > 1:
         claims = {c.name: c for c in cluster.list_context_claims(ns)}
@@ -79,7 +79,7 @@ class NamespacePass:
     def run(self, scope: Scope) -> PassResult:
         result = PassResult()
         try:
-            observed = observe(self.cluster, scope)
+            observed = observe(self.cluster, scope, self.executor)
         except ClusterError as exc:
             result.errors.append(f"observe {scope.namespace}: {exc}")
             return result
@@ -133,11 +133,12 @@ class NamespacePass:
 
     def _record_pools(self, scope: Scope, observed: Observed, now: datetime) -> int:
         recorded = 0
+        grouped = by_pool(observed.pool_objects)
         for pool in scope.pools:
             if not pool.live:
                 continue
             existing = observed.existing_claims.get(pool.workspace.claim_name)
-            command = observe_pool(pool, of_pool(observed.pool_objects, pool.name), existing)
+            command = observe_pool(pool, grouped.get(pool.name, PoolObjects()), existing)
             if pool_decide(command, pool, now) and self.pools.execute(command).position:
                 recorded += 1
         return recorded

@@ -10,7 +10,7 @@ again yields nothing (once pending deletions have finished).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Protocol
+from typing import Any, Protocol
 
 import msgspec
 
@@ -66,12 +66,33 @@ class Observed(msgspec.Struct, frozen=True, kw_only=True):
 def plan(scope: Scope, observed: Observed) -> list[Action]:
     """Every action for the scope, ordered by stage."""
     actions: list[Action] = []
+    grouped = by_pool(observed.pool_objects)
     for pool in scope.pools:
-        actions += plan_pool(pool, scope.namespace, of_pool(observed.pool_objects, pool.name))
+        actions += plan_pool(pool, scope.namespace, grouped.get(pool.name, PoolObjects()))
     for context in scope.contexts:
         claim = observed.context_claims.get(context_claim_name(context.name))
         actions += plan_context(context, claim)
     return [a for stage in STAGES for a in actions if a.stage == stage]
+
+
+def by_pool(objects: PoolObjects) -> dict[str, PoolObjects]:
+    """The objects grouped by their ``context.rossoctl.io/pool`` label (one pass over them)."""
+    groups: dict[str, dict[str, list[Any]]] = {}
+    kinds: dict[str, tuple[_Labelled, ...]] = {
+        "sandboxes": objects.sandboxes, "sandbox_claims": objects.sandbox_claims,
+        "claims": objects.claims, "pods": objects.pods}
+    for kind, found in kinds.items():
+        for item in found:
+            pool = item.labels.get(POOL_LABEL)
+            if pool:
+                groups.setdefault(pool, {}).setdefault(kind, []).append(item)
+    return {pool: PoolObjects(**{k: tuple(v) for k, v in group.items()})
+            for pool, group in groups.items()}
+
+
+class _Labelled(Protocol):
+    @property
+    def labels(self) -> dict[str, str]: ...
 
 
 def of_pool(objects: PoolObjects, pool: str) -> PoolObjects:
