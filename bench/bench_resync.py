@@ -3,7 +3,8 @@ made (goal: no writes at all, to Kubernetes or to the event log).
 
     python -m bench.bench_resync [--pools 1000] [--rounds 3]
 
-The pools (a quarter of each strategy, one replica each) are recorded, converged with the
+The pools (a quarter of each strategy, one replica each, every existing-claim pool with its
+own claim) are recorded, converged with the
 development stand-in making everything ready, and then resynced on a throwaway kube-apiserver.
 """
 
@@ -55,8 +56,13 @@ def seed(rest: Rest) -> None:
         "apiVersion": "extensions.agents.x-k8s.io/v1beta1", "kind": "SandboxWarmPool",
         "metadata": {"name": "warm"}, "spec": {"replicas": 1,
                                                "sandboxTemplateRef": {"name": "dev"}}}, "bench")
+
+
+
+def seed_claim(rest: Rest, name: str) -> None:
+    """The caller's own PVC of an existing-claim pool."""
     rest.create(PVCS.path(NS), {
-        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "team-data"},
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name},
         "spec": {"accessModes": ["ReadWriteMany"],
                  "resources": {"requests": {"storage": "1Gi"}}}}, "bench")
 
@@ -67,9 +73,9 @@ def request(i: int) -> RequestPool:
         return RequestPool(name=name, replicas=1, namespace=NS, warm_pool_ref="warm")
     runtime = BuiltinRuntime(image=IMAGE)
     if kind == 2:
-        claim = Workspace(size="1Gi", access_mode="ReadWriteMany", claim_name="team-data",
+        claim = Workspace(size="1Gi", access_mode="ReadWriteMany", claim_name=f"data-{i:04d}",
                           read_only=True)
-        return RequestPool(name=name, replicas=1, namespace=NS, claim_name="team-data",
+        return RequestPool(name=name, replicas=1, namespace=NS, claim_name=claim.claim_name,
                            read_only=True, claim=claim, runtime=runtime)
     mode = "ReadWriteOnce" if kind == 0 else "ReadWriteMany"
     return RequestPool(name=name, replicas=1, namespace=NS, size="1Gi", access_mode=mode,
@@ -99,7 +105,10 @@ def main() -> None:
         container = bootstrap.build(settings, url=url, pool_size=4)
         try:
             for i in range(args.pools):
-                container.pools.execute(request(i))
+                pool = request(i)
+                if pool.claim_name:
+                    seed_claim(counting, pool.claim_name)
+                container.pools.execute(pool)
             rec = Reconciler(cluster, container.store, container.contexts, container.pools,
                              namespace=NS)
             started = time.perf_counter()

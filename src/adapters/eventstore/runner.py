@@ -10,6 +10,7 @@ When caught up the runner sleeps until the log head moves (LISTEN/NOTIFY or a lo
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -36,10 +37,16 @@ class ProjectionRunner:
         self.projections = list(projections)
         self.batch_size = batch_size
         self.names = [p.name for p, _ in self.projections]
-        self._positions = {name: tracking.max_tracking_id(name) or 0 for name in self.names}
+        self._positions: dict[str, int] = {}
         self._changed = threading.Condition()
+        self.refresh()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+
+    def refresh(self) -> None:
+        """Read the tracked positions again (another instance may have moved them)."""
+        with self._changed:
+            self._positions = {n: self.tracking.max_tracking_id(n) or 0 for n in self.names}
 
     @property
     def position(self) -> int:
@@ -72,6 +79,7 @@ class ProjectionRunner:
         return len(batch)
 
     def catch_up(self, progress: Progress | None = None) -> int:
+        self.refresh()
         head = self.store.head()
         total = 0
         while self.position < head:
@@ -127,7 +135,6 @@ class ProjectionRunner:
                     self.store.wait_head(self.position, timeout=1.0, stop=self._stop)
             except Exception:
                 log.exception("projection batch failed", extra={"projections": self.names})
-                with self._changed:
-                    self._positions = {n: self.tracking.max_tracking_id(n) or 0
-                                       for n in self.names}
                 self._stop.wait(0.5)
+                with contextlib.suppress(Exception):  # the database may still be away
+                    self.refresh()
