@@ -30,7 +30,7 @@ def test_export_then_verify_and_every_flipped_byte_is_caught(idle_container: Con
             raw = bytearray(broken[line])
             raw[offset] ^= 0x01
             broken[line] = bytes(raw)
-            checked, first, _ = verify(broken)
+            _, first, _ = verify(broken)
             assert first == line + 1, (line, offset)
 
 
