@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import os
 import statistics
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 from kubernetes import client as k8s
@@ -55,7 +57,8 @@ def direct(api: k8s.ApiClient, ns: str, pool: str, replicas: int) -> float:
     for i in range(replicas):
         claim = WorkspaceClaim(namespace=ns, pool=pool, index=i, replicas=replicas, size="1Gi",
                                access_mode="ReadWriteOnce")
-        core.create_namespaced_persistent_volume_claim(ns, manifests.workspace_claim(claim))
+        body: Any = manifests.workspace_claim(claim)  # the client takes plain JSON objects
+        core.create_namespaced_persistent_volume_claim(ns, body)
     for i in range(replicas):
         sandbox = PoolSandbox(namespace=ns, pool=pool, index=i, replicas=replicas,
                               claim=f"{pool}-workspace-{i}", runtime=runtime)
@@ -64,8 +67,9 @@ def direct(api: k8s.ApiClient, ns: str, pool: str, replicas: int) -> float:
 
     def ready() -> bool:
         pods = core.list_namespaced_pod(ns, label_selector=f"{POOL_LABEL}={pool}").items
-        return sum(1 for p in pods if any(c.type == "Ready" and c.status == "True"
-                                          for c in (p.status.conditions or []))) == replicas
+        conditions = [(p.status.conditions if p.status else None) or [] for p in pods]
+        return sum(any(c.type == "Ready" and c.status == "True" for c in found)
+                   for found in conditions) == replicas
 
     wait_for(ready)
     return time.perf_counter() - started
@@ -110,6 +114,20 @@ def served(plane: ControlPlane, url: str, data: Path) -> Iterator[ServerProcess]
         server.stop()
 
 
+def measure(api: k8s.ApiClient, cluster: KubernetesCluster, http: httpx.Client, n: int,
+            rounds: int) -> tuple[float, float]:
+    """Median seconds to ready of the direct path and of the service, for ``n`` replicas."""
+    times: dict[str, list[float]] = {"direct": [], "service": []}
+    for r in range(rounds):
+        pool = f"p{n}-{r}"
+        times["direct"].append(direct(api, DIRECT_NS, pool, n))
+        clean_direct(cluster, DIRECT_NS, pool)
+        times["service"].append(service(http, pool, n))
+        http.delete(f"/v1/sandbox-pools/{pool}")
+        wait_for(functools.partial(empty, cluster, SERVICE_NS, pool))
+    return statistics.median(times["direct"]), statistics.median(times["service"])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--replicas", default="1,10,100")
@@ -127,15 +145,7 @@ def main() -> None:
             with served(plane, url, data) as server, server.client() as http:
                 print(f"{'replicas':>8} {'direct s':>9} {'service s':>10} {'ratio':>6}")
                 for n in counts:
-                    times: dict[str, list[float]] = {"direct": [], "service": []}
-                    for r in range(args.rounds):
-                        pool = f"p{n}-{r}"
-                        times["direct"].append(direct(api, DIRECT_NS, pool, n))
-                        clean_direct(cluster, DIRECT_NS, pool)
-                        times["service"].append(service(http, pool, n))
-                        http.delete(f"/v1/sandbox-pools/{pool}")
-                        wait_for(lambda pool=pool: empty(cluster, SERVICE_NS, pool))
-                    d, s = statistics.median(times["direct"]), statistics.median(times["service"])
+                    d, s = measure(api, cluster, http, n, args.rounds)
                     print(f"{n:>8} {d:>9.3f} {s:>10.3f} {s / d:>6.2f}", flush=True)
         finally:
             for sim in sims:

@@ -4,8 +4,8 @@ made (goal: no writes at all, to Kubernetes or to the event log).
     python -m bench.bench_resync [--pools 1000] [--rounds 3]
 
 The pools (a quarter of each strategy, one replica each, every existing-claim pool with its
-own claim) are recorded, converged with the
-development stand-in making everything ready, and then resynced on a throwaway kube-apiserver.
+own claim) are recorded, converged with the development stand-in making everything ready, and
+then resynced on a throwaway kube-apiserver.
 """
 
 from __future__ import annotations

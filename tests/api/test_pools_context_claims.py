@@ -105,6 +105,26 @@ def test_storage_class_assigned_by_the_cluster_is_reported(
         kube_rest.delete(STORAGE_CLASSES.path(None, kube_ns))
 
 
+def test_wait_for_first_consumer_stays_provisioning_until_mounted(
+        pool_client: TestClient[Any], kube_ns: str, kube_rest: Rest, seed: Seed,
+        kube_sim: DevSimulator) -> None:
+    lazy = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+            "metadata": {"name": f"{kube_ns}-lazy"}, "provisioner": f"{kube_ns}.csi.test",
+            "volumeBindingMode": "WaitForFirstConsumer"}
+    kube_rest.create(STORAGE_CLASSES.path(), lazy, "test")
+    try:
+        created = create(pool_client, kube_ns, "lazy", storageClass=f"{kube_ns}-lazy")
+        assert created.status_code == 201
+        eventually(lambda: seed.read(PVCS.path(kube_ns, "context-lazy")))
+        kube_sim.settle()
+        assert read(pool_client, kube_ns, "lazy")["status"] == "provisioning"
+        seed.pod("first", "context-lazy")
+        kube_sim.settle()
+        eventually(lambda: read(pool_client, kube_ns, "lazy")["status"] == "ready")
+    finally:
+        kube_rest.delete(STORAGE_CLASSES.path(None, f"{kube_ns}-lazy"))
+
+
 def test_an_existing_claim_name_is_taken(pool_client: TestClient[Any], kube_ns: str,
                                          seed: Seed) -> None:
     taken = {"error": "already_exists", "message": "context resource already exists"}

@@ -534,3 +534,12 @@ def test_deletion_drops_the_index_and_a_new_generation_starts_empty(api: Api,
     assert query(api, {"query": "release"}).json() == {"items": [], "unavailable": ["notes"]}
     publish_revision(api, "notes", worked)
     assert query(api, {"query": "release"}).json() == {"items": [], "unavailable": ["notes"]}
+
+
+def test_scores_beyond_32_bits_are_exact(api: Api) -> None:
+    indexed(api, "big", [("a", "a " * 5000 + "b"), ("b", "b b")])
+    single = query(api, {"query": "a " * 500_000})
+    assert hits(single) == [(2_500_000_000, "big", "a")]
+    many = query(api, {"query": "a " * 500_000 + "b"})
+    assert hits(many) == [(2_500_000_001, "big", "a"), (2, "big", "b")]
+    assert '"score":2500000001,' in many.text

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TypeVar
 
 from src.adapters.eventstore.application import ContextApplication, PoolApplication
 from src.domain.cluster import ClaimInfo, Cluster, ClusterError, PoolObjects, context_claim_name
@@ -25,6 +26,7 @@ from src.domain.reconcile.observe import observe_claim, observe_consumers, obser
 from src.domain.reconcile.plan import Observed, Scope, by_pool, plan
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass
@@ -47,8 +49,7 @@ def observe(cluster: Cluster, scope: Scope, executor: Executor | None = None) ->
         objects = cluster.list_pool_objects(ns)
     names = sorted({p.workspace.claim_name for p in pools
                     if p.live and p.strategy == "existing-claim"})
-    read = functools.partial(cluster.get_claim, ns)
-    reads = executor.map(read, names) if executor and len(names) > 1 else map(read, names)
+    reads = _map(executor, functools.partial(cluster.get_claim, ns), names)
     existing = {c.name: c for c in reads if c is not None}
     claims: dict[str, ClaimInfo] = {}
     if len(contexts) > 1:
@@ -59,10 +60,18 @@ def observe(cluster: Cluster, scope: Scope, executor: Executor | None = None) ->
             found = cluster.get_claim(ns, name)
             if found is not None:
                 claims[name] = found
-    consumers = {c.name: tuple(cluster.list_claim_consumers(ns, context_claim_name(c.name)))
-                 for c in contexts if c.live}
+    live = [c.name for c in contexts if c.live]
+    pods = _map(executor, lambda name: tuple(cluster.list_claim_consumers(
+        ns, context_claim_name(name))), live)
     return Observed(pool_objects=objects, existing_claims=existing, context_claims=claims,
-                    consumers=consumers)
+                    consumers=dict(zip(live, pods, strict=True)))
+
+
+def _map(executor: Executor | None, read: Callable[[str], T], names: list[str]) -> list[T]:
+    """Independent reads, in parallel when there are several."""
+    if executor is None or len(names) < 2:
+        return [read(n) for n in names]
+    return list(executor.map(read, names))
 
 
 class NamespacePass:

@@ -19,20 +19,24 @@ from src.domain.query.scoring import weighted_terms
 class IndexLayout:
     records: list[QueryRecord]  # position = record number
     postings: dict[str, list[int]]  # term -> [number, weight, number, weight, ...]
+    max_weight: int  # the largest weighted frequency of any term in any record
 
 
 def layout(records: Sequence[QueryRecord]) -> IndexLayout:
     ordered = sorted(records, key=lambda r: r.id)  # stable: equal ids keep publish order
     postings: dict[str, list[int]] = {}
+    top = 0
     for number, record in enumerate(ordered):
-        for term, weight in weighted_terms(record.title, record.keywords, record.text).items():
+        terms = weighted_terms(record.title, record.keywords, record.text)
+        top = max(top, max(terms.values(), default=0))
+        for term, weight in terms.items():
             posting = postings.get(term)
             if posting is None:
                 postings[term] = [number, weight]
             else:
                 posting.append(number)
                 posting.append(weight)
-    return IndexLayout(ordered, postings)
+    return IndexLayout(ordered, postings, top)
 
 
 def numbers(posting: list[int]) -> list[int]:

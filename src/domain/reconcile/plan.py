@@ -95,19 +95,6 @@ class _Labelled(Protocol):
     def labels(self) -> dict[str, str]: ...
 
 
-def of_pool(objects: PoolObjects, pool: str) -> PoolObjects:
-    """The objects carrying ``context.rossoctl.io/pool=<pool>``."""
-
-    def mine(labels: dict[str, str]) -> bool:
-        return labels.get(POOL_LABEL) == pool
-
-    return PoolObjects(
-        sandboxes=tuple(s for s in objects.sandboxes if mine(s.labels)),
-        sandbox_claims=tuple(c for c in objects.sandbox_claims if mine(c.labels)),
-        claims=tuple(c for c in objects.claims if mine(c.labels)),
-        pods=tuple(p for p in objects.pods if mine(p.labels)))
-
-
 def _managed(labels: dict[str, str], pool: str) -> bool:
     return labels.get(MANAGED_BY) == MANAGER and labels.get(POOL_LABEL) == pool
 

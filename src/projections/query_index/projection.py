@@ -84,9 +84,10 @@ def _write(view: QueryIndexView, stream_id: uuid.UUID, before: IndexedContext | 
         if before is not None or folded.reset:
             view.remove(stream_id)
         return
-    if folded.records is not None:
-        view.replace_records(stream_id, layout(folded.records))
-    elif folded.reset:
-        view.replace_records(stream_id, layout(()))
-    if folded.context != before:
-        view.save(stream_id, folded.context)
+    context = folded.context
+    if folded.records is not None or folded.reset:
+        index = layout(folded.records or ())
+        view.replace_records(stream_id, index)
+        context = msgspec.structs.replace(context, max_weight=index.max_weight)
+    if context != before:
+        view.save(stream_id, context)

@@ -22,6 +22,7 @@ class IndexedContext(msgspec.Struct, frozen=True):
     current_revision: str = ""
     index_revision: str | None = None  # None: no index published for this generation
     records: int = 0
+    max_weight: int = 0  # bounds every score term, so the search can use 32-bit arithmetic
 
 
 class QueryIndexView(Protocol):

@@ -35,23 +35,24 @@ class QueryIndexSql:
 
     def load(self, stream_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, IndexedContext]:
         self.cur.execute(
-            "SELECT stream_id, namespace, name, type, current_revision, index_revision, records"
-            " FROM query_contexts WHERE stream_id = ANY(%s)", (list(stream_ids),))
+            "SELECT stream_id, namespace, name, type, current_revision, index_revision, records,"
+            " max_weight FROM query_contexts WHERE stream_id = ANY(%s)", (list(stream_ids),))
         return {r["stream_id"]: IndexedContext(r["namespace"], r["name"], r["type"],
                                                r["current_revision"], r["index_revision"],
-                                               r["records"])
+                                               r["records"], r["max_weight"])
                 for r in self.cur.fetchall()}
 
     def save(self, stream_id: uuid.UUID, context: IndexedContext) -> None:
         self.cur.execute(
             "INSERT INTO query_contexts (stream_id, namespace, name, type, current_revision,"
-            " index_revision, records) VALUES (%s, %s, %s, %s, %s, %s, %s)"
+            " index_revision, records, max_weight) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
             " ON CONFLICT (stream_id) DO UPDATE SET namespace = EXCLUDED.namespace,"
             " name = EXCLUDED.name, type = EXCLUDED.type,"
             " current_revision = EXCLUDED.current_revision,"
-            " index_revision = EXCLUDED.index_revision, records = EXCLUDED.records",
-            (stream_id, context.namespace, context.name, context.type,
-             context.current_revision, context.index_revision, context.records))
+            " index_revision = EXCLUDED.index_revision, records = EXCLUDED.records,"
+            " max_weight = EXCLUDED.max_weight",
+            (stream_id, context.namespace, context.name, context.type, context.current_revision,
+             context.index_revision, context.records, context.max_weight))
 
     def remove(self, stream_id: uuid.UUID) -> None:
         self._drop_records(stream_id)
@@ -96,57 +97,66 @@ def postings_copy_text(stream_id: str, index: IndexLayout) -> Iterable[str]:
 # --- reading --------------------------------------------------------------------------------
 
 _STATUS = """
-SELECT n.rank, q.type, q.index_revision, q.current_revision
+SELECT n.rank, q.type, q.index_revision, q.current_revision, q.max_weight
 FROM unnest(%(streams)s::uuid[]) WITH ORDINALITY AS n(stream_id, rank)
 LEFT JOIN query_contexts q ON q.stream_id = n.stream_id
 ORDER BY n.rank
 """
 
+# Candidate contexts and their rank (position in name order): (score, rank, record number)
+# is the spec's order, all integers.
 _CANDIDATES = "unnest(%(streams)s::uuid[], %(ranks)s::int4[]) AS c(stream_id, rank)"
 
-_SCORED = f"""
-SELECT c.rank, p.stream_id, u.ord, sum(u.weight::int8 * t.n) AS score
+_POSTINGS = f"""
+SELECT c.rank, t.n, unnest(p.ords) AS ord, unnest(p.weights) AS weight
 FROM {_CANDIDATES}
 JOIN query_postings p ON p.stream_id = c.stream_id
 JOIN unnest(%(terms)s::text[], %(counts)s::int4[]) AS t(term, n) ON p.term = t.term
-CROSS JOIN LATERAL unnest(p.ords, p.weights) AS u(ord, weight)
-GROUP BY c.rank, p.stream_id, u.ord
 """
 
-_UNSCORED = f"""
-SELECT c.rank, r.stream_id, r.ord, 1 AS score
-FROM {_CANDIDATES}
-JOIN query_records r ON r.stream_id = c.stream_id
+# One distinct term: a record appears once in its context's postings, so no grouping.
+_ONE_TERM = "SELECT x.rank, x.ord, {weight} * x.n AS score FROM (" + _POSTINGS + ") x {where}"
+_MANY_TERMS = ("SELECT x.rank, x.ord, sum({weight} * x.n) AS score FROM (" + _POSTINGS
+               + ") x {where} GROUP BY x.rank, x.ord")
+_NO_TERMS = f"""
+SELECT c.rank, f.ord, 1 AS score FROM {_CANDIDATES}
+JOIN query_records f ON f.stream_id = c.stream_id WHERE TRUE {{conditions}}
+"""
+_FILTER = f"""
+WHERE (x.rank, x.ord) IN (SELECT c.rank, f.ord FROM {_CANDIDATES}
+                          JOIN query_records f ON f.stream_id = c.stream_id
+                          WHERE TRUE {{conditions}})
 """
 
-_FILTERED = """
-SELECT s.* FROM ({inner}) s
-WHERE EXISTS (SELECT 1 FROM query_records f WHERE f.stream_id = s.stream_id AND f.ord = s.ord
-              {conditions})
-"""
-
-_PAGE = """
-SELECT s.score, r.doc FROM (
-    SELECT * FROM ({matches}) m ORDER BY m.score DESC, m.rank, m.ord
+_PAGE = f"""
+SELECT m.score, r.doc FROM (
+    SELECT * FROM ({{matches}}) m ORDER BY m.score DESC, m.rank, m.ord
     OFFSET %(offset)s LIMIT %(fetch)s
-) s JOIN query_records r ON r.stream_id = s.stream_id AND r.ord = s.ord
-ORDER BY s.score DESC, s.rank, s.ord
+) m
+JOIN {_CANDIDATES} ON c.rank = m.rank
+JOIN query_records r ON r.stream_id = c.stream_id AND r.ord = m.ord
+ORDER BY m.score DESC, m.rank, m.ord
 """
 
 _COUNT = "SELECT count(*) AS total FROM ({matches}) m"
 _MAX_OFFSET = 1 << 62
+_INT32 = (1 << 31) - 1
 
 
-def _matches(search: Search) -> str:
-    inner = _SCORED if search.terms else _UNSCORED
+def _matches(search: Search, max_weight: int) -> str:
     conditions = []
     if search.ids:
         conditions.append("AND f.id = ANY(%(ids)s::text[])")
     if search.source_contexts:
         conditions.append("AND f.source_context = ANY(%(sources)s::text[])")
-    if not conditions:
-        return inner
-    return _FILTERED.format(inner=inner, conditions=" ".join(conditions))
+    if not search.terms:
+        return _NO_TERMS.format(conditions=" ".join(conditions))
+    where = _FILTER.format(conditions=" ".join(conditions)) if conditions else ""
+    # 32-bit products are markedly faster; use them whenever they cannot overflow.
+    largest = max(count for _, count in search.terms) * max_weight
+    weight = "x.weight" if largest <= _INT32 else "x.weight::int8"
+    shape = _ONE_TERM if len(search.terms) == 1 else _MANY_TERMS
+    return shape.format(weight=weight, where=where)
 
 
 class QueryIndexReadsSql:
@@ -158,13 +168,17 @@ class QueryIndexReadsSql:
     def search(self, search: Search) -> SearchPage:
         streams = [context_stream(search.namespace, name).id for name in search.contexts]
         with self.datastore.transaction(commit=False) as cur:
-            cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            # Hash aggregation over many postings must not spill: the planner cannot estimate
+            # how many rows unnest yields.
+            cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY;"
+                        " SET LOCAL work_mem = '64MB'")
             cur.execute(_STATUS, {"streams": streams})
-            unavailable, ranks = _classify(search, cur.fetchall())
-            if not ranks:
+            unavailable, usable = _classify(search, cur.fetchall())
+            if not usable:
                 return SearchPage((), False, search.offset > 0, unavailable)
+            ranks = [rank for rank, _ in usable]
             params = _params(search, [streams[r - 1] for r in ranks], ranks)
-            matches = _matches(search)
+            matches = _matches(search, max(weight for _, weight in usable))
             cur.execute(_PAGE.format(matches=matches), params)
             rows = cur.fetchall()
             beyond = False
@@ -176,19 +190,20 @@ class QueryIndexReadsSql:
         return SearchPage(hits, len(rows) > search.limit, beyond, unavailable)
 
 
-def _classify(search: Search, rows: Sequence[Any]) -> tuple[tuple[str, ...], list[int]]:
-    """Contexts whose index is unusable, and the ranks of the usable ones passing the
-    context-level filters (type, revision)."""
+def _classify(search: Search,
+              rows: Sequence[Any]) -> tuple[tuple[str, ...], list[tuple[int, int]]]:
+    """Contexts whose index is unusable, and the (rank, max weight) of the usable ones that
+    pass the context-level filters (type, revision)."""
     unavailable: list[str] = []
-    ranks: list[int] = []
+    usable: list[tuple[int, int]] = []
     for row in rows:
         revision = row["index_revision"]
         if revision is None or revision != row["current_revision"]:
             unavailable.append(search.contexts[row["rank"] - 1])
         elif ((not search.types or row["type"] in search.types)
               and (not search.revisions or revision in search.revisions)):
-            ranks.append(row["rank"])
-    return tuple(unavailable), ranks
+            usable.append((row["rank"], row["max_weight"]))
+    return tuple(unavailable), usable
 
 
 def _params(search: Search, streams: list[uuid.UUID], ranks: list[int]) -> dict[str, Any]:
