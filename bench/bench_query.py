@@ -181,7 +181,9 @@ def raw_copy_rate(container: bootstrap.Container, data: Corpus, total: int) -> f
         cur.execute("CREATE TABLE bench_postings (LIKE query_postings)")
     started = time.perf_counter()
     with container.datastore.transaction(commit=True) as cur:
-        for table, payload in (("bench_records", records), ("bench_postings", postings)):
+        for table, payload in (
+                ("bench_records (stream_id, ord, id, source_context, doc)", records),
+                ("bench_postings (stream_id, term, ords, weights)", postings)):
             with cur.copy(f"COPY {table} FROM STDIN") as copy:
                 for chunk in payload:
                     copy.write(chunk)

@@ -5,6 +5,7 @@ Nothing else wires concrete adapters together.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from src.adapters.eventstore.store import EventStore
 from src.adapters.eventstore.timeline import Timeline
 from src.adapters.postgres import embedded
 from src.adapters.postgres.database import open_datastore
+from src.adapters.postgres.lock import LeaderWorker
 from src.adapters.postgres.migrations import migrate
 from src.adapters.postgres.views.contexts import AuditSql, CatalogSql, ContextReadsSql, RevisionSql
 from src.adapters.postgres.views.pools import PoolReadsSql, PoolSql
@@ -96,6 +98,10 @@ class Container:
     def view_names(self) -> list[str]:
         return [name for runner in self.runners.values() for name in runner.names]
 
+    def view_runners(self) -> dict[str, ProjectionRunner]:
+        """Each view's runner in this process (waited on directly while it runs)."""
+        return {v: r for r in self.runners.values() for v in r.names}
+
     def gauges(self) -> list[tuple[str, str, dict[str, str], float]]:
         """Scrape-time gauges: log head, each view's position and lag, worker counters."""
         head = self.store.head()
@@ -112,36 +118,36 @@ class Container:
         return out
 
     def start_workers(self, names: tuple[str, ...] | None = None) -> None:
-        """Start the named workers (default: ``CS_WORKERS``); those needing Kubernetes start
-        only when a cluster is connected."""
+        """Start the named workers (default: ``CS_WORKERS``), each active only while it holds
+        its advisory lock (the reconciler keeps its own); those needing Kubernetes start only
+        when a cluster is connected."""
         names = self.settings.workers if names is None else names
         self.store.start_listener()
         for worker, runner in self.runners.items():
-            if worker not in names:
-                continue
-            runner.catch_up()
-            runner.start()
-            self.started.append(runner)
+            if worker in names:
+                self._lead(worker, functools.partial(_started_runner, runner))
         if self.cluster is not None and "reconciler" in names:
             from src.adapters.kubernetes.reconciler import reconciler_for
 
             self.started.append(reconciler_for(self).start())
         if self.cluster is not None and "snapshots" in names:
-            self.started.append(self.snapshot_worker().start())
+            self._lead("snapshots", lambda: self.snapshot_worker().start())
         if "relay" in names:
             from src.adapters.eventstore.outbox import LogFeed, TrackedPosition
             from src.adapters.nats.worker import RelayWorker
 
             feed, checkpoint = LogFeed(self.store), TrackedPosition(self.tracking, "relay")
-            self.started.append(RelayWorker(self.settings, feed, checkpoint).start())
+            self._lead("relay", lambda: RelayWorker(self.settings, feed, checkpoint).start())
+
+    def _lead(self, name: str, start: Callable[[], Any]) -> None:
+        self.started.append(LeaderWorker(self.url, f"worker:{name}", start).start())
 
     def snapshot_worker(self) -> Any:
         """The snapshot reconciler over this container's log, views and cluster (not started)."""
         from src.adapters.kubernetes.snapshot_reconciler import VIEW, SnapshotReconciler
 
         assert self.cluster is not None
-        running = {v: r for r in self.started if isinstance(r, ProjectionRunner) for v in r.names}
-        consistency = LogConsistency(self.store, self.tracking, running)
+        consistency = LogConsistency(self.store, self.tracking, self.view_runners())
         return SnapshotReconciler(self.cluster, SnapshotObjectsReadsSql(self.datastore),
                                   self.contexts, lambda t: consistency.wait([VIEW], t),
                                   signal=self.store)
@@ -154,6 +160,12 @@ class Container:
             closer()
         self.closers.clear()
         self.store.close()
+
+
+def _started_runner(runner: ProjectionRunner) -> ProjectionRunner:
+    runner.catch_up()
+    runner.start()
+    return runner
 
 
 def build(settings: Settings, url: str | None = None, pool_size: int = 8) -> Container:
@@ -173,8 +185,7 @@ def build(settings: Settings, url: str | None = None, pool_size: int = 8) -> Con
 
 def services(container: Container) -> Services:
     reads = ContextReadsSql(container.datastore)
-    running = {v: r for r in container.started if isinstance(r, ProjectionRunner) for v in r.names}
-    consistency = LogConsistency(container.store, container.tracking, running)
+    consistency = LogConsistency(container.store, container.tracking, container.view_runners())
     extra: dict[str, Any] = {}
     if container.cluster is not None:
         extra["name_guard"] = ClaimNameGuard(container.cluster)

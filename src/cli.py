@@ -51,7 +51,6 @@ def _worker(settings: Settings, name: str) -> int:
     import threading
 
     from src import bootstrap
-    from src.adapters.postgres.lock import LeaderLock
 
     container = bootstrap.build(settings)
     known = [*container.runners, "reconciler", "snapshots", "relay"]
@@ -67,20 +66,13 @@ def _worker(settings: Settings, name: str) -> int:
             return 2
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
-    lock = LeaderLock(container.url, f"worker:{name}")
     try:
-        while not lock.try_acquire():
-            log.info("standing by: another instance is active", extra={"worker": name})
-            if done.wait(2.0):
-                return 0
-        log.info("worker active", extra={"worker": name})
-        container.start_workers((name,))
+        container.start_workers((name,))  # active only while holding its advisory lock
         done.wait()
     except KeyboardInterrupt:
         pass
     finally:
         container.close()
-        lock.release()
     return 0
 
 

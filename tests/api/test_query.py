@@ -543,3 +543,14 @@ def test_scores_beyond_32_bits_are_exact(api: Api) -> None:
     many = query(api, {"query": "a " * 500_000 + "b"})
     assert hits(many) == [(2_500_000_001, "big", "a"), (2, "big", "b")]
     assert '"score":2500000001,' in many.text
+
+
+def test_publish_near_the_body_limit(api: Api) -> None:
+    create(api, "large")
+    rev = digest("large")
+    publish_revision(api, "large", rev)
+    records = [record(f"r{i:04}", "large", rev, "word " * 300) for i in range(600)]
+    body = {"revision": rev, "records": records}
+    assert len(json.dumps(body)) < 1024 * 1024
+    assert put_index(api, "large", body).status_code == 204
+    assert len(hits(query(api, {"query": "word", "limit": 100}))) == 100

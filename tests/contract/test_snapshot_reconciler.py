@@ -193,10 +193,12 @@ def test_start_workers_runs_the_snapshot_worker_only_with_a_cluster(
     container = bootstrap.build(settings, url=database_url, pool_size=4)
     try:
         container.start_workers(("projections", "snapshots"))
-        assert not any(isinstance(w, SnapshotReconciler) for w in container.started)
+        assert not any(isinstance(getattr(w, "worker", None), SnapshotReconciler)
+                       for w in container.started)
         container.cluster = kube_cluster
         container.start_workers(("snapshots",))
-        [worker] = [w for w in container.started if isinstance(w, SnapshotReconciler)]
+        [worker] = [w.worker for w in container.started
+                    if isinstance(getattr(w, "worker", None), SnapshotReconciler)]
         assert any(name == "cs_snapshot_passes" for name, *_ in container.gauges())
     finally:
         container.close()

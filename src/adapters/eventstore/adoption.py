@@ -8,6 +8,7 @@ import logging
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+import msgspec
 from eventsourcing.persistence import IntegrityError
 
 from src.adapters.eventstore.store import EventStore
@@ -58,7 +59,11 @@ def adopt(cluster: Cluster, store: EventStore, pool_namespace: str,
         name = claim.labels[NAME_LABEL]
         label = f"{claim.namespace}/{name}"
         snapshots = _snapshots(cluster, claim.namespace, name)
-        event = adopt_claim(claim, snapshots, now, ACTOR)
+        try:
+            event = adopt_claim(claim, snapshots, now, ACTOR)
+        except (msgspec.DecodeError, msgspec.ValidationError, KeyError, IndexError) as exc:
+            report.not_imported.append(f"{label}: unreadable annotation: {exc}")
+            continue
         skipped = len(snapshots) - len(event.snapshots)
         if skipped:
             report.not_imported.append(f"{label}: {skipped} VolumeSnapshot(s) without the "

@@ -28,7 +28,7 @@ class LogConsistency:
         for view in views:
             runner = self.runners.get(view)
             remaining = deadline - time.monotonic()
-            if runner is not None:
+            if runner is not None and runner.running:
                 if not runner.wait_for(head, max(remaining, 0.0)):
                     return False
             elif not self._poll(view, head, deadline):

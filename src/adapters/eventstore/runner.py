@@ -53,6 +53,10 @@ class ProjectionRunner:
         """The position every projection of the group has reached."""
         return min(self._positions.values())
 
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
     def position_of(self, name: str) -> int:
         return self._positions[name]
 

@@ -1,13 +1,16 @@
 """query_index: folds context events into each context's latest index and its search rows.
 
 Per batch, each touched context is folded once: only the last index published in the batch is
-laid out and written, and a deletion (or a new generation of the name) drops the records.
+laid out and written, and a deletion (or a new generation of the name) drops the records. Laying
+out (tokenizing, inverting) runs one index ahead of the writes, on a helper thread.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import msgspec
@@ -20,7 +23,7 @@ from src.domain.context.events import (
     RevisionPublished,
 )
 from src.domain.events import Event
-from src.domain.query.index import layout
+from src.domain.query.index import IndexLayout, layout
 from src.domain.stream import Recorded
 from src.projections.query_index.view import IndexedContext, QueryIndexView
 
@@ -35,6 +38,11 @@ class Folded:
     context: IndexedContext | None
     records: tuple[QueryRecord, ...] | None = None
     reset: bool = False
+
+    @property
+    def relaid(self) -> bool:
+        """Whether the context's records must be written anew."""
+        return self.context is not None and (self.records is not None or self.reset)
 
 
 def fold(context: IndexedContext | None, events: Sequence[Event]) -> Folded:
@@ -74,19 +82,42 @@ class QueryIndex:
         if not touched:
             return
         current = view.load(touched.keys())
-        for stream_id, events in touched.items():
-            _write(view, stream_id, current.get(stream_id), fold(current.get(stream_id), events))
+        folded = {sid: fold(current.get(sid), events) for sid, events in touched.items()}
+        layouts = _laid_out([(sid, f.records or ()) for sid, f in folded.items() if f.relaid])
+        for stream_id, one in folded.items():
+            index = None
+            if one.relaid:
+                laid_id, index = next(layouts)
+                assert laid_id == stream_id
+            _write(view, stream_id, current.get(stream_id), one, index)
+
+
+def _laid_out(items: Sequence[tuple[uuid.UUID, Sequence[QueryRecord]]],
+              ) -> Iterator[tuple[uuid.UUID, IndexLayout]]:
+    """Lay out indexes one ahead on a helper thread, so tokenizing the next index overlaps
+    with the database writing the current one (the wait releases the GIL)."""
+    if not items:
+        return
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="query-index-layout") as pool:
+        ahead: deque[tuple[uuid.UUID, Future[IndexLayout]]] = deque()
+        for stream_id, records in items:
+            ahead.append((stream_id, pool.submit(layout, records)))
+            if len(ahead) > 1:
+                done_id, done = ahead.popleft()
+                yield done_id, done.result()
+        while ahead:
+            done_id, done = ahead.popleft()
+            yield done_id, done.result()
 
 
 def _write(view: QueryIndexView, stream_id: uuid.UUID, before: IndexedContext | None,
-           folded: Folded) -> None:
+           folded: Folded, index: IndexLayout | None) -> None:
     if folded.context is None:
         if before is not None or folded.reset:
             view.remove(stream_id)
         return
     context = folded.context
-    if folded.records is not None or folded.reset:
-        index = layout(folded.records or ())
+    if index is not None:
         view.replace_records(stream_id, index)
         context = msgspec.structs.replace(context, max_weight=index.max_weight)
     if context != before:

@@ -79,12 +79,12 @@ class QueryIndexSql:
 
 def postings_copy_text(stream_id: str, index: IndexLayout) -> Iterable[str]:
     """COPY text lines of the postings. Terms are letters and digits only, and array elements
-    integers, so nothing needs escaping."""
+    integers, so nothing needs escaping (array input allows the blanks of a list's repr)."""
     lines: list[str] = []
     size = 0
     for term, posting in index.postings.items():
-        line = (f"{stream_id}\t{term}\t{{{','.join(map(str, numbers(posting)))}}}"
-                f"\t{{{','.join(map(str, weights(posting)))}}}\n")
+        line = (f"{stream_id}\t{term}\t{{{str(numbers(posting))[1:-1]}}}"
+                f"\t{{{str(weights(posting))[1:-1]}}}\n")
         lines.append(line)
         size += len(line)
         if size >= _COPY_CHUNK:
