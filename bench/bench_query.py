@@ -4,9 +4,8 @@ raw COPY of the same rows, in the same run.
     python -m bench.bench_query [--records 100000] [--contexts 50] [--queries 400]
 
 One namespace holds ``--contexts`` memory/knowledge contexts sharing ``--records`` records of 50 to
-500 words (Zipf-distributed synthetic vocabulary). Index events are decided by the domain and
-appended directly: a context of 2,000 such records (~3.5 MB) exceeds the 1 MiB HTTP body limit.
-Then:
+500 words (Zipf-distributed synthetic vocabulary). Indexes are published through the command
+layer: a context of 2,000 such records (~3.5 MB) exceeds the 1 MiB HTTP body limit. Then:
 
 - build: a fresh ``query_index`` runner catches up from position zero (records/s), and
   ``rebuild`` does it again after truncating; compared with COPY of exactly the rows the index
@@ -36,18 +35,14 @@ import httpx
 
 from bench.harness import median, percentile, postgres, served
 from src import bootstrap
-from src.adapters.eventstore.mapper import to_stored
-from src.adapters.eventstore.store import EVENTS_TABLE
 from src.adapters.postgres.views.query_index import postings_copy_text
 from src.config import Settings
 from src.domain.context import commands as c
-from src.domain.context.decide import decide
 from src.domain.context.events import QueryRecord, SourceRef
-from src.domain.context.state import ContextState, evolve
-from src.domain.events import Event, Subject
+from src.domain.events import Subject
 from src.domain.query.index import layout
 from src.domain.query.tokenizer import tokenize
-from src.domain.stream import StreamRef, context_stream
+from src.domain.stream import context_stream
 from tests.unit.test_query_reference import reference_search
 
 NS = "bench"
@@ -102,33 +97,16 @@ def _revision(name: str) -> str:
 
 
 def seed(container: bootstrap.Container, data: Corpus) -> None:
-    """Decide each context's events and append them with a plain (non-pipelined) INSERT: the
-    recorder's pipelined insert deadlocks on events of more than ~0.5 MB (psycopg pipeline),
-    and an index of 2,000 records is ~3.5 MB."""
+    app = container.contexts
     now = datetime.now(UTC)
     for name, records in data.items():
-        commands = [
-            c.CreateContext(actor=OWNER, name=name, namespace=NS, type=records[0].type,
-                            backend="pvc", size="1Gi", access_mode="ReadWriteOnce"),
-            c.PublishRevision(actor=OWNER, id=_revision(name), created_at=now, operation="sync"),
-            c.PublishQueryIndex(actor=OWNER, revision=_revision(name), records=tuple(records)),
-        ]
-        state, events = ContextState(), []
-        for command in commands:
-            for event in decide(command, state, now):
-                state = evolve(state, event)
-                events.append(event)
-        _append(container, context_stream(NS, name), events)
-
-
-def _append(container: bootstrap.Container, stream: StreamRef, events: list[Event]) -> None:
-    stored = [to_stored(stream, i + 1, e) for i, e in enumerate(events)]
-    with container.datastore.transaction(commit=True) as cur:
-        cur.execute(f"LOCK TABLE {EVENTS_TABLE} IN EXCLUSIVE MODE")
-        for row in stored:
-            cur.execute(f"INSERT INTO {EVENTS_TABLE} (originator_id, originator_version, topic,"
-                        " state) VALUES (%s, %s, %s, %s)",
-                        (row.originator_id, row.originator_version, row.topic, row.state))
+        app.execute(NS, name, c.CreateContext(actor=OWNER, name=name, namespace=NS,
+                                              type=records[0].type, backend="pvc", size="1Gi",
+                                              access_mode="ReadWriteOnce"))
+        app.execute(NS, name, c.PublishRevision(actor=OWNER, id=_revision(name), created_at=now,
+                                                operation="sync"))
+        app.execute(NS, name, c.PublishQueryIndex(actor=OWNER, revision=_revision(name),
+                                                  records=tuple(records)))
 
 
 def queries(rng: random.Random, vocab: list[str], count: int, head: bool) -> list[str]:
@@ -167,11 +145,16 @@ def copy_payloads(data: Corpus) -> tuple[list[str], list[str]]:
         sid = str(context_stream(NS, name).id)
         built = layout(items)
         records.append("".join(
-            f"{sid}\t{n}\t{r.id}\t{r.source.context}\t"
+            f"{sid}\t{n}\t{_bytea(r.id)}\t{_bytea(r.source.context)}\t"
             f"{enc.encode(r).decode().replace(chr(92), chr(92) * 2)}\n"
             for n, r in enumerate(built.records)))
         postings.extend(postings_copy_text(sid, built))
     return records, postings
+
+
+def _bytea(value: str) -> str:
+    """A bytea in COPY text: hex input, its backslash doubled."""
+    return "\\\\x" + value.encode().hex()
 
 
 def raw_copy_rate(container: bootstrap.Container, data: Corpus, total: int) -> float:

@@ -20,11 +20,13 @@ CREATE TABLE IF NOT EXISTS query_contexts (
     max_weight       integer NOT NULL
 );
 
+-- id and source_context are the UTF-8 bytes of the record's strings (filters are exact string
+-- membership, and a client may send any JSON string, NUL included, which text cannot hold).
 CREATE TABLE IF NOT EXISTS query_records (
     stream_id      uuid    NOT NULL,
     ord            integer NOT NULL,
-    id             text    COLLATE "C" NOT NULL,
-    source_context text    COLLATE "C" NOT NULL,
+    id             bytea   NOT NULL,
+    source_context bytea   NOT NULL,
     doc            text    NOT NULL,
     PRIMARY KEY (stream_id, ord)
 );

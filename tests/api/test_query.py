@@ -461,6 +461,22 @@ def test_unicode_tokens_match(api: Api) -> None:
     assert hits(query(api, {"query": "x²y"})) == [(2, "notes", "b")]
 
 
+
+def test_any_json_string_works_as_id_and_source(api: Api) -> None:
+    create(api, "odd")
+    rev = digest("odd")
+    publish_revision(api, "odd", rev)
+    odd = ["nul\u0000id", "tab\tand\\back", "\u00e9\U0001f600", "line\nfeed", "quote\"d"]
+    source = {"context": "src\u0000x", "type": "state", "revision": ""}
+    publish_index(api, "odd", rev, [record(i, "odd", rev, "common", source=source) for i in odd])
+    assert [i for _, _, i in hits(query(api, {"query": "common"}))] == sorted(odd)
+    for one in odd:
+        assert hits(query(api, {"ids": [one]})) == [(1, "odd", one)]
+    assert len(hits(query(api, {"query": "common", "sourceContexts": ["src\u0000x"]}))) == 5
+    assert hits(query(api, {"query": "common", "sourceContexts": ["src"]})) == []
+    item = query(api, {"ids": ["nul\u0000id"]}).json()["items"][0]["record"]
+    assert item["id"] == "nul\u0000id" and item["source"] == source
+
 # --- access --------------------------------------------------------------------------------------
 
 

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from eventsourcing.persistence import Tracking
+from eventsourcing.persistence import IntegrityError
 from eventsourcing.postgres import PostgresTrackingRecorder
 
 from src.adapters.eventstore.store import EventStore
@@ -69,18 +69,35 @@ class ProjectionRunner:
         last = batch[-1].position
         with self.store.datastore.transaction(commit=True) as cur:
             cur.execute("SET LOCAL synchronous_commit = off")
+            tracked = []
             for projection, view in self.projections:
                 done = self._positions[projection.name]
                 todo = batch if done <= start else [r for r in batch if r.position > done]
                 if todo:
                     projection.apply(view(cur), todo)
-                    self.tracking._insert_tracking(
-                        cur, Tracking(projection.name, last))
+                    tracked.append(projection.name)
+            self._track(cur, tracked, last)
         with self._changed:
             for name in self.names:
                 self._positions[name] = max(self._positions[name], last)
             self._changed.notify_all()
         return len(batch)
+
+    def _track(self, cur: Any, names: list[str], position: int) -> None:
+        """Advance every named projection's tracking row to ``position`` in one statement;
+        a row already at or past it (a re-delivery) fails the whole batch, as the library's
+        single-row tracking does."""
+        if not names:
+            return
+        table = self.tracking.tracking_table_name
+        cur.execute(
+            f"INSERT INTO {table} (application_name, notification_id)"
+            " SELECT n, %b::int8 FROM unnest(%b::text[]) AS t(n)"
+            " ON CONFLICT (application_name) DO UPDATE SET notification_id ="
+            f" EXCLUDED.notification_id WHERE {table}.notification_id < EXCLUDED.notification_id"
+            " RETURNING application_name", (position, names))
+        if len(cur.fetchall()) != len(names):
+            raise IntegrityError(f"failed to record tracking of {names} at {position}")
 
     def catch_up(self, progress: Progress | None = None) -> int:
         self.refresh()

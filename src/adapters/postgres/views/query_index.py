@@ -1,10 +1,12 @@
 """SQL of the query index: the projection's writes (COPY in bulk) and the search of spec 5.2.
 
 Scoring runs in PostgreSQL over the postings arrays of the candidate contexts only: one index
-probe per (context, term), one pass over the arrays, a top-N sort on integers (score, context
-rank, record number), and the page's documents fetched last. Record-level filters (ids, source
-contexts) join the records table; type and revision are properties of a whole index (every
-record carries its context's type and the index revision), so they select contexts.
+range per query term, one pass over the arrays (summed per record only when the query has
+several terms, in 32-bit arithmetic whenever the stored maximum weight proves it cannot
+overflow), a top-N sort on integers (score, context rank, record number), and the page's
+documents fetched last. Record-level filters (ids, source contexts) join the records table; type
+and revision are properties of a whole index (every record carries its context's type and the
+index revision), so they select contexts.
 """
 
 from __future__ import annotations
@@ -65,8 +67,8 @@ class QueryIndexSql:
         with self.cur.copy("COPY query_records (stream_id, ord, id, source_context, doc)"
                            " FROM STDIN") as copy:
             for number, record in enumerate(index.records):
-                copy.write_row((stream_id, number, record.id, record.source.context,
-                                _enc.encode(record).decode()))
+                copy.write_row((stream_id, number, record.id.encode(),
+                                record.source.context.encode(), _enc.encode(record).decode()))
         with self.cur.copy("COPY query_postings (stream_id, term, ords, weights)"
                            " FROM STDIN") as copy:
             for chunk in postings_copy_text(str(stream_id), index):
@@ -146,9 +148,9 @@ _INT32 = (1 << 31) - 1
 def _matches(search: Search, max_weight: int) -> str:
     conditions = []
     if search.ids:
-        conditions.append("AND f.id = ANY(%(ids)s::text[])")
+        conditions.append("AND f.id = ANY(%(ids)s::bytea[])")
     if search.source_contexts:
-        conditions.append("AND f.source_context = ANY(%(sources)s::text[])")
+        conditions.append("AND f.source_context = ANY(%(sources)s::bytea[])")
     if not search.terms:
         return _NO_TERMS.format(conditions=" ".join(conditions))
     where = _FILTER.format(conditions=" ".join(conditions)) if conditions else ""
@@ -212,8 +214,8 @@ def _params(search: Search, streams: list[uuid.UUID], ranks: list[int]) -> dict[
         "ranks": ranks,
         "terms": [term for term, _ in search.terms],
         "counts": [count for _, count in search.terms],
-        "ids": list(search.ids),
-        "sources": list(search.source_contexts),
+        "ids": [value.encode() for value in search.ids],
+        "sources": [value.encode() for value in search.source_contexts],
         "offset": min(search.offset, _MAX_OFFSET),
         "fetch": search.limit + 1,
     }
