@@ -46,6 +46,7 @@ def history(i: int, now: datetime) -> list[Event]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--contexts", type=int, default=5000)
+    parser.add_argument("--batch", type=int, default=2000)
     args = parser.parse_args()
     with postgres() as (url, _):
         container = bootstrap.build(Settings(), url=url)
@@ -73,6 +74,7 @@ def main() -> None:
         decode_rate = decoded / (time.perf_counter() - started)
 
         runner = container.runners["projections"]
+        runner.batch_size = args.batch
         started = time.perf_counter()
         count = runner.rebuild()
         rebuild = count / (time.perf_counter() - started)

@@ -21,6 +21,7 @@ from src.domain.context.events import QueryRecord, SourceRef
 from src.domain.errors import DomainError
 from src.domain.events import ADMIN
 from src.domain.stream import context_stream
+from src.projections.query_index.projection import QueryIndex
 
 pytestmark = pytest.mark.postgres
 
@@ -158,7 +159,11 @@ def test_one_batch_keeps_only_the_latest_index(idle_container: Container) -> Non
     _index(app, "notes", "1" * 64, "new words")
     app.execute("ns", "notes", c.PublishRevision(actor=ADMIN, id="2" * 64, created_at=WHEN,
                                                  operation="sync"))
-    runner(container).catch_up()
+    one_batch = runner(container)
+    one_batch.catch_up()
+    projection = one_batch.projections[0][0]
+    assert isinstance(projection, QueryIndex)
+    assert projection.indexed == 1  # the superseded index is never laid out
     [row] = _rows(container, "SELECT * FROM query_contexts")
     assert row["stream_id"] == context_stream("ns", "notes").id
     assert (row["index_revision"], row["current_revision"], row["records"]) == (

@@ -74,6 +74,9 @@ class QueryIndex:
     name = "query_index"
     tables: tuple[str, ...] = ("query_contexts", "query_records", "query_postings")
 
+    def __init__(self) -> None:
+        self.indexed = 0  # records laid out and written by this instance (rebuilds report it)
+
     def apply(self, view: QueryIndexView, batch: Sequence[Recorded]) -> None:
         touched: dict[uuid.UUID, list[Event]] = {}
         for recorded in batch:
@@ -89,6 +92,7 @@ class QueryIndex:
             if one.relaid:
                 laid_id, index = next(layouts)
                 assert laid_id == stream_id
+                self.indexed += len(index.records)
             _write(view, stream_id, current.get(stream_id), one, index)
 
 
