@@ -92,7 +92,8 @@ class Container:
         """A fresh runner over just these views (rebuilding one view leaves the others)."""
         chosen = [(p, v) for group in projection_workers().values() for p, v in group
                   if p.name in views]
-        return ProjectionRunner(self.store, self.tracking, chosen)
+        batch = 100 if "query_index" in views else 2000
+        return ProjectionRunner(self.store, self.tracking, chosen, batch_size=batch)
 
     @property
     def view_names(self) -> list[str]:
@@ -179,7 +180,9 @@ def build(settings: Settings, url: str | None = None, pool_size: int = 8) -> Con
     container = Container(settings, url, datastore, store, tracking, ContextApplication(store),
                           PoolApplication(store))
     for worker, group in projection_workers().items():
-        container.runners[worker] = ProjectionRunner(store, tracking, group)
+        # query-index events carry whole indexes (up to a 1 MiB body each): read fewer at once
+        batch = 100 if worker == "query-index" else 2000
+        container.runners[worker] = ProjectionRunner(store, tracking, group, batch_size=batch)
     return container
 
 

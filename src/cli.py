@@ -148,12 +148,15 @@ def _rebuild(settings: Settings, names: Sequence[str]) -> int:
                 def advance(position: int, _head: int, task: TaskID = task) -> None:
                     progress.update(task, completed=position)
 
-                count = container.runner_for([name]).rebuild(advance)
+                runner = container.runner_for([name])
+                count = runner.rebuild(advance)
                 progress.update(task, completed=max(head, 1))
-                elapsed = time.perf_counter() - started
-                rate = count / elapsed if elapsed > 0 else 0.0
-                progress.console.print(
-                    f"{name}: {count} events in {elapsed:.2f}s ({rate:,.0f} events/s)")
+                elapsed = max(time.perf_counter() - started, 1e-9)
+                line = f"{name}: {count} events in {elapsed:.2f}s ({count / elapsed:,.0f} events/s"
+                records = getattr(runner.projections[0][0], "indexed", None)
+                if isinstance(records, int):
+                    line += f", {records} records, {records / elapsed:,.0f} records/s"
+                progress.console.print(line + ")")
     finally:
         container.close()
     return 0

@@ -4,6 +4,7 @@ arrives once per position, in order, on its subject; a killed relay resumes with
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import jsonschema
@@ -13,6 +14,9 @@ from src.adapters.eventstore.outbox import LogFeed, TrackedPosition
 from src.adapters.nats.relay import Relay, RelaySettings
 from src.adapters.nats.stream import StreamSpec
 from src.bootstrap import Container
+from src.domain.context import commands as c
+from src.domain.context.events import QueryRecord
+from src.domain.events import ADMIN
 from tests.projections.history import write_history
 from tests.support.nats_fixtures import NatsServerHandle, positions_of, read_stream, wait_until
 
@@ -69,3 +73,28 @@ def test_killed_relay_resumes_without_gaps(idle_container: Container,
         second.stop()
     positions = positions_of(read_stream(nats_server.url, nats_stream))
     assert positions == [r.position for r in idle_container.store.read(0, 100_000)]
+
+
+def test_an_event_near_the_body_limit_is_published(idle_container: Container,
+                                                   nats_server: NatsServerHandle,
+                                                   nats_stream: StreamSpec) -> None:
+    app = idle_container.contexts
+    app.execute("ns", "big", c.CreateContext(actor=ADMIN, name="big", namespace="ns",
+                                             type="memory", backend="pvc", size="1Gi",
+                                             access_mode="ReadWriteOnce"))
+    rev = "ab" * 32
+    app.execute("ns", "big", c.PublishRevision(actor=ADMIN, id=rev, operation="sync",
+                                               created_at=datetime(2026, 1, 1, tzinfo=UTC)))
+    records = tuple(QueryRecord(id=f"r{i}", context="big", type="memory", revision=rev,
+                                text="word " * 300) for i in range(700))
+    app.execute("ns", "big", c.PublishQueryIndex(actor=ADMIN, revision=rev, records=records))
+    head = idle_container.store.head()
+    relay = _relay(idle_container, nats_server.url, nats_stream)
+    relay.start()
+    try:
+        wait_until(lambda: relay.stats.last_position >= head, what="large event published")
+    finally:
+        relay.stop()
+    messages = read_stream(nats_server.url, nats_stream)
+    assert len(messages[-1].payload) > 1024 * 1024
+    assert messages[-1].json["name"] == "QueryIndexPublished"

@@ -60,6 +60,8 @@ class Timeline:
     def namespace_as_of(self, namespace: str, position: int | None = None,
                         time: datetime | None = None) -> list[ContextState]:
         """Every context stream ever recorded in the namespace, folded to the point."""
+        if "\x00" in namespace:
+            return []
         with self.store.datastore.transaction(commit=False) as cur:
             cur.execute("SELECT stream_id FROM context_catalog WHERE namespace = %s",
                         (namespace,))

@@ -90,6 +90,8 @@ class ContextReadsSql:
         self.datastore = datastore
 
     def get(self, namespace: str, name: str) -> CatalogEntry | None:
+        if "\x00" in namespace + name:  # cannot name anything PostgreSQL text can hold
+            return None
         with self.datastore.transaction(commit=False) as cur:
             cur.execute("SELECT created_position, doc::text AS doc FROM context_catalog "
                         "WHERE stream_id = %s AND live",
@@ -99,6 +101,8 @@ class ContextReadsSql:
                                                      row["created_position"])
 
     def list(self, namespace: str, subject: Subject | None) -> Sequence[ContextState]:
+        if "\x00" in namespace:
+            return []
         with self.datastore.transaction(commit=False) as cur:
             if subject is None:
                 cur.execute("SELECT doc::text AS doc FROM context_catalog "
