@@ -14,7 +14,7 @@ import time
 import httpx
 import nats
 
-from bench.harness import percentile, postgres, served
+from bench.harness import paced_creates, percentile, postgres, served
 from tests.e2e.server import free_port
 
 
@@ -51,30 +51,11 @@ def main() -> None:
         sub = threading.Thread(target=lambda: asyncio.run(subscribe()))
         sub.start()
         ready.wait(30)
-        writers = 4
-        interval = writers / args.rate
-        start = time.perf_counter()
+        def on_write(_i: int, sent_at: float, r: httpx.Response) -> None:
+            with lock:
+                sent[int(r.headers["x-context-position"])] = sent_at
 
-        def writer(w: int) -> None:
-            with httpx.Client(base_url=server.url, timeout=30) as http:
-                for i in range(w, total, writers):
-                    delay = start + (i // writers) * interval - time.perf_counter()
-                    if delay > 0:
-                        time.sleep(delay)
-                    body = {"name": f"c{i}", "namespace": "lat", "type": "memory",
-                            "storage": {"backend": "pvc", "size": "1Gi",
-                                        "accessMode": "ReadWriteOnce"}}
-                    t0 = time.perf_counter()
-                    r = http.post("/v1/contexts", json=body)
-                    with lock:
-                        sent[int(r.headers["x-context-position"])] = t0
-
-        threads = [threading.Thread(target=writer, args=(w,)) for w in range(writers)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        achieved = total / (time.perf_counter() - start)
+        achieved = paced_creates(server.url, args.rate, args.seconds, "lat", on_write)
         sub.join(60)
     ms = [(arrived[p] - sent[p]) * 1000 for p in sent if p in arrived]
     print(f"writes: {total} at {achieved:.0f}/s; events received: {len(ms)}")

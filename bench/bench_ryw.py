@@ -14,7 +14,7 @@ import time
 import httpx
 import psycopg
 
-from bench.harness import percentile, postgres, served
+from bench.harness import paced_creates, percentile, postgres, served
 
 
 def main() -> None:
@@ -44,37 +44,19 @@ def main() -> None:
 
         watch = threading.Thread(target=watcher)
         watch.start()
-        writers = 4
-        interval = writers / args.rate
-        total = int(args.rate * args.seconds) // writers * writers
-        start = time.perf_counter()
+        def on_write(i: int, _sent: float, r: httpx.Response) -> None:
+            acked = time.perf_counter()
+            with lock:
+                pending.append((int(r.headers["x-context-position"]), acked))
+            if i % 20 == 0:
+                t = time.perf_counter()
+                got = httpx.get(f"{server.url}/v1/namespaces/lag/contexts/c{i}", timeout=30)
+                assert got.status_code == 200
+                with lock:
+                    reads.append(time.perf_counter() - t)
 
-        def writer(w: int) -> None:
-            with httpx.Client(base_url=server.url, timeout=30) as http:
-                for i in range(w, total, writers):
-                    delay = start + (i // writers) * interval - time.perf_counter()
-                    if delay > 0:
-                        time.sleep(delay)
-                    body = {"name": f"c{i}", "namespace": "lag", "type": "memory",
-                            "storage": {"backend": "pvc", "size": "1Gi",
-                                        "accessMode": "ReadWriteOnce"}}
-                    r = http.post("/v1/contexts", json=body)
-                    acked = time.perf_counter()
-                    with lock:
-                        pending.append((int(r.headers["x-context-position"]), acked))
-                    if i % 20 == 0:
-                        t = time.perf_counter()
-                        got = http.get(f"/v1/namespaces/lag/contexts/c{i}")
-                        assert got.status_code == 200
-                        with lock:
-                            reads.append(time.perf_counter() - t)
-
-        threads = [threading.Thread(target=writer, args=(w,)) for w in range(writers)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        achieved = total / (time.perf_counter() - start)
+        achieved = paced_creates(server.url, args.rate, args.seconds, "lag", on_write)
+        total = len(pending) + len(lags)
         done.set()
         watch.join()
     ms = [x * 1000 for x in lags]

@@ -11,6 +11,8 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import httpx
+
 from src.adapters.postgres import embedded
 from tests.e2e.server import ServerProcess
 
@@ -72,3 +74,32 @@ def percentile(values: list[float], p: float) -> float:
 
 def median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
+
+
+def paced_creates(base_url: str, rate: float, seconds: float, namespace: str,
+                  on_write: Callable[[int, float, httpx.Response], None],
+                  writers: int = 4) -> float:
+    """Create contexts at a steady ``rate`` from ``writers`` threads (open loop); call
+    ``on_write(i, sent_at, response)`` for each; return the rate achieved."""
+    interval = writers / rate
+    total = int(rate * seconds) // writers * writers
+    start = time.perf_counter()
+
+    def writer(w: int) -> None:
+        with httpx.Client(base_url=base_url, timeout=30) as http:
+            for i in range(w, total, writers):
+                delay = start + (i // writers) * interval - time.perf_counter()
+                if delay > 0:
+                    time.sleep(delay)
+                body = {"name": f"c{i}", "namespace": namespace, "type": "memory",
+                        "storage": {"backend": "pvc", "size": "1Gi",
+                                    "accessMode": "ReadWriteOnce"}}
+                sent = time.perf_counter()
+                on_write(i, sent, http.post("/v1/contexts", json=body))
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(writers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return total / (time.perf_counter() - start)
