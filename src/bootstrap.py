@@ -133,12 +133,22 @@ class Container:
             self.started.append(reconciler_for(self).start())
         if self.cluster is not None and "snapshots" in names:
             self._lead("snapshots", lambda: self.snapshot_worker().start())
+        if self.cluster is not None and self.settings.mirror_query_index:
+            self._lead("query-mirror", self._query_mirror)
         if "relay" in names:
             from src.adapters.eventstore.outbox import LogFeed, TrackedPosition
             from src.adapters.nats.worker import RelayWorker
 
             feed, checkpoint = LogFeed(self.store), TrackedPosition(self.tracking, "relay")
             self._lead("relay", lambda: RelayWorker(self.settings, feed, checkpoint).start())
+
+    def _query_mirror(self) -> Any:
+        from src.adapters.eventstore.outbox import TrackedPosition
+        from src.adapters.kubernetes.query_mirror import QueryMirror
+
+        assert self.cluster is not None
+        checkpoint = TrackedPosition(self.tracking, "query-mirror")
+        return QueryMirror(self.cluster, self.store, checkpoint).start()
 
     def _lead(self, name: str, start: Callable[[], Any]) -> None:
         self.started.append(LeaderWorker(self.url, f"worker:{name}", start).start())

@@ -15,6 +15,7 @@ from src.domain.context.state import ContextState
 from src.domain.errors import ContextNotFoundError
 from src.domain.events import ADMIN, Subject
 from src.domain.query.cursor import encode_cursor
+from src.domain.query.record import record_document
 from src.domain.query.request import QueryInput, QueryPlan, beyond_result_set, plan
 from src.http.body import decode
 from src.http.common import CATALOG, caller, json, no_content, services, wait_for_views
@@ -107,18 +108,7 @@ def _response(page: SearchPage, checked: QueryPlan) -> Json:
 
 
 def _hit(hit: Hit) -> Json:
-    r = hit.record
-    out: Json = {"id": r.id, "context": r.context, "type": r.type, "revision": r.revision}
-    if r.title:
-        out["title"] = r.title
-    out["text"] = r.text
-    if r.keywords:
-        out["keywords"] = list(r.keywords)
-    out["source"] = {"context": r.source.context, "type": r.source.type,
-                     "revision": r.source.revision}
-    if r.file:
-        out["file"] = r.file
-    return {"score": hit.score, "record": out}
+    return {"score": hit.score, "record": record_document(hit.record)}
 
 
 ROUTES = [publish_query_index, query]
