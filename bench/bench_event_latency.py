@@ -51,7 +51,7 @@ def main() -> None:
         sub = threading.Thread(target=lambda: asyncio.run(subscribe()))
         sub.start()
         ready.wait(30)
-        def on_write(_i: int, sent_at: float, r: httpx.Response) -> None:
+        def on_write(_i: int, sent_at: float, r: httpx.Response, _http: httpx.Client) -> None:
             with lock:
                 sent[int(r.headers["x-context-position"])] = sent_at
 

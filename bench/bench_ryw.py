@@ -44,13 +44,13 @@ def main() -> None:
 
         watch = threading.Thread(target=watcher)
         watch.start()
-        def on_write(i: int, _sent: float, r: httpx.Response) -> None:
+        def on_write(i: int, _sent: float, r: httpx.Response, http: httpx.Client) -> None:
             acked = time.perf_counter()
             with lock:
                 pending.append((int(r.headers["x-context-position"]), acked))
             if i % 20 == 0:
                 t = time.perf_counter()
-                got = httpx.get(f"{server.url}/v1/namespaces/lag/contexts/c{i}", timeout=30)
+                got = http.get(f"/v1/namespaces/lag/contexts/c{i}")
                 assert got.status_code == 200
                 with lock:
                     reads.append(time.perf_counter() - t)

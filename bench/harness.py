@@ -77,10 +77,10 @@ def median(values: list[float]) -> float:
 
 
 def paced_creates(base_url: str, rate: float, seconds: float, namespace: str,
-                  on_write: Callable[[int, float, httpx.Response], None],
+                  on_write: Callable[[int, float, httpx.Response, httpx.Client], None],
                   writers: int = 4) -> float:
     """Create contexts at a steady ``rate`` from ``writers`` threads (open loop); call
-    ``on_write(i, sent_at, response)`` for each; return the rate achieved."""
+    ``on_write(i, sent_at, response, client)`` for each; return the rate achieved."""
     interval = writers / rate
     total = int(rate * seconds) // writers * writers
     start = time.perf_counter()
@@ -95,7 +95,7 @@ def paced_creates(base_url: str, rate: float, seconds: float, namespace: str,
                         "storage": {"backend": "pvc", "size": "1Gi",
                                     "accessMode": "ReadWriteOnce"}}
                 sent = time.perf_counter()
-                on_write(i, sent, http.post("/v1/contexts", json=body))
+                on_write(i, sent, http.post("/v1/contexts", json=body), http)
 
     threads = [threading.Thread(target=writer, args=(w,)) for w in range(writers)]
     for t in threads:
