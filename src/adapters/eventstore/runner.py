@@ -15,12 +15,14 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from eventsourcing.persistence import IntegrityError
 from eventsourcing.postgres import PostgresTrackingRecorder
 
 from src.adapters.eventstore.store import EventStore
+from src.domain.stream import Recorded
 from src.projections.base import Projection
 
 log = logging.getLogger(__name__)
@@ -62,10 +64,14 @@ class ProjectionRunner:
 
     def run_once(self) -> int:
         """Apply the next page of the log; return the number of events read."""
+        batch = self.store.read(self.position, self.batch_size)
+        if batch:
+            self._apply(batch)
+        return len(batch)
+
+    def _apply(self, batch: Sequence[Recorded]) -> None:
+        """Apply one page (which starts right after ``position``) and advance the tracking."""
         start = self.position
-        batch = self.store.read(start, self.batch_size)
-        if not batch:
-            return 0
         last = batch[-1].position
         with self.store.datastore.transaction(commit=True) as cur:
             cur.execute("SET LOCAL synchronous_commit = off")
@@ -81,7 +87,6 @@ class ProjectionRunner:
             for name in self.names:
                 self._positions[name] = max(self._positions[name], last)
             self._changed.notify_all()
-        return len(batch)
 
     def _track(self, cur: Any, names: list[str], position: int) -> None:
         """Advance every named projection's tracking row to ``position`` in one statement;
@@ -100,16 +105,22 @@ class ProjectionRunner:
             raise IntegrityError(f"failed to record tracking of {names} at {position}")
 
     def catch_up(self, progress: Progress | None = None) -> int:
+        """Apply the log up to its current head. The next page is read (and decoded) on another
+        connection while this one is applied, so reading overlaps writing."""
         self.refresh()
         head = self.store.head()
         total = 0
-        while self.position < head:
-            read = self.run_once()
-            if read == 0:
-                break
-            total += read
-            if progress is not None:
-                progress(self.position, head)
+        with ThreadPoolExecutor(1, thread_name_prefix="prefetch") as pool:
+            ahead = pool.submit(self.store.read, self.position, self.batch_size)
+            while self.position < head:
+                batch = ahead.result()
+                if not batch:
+                    break
+                ahead = pool.submit(self.store.read, batch[-1].position, self.batch_size)
+                self._apply(batch)
+                total += len(batch)
+                if progress is not None:
+                    progress(self.position, head)
         return total
 
     def rebuild(self, progress: Progress | None = None) -> int:
