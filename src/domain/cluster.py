@@ -395,6 +395,11 @@ class Cluster(Protocol):
         ...
 
     def delete_query_mirror(self, namespace: str, context: str) -> bool: ...
+
+    def get_query_mirror(self, namespace: str, context: str) -> str | None:
+        """The mirror's ``index.json`` when the ConfigMap exists (adoption reads it)."""
+        ...
+
     def watch(self, namespace: str | None, on_change: Callable[[Change], None]) -> Watch:
         """Call ``on_change`` (from another thread) whenever a PVC, Pod, Sandbox, SandboxClaim
         or VolumeSnapshot changes; a hint to reconcile early, never a replacement for resync."""

@@ -13,7 +13,8 @@ from litestar.testing import TestClient
 from src import bootstrap
 from src.adapters.eventstore.adoption import adopt
 from src.adapters.kubernetes.cluster import SANDBOX, KubernetesCluster
-from src.adapters.kubernetes.rest import PVCS, Rest
+from src.adapters.kubernetes.rest import CONFIG_MAPS, PVCS, Rest
+from src.domain.cluster import query_mirror_name
 
 pytestmark = [pytest.mark.k8s, pytest.mark.postgres]
 P = "context.rossoctl.io/"
@@ -33,7 +34,7 @@ def _pvc(rest: Rest, ns: str, name: str, annotations: dict[str, str],
 
 @pytest.fixture
 def client(idle_container: bootstrap.Container) -> Iterator[TestClient[Any]]:
-    idle_container.start_workers(("projections",))
+    idle_container.start_workers(("projections", "query-index"))
     with TestClient(app=bootstrap.app(idle_container)) as test_client:
         yield test_client
 
@@ -55,6 +56,13 @@ def test_context_claims_are_imported_once_with_their_history(
         P + "access-grants": json.dumps(grants), P + "audit-events": json.dumps(audit),
         P + "revisions": json.dumps(revisions), P + "current-revision": DIGEST})
     _pvc(kube_rest, kube_ns, "open", {})
+    record = {"id": "r1", "context": "notes", "type": "memory", "revision": DIGEST,
+              "text": "release schedule", "source": {"context": "", "type": "", "revision": ""}}
+    kube_rest.create(CONFIG_MAPS.path(kube_ns), {
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": query_mirror_name("notes"),
+                     "labels": {"app.kubernetes.io/managed-by": "context-service"}},
+        "data": {"index.json": json.dumps({"revision": DIGEST, "records": [record]})}}, "test")
     _pvc(kube_rest, kube_ns, "closed", {P + "access-grants": "[]"})
     _pvc(kube_rest, kube_ns, "stray", {}, labels={P + "name": "stray"})  # not managed by us
 
@@ -77,6 +85,9 @@ def test_context_claims_are_imported_once_with_their_history(
                       headers=alice).json()
     assert [a["action"] for a in page["items"] + rest["items"]] == ["context.created",
                                                                    "grant.set"]
+    found = client.post(f"/v1/namespaces/{kube_ns}/query", headers=alice,
+                        json={"contexts": ["notes"], "query": "release"}).json()
+    assert [(i["score"], i["record"]["id"]) for i in found["items"]] == [(1, "r1")], found
     assert client.get(base + "/open").status_code == 200  # no annotation: user:anonymous
     assert client.get(base + "/closed").status_code == 404  # "[]": nobody
     assert client.get(base + "/stray").status_code == 404

@@ -413,6 +413,11 @@ class FakeCluster:
         self._call("delete_query_mirror", namespace, context)
         return self._delete("configmaps", namespace, port.query_mirror_name(context))
 
+    def get_query_mirror(self, namespace: str, context: str) -> str | None:
+        found = self.objects.get(("configmaps", namespace, port.query_mirror_name(context)))
+        value = ((found or {}).get("data") or {}).get("index.json")
+        return value if isinstance(value, str) else None
+
     def watch(self, namespace: str | None, on_change: Callable[[Change], None]) -> _Watch:
         entry = (namespace, on_change)
         self.watchers.append(entry)

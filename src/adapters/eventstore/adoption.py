@@ -14,6 +14,7 @@ from eventsourcing.persistence import IntegrityError
 from src.adapters.eventstore.store import EventStore
 from src.domain.cluster import NAME_LABEL, Cluster, ClusterError, SnapshotInfo
 from src.domain.context.adoption import adopt_claim, is_context_claim
+from src.domain.context.events import QueryIndexPublished, QueryRecord
 from src.domain.events import Event
 from src.domain.pool.adoption import group_pools
 from src.domain.stream import StreamRef, context_stream
@@ -30,14 +31,30 @@ class AdoptionReport:
     not_imported: list[str] = field(default_factory=list)
 
 
-def _record(store: EventStore, stream: StreamRef, event: Event) -> bool:
+def _record(store: EventStore, stream: StreamRef, *events: Event) -> bool:
     if store.load(stream):
         return False
     try:
-        store.append(stream, 0, [event])
+        store.append(stream, 0, list(events))
     except IntegrityError:
         return False
     return True
+
+
+class _MirroredIndex(msgspec.Struct):
+    revision: str
+    records: list[QueryRecord] = []
+
+
+def _mirrored_index(cluster: Cluster, namespace: str, name: str,
+                    now: datetime) -> QueryIndexPublished | None:
+    """The query-index ConfigMap mirror (spec 6.5), imported as the published index."""
+    raw = cluster.get_query_mirror(namespace, name)
+    if raw is None:
+        return None
+    index = msgspec.json.decode(raw, type=_MirroredIndex)
+    return QueryIndexPublished(at=now, actor=ACTOR, revision=index.revision,
+                               records=tuple(index.records))
 
 
 def _snapshots(cluster: Cluster, namespace: str, context: str) -> list[SnapshotInfo]:
@@ -61,14 +78,18 @@ def adopt(cluster: Cluster, store: EventStore, pool_namespace: str,
         snapshots = _snapshots(cluster, claim.namespace, name)
         try:
             event = adopt_claim(claim, snapshots, now, ACTOR)
+            index = _mirrored_index(cluster, claim.namespace, name, now)
         except (msgspec.DecodeError, msgspec.ValidationError, KeyError, IndexError) as exc:
-            report.not_imported.append(f"{label}: unreadable annotation: {exc}")
+            report.not_imported.append(f"{label}: unreadable annotation or mirror: {exc}")
             continue
         skipped = len(snapshots) - len(event.snapshots)
         if skipped:
             report.not_imported.append(f"{label}: {skipped} VolumeSnapshot(s) without the "
                                        "type, size or access-mode annotation")
-        if _record(store, context_stream(claim.namespace, event.name), event):
+        events: list[Event] = [event]
+        if index is not None:
+            events.append(index)
+        if _record(store, context_stream(claim.namespace, event.name), *events):
             report.contexts.append(label)
         else:
             report.skipped.append(label)

@@ -242,6 +242,12 @@ class KubernetesCluster:
     def delete_query_mirror(self, namespace: str, context: str) -> bool:
         return self._delete(CONFIG_MAPS, namespace, query_mirror_name(context), "Background")
 
+    def get_query_mirror(self, namespace: str, context: str) -> str | None:
+        found = self._get(CONFIG_MAPS, namespace, query_mirror_name(context))
+        data = (found or {}).get("data") or {}
+        value = data.get("index.json")
+        return value if isinstance(value, str) else None
+
     # --- watching and setup -----------------------------------------------------------------
 
     def watch(self, namespace: str | None, on_change: Callable[[Change], None]) -> ClusterWatch:

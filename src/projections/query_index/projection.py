@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import msgspec
 
+from src.domain.context.adoption import ContextAdopted
 from src.domain.context.events import (
     ContextCreated,
     ContextDeleted,
@@ -27,7 +28,8 @@ from src.domain.query.index import IndexLayout, layout
 from src.domain.stream import Recorded
 from src.projections.query_index.view import IndexedContext, QueryIndexView
 
-_RELEVANT = (ContextCreated, ContextDeleted, QueryIndexPublished, RevisionPublished)
+_RELEVANT = (ContextCreated, ContextAdopted, ContextDeleted, QueryIndexPublished,
+             RevisionPublished)
 
 
 @dataclass(slots=True)
@@ -58,6 +60,10 @@ def _step(folded: Folded, event: Event) -> None:
         case ContextCreated():
             revision = event.revision.id if event.revision is not None else ""
             folded.context = IndexedContext(event.namespace, event.name, event.type, revision)
+            folded.records, folded.reset = None, True
+        case ContextAdopted():
+            folded.context = IndexedContext(event.namespace, event.name, event.type,
+                                            event.current_revision)
             folded.records, folded.reset = None, True
         case ContextDeleted():
             folded.context, folded.records, folded.reset = None, None, True
