@@ -234,7 +234,14 @@ def connect_cluster(container: Container) -> None:
     if mode == "local":
         from src.adapters.kubernetes.local import start_local_control_plane
 
-        plane = start_local_control_plane(settings)
+        try:
+            plane = start_local_control_plane(settings)
+        except Exception:
+            if settings.kube_mode == "local":
+                raise
+            # auto: serve contexts and the log without Kubernetes rather than not at all
+            log.exception("local control plane unavailable; running without Kubernetes")
+            return
         container.closers.append(plane.stop)
     api = client.api_client(settings, mode)
     container.closers.append(lambda: client.close(api))
