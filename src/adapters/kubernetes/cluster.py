@@ -93,12 +93,7 @@ class KubernetesCluster:
         return exc
 
     def _get(self, res: Resource, namespace: str | None, name: str) -> JSON | None:
-        try:
-            return self.rest.get(res.path(namespace, name))
-        except ClusterError as exc:
-            if exc.status == 404:
-                return None
-            raise
+        return self.rest.find(res.path(namespace, name))
 
     def _list(
         self, res: Resource, namespace: str | None, selector: str = "", missing_ok: bool = False

@@ -113,12 +113,7 @@ class DevSimulator:
             raise
 
     def _get(self, res: Resource, namespace: str, name: str) -> JSON | None:
-        try:
-            return self.rest.get(res.path(namespace, name))
-        except ClusterError as exc:
-            if exc.status == 404:
-                return None
-            raise
+        return self.rest.find(res.path(namespace, name))
 
     def _status(self, res: Resource, namespace: str, name: str, status: JSON) -> None:
         try:

@@ -130,6 +130,15 @@ class Rest:
         result: JSON = self.request("GET", path, query=query)
         return result
 
+    def find(self, path: str) -> JSON | None:
+        """The object at ``path``, or None when the server answers 404."""
+        try:
+            return self.get(path)
+        except ClusterError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
     def items(self, path: str, selector: str = "") -> list[JSON]:
         query = {"labelSelector": selector} if selector else None
         found: list[JSON] = self.get(path, query).get("items") or []
