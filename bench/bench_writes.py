@@ -7,9 +7,10 @@ psycopg single-row insert-and-commit at the same concurrency on the same databas
 from __future__ import annotations
 
 import argparse
+import http.client
+import json
 import threading
 
-import httpx
 import psycopg
 
 from bench.harness import postgres, run_concurrently, served
@@ -34,26 +35,34 @@ def raw_baseline(url: str, clients: int, ops: int) -> float:
 
 
 def api_writes(base: str, clients: int, ops: int, tag: str) -> float:
+    """Writes over keep-alive connections with the standard library's light HTTP client, so
+    the measurement is of the service rather than of the client."""
     local = threading.local()
+    host, port = base.removeprefix("http://").split(":")
+
+    def send(method: str, path: str, body: dict[str, object]) -> None:
+        if not hasattr(local, "conn"):
+            local.conn = http.client.HTTPConnection(host, int(port), timeout=30)
+        conn: http.client.HTTPConnection = local.conn
+        conn.request(method, path, json.dumps(body), {"Content-Type": "application/json"})
+        response = conn.getresponse()
+        payload = response.read()
+        assert response.status in (200, 201), payload
 
     def work(client: int, i: int) -> None:
-        if not hasattr(local, "http"):
-            local.http = httpx.Client(base_url=base, timeout=30)
-        http: httpx.Client = local.http
         name = f"{tag}-{client}-{i // 3}"
         step = i % 3
         if step == 0:
-            body = {"name": name, "namespace": "bench", "type": "memory",
-                    "storage": {"backend": "pvc", "size": "1Gi", "accessMode": "ReadWriteOnce"}}
-            r = http.post("/v1/contexts", json=body)
+            send("POST", "/v1/contexts", {
+                "name": name, "namespace": "bench", "type": "memory",
+                "storage": {"backend": "pvc", "size": "1Gi", "accessMode": "ReadWriteOnce"}})
         elif step == 1:
-            r = http.put(f"/v1/namespaces/bench/contexts/{name}/grants",
-                         json={"subject": {"kind": "agent", "name": "a"}, "permissions": ["read"]})
+            send("PUT", f"/v1/namespaces/bench/contexts/{name}/grants",
+                 {"subject": {"kind": "agent", "name": "a"}, "permissions": ["read"]})
         else:
-            r = http.post(f"/v1/namespaces/bench/contexts/{name}/revisions",
-                          json={"id": DIGEST, "createdAt": "2026-01-01T00:00:00Z",
-                                "operation": "sync", "files": 1, "bytes": 1})
-        assert r.status_code in (200, 201), r.text
+            send("POST", f"/v1/namespaces/bench/contexts/{name}/revisions",
+                 {"id": DIGEST, "createdAt": "2026-01-01T00:00:00Z", "operation": "sync",
+                  "files": 1, "bytes": 1})
 
     return run_concurrently(clients, ops // clients, work)
 
@@ -61,8 +70,10 @@ def api_writes(base: str, clients: int, ops: int, tag: str) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--ops", type=int, default=960)
+    parser.add_argument("--workers", default="projections",
+                        help="CS_WORKERS of the served process")
     args = parser.parse_args()
-    with postgres() as (url, data), served(url, data) as server:
+    with postgres() as (url, data), served(url, data, workers=args.workers) as server:
         print(f"{'clients':>8} {'api ops/s':>10} {'raw ops/s':>10} {'ratio':>6}")
         for clients in (1, 16):
             ops = args.ops - args.ops % (3 * clients)
