@@ -73,9 +73,16 @@ def _trailing_slash(request: Request[Any, Any, Any]) -> bool:
 
 
 def _exact_paths(request: Request[Any, Any, Any]) -> Response[bytes] | None:
-    """A trailing slash names a different, unknown path (Litestar would otherwise strip it)."""
+    """A trailing slash names a different, unknown path (Litestar would otherwise strip it);
+    OPTIONS is not a method of the API (Litestar would answer it itself)."""
     if _trailing_slash(request):
         return error_response(404, "not_found", "route not found")
+    if request.method == "OPTIONS":
+        methods: set[str] = set()
+        for path in request.scope["route_handler"].paths:
+            methods.update(request.app.route_handler_method_map.get(path, {}))
+        return error_response(405, "method_not_allowed", "method not allowed",
+                              _allow({"Allow": ", ".join(methods)}))
     return None
 
 

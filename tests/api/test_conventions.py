@@ -249,3 +249,10 @@ def test_unknown_query_parameters_are_ignored(ctx: Api) -> None:
     assert ctx.get(CTX + "?foo=bar&force=true").status_code == 200
     assert ctx.get("/v1/namespaces/team1/contexts?x=1").json()["items"][0]["name"] == (
         "research-memory")
+
+
+def test_options_is_not_a_method_of_the_api(api: Api) -> None:
+    r = api.request("OPTIONS", "/v1/namespaces/team1/contexts/x/grants")
+    assert r.status_code == 405
+    assert r.json() == {"error": "method_not_allowed", "message": "method not allowed"}
+    assert r.headers["allow"] == "GET, PUT, DELETE"
