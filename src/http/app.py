@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from litestar import Litestar, Request, Response, Router, get
+from litestar import Litestar, Request, Response, get
 from litestar.exceptions import (
     HTTPException,
     MethodNotAllowedException,
@@ -87,9 +87,6 @@ def _exact_paths(request: Request[Any, Any, Any]) -> Response[bytes] | None:
 
 
 def create_app(services: Services, extra_routes: list[Any] | None = None) -> Litestar:
-    # One router for every handler: Litestar re-runs the registration of all handlers of a path
-    # each time the app registers another handler on it, which wraps a sync_to_thread handler
-    # twice (its call then returns an unawaited coroutine). A router registers each path once.
     routes = [healthz, *contexts.ROUTES, *access.ROUTES, *history.ROUTES, *query.ROUTES,
               *timeline.ROUTES, *pools.ROUTES, *lifecycle.ROUTES,
               *(extra_routes or [])]
@@ -101,10 +98,8 @@ def create_app(services: Services, extra_routes: list[Any] | None = None) -> Lit
 
     requests = metrics.RequestMetrics()
     gauges = services.extra.get("gauges", list)
-    handlers = Router(path="/", route_handlers=[*routes, openapi_document,
-                                                metrics.route(requests, gauges)])
     app = Litestar(
-        route_handlers=[handlers],
+        route_handlers=[*routes, openapi_document, metrics.route(requests, gauges)],
         exception_handlers={
             DomainError: _on_domain,
             HttpError: _on_http,

@@ -12,6 +12,8 @@ from typing import Any
 from litestar import Request, Response, get
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
+from src.http.common import threaded
+
 BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 Gauges = Callable[[], list[tuple[str, str, dict[str, str], float]]]
 
@@ -98,7 +100,8 @@ def render_gauges(gauges: Gauges) -> list[str]:
 
 
 def route(metrics: RequestMetrics, gauges: Gauges) -> Any:
-    @get("/metrics", sync_to_thread=True, include_in_schema=False)
+    @get("/metrics", include_in_schema=False)
+    @threaded
     def metrics_route(request: Request[Any, Any, Any]) -> Response[bytes]:
         lines = metrics.render() + render_gauges(gauges)
         return Response(("\n".join(lines) + "\n").encode(),

@@ -8,6 +8,7 @@ from litestar import Request, Response, delete, get, post
 from litestar.params import RawBody
 
 from src.domain.context.commands import CreateContext, DeleteContext
+from src.domain.context.validation import validate_create
 from src.domain.errors import ContextNotFoundError
 from src.http import render
 from src.http.body import decode
@@ -32,8 +33,6 @@ def create_context(request: Request[Any, Any, Any], body: RawBody) -> Response[b
     found = services(request)
     guard = found.extra.get("name_guard")
     if guard is not None:
-        from src.domain.context.validation import validate_create
-
         validate_create(command)
         guard(command.namespace, command.name)
     outcome = found.contexts.execute(command.namespace, command.name, command)

@@ -18,7 +18,7 @@ from src.domain.query.cursor import encode_cursor
 from src.domain.query.record import record_document
 from src.domain.query.request import QueryInput, QueryPlan, beyond_result_set, plan
 from src.http.body import decode
-from src.http.common import CATALOG, caller, json, no_content, services, wait_for_views
+from src.http.common import CATALOG, caller, json, no_content, services, threaded, wait_for_views
 from src.http.schemas import PublishQueryIndexRequest, QueryRecordBody, QueryRequest
 from src.projections.query_index.reads import Hit, QueryReads, Search, SearchPage
 from src.projections.reads import ContextReads
@@ -28,7 +28,9 @@ QUERY_VIEWS = (*CATALOG, "query_index")
 Json = dict[str, Any]
 
 
-@put(PATH + "/query-index", status_code=200, sync_to_thread=True)
+@put(PATH + "/query-index", status_code=200,
+     opt={"status": 204, "body": PublishQueryIndexRequest})
+@threaded
 def publish_query_index(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
     namespace = request.path_params["namespace"]
     name = request.path_params["name"]
@@ -42,7 +44,9 @@ def publish_query_index(request: Request[Any, Any, Any], body: RawBody) -> Respo
     return no_content(outcome.position)
 
 
-@post("/v1/namespaces/{namespace:str}/query", status_code=200, sync_to_thread=True)
+@post("/v1/namespaces/{namespace:str}/query", status_code=200,
+      opt={"body": QueryRequest})
+@threaded
 def query(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
     namespace = request.path_params["namespace"]
     actor = caller(request)
