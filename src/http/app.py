@@ -72,9 +72,10 @@ def _trailing_slash(request: Request[Any, Any, Any]) -> bool:
     return len(path) > 1 and path.endswith(b"/")
 
 
-def _exact_paths(request: Request[Any, Any, Any]) -> Response[bytes] | None:
+async def _exact_paths(request: Request[Any, Any, Any]) -> Response[bytes] | None:
     """A trailing slash names a different, unknown path (Litestar would otherwise strip it);
-    OPTIONS is not a method of the API (Litestar would answer it itself)."""
+    OPTIONS is not a method of the API (Litestar would answer it itself). Async, so Litestar
+    does not hand every request to a worker thread just to run this check."""
     if _trailing_slash(request):
         return error_response(404, "not_found", "route not found")
     if request.method == "OPTIONS":

@@ -7,6 +7,7 @@ create that loses the race then meets a live aggregate and answers ``already exi
 
 from __future__ import annotations
 
+import asyncio
 import random
 import threading
 import time
@@ -85,6 +86,29 @@ class StreamApplication(Generic[S]):
         with self._locks[hash(stream) % len(self._locks)]:
             return self._execute(stream, command)
 
+    async def execute_on_async(self, stream: StreamRef, command: object) -> Outcome[S]:
+        """``execute_on`` for an event loop. The common case (the cached state decides and the
+        append at its version commits) needs no thread; anything else (a refusal, nothing to
+        do, a conflict) goes to ``execute_on`` on a worker thread, which reads the stream and
+        decides again, so the answer is the same either way."""
+        version, state = self.cached(stream)
+        try:
+            events = self.decide(command, state, self.clock())
+        except DomainError:
+            events = None
+        if events:
+            try:
+                position = await self.store.append_async(stream, version, events)
+            except IntegrityError:
+                pass
+            else:
+                for event in events:
+                    state = self.evolve(state, event)
+                self._remember(stream, version + len(events), state)
+                return Outcome(state, position)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(None, self.execute_on, stream, command)
+
     def _execute(self, stream: StreamRef, command: object) -> Outcome[S]:
         version, state = self.cached(stream)
         fresh = False
@@ -152,6 +176,22 @@ class ContextApplication(StreamApplication[ContextState]):
 
     def execute(self, namespace: str, name: str, command: Command) -> Outcome[ContextState]:
         return self.execute_on(context_stream(namespace, name), command)
+
+    async def authorize_async(self, namespace: str, name: str, actor: Subject,
+                              permission: str) -> ContextState:
+        """``authorize`` for an event loop: a thread is needed only to confirm a refusal."""
+        _, state = self.cached(context_stream(namespace, name))
+        try:
+            authorize(state, actor, permission)
+        except DomainError:
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(None, self.authorize, namespace, name, actor,
+                                              permission)
+        return state
+
+    async def execute_async(self, namespace: str, name: str,
+                            command: Command) -> Outcome[ContextState]:
+        return await self.execute_on_async(context_stream(namespace, name), command)
 
 
 class PoolApplication(StreamApplication[PoolState]):

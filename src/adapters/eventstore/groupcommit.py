@@ -1,82 +1,95 @@
 """Group commit: concurrent appends share one transaction.
 
 The event table is locked per insert transaction (so positions follow commit order); committing
-each request alone serializes every writer behind that lock. Here the first waiting writer
-becomes the leader and commits everything queued so far in one transaction. When that shared
-transaction hits a conflict, each request of the batch is retried alone, so only the writer that
-actually conflicted sees the error.
+each request alone serializes every writer behind that lock. Here one committer thread takes
+everything queued while the previous transaction ran and commits it in one transaction. Each
+request is a future, so a blocking caller waits on it and an event loop awaits it without a
+thread of its own. When a shared transaction hits a conflict, each request of the batch is
+retried alone, so only the writer that actually conflicted sees the error.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from concurrent.futures import Future
 
 from eventsourcing.persistence import IntegrityError, StoredEvent
 
 Insert = Callable[[Sequence[StoredEvent]], Sequence[int] | None]
-
-
-@dataclass(eq=False)
-class _Request:
-    events: Sequence[StoredEvent]
-    positions: list[int] = field(default_factory=list)
-    error: BaseException | None = None
-    done: bool = False
+_Request = tuple[Sequence[StoredEvent], "Future[list[int]]"]
 
 
 class GroupCommit:
     def __init__(self, insert: Insert) -> None:
         self._insert = insert
         self._queue: list[_Request] = []
-        self._queue_lock = threading.Lock()
-        self._leader = threading.Lock()
+        self._wake = threading.Condition()
+        self._closed = False
+        self._thread: threading.Thread | None = None
         self.batches = 0
         self.requests = 0
 
+    def submit(self, events: Sequence[StoredEvent]) -> Future[list[int]]:
+        """Queue ``events`` to be committed atomically (possibly with others'); the future
+        gives their positions, or the error that refused them."""
+        future: Future[list[int]] = Future()
+        with self._wake:
+            if self._closed:
+                raise RuntimeError("the event store is closed")
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="group-commit",
+                                                daemon=True)
+                self._thread.start()
+            self._queue.append((events, future))
+            self._wake.notify()
+        return future
+
     def append(self, events: Sequence[StoredEvent]) -> list[int]:
-        """Commit ``events`` atomically (possibly with others'); return their positions."""
-        request = _Request(events)
-        with self._queue_lock:
-            self._queue.append(request)
-        with self._leader:
-            if not request.done:
-                with self._queue_lock:
-                    batch, self._queue = self._queue, []
-                self._commit(batch)
-        if request.error is not None:
-            raise request.error
-        return request.positions
+        """Commit ``events`` and wait; return their positions."""
+        return self.submit(events).result()
+
+    def close(self) -> None:
+        """Commit what is queued, then stop the committer."""
+        with self._wake:
+            self._closed = True
+            self._wake.notify()
+            thread = self._thread
+        if thread is not None:
+            thread.join(timeout=10)
+
+    def _run(self) -> None:
+        while True:
+            with self._wake:
+                while not self._queue and not self._closed:
+                    self._wake.wait()
+                batch, self._queue = self._queue, []
+                if not batch:
+                    return
+            self._commit(batch)
 
     def _commit(self, batch: list[_Request]) -> None:
         self.batches += 1
         self.requests += len(batch)
         try:
-            self._run(batch, [e for r in batch for e in r.events])
+            self._settle(batch, [e for events, _ in batch for e in events])
         except IntegrityError:
             if len(batch) == 1:
-                self._fail(batch[0], IntegrityError("conflict"))
+                batch[0][1].set_exception(IntegrityError("conflict"))
                 return
             for request in batch:
                 try:
-                    self._run([request], list(request.events))
+                    self._settle([request], list(request[0]))
                 except BaseException as exc:
-                    self._fail(request, exc)
+                    request[1].set_exception(exc)
         except BaseException as exc:
-            for request in batch:
-                self._fail(request, exc)
+            for _, future in batch:
+                future.set_exception(exc)
 
-    def _run(self, batch: list[_Request], events: list[StoredEvent]) -> None:
+    def _settle(self, batch: list[_Request], events: list[StoredEvent]) -> None:
         ids = list(self._insert(events) or [])
         offset = 0
-        for request in batch:
-            count = len(request.events)
-            request.positions = ids[offset:offset + count]
+        for request_events, future in batch:
+            count = len(request_events)
+            future.set_result(ids[offset:offset + count])
             offset += count
-            request.done = True
-
-    @staticmethod
-    def _fail(request: _Request, exc: BaseException) -> None:
-        request.error = exc
-        request.done = True

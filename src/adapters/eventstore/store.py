@@ -6,6 +6,7 @@ LISTEN/NOTIFY until the log grows past a position.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Sequence
 
@@ -38,8 +39,20 @@ class EventStore:
     def append(self, stream: StreamRef, after_version: int, events: Sequence[Event]) -> int:
         """Append events after ``after_version``; raise IntegrityError on a concurrent append.
         Returns the log position of the last event."""
-        stored = [to_stored(stream, after_version + i + 1, e) for i, e in enumerate(events)]
-        positions = self.group.append(stored)
+        return self._appended(self.group.append(self._stored(stream, after_version, events)))
+
+    async def append_async(self, stream: StreamRef, after_version: int,
+                           events: Sequence[Event]) -> int:
+        """``append`` for an event loop: awaits the group commit without blocking a thread."""
+        future = self.group.submit(self._stored(stream, after_version, events))
+        return self._appended(await asyncio.wrap_future(future))
+
+    @staticmethod
+    def _stored(stream: StreamRef, after_version: int,
+                events: Sequence[Event]) -> list[StoredEvent]:
+        return [to_stored(stream, after_version + i + 1, e) for i, e in enumerate(events)]
+
+    def _appended(self, positions: list[int]) -> int:
         last = max(positions)
         self.note_head(last)
         return last
@@ -124,6 +137,7 @@ class EventStore:
                 self._closed.wait(0.5)
 
     def close(self) -> None:
+        self.group.close()
         self._closed.set()
         if self._listener is not None:
             self._listener.join(timeout=5)

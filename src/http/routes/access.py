@@ -45,19 +45,18 @@ def list_grants(request: Request[Any, Any, Any]) -> Response[bytes]:
 
 
 @put(PATH + "/grants", opt={"body": SetGrantRequest})
-@threaded
-def set_grant(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
+async def set_grant(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
     """Set (replace or add) the grant of one subject (requires administer)."""
     namespace = request.path_params["namespace"]
     name = request.path_params["name"]
     actor = caller(request)
     found = services(request)
-    found.contexts.authorize(namespace, name, actor, "administer")
+    await found.contexts.authorize_async(namespace, name, actor, "administer")
     req = decode(body, SetGrantRequest)
     timestamp(req.created_at, "createdAt")  # may be sent; it is ignored
     command = GrantAccess(actor=actor, subject=_subject(req.subject),
                           permissions=tuple(req.permissions or ()))
-    outcome = found.contexts.execute(namespace, name, command)
+    outcome = await found.contexts.execute_async(namespace, name, command)
     return json(render.context(outcome.state), 200, outcome.position)
 
 

@@ -12,7 +12,16 @@ from src.domain.context.validation import validate_create
 from src.domain.errors import ContextNotFoundError
 from src.http import render
 from src.http.body import decode
-from src.http.common import CATALOG, caller, json, no_content, services, threaded, wait_for_views
+from src.http.common import (
+    CATALOG,
+    caller,
+    in_thread,
+    json,
+    no_content,
+    services,
+    threaded,
+    wait_for_views,
+)
 from src.http.routes.timeline import as_of, list_as_of, visible_as_of
 from src.http.schemas import CreateContextRequest, StorageBody
 
@@ -20,8 +29,7 @@ BASE = "/v1/namespaces/{namespace:str}/contexts"
 
 
 @post("/v1/contexts", opt={"body": CreateContextRequest})
-@threaded
-def create_context(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
+async def create_context(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
     """Create a named context; the caller becomes its owner."""
     actor = caller(request)
     req = decode(body, CreateContextRequest)
@@ -34,8 +42,8 @@ def create_context(request: Request[Any, Any, Any], body: RawBody) -> Response[b
     guard = found.extra.get("name_guard")
     if guard is not None:
         validate_create(command)
-        guard(command.namespace, command.name)
-    outcome = found.contexts.execute(command.namespace, command.name, command)
+        await in_thread(guard, command.namespace, command.name)
+    outcome = await found.contexts.execute_async(command.namespace, command.name, command)
     return json(render.context(outcome.state), 201, outcome.position)
 
 

@@ -40,8 +40,7 @@ def list_revisions(request: Request[Any, Any, Any]) -> Response[bytes]:
 
 
 @post(PATH + "/revisions", opt={"body": PublishRevisionRequest})
-@threaded
-def publish_revision(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
+async def publish_revision(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
     """Publish a verified revision (requires write; the body is validated first)."""
     namespace = request.path_params["namespace"]
     name = request.path_params["name"]
@@ -54,7 +53,7 @@ def publish_revision(request: Request[Any, Any, Any], body: RawBody) -> Response
         actor=actor, id=req.id or "", created_at=created_at, operation=req.operation or "",
         producer=req.producer or "", parameters=dict(req.parameters or {}), sources=sources,
         files=req.files or 0, bytes=req.bytes or 0)
-    outcome = services(request).contexts.execute(namespace, name, command)
+    outcome = await services(request).contexts.execute_async(namespace, name, command)
     return json(render.context(outcome.state), 201, outcome.position)
 
 

@@ -1,0 +1,81 @@
+"""Writes decided on a cached state commit without a thread only while that state is current;
+a write by another process makes them read the stream and decide again (real PostgreSQL)."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+
+from src import bootstrap
+from src.adapters.eventstore.application import ContextApplication
+from src.domain.context.commands import CreateContext, GrantAccess, PublishRevision
+from src.domain.errors import ContextExistsError
+from src.domain.events import Subject
+
+OWNER = Subject("user", "owner")
+
+
+def create(name: str) -> CreateContext:
+    return CreateContext(actor=OWNER, name=name, namespace="team", type="memory", backend="pvc",
+                         size="1Gi", access_mode="ReadWriteOnce", storage_class="")
+
+
+def grant(agent: str) -> GrantAccess:
+    return GrantAccess(actor=OWNER, subject=Subject("agent", agent), permissions=("read",))
+
+
+def test_a_stale_cache_is_refreshed_not_committed(
+        idle_container: bootstrap.Container) -> None:
+    here = idle_container.contexts
+    elsewhere = ContextApplication(idle_container.store)  # another API process, own cache
+
+    async def scenario() -> None:
+        await here.execute_async("team", "ctx", create("ctx"))
+        await here.execute_async("team", "ctx", grant("a"))
+        elsewhere.execute("team", "ctx", grant("b"))  # `here` does not know of this one
+        outcome = await here.execute_async("team", "ctx", grant("c"))
+        assert {g.subject.name for g in outcome.state.grants} == {"owner", "a", "b", "c"}
+
+    asyncio.run(scenario())
+    version, state = ContextApplication(idle_container.store).load("team", "ctx")
+    assert version == 4
+    assert {g.subject.name for g in state.grants} == {"owner", "a", "b", "c"}
+
+
+def test_a_refusal_on_the_cache_is_confirmed_against_the_log(
+        idle_container: bootstrap.Container) -> None:
+    here = idle_container.contexts
+    elsewhere = ContextApplication(idle_container.store)
+    elsewhere.execute("team", "ctx", create("ctx"))
+
+    async def scenario() -> None:
+        # `here` has never seen the context: the cached state says "absent", so a create
+        # looks fine and a revision looks refused; the log decides both.
+        try:
+            await here.execute_async("team", "ctx", create("ctx"))
+        except ContextExistsError:
+            pass
+        else:
+            raise AssertionError("a second create of one name committed")
+        revision = PublishRevision(
+            actor=OWNER, id="ab" * 32, created_at=datetime(2026, 1, 1, tzinfo=UTC),
+            operation="sync", producer="", parameters={}, sources=(), files=1, bytes=1)
+        outcome = await here.execute_async("team", "ctx", revision)
+        assert outcome.state.current_revision == "ab" * 32
+
+    asyncio.run(scenario())
+
+
+def test_concurrent_fast_writers_of_one_stream_all_land(
+        idle_container: bootstrap.Container) -> None:
+    app = idle_container.contexts
+
+    async def scenario() -> None:
+        await app.execute_async("team", "ctx", create("ctx"))
+        await asyncio.gather(*(app.execute_async("team", "ctx", grant(f"a{i:02d}"))
+                               for i in range(24)))
+
+    asyncio.run(scenario())
+    version, state = ContextApplication(idle_container.store).load("team", "ctx")
+    assert version == 25
+    assert {g.subject.name for g in state.grants} == {"owner"} | {f"a{i:02d}" for i in range(24)}
