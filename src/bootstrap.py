@@ -106,8 +106,15 @@ class Container:
     def gauges(self) -> list[tuple[str, str, dict[str, str], float]]:
         """Scrape-time gauges: log head, each view's position and lag, worker counters."""
         head = self.store.head()
+        group = self.store.group
         out: list[tuple[str, str, dict[str, str], float]] = [
-            ("cs_log_head_position", "Position of the newest stored event.", {}, head)]
+            ("cs_log_head_position", "Position of the newest stored event.", {}, head),
+            ("cs_group_commit_transactions", "Append transactions this process committed.",
+             {}, group.batches),
+            ("cs_group_commit_appends", "Appends (one per write) those transactions carried.",
+             {}, group.requests),
+            ("cs_group_commit_seconds", "Time spent in append transactions.", {},
+             round(group.seconds, 6))]
         for view in self.view_names:
             position = self.tracking.max_tracking_id(view) or 0
             out.append(("cs_projection_position", "Last log position applied to the view.",

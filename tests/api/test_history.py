@@ -89,5 +89,7 @@ def test_metrics_report_requests_head_and_projection_lag(api: Api) -> None:
     assert 'cs_http_requests_total{method="POST",route="/v1/contexts",status="201"} 1' in text
     assert 'route="/v1/namespaces/{namespace:str}/contexts",le="+Inf"} 1' in text
     assert "cs_log_head_position 1" in text
+    assert "cs_group_commit_transactions 1" in text
+    assert "cs_group_commit_appends 1" in text
     assert 'cs_projection_position{projection="context_catalog"}' in text
     assert 'cs_projection_lag{projection="audit_log"}' in text

@@ -11,6 +11,7 @@ retried alone, so only the writer that actually conflicted sees the error.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 
@@ -29,6 +30,7 @@ class GroupCommit:
         self._thread: threading.Thread | None = None
         self.batches = 0
         self.requests = 0
+        self.seconds = 0.0  # spent in append transactions
 
     def submit(self, events: Sequence[StoredEvent]) -> Future[list[int]]:
         """Queue ``events`` to be committed atomically (possibly with others'); the future
@@ -69,8 +71,15 @@ class GroupCommit:
             self._commit(batch)
 
     def _commit(self, batch: list[_Request]) -> None:
-        self.batches += 1
-        self.requests += len(batch)
+        started = time.perf_counter()
+        try:
+            self._commit_batch(batch)
+        finally:
+            self.batches += 1
+            self.requests += len(batch)
+            self.seconds += time.perf_counter() - started
+
+    def _commit_batch(self, batch: list[_Request]) -> None:
         try:
             self._settle(batch, [e for events, _ in batch for e in events])
         except IntegrityError:

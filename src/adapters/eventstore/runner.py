@@ -33,8 +33,10 @@ Progress = Callable[[int, int], None]
 class ProjectionRunner:
     def __init__(self, store: EventStore, tracking: PostgresTrackingRecorder,
                  projections: Sequence[tuple[Projection, ViewFactory]],
-                 batch_size: int = 2000) -> None:
+                 batch_size: int = 2000, linger: float = 0.004, busy: int = 4) -> None:
         self.store = store
+        self.linger = linger
+        self.busy = busy
         self.tracking = tracking
         self.projections = list(projections)
         self.batch_size = batch_size
@@ -163,8 +165,12 @@ class ProjectionRunner:
     def _loop(self) -> None:
         while not self._stop.is_set():
             try:
-                if self.run_once() == 0:
+                read = self.run_once()
+                if read == 0:
                     self.store.wait_head(self.position, timeout=1.0, stop=self._stop)
+                elif self.busy <= read < self.batch_size:
+                    # a busy log: let the next batch fill a little (fewer, larger transactions)
+                    self._stop.wait(self.linger)
             except Exception:
                 log.exception("projection batch failed", extra={"projections": self.names})
                 self._stop.wait(0.5)

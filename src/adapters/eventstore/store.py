@@ -58,18 +58,17 @@ class EventStore:
         return last
 
     def _insert(self, stored: Sequence[StoredEvent]) -> list[int]:
-        """One transaction: take the table lock (positions follow commit order), notify
-        listeners, insert every row in one statement. No pipeline mode: large events (a query
-        index near the 1 MiB body limit) would stall a pipelined send."""
-        table, channel = EVENTS_TABLE, self.recorder.channel_name
-        with self.datastore.transaction(commit=True) as cur:
-            cur.execute(f"LOCK TABLE {table} IN EXCLUSIVE MODE; NOTIFY {channel}")
+        """One round trip, one transaction (``cs_append_events``): take the table lock
+        (positions follow commit order), insert every row, notify listeners of the new head.
+        No pipeline mode: large events (a query index near the 1 MiB body limit) would stall a
+        pipelined send."""
+        with self.datastore.cursor() as cur:
             cur.execute(
-                f"INSERT INTO {table} (originator_id, originator_version, topic, state)"
-                " SELECT * FROM unnest(%b::uuid[], %b::int8[], %b::text[], %b::bytea[])"
-                " RETURNING originator_id, originator_version, notification_id",
-                ([e.originator_id for e in stored], [e.originator_version for e in stored],
-                 [e.topic for e in stored], [e.state for e in stored]))
+                "SELECT * FROM cs_append_events(%s, %b::uuid[], %b::int8[], %b::text[],"
+                " %b::bytea[])",
+                (self.recorder.channel_name, [e.originator_id for e in stored],
+                 [e.originator_version for e in stored], [e.topic for e in stored],
+                 [e.state for e in stored]))
             ids = {(r["originator_id"], r["originator_version"]): r["notification_id"]
                    for r in cur.fetchall()}
         return [ids[(e.originator_id, e.originator_version)] for e in stored]
@@ -131,10 +130,17 @@ class EventStore:
                     conn.execute(f"LISTEN {channel}")
                     conn.commit()
                     while not self._closed.is_set():
-                        for _ in conn.notifies(timeout=0.1, stop_after=1):
-                            self.head()
+                        for notify in conn.notifies(timeout=0.1, stop_after=1):
+                            self._heard(notify.payload)
             except Exception:
                 self._closed.wait(0.5)
+
+    def _heard(self, payload: str) -> None:
+        """An append's notification carries the new head; a bare one means: read it."""
+        if payload.isdigit():
+            self.note_head(int(payload))
+        else:
+            self.head()
 
     def close(self) -> None:
         self.group.close()
