@@ -106,15 +106,15 @@ class Container:
     def gauges(self) -> list[tuple[str, str, dict[str, str], float]]:
         """Scrape-time gauges: log head, each view's position and lag, worker counters."""
         head = self.store.head()
-        group = self.store.group
+        groups = self.store.groups()
         out: list[tuple[str, str, dict[str, str], float]] = [
             ("cs_log_head_position", "Position of the newest stored event.", {}, head),
             ("cs_group_commit_transactions", "Append transactions this process committed.",
-             {}, group.batches),
+             {}, sum(g.batches for g in groups)),
             ("cs_group_commit_appends", "Appends (one per write) those transactions carried.",
-             {}, group.requests),
+             {}, sum(g.requests for g in groups)),
             ("cs_group_commit_seconds", "Time spent in append transactions.", {},
-             round(group.seconds, 6))]
+             round(sum(g.seconds for g in groups), 6))]
         for view in self.view_names:
             position = self.tracking.max_tracking_id(view) or 0
             out.append(("cs_projection_position", "Last log position applied to the view.",
@@ -219,7 +219,9 @@ def services(container: Container) -> Services:
                         sandbox_service_account=container.settings.sandbox_service_account),
                     extra={"query": QueryIndexReadsSql(container.datastore),
                            "timeline": Timeline(container.store),
-                           "gauges": container.gauges, **extra})
+                           "gauges": container.gauges,
+                           # the event loop's append connection closes with the loop
+                           "on_shutdown": [container.store.close_async], **extra})
 
 
 def connect_cluster(container: Container) -> None:

@@ -111,6 +111,7 @@ def create_app(services: Services, extra_routes: list[Any] | None = None) -> Lit
         request_max_body_size=64 * 1024 * 1024,
         before_request=_exact_paths,
         middleware=[metrics.middleware(requests)],
+        on_shutdown=list(services.extra.get("on_shutdown", ())),
         logging_config=None,
         debug=False,
     )

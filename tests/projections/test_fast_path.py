@@ -6,6 +6,10 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime
 
+import psycopg
+import pytest
+from eventsourcing.persistence import OperationalError
+
 from src import bootstrap
 from src.adapters.eventstore.application import ContextApplication
 from src.domain.context.commands import CreateContext, GrantAccess, PublishRevision
@@ -35,6 +39,7 @@ def test_a_stale_cache_is_refreshed_not_committed(
         elsewhere.execute("team", "ctx", grant("b"))  # `here` does not know of this one
         outcome = await here.execute_async("team", "ctx", grant("c"))
         assert {g.subject.name for g in outcome.state.grants} == {"owner", "a", "b", "c"}
+        await here.store.close_async()
 
     asyncio.run(scenario())
     version, state = ContextApplication(idle_container.store).load("team", "ctx")
@@ -62,6 +67,7 @@ def test_a_refusal_on_the_cache_is_confirmed_against_the_log(
             operation="sync", producer="", parameters={}, sources=(), files=1, bytes=1)
         outcome = await here.execute_async("team", "ctx", revision)
         assert outcome.state.current_revision == "ab" * 32
+        await here.store.close_async()
 
     asyncio.run(scenario())
 
@@ -79,3 +85,25 @@ def test_concurrent_fast_writers_of_one_stream_all_land(
     version, state = ContextApplication(idle_container.store).load("team", "ctx")
     assert version == 25
     assert {g.subject.name for g in state.grants} == {"owner"} | {f"a{i:02d}" for i in range(24)}
+
+
+def test_a_lost_append_connection_fails_its_writers_and_the_next_write_reconnects(
+        idle_container: bootstrap.Container, database_url: str) -> None:
+    app = idle_container.contexts
+
+    async def scenario() -> None:
+        await app.execute_async("team", "a", create("a"))
+        with psycopg.connect(database_url, autocommit=True) as admin:
+            killed = admin.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                " WHERE query LIKE '%cs_append_events%' AND pid <> pg_backend_pid()").fetchone()
+            assert killed == (1,)
+        with pytest.raises(OperationalError):
+            await app.execute_async("team", "b", create("b"))
+        outcome = await app.execute_async("team", "c", create("c"))
+        assert outcome.position > 0
+        await app.store.close_async()
+
+    asyncio.run(scenario())
+    assert ContextApplication(idle_container.store).load("team", "b")[0] == 0  # not written
+    assert ContextApplication(idle_container.store).load("team", "c")[0] == 1

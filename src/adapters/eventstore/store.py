@@ -9,11 +9,14 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Sequence
+from typing import Any
 
+import psycopg
 from eventsourcing.persistence import StoredEvent
 from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
 
 from src.adapters.eventstore.groupcommit import GroupCommit
+from src.adapters.eventstore.loopcommit import LoopGroupCommit
 from src.adapters.eventstore.mapper import from_stored, to_stored
 from src.domain.events import Event
 from src.domain.stream import Recorded, StreamRef
@@ -26,6 +29,7 @@ class EventStore:
         self.datastore = datastore
         self.recorder = PostgresApplicationRecorder(datastore, events_table_name=EVENTS_TABLE)
         self.group = GroupCommit(self._insert)
+        self._loop_groups: dict[asyncio.AbstractEventLoop, LoopGroupCommit] = {}
         self._head_changed = threading.Condition()
         self._head = 0
         self._closed = threading.Event()
@@ -44,8 +48,35 @@ class EventStore:
     async def append_async(self, stream: StreamRef, after_version: int,
                            events: Sequence[Event]) -> int:
         """``append`` for an event loop: awaits the group commit without blocking a thread."""
-        future = self.group.submit(self._stored(stream, after_version, events))
-        return self._appended(await asyncio.wrap_future(future))
+        group = self._loop_group()
+        return self._appended(await group.append(self._stored(stream, after_version, events)))
+
+    def _loop_group(self) -> LoopGroupCommit:
+        """This event loop's group commit (each loop needs connections of its own)."""
+        loop = asyncio.get_running_loop()
+        group = self._loop_groups.get(loop)
+        if group is None:
+            group = self._loop_groups[loop] = LoopGroupCommit(self._connect_async,
+                                                              self.recorder.channel_name)
+        return group
+
+    async def _connect_async(self) -> psycopg.AsyncConnection[Any]:
+        """A connection like the pool's (same server, database and credentials)."""
+        pool = self.datastore.pool
+        conninfo = pool.conninfo() if callable(pool.conninfo) else pool.conninfo
+        kwargs = pool.kwargs() if callable(pool.kwargs) else pool.kwargs
+        params = {k: v for k, v in (kwargs or {}).items() if k != "row_factory"}
+        return await psycopg.AsyncConnection.connect(conninfo, autocommit=True, **params)
+
+    def groups(self) -> list[GroupCommit | LoopGroupCommit]:
+        """The group commits of this store (for their counters)."""
+        return [self.group, *self._loop_groups.values()]
+
+    async def close_async(self) -> None:
+        """Close this event loop's append connection (the loop is about to stop)."""
+        group = self._loop_groups.pop(asyncio.get_running_loop(), None)
+        if group is not None:
+            await group.aclose()
 
     @staticmethod
     def _stored(stream: StreamRef, after_version: int,
@@ -144,6 +175,9 @@ class EventStore:
 
     def close(self) -> None:
         self.group.close()
+        for group in self._loop_groups.values():
+            group.discard()
+        self._loop_groups.clear()
         self._closed.set()
         if self._listener is not None:
             self._listener.join(timeout=5)
