@@ -1,19 +1,33 @@
 """Write throughput through HTTP (create, grant, revision) at 1 and 16 clients, against raw
 psycopg single-row insert-and-commit at the same concurrency on the same database.
 
-    python -m bench.bench_writes [--ops 600]
+Rounds alternate (API, raw, API, raw, ...) and the medians are compared, so a slow moment of
+the machine does not land on one side only. A bare Litestar route at 16 clients is measured
+too: what HTTP alone costs on this machine.
+
+    python -m bench.bench_writes [--ops 3840] [--rounds 3] [--workers projections]
+                                 [--worker-process]
 """
 
 from __future__ import annotations
 
 import argparse
-import http.client
+import contextlib
 import json
+import os
+import statistics
+import subprocess
+import sys
 import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
 
 import psycopg
 
 from bench.harness import postgres, run_concurrently, served
+from bench.light_http import LightClient
+from tests.e2e.server import free_port
 
 DIGEST = "ab" * 32
 
@@ -34,20 +48,21 @@ def raw_baseline(url: str, clients: int, ops: int) -> float:
     return run_concurrently(clients, ops // clients, work)
 
 
-def api_writes(base: str, clients: int, ops: int, tag: str) -> float:
-    """Writes over keep-alive connections with the standard library's light HTTP client, so
-    the measurement is of the service rather than of the client."""
-    local = threading.local()
+def _clients(base: str) -> tuple[threading.local, str, int]:
     host, port = base.removeprefix("http://").split(":")
+    return threading.local(), host, int(port)
+
+
+def api_writes(base: str, clients: int, ops: int, tag: str) -> float:
+    """Create, grant, publish a revision, over and over, each client on its own keep-alive
+    connection; every answer must be a success."""
+    local, host, port = _clients(base)
 
     def send(method: str, path: str, body: dict[str, object]) -> None:
         if not hasattr(local, "conn"):
-            local.conn = http.client.HTTPConnection(host, int(port), timeout=30)
-        conn: http.client.HTTPConnection = local.conn
-        conn.request(method, path, json.dumps(body), {"Content-Type": "application/json"})
-        response = conn.getresponse()
-        payload = response.read()
-        assert response.status in (200, 201), payload
+            local.conn = LightClient(host, port)
+        status, payload = local.conn.request(method, path, json.dumps(body).encode())
+        assert status in (200, 201), payload
 
     def work(client: int, i: int) -> None:
         name = f"{tag}-{client}-{i // 3}"
@@ -67,19 +82,82 @@ def api_writes(base: str, clients: int, ops: int, tag: str) -> float:
     return run_concurrently(clients, ops // clients, work)
 
 
+def bare_route(base: str, clients: int, ops: int) -> float:
+    local, host, port = _clients(base)
+    body = json.dumps({"name": "x", "namespace": "bench", "type": "memory"}).encode()
+
+    def work(client: int, i: int) -> None:
+        if not hasattr(local, "conn"):
+            local.conn = LightClient(host, port)
+        status, _ = local.conn.request("POST", "/v1/contexts", body)
+        assert status == 201
+
+    return run_concurrently(clients, ops // clients, work)
+
+
+@contextlib.contextmanager
+def bare_app() -> Iterator[str]:
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "bench.bare_app", str(port)])
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                LightClient("127.0.0.1", port).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+@contextlib.contextmanager
+def worker_process(url: str, data: Path, enabled: bool) -> Iterator[None]:
+    """The projections as their own process (``context-service worker projections``)."""
+    if not enabled:
+        yield
+        return
+    env = {**os.environ, "CS_DATABASE_URL": url, "CS_DATA_DIR": str(data / "worker"),
+           "CS_KUBE": "off", "CS_LOG_FORMAT": "json"}
+    proc = subprocess.Popen([sys.executable, "-m", "src.cli", "worker", "projections"], env=env)
+    try:
+        yield
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--ops", type=int, default=960)
+    parser.add_argument("--ops", type=int, default=3840, help="writes per round at 16 clients")
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--workers", default="projections",
                         help="CS_WORKERS of the served process")
+    parser.add_argument("--worker-process", action="store_true",
+                        help="run the projections as their own worker process instead")
     args = parser.parse_args()
-    with postgres() as (url, data), served(url, data, workers=args.workers) as server:
+    workers = "" if args.worker_process else args.workers
+    with postgres() as (url, data), served(url, data, workers=workers) as server, \
+            worker_process(url, data, args.worker_process):
+        api_writes(server.url, 16, 480, "warm")
         print(f"{'clients':>8} {'api ops/s':>10} {'raw ops/s':>10} {'ratio':>6}")
         for clients in (1, 16):
-            ops = args.ops - args.ops % (3 * clients)
-            api = api_writes(server.url, clients, ops, f"c{clients}")
-            raw = raw_baseline(url, clients, ops)
-            print(f"{clients:>8} {api:>10.0f} {raw:>10.0f} {api / raw:>6.2f}")
+            ops = (args.ops if clients > 1 else args.ops // 4) // (3 * clients) * 3 * clients
+            api, raw = [], []
+            for r in range(args.rounds):
+                api.append(api_writes(server.url, clients, ops, f"c{clients}r{r}"))
+                raw.append(raw_baseline(url, clients, ops))
+            a, b = statistics.median(api), statistics.median(raw)
+            print(f"{clients:>8} {a:>10.0f} {b:>10.0f} {a / b:>6.2f}")
+    with bare_app() as base:
+        bare_route(base, 16, 960)
+        bare = statistics.median(bare_route(base, 16, args.ops) for _ in range(args.rounds))
+    print(f"bare Litestar route, 16 clients: {bare:.0f} requests/s; "
+          f"the API's writes are {a / bare:.2f}x of it")
 
 
 if __name__ == "__main__":

@@ -37,7 +37,8 @@ def _serve(settings: Settings) -> int:
         print(f"Context Service on http://{settings.listen_host}:{settings.listen_port}"
               f"  (data: {where})", flush=True)
         uvicorn.run(app, host=settings.listen_host, port=settings.listen_port,
-                    log_level="warning", access_log=False, timeout_keep_alive=5)
+                    log_level="warning", access_log=False, timeout_keep_alive=5,
+                    proxy_headers=False)  # no trusted proxy in front by default
     finally:
         container.close()
         if not settings.database_url:

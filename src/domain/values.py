@@ -4,6 +4,7 @@ timestamps and quoting. Exact decimal arithmetic throughout; no floating point.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from datetime import UTC, datetime
@@ -58,6 +59,7 @@ class Quantity:
         self.family = family  # binary | decimal | exponent
 
 
+@functools.lru_cache(maxsize=1024)  # requests repeat a few sizes; Fraction math is slow
 def parse_quantity(text: str) -> Quantity | None:
     match = _QUANTITY.fullmatch(text)
     if match is None:
@@ -86,6 +88,7 @@ def is_positive_quantity(text: str) -> bool:
     return quantity is not None and 0 < quantity.value < _LIMIT
 
 
+@functools.lru_cache(maxsize=1024)
 def canonical_quantity(text: str) -> str:
     """Kubernetes canonical form of a valid positive quantity (spec 2.1.5)."""
     quantity = parse_quantity(text)
