@@ -22,4 +22,4 @@ app = Litestar([echo], openapi_config=None, logging_config=None)
 
 if __name__ == "__main__":
     uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning",
-                access_log=False, timeout_keep_alive=5, proxy_headers=False)
+                access_log=False, timeout_keep_alive=5, proxy_headers=False, server_header=False)

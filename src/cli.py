@@ -15,6 +15,18 @@ from src.config import Settings, SettingsError
 log = logging.getLogger("context_service")
 
 
+def _settle_heap() -> None:
+    """After start-up: move what lives for the whole process (modules, routes, caches) out of
+    the collector's sight, and collect the young generation less often. A write allocates a few
+    hundred short-lived objects; with the default threshold the cyclic collector ran every few
+    requests and cost about a twentieth of the write path's time."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(20_000, 20, 20)
+
+
 def _serve(settings: Settings) -> int:
     if not settings.sandbox_image:
         print("CS_SANDBOX_IMAGE is required", file=sys.stderr)
@@ -30,6 +42,7 @@ def _serve(settings: Settings) -> int:
         bootstrap.adopt(container)
         container.start_workers(settings.workers)
         app = bootstrap.app(container)
+        _settle_heap()
         where = (settings.database_url and "CS_DATABASE_URL") or str(settings.data_dir.resolve())
         log.info("context service listening", extra={
             "url": f"http://{settings.listen_host}:{settings.listen_port}",
@@ -38,7 +51,7 @@ def _serve(settings: Settings) -> int:
               f"  (data: {where})", flush=True)
         uvicorn.run(app, host=settings.listen_host, port=settings.listen_port,
                     log_level="warning", access_log=False, timeout_keep_alive=5,
-                    proxy_headers=False)  # no trusted proxy in front by default
+                    proxy_headers=False, server_header=False)  # no trusted proxy in front
     finally:
         container.close()
         if not settings.database_url:
@@ -69,6 +82,7 @@ def _worker(settings: Settings, name: str) -> int:
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     try:
         container.start_workers((name,))  # active only while holding its advisory lock
+        _settle_heap()
         done.wait()
     except KeyboardInterrupt:
         pass

@@ -33,7 +33,7 @@ Progress = Callable[[int, int], None]
 class ProjectionRunner:
     def __init__(self, store: EventStore, tracking: PostgresTrackingRecorder,
                  projections: Sequence[tuple[Projection, ViewFactory]],
-                 batch_size: int = 2000, linger: float = 0.004, busy: int = 4) -> None:
+                 batch_size: int = 2000, linger: float = 0.008, busy: int = 4) -> None:
         self.store = store
         self.linger = linger
         self.busy = busy
