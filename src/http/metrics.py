@@ -3,6 +3,8 @@ supplies at scrape time (log head, projection and worker positions and lag, rela
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import threading
 import time
 from collections import defaultdict
@@ -10,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from litestar import Request, Response, get
+from litestar.enums import ScopeType
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from src.http.common import threaded
@@ -22,17 +25,18 @@ class RequestMetrics:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.counts: dict[tuple[str, str, str], int] = defaultdict(int)
-        self.buckets: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0] * len(BUCKETS))
+        self.buckets: dict[tuple[str, str], list[int]] = defaultdict(
+            lambda: [0] * (len(BUCKETS) + 1))
         self.sums: dict[tuple[str, str], float] = defaultdict(float)
         self.totals: dict[tuple[str, str], int] = defaultdict(int)
 
     def observe(self, method: str, route: str, status: int, seconds: float) -> None:
+        """Count one request; buckets hold counts per bucket here and are summed (made
+        cumulative, as Prometheus wants them) when rendered."""
+        key = (method, route)
         with self._lock:
             self.counts[(method, route, str(status))] += 1
-            key = (method, route)
-            for i, bound in enumerate(BUCKETS):
-                if seconds <= bound:
-                    self.buckets[key][i] += 1
+            self.buckets[key][bisect.bisect_left(BUCKETS, seconds)] += 1
             self.sums[key] += seconds
             self.totals[key] += 1
 
@@ -47,7 +51,7 @@ class RequestMetrics:
                     "# TYPE cs_http_request_seconds histogram"]
             for (method, route), counts in sorted(self.buckets.items()):
                 labels = f'method="{method}",route="{route}"'
-                for bound, n in zip(BUCKETS, counts, strict=True):
+                for bound, n in zip(BUCKETS, itertools.accumulate(counts), strict=False):
                     out.append(f'cs_http_request_seconds_bucket{{{labels},le="{bound}"}} {n}')
                 total = self.totals[(method, route)]
                 out.append(f'cs_http_request_seconds_bucket{{{labels},le="+Inf"}} {total}')
@@ -61,8 +65,10 @@ def middleware(metrics: RequestMetrics) -> Callable[[ASGIApp], ASGIApp]:
     """Litestar middleware (it runs after routing, so the route template is known)."""
 
     def factory(app: ASGIApp) -> ASGIApp:
+        routes: dict[int, str] = {}  # route template of each handler, worked out once
+
         async def call(scope: Scope, receive: Receive, send: Send) -> None:
-            if str(scope["type"]) != "http":
+            if scope["type"] != ScopeType.HTTP:
                 await app(scope, receive, send)
                 return
             started = time.perf_counter()
@@ -78,9 +84,12 @@ def middleware(metrics: RequestMetrics) -> Callable[[ASGIApp], ASGIApp]:
                 await app(scope, receive, capture)
             finally:
                 handler: Any = scope.get("route_handler")
-                route = sorted(handler.paths)[0] if handler is not None else "unmatched"
-                metrics.observe(str(scope.get("method", "")), route, status,
-                                time.perf_counter() - started)
+                route = routes.get(id(handler))
+                if route is None:
+                    route = routes[id(handler)] = (sorted(handler.paths)[0] if handler is not None
+                                                   else "unmatched")
+                method: str = scope["method"]  # type: ignore[typeddict-item]  # http scopes have one
+                metrics.observe(method, route, status, time.perf_counter() - started)
 
         return call
 

@@ -45,8 +45,9 @@ def list_grants(request: Request[Any, Any, Any]) -> Response[bytes]:
 
 
 @put(PATH + "/grants", opt={"body": SetGrantRequest})
-async def set_grant(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
+async def set_grant(request: Request[Any, Any, Any]) -> Response[bytes]:
     """Set (replace or add) the grant of one subject (requires administer)."""
+    body = await request.body()  # cheaper than a RawBody parameter on this hot path
     namespace = request.path_params["namespace"]
     name = request.path_params["name"]
     actor = caller(request)
