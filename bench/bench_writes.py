@@ -18,9 +18,8 @@ import os
 import statistics
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psycopg
@@ -36,63 +35,74 @@ def raw_baseline(url: str, clients: int, ops: int) -> float:
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("CREATE TABLE IF NOT EXISTS bench_raw (id bigserial PRIMARY KEY, "
                      "k text, v bytea)")
-    local = threading.local()
+    conns: dict[int, psycopg.Connection[tuple[object, ...]]] = {}
+
+    def connect(client: int) -> None:
+        conns[client] = psycopg.connect(url)
 
     def work(client: int, i: int) -> None:
-        if not hasattr(local, "conn"):
-            local.conn = psycopg.connect(url)
-        local.conn.execute("INSERT INTO bench_raw (k, v) VALUES (%s, %s)",
-                           (f"{client}-{i}", b"x" * 200))
-        local.conn.commit()
+        conn = conns[client]
+        conn.execute("INSERT INTO bench_raw (k, v) VALUES (%s, %s)", (f"{client}-{i}", b"x" * 200))
+        conn.commit()
 
-    return run_concurrently(clients, ops // clients, work)
+    try:
+        return run_concurrently(clients, ops // clients, work, connect)
+    finally:
+        for conn in conns.values():
+            conn.close()
 
 
-def _clients(base: str) -> tuple[threading.local, str, int]:
+@contextlib.contextmanager
+def _clients(base: str) -> Iterator[tuple[dict[int, LightClient], Callable[[int], None]]]:
+    """A keep-alive connection per client, opened before the clock starts."""
     host, port = base.removeprefix("http://").split(":")
-    return threading.local(), host, int(port)
+    conns: dict[int, LightClient] = {}
+
+    def connect(client: int) -> None:
+        conns[client] = LightClient(host, int(port))
+
+    try:
+        yield conns, connect
+    finally:
+        for conn in conns.values():
+            conn.close()
 
 
 def api_writes(base: str, clients: int, ops: int, tag: str) -> float:
     """Create, grant, publish a revision, over and over, each client on its own keep-alive
     connection; every answer must be a success."""
-    local, host, port = _clients(base)
-
-    def send(method: str, path: str, body: dict[str, object]) -> None:
-        if not hasattr(local, "conn"):
-            local.conn = LightClient(host, port)
-        status, payload = local.conn.request(method, path, json.dumps(body).encode())
+    def send(client: int, method: str, path: str, body: dict[str, object]) -> None:
+        status, payload = conns[client].request(method, path, json.dumps(body).encode())
         assert status in (200, 201), payload
 
     def work(client: int, i: int) -> None:
         name = f"{tag}-{client}-{i // 3}"
         step = i % 3
         if step == 0:
-            send("POST", "/v1/contexts", {
+            send(client, "POST", "/v1/contexts", {
                 "name": name, "namespace": "bench", "type": "memory",
                 "storage": {"backend": "pvc", "size": "1Gi", "accessMode": "ReadWriteOnce"}})
         elif step == 1:
-            send("PUT", f"/v1/namespaces/bench/contexts/{name}/grants",
+            send(client, "PUT", f"/v1/namespaces/bench/contexts/{name}/grants",
                  {"subject": {"kind": "agent", "name": "a"}, "permissions": ["read"]})
         else:
-            send("POST", f"/v1/namespaces/bench/contexts/{name}/revisions",
+            send(client, "POST", f"/v1/namespaces/bench/contexts/{name}/revisions",
                  {"id": DIGEST, "createdAt": "2026-01-01T00:00:00Z", "operation": "sync",
                   "files": 1, "bytes": 1})
 
-    return run_concurrently(clients, ops // clients, work)
+    with _clients(base) as (conns, connect):
+        return run_concurrently(clients, ops // clients, work, connect)
 
 
 def bare_route(base: str, clients: int, ops: int) -> float:
-    local, host, port = _clients(base)
     body = json.dumps({"name": "x", "namespace": "bench", "type": "memory"}).encode()
 
     def work(client: int, i: int) -> None:
-        if not hasattr(local, "conn"):
-            local.conn = LightClient(host, port)
-        status, _ = local.conn.request("POST", "/v1/contexts", body)
+        status, _ = conns[client].request("POST", "/v1/contexts", body)
         assert status == 201
 
-    return run_concurrently(clients, ops // clients, work)
+    with _clients(base) as (conns, connect):
+        return run_concurrently(clients, ops // clients, work, connect)
 
 
 @contextlib.contextmanager

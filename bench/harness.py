@@ -44,12 +44,15 @@ def served(url: str, data: Path, workers: str = "projections",
         server.stop()
 
 
-def run_concurrently(clients: int, per_client: int,
-                     work: Callable[[int, int], None]) -> float:
-    """Run ``work(client, i)`` for every client and i; return operations per second."""
+def run_concurrently(clients: int, per_client: int, work: Callable[[int, int], None],
+                     connect: Callable[[int], None] | None = None) -> float:
+    """Run ``work(client, i)`` for every client and i; return operations per second. Each
+    client's ``connect(client)`` runs before the clock starts."""
     barrier = threading.Barrier(clients + 1)
 
     def body(client: int) -> None:
+        if connect is not None:
+            connect(client)
         barrier.wait()
         for i in range(per_client):
             work(client, i)
