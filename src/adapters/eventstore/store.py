@@ -14,6 +14,7 @@ from typing import Any
 import psycopg
 from eventsourcing.persistence import StoredEvent
 from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
+from psycopg.rows import tuple_row
 
 from src.adapters.eventstore.groupcommit import GroupCommit
 from src.adapters.eventstore.loopcommit import LoopGroupCommit
@@ -22,6 +23,7 @@ from src.domain.events import Event
 from src.domain.stream import Recorded, StreamRef
 
 EVENTS_TABLE = "stored_events"
+_LAST = 2**63 - 1  # the largest position a bigserial can take
 
 
 class EventStore:
@@ -111,8 +113,17 @@ class EventStore:
         return [from_stored(0, r.originator_version, r.topic, r.state) for r in rows]
 
     def read(self, after: int, limit: int, stop: int | None = None) -> list[Recorded]:
-        rows = self.recorder.select_notifications(after + 1, limit, stop=stop)
-        return [from_stored(n.id, n.originator_version, n.topic, n.state) for n in rows]
+        """Up to ``limit`` events after position ``after`` (and not past ``stop``), in log
+        order. Our own statement: only the columns an event needs, as tuples (the library's
+        reads every column into dictionaries and notification objects first)."""
+        sql = (f"SELECT notification_id, originator_version, topic, state FROM {EVENTS_TABLE}"
+               " WHERE notification_id > %s AND notification_id <= %s"
+               " ORDER BY notification_id LIMIT %s")
+        with self.datastore.get_connection() as conn:
+            cur = conn.cursor(row_factory=tuple_row, binary=True)  # bytea without hex
+            cur.execute(sql, (after, _LAST if stop is None else stop, limit), prepare=True)
+            return [from_stored(position, version, topic, state)
+                    for position, version, topic, state in cur.fetchall()]
 
     def read_stream(self, stream: StreamRef) -> list[Recorded]:
         """Every event of one stream with its log position, in order."""
