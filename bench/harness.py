@@ -49,22 +49,35 @@ def run_concurrently(clients: int, per_client: int, work: Callable[[int, int], N
     """Run ``work(client, i)`` for every client and i; return operations per second. Each
     client's ``connect(client)`` runs before the clock starts."""
     barrier = threading.Barrier(clients + 1)
+    errors: list[BaseException] = []
 
     def body(client: int) -> None:
-        if connect is not None:
-            connect(client)
+        try:
+            if connect is not None:
+                connect(client)
+        except BaseException as exc:
+            errors.append(exc)
+            barrier.abort()
+            raise
         barrier.wait()
-        for i in range(per_client):
-            work(client, i)
+        try:
+            for i in range(per_client):
+                work(client, i)
+        except BaseException as exc:  # a failed operation fails the measurement
+            errors.append(exc)
 
     threads = [threading.Thread(target=body, args=(c,)) for c in range(clients)]
     for t in threads:
         t.start()
-    barrier.wait()
+    with contextlib.suppress(threading.BrokenBarrierError):  # a client could not connect
+        barrier.wait()
     started = time.perf_counter()
     for t in threads:
         t.join()
-    return clients * per_client / (time.perf_counter() - started)
+    elapsed = time.perf_counter() - started
+    if errors:
+        raise RuntimeError(f"{len(errors)} client(s) failed") from errors[0]
+    return clients * per_client / elapsed
 
 
 def percentile(values: list[float], p: float) -> float:
