@@ -13,8 +13,10 @@ from eventsourcing.persistence import OperationalError
 from src import bootstrap
 from src.adapters.eventstore.application import ContextApplication
 from src.domain.context.commands import CreateContext, GrantAccess, PublishRevision
+from src.domain.context.events import Revision, RevisionPublished
 from src.domain.errors import ContextExistsError
 from src.domain.events import Subject
+from src.domain.stream import context_stream
 
 OWNER = Subject("user", "owner")
 
@@ -107,3 +109,28 @@ def test_a_lost_append_connection_fails_its_writers_and_the_next_write_reconnect
     asyncio.run(scenario())
     assert ContextApplication(idle_container.store).load("team", "b")[0] == 0  # not written
     assert ContextApplication(idle_container.store).load("team", "c")[0] == 1
+
+
+def test_a_batch_larger_than_the_socket_buffer_is_sent_whole(
+        idle_container: bootstrap.Container) -> None:
+    """An event of several megabytes cannot leave in one send: the rest waits for the socket
+    to drain, and the event is stored byte for byte."""
+    store = idle_container.store
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    blob = "x" * 6_000_000
+    event = RevisionPublished(at=now, actor="user:owner", appended=True, revision=Revision(
+        id="cd" * 32, created_at=now, operation="sync", parameters={"blob": blob}))
+    stream = context_stream("team", "big")
+
+    async def scenario() -> int:
+        small = [store.append_async(context_stream("team", f"s{i}"), 0, [event])
+                 for i in range(3)]
+        positions = await asyncio.gather(store.append_async(stream, 0, [event]), *small)
+        await store.close_async()
+        return positions[0]
+
+    position = asyncio.run(scenario())
+    [recorded] = store.read_stream(stream)
+    assert recorded.position == position
+    assert isinstance(recorded.event, RevisionPublished)
+    assert recorded.event.revision.parameters["blob"] == blob

@@ -1,9 +1,12 @@
 """Group commit on an event loop: the loop's writers share transactions without a thread.
 
-The HTTP process decides most writes on its event loop; handing each batch to a committer
-thread and back costs two GIL hand-offs per transaction, and under load each waits for the busy
-loop to let go of the interpreter. Here one task on the loop drains what its writers queued into
-one transaction over an async connection, so the answer is just another I/O event of the loop.
+The HTTP process decides most writes on its event loop. One connection per loop carries the
+append transactions: what the loop's writers queued while one transaction ran goes out as the
+next one, sent from the very callback that saw the previous one finish, so the database never
+waits for the loop to come round to it. The connection is driven through libpq's non-blocking
+interface (``psycopg.pq``) with its socket registered on the loop: a driver round of awaits
+per transaction would cost loop turns, and under load each turn is long.
+
 Conflicts are handled as in ``GroupCommit``: a refused shared transaction is retried request by
 request, so only the writer that actually conflicted sees the error.
 """
@@ -11,17 +14,53 @@ request, so only the writer that actually conflicted sees the error.
 from __future__ import annotations
 
 import asyncio
+import struct
 import time
+import uuid
+from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import psycopg
-from eventsourcing.persistence import IntegrityError, OperationalError, StoredEvent
+from eventsourcing.persistence import (
+    DatabaseError,
+    IntegrityError,
+    OperationalError,
+    StoredEvent,
+)
+from psycopg import pq
+from psycopg.pq.abc import PGresult
 
 Connect = Callable[[], Awaitable[psycopg.AsyncConnection[Any]]]
-APPEND_SQL = ("SELECT originator_id, originator_version, notification_id FROM cs_append_events("
-              "%s, %b::uuid[], %b::int8[], %b::text[], %b::bytea[])")
+APPEND_SQL = (b"SELECT originator_id::text, originator_version, notification_id"
+              b" FROM cs_append_events($1, $2, $3, $4, $5)")
+_TEXT, _BINARY = 0, 1
+# parameter types: text, uuid[], int8[], text[], bytea[]
+_TYPES = (25, 2951, 1016, 1009, 1001)
+_FORMATS = (_TEXT, _BINARY, _BINARY, _BINARY, _BINARY)
+_UNIQUE_VIOLATION = b"23505"
 _Request = tuple[Sequence[StoredEvent], "asyncio.Future[list[int]]"]
+
+
+def binary_array(element_oid: int, items: Sequence[bytes]) -> bytes:
+    """A one-dimensional array without NULLs in PostgreSQL's binary wire format."""
+    parts = [struct.pack("!iiiii", 1, 0, element_oid, len(items), 1)]
+    for item in items:
+        parts.append(struct.pack("!i", len(item)))
+        parts.append(item)
+    return b"".join(parts)
+
+
+def _uuid(value: uuid.UUID | str) -> uuid.UUID:
+    return value if isinstance(value, uuid.UUID) else uuid.UUID(value)
+
+
+def append_params(channel: str, stored: Sequence[StoredEvent]) -> list[bytes]:
+    return [channel.encode(),
+            binary_array(2950, [_uuid(e.originator_id).bytes for e in stored]),
+            binary_array(20, [struct.pack("!q", e.originator_version) for e in stored]),
+            binary_array(25, [e.topic.encode() for e in stored]),
+            binary_array(17, [e.state for e in stored])]
 
 
 class LoopGroupCommit:
@@ -29,88 +68,172 @@ class LoopGroupCommit:
         self._connect = connect
         self._channel = channel
         self._conn: psycopg.AsyncConnection[Any] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._connecting: asyncio.Task[None] | None = None
         self._queue: list[_Request] = []
-        self._draining: asyncio.Task[None] | None = None
+        self._alone: deque[_Request] = deque()  # retried one per transaction after a conflict
+        self._inflight: list[_Request] | None = None
+        self._results: list[PGresult] = []
+        self._started = 0.0
+        self._idle = asyncio.Event()
+        self._idle.set()
         self.batches = 0
         self.requests = 0
         self.seconds = 0.0
 
     async def append(self, events: Sequence[StoredEvent]) -> list[int]:
-        future: asyncio.Future[list[int]] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[list[int]] = loop.create_future()
         self._queue.append((events, future))
-        if self._draining is None:
-            self._draining = asyncio.ensure_future(self._drain())
+        if self._conn is None:
+            if self._connecting is None:
+                self._connecting = loop.create_task(self._open(loop))
+        elif self._inflight is None:
+            self._next()
         return await future
 
     async def aclose(self) -> None:
         """Finish what is queued, then close the connection (on the loop, before it stops)."""
-        if self._draining is not None:
-            await asyncio.shield(self._draining)
-        if self._conn is not None:
-            await self._conn.close()
-            self._conn = None
+        if self._connecting is not None:
+            await asyncio.shield(self._connecting)
+        while self._queue or self._alone or self._inflight is not None:
+            await self._idle.wait()
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            self._unwatch(conn)
+            await conn.close()
 
     def discard(self) -> None:
         """Close the connection from outside its loop (which may be gone already)."""
-        if self._conn is not None and not self._conn.closed:
-            self._conn.pgconn.finish()
-        self._conn = None
+        conn, self._conn = self._conn, None
+        if conn is not None and not conn.closed:
+            conn.pgconn.finish()
 
-    async def _drain(self) -> None:
+    # --- the connection -------------------------------------------------------------------------
+
+    async def _open(self, loop: asyncio.AbstractEventLoop) -> None:
         try:
-            while self._queue:
-                batch, self._queue = self._queue, []
-                started = time.perf_counter()
-                await self._commit(batch)
-                self.batches += 1
-                self.requests += len(batch)
-                self.seconds += time.perf_counter() - started
+            conn = await self._connect()
+        except Exception as exc:
+            self._fail_all(OperationalError(str(exc)))
+            return
         finally:
-            self._draining = None
+            self._connecting = None
+        conn.pgconn.nonblocking = 1
+        self._conn, self._loop = conn, loop
+        loop.add_reader(conn.pgconn.socket, self._readable)
+        self._next()
 
-    async def _commit(self, batch: list[_Request]) -> None:
+    def _unwatch(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        if self._loop is not None and not self._loop.is_closed() and not conn.closed:
+            self._loop.remove_reader(conn.pgconn.socket)
+            self._loop.remove_writer(conn.pgconn.socket)
+
+    def _broken(self, exc: Exception) -> None:
+        """The connection failed: its transaction's writers get the error; the next write
+        connects again."""
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            self._unwatch(conn)
+            conn.pgconn.finish()
+        inflight, self._inflight = self._inflight, None
+        self._fail(inflight or [], OperationalError(str(exc)))
+        self._fail_all(OperationalError(str(exc)))
+
+    # --- one transaction at a time --------------------------------------------------------------
+
+    def _next(self) -> None:
+        """Send the next transaction: one writer retried alone, else everything queued."""
+        if self._conn is None or self._inflight is not None:
+            return
+        if self._alone:
+            batch = [self._alone.popleft()]
+        elif self._queue:
+            batch, self._queue = self._queue, []
+        else:
+            self._idle.set()
+            return
+        self._idle.clear()
+        pgconn = self._conn.pgconn
+        stored = [e for events, _ in batch for e in events]
         try:
-            self._settle(batch, await self._insert([e for events, _ in batch for e in events]))
-        except IntegrityError:
+            pgconn.send_query_params(APPEND_SQL, append_params(self._channel, stored),
+                                     _TYPES, _FORMATS, _TEXT)
+            self._inflight, self._results, self._started = batch, [], time.perf_counter()
+            self._flush()
+        except psycopg.Error as exc:
+            self._inflight = batch
+            self._broken(exc)
+
+    def _flush(self) -> None:
+        assert self._conn is not None and self._loop is not None
+        socket = self._conn.pgconn.socket
+        if self._conn.pgconn.flush() == 0:
+            self._loop.remove_writer(socket)
+        else:  # a large batch: the rest goes out when the socket can take it
+            self._loop.add_writer(socket, self._writable)
+
+    def _writable(self) -> None:
+        try:
+            self._flush()
+        except psycopg.Error as exc:
+            self._broken(exc)
+
+    def _readable(self) -> None:
+        if self._conn is None:
+            return
+        pgconn = self._conn.pgconn
+        try:
+            pgconn.consume_input()
+            while self._inflight is not None and not pgconn.is_busy():
+                result = pgconn.get_result()
+                if result is None:
+                    self._finished()
+                else:
+                    self._results.append(result)
+        except psycopg.Error as exc:
+            self._broken(exc)
+
+    def _finished(self) -> None:
+        batch, self._inflight = self._inflight or [], None
+        self.batches += 1
+        self.requests += len(batch)
+        self.seconds += time.perf_counter() - self._started
+        failed = [r for r in self._results if r.status != pq.ExecStatus.TUPLES_OK]
+        if not failed:
+            self._settle(batch, self._results)
+        elif failed[0].error_field(pq.DiagnosticField.SQLSTATE) == _UNIQUE_VIOLATION:
             if len(batch) == 1:
                 self._fail(batch, IntegrityError("conflict"))
-                return
-            for request in batch:
-                try:
-                    self._settle([request], await self._insert(list(request[0])))
-                except Exception as exc:
-                    self._fail([request], exc)
-        except Exception as exc:
-            self._fail(batch, exc)
-
-    async def _insert(self, stored: list[StoredEvent]) -> list[int]:
-        try:
-            if self._conn is None or self._conn.closed:
-                self._conn = await self._connect()
-            cur = await self._conn.execute(APPEND_SQL, (
-                self._channel, [e.originator_id for e in stored],
-                [e.originator_version for e in stored], [e.topic for e in stored],
-                [e.state for e in stored]))
-            ids = {(r[0], r[1]): r[2] for r in await cur.fetchall()}
-        except psycopg.IntegrityError as exc:
-            raise IntegrityError(str(exc)) from exc
-        except psycopg.OperationalError as exc:
-            if self._conn is not None:
-                await self._conn.close()
-                self._conn = None
-            raise OperationalError(str(exc)) from exc
-        return [ids[(e.originator_id, e.originator_version)] for e in stored]
+            else:
+                self._alone.extend(batch)
+        else:
+            message = (failed[0].error_message or b"append failed").decode(errors="replace")
+            self._fail(batch, DatabaseError(message.strip()))
+        self._next()
 
     @staticmethod
-    def _settle(batch: list[_Request], ids: list[int]) -> None:
-        offset = 0
+    def _settle(batch: list[_Request], results: list[PGresult]) -> None:
+        ids: dict[tuple[object, int], int] = {}
+        for result in results:
+            for row in range(result.ntuples):
+                stream, version, position = (result.get_value(row, c) for c in range(3))
+                assert stream is not None and version is not None and position is not None
+                ids[(uuid.UUID(stream.decode()), int(version))] = int(position)
         for events, future in batch:
             if not future.done():  # a writer whose request was cancelled no longer waits
-                future.set_result(ids[offset:offset + len(events)])
-            offset += len(events)
+                future.set_result([ids[(e.originator_id, e.originator_version)]
+                                   for e in events])
 
     @staticmethod
-    def _fail(batch: list[_Request], exc: Exception) -> None:
+    def _fail(batch: Sequence[_Request], exc: Exception) -> None:
         for _, future in batch:
             if not future.done():
                 future.set_exception(exc)
+
+    def _fail_all(self, exc: Exception) -> None:
+        waiting = [*self._alone, *self._queue]
+        self._alone.clear()
+        self._queue = []
+        self._fail(waiting, exc)
+        self._idle.set()
