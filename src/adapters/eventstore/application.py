@@ -79,18 +79,19 @@ class StreamApplication(Generic[S]):
             self._remember(stream, version, state)
         return version, state
 
-    def execute_on(self, stream: StreamRef, command: object) -> Outcome[S]:
+    def execute_on(self, stream: StreamRef, command: object, fresh: bool = False) -> Outcome[S]:
         """Decide on the cached state and append at its version; only when that fails (a
         conflict, a refusal, or nothing to do) is the stream read and the command decided
-        again. A stale cache can therefore never commit: any other append bumped the version."""
+        again. A stale cache can therefore never commit: any other append bumped the version.
+        ``fresh`` skips the cached attempt (the caller already made it)."""
         with self._locks[hash(stream) % len(self._locks)]:
-            return self._execute(stream, command)
+            return self._execute(stream, command, fresh)
 
     async def execute_on_async(self, stream: StreamRef, command: object) -> Outcome[S]:
         """``execute_on`` for an event loop. The common case (the cached state decides and the
         append at its version commits) needs no thread; anything else (a refusal, nothing to
-        do, a conflict) goes to ``execute_on`` on a worker thread, which reads the stream and
-        decides again, so the answer is the same either way."""
+        do, a conflict) goes to ``execute_on`` on a worker thread, which starts from the stream
+        as stored and decides again, so the answer is the same either way."""
         version, state = self.cached(stream)
         try:
             events = self.decide(command, state, self.clock())
@@ -107,11 +108,10 @@ class StreamApplication(Generic[S]):
                 self._remember(stream, version + len(events), state)
                 return Outcome(state, position)
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(None, self.execute_on, stream, command)
+        return await loop.run_in_executor(None, self.execute_on, stream, command, True)
 
-    def _execute(self, stream: StreamRef, command: object) -> Outcome[S]:
-        version, state = self.cached(stream)
-        fresh = False
+    def _execute(self, stream: StreamRef, command: object, fresh: bool) -> Outcome[S]:
+        version, state = self.load_stream(stream) if fresh else self.cached(stream)
         for attempt in range(self.retries):
             if attempt > 2:  # other processes are writing the stream too: back off a little
                 time.sleep(random.uniform(0, 0.002 * attempt))
@@ -166,12 +166,24 @@ class ContextApplication(StreamApplication[ContextState]):
     def authorize(self, namespace: str, name: str, actor: Subject, permission: str) -> ContextState:
         """A pre-check on the cached state, confirmed against the log before refusing; the
         command's own ``decide`` checks again when it commits."""
+        state = self._authorized_on_cache(namespace, name, actor, permission)
+        if state is not None:
+            return state
+        return self._authorized_on_log(namespace, name, actor, permission)
+
+    def _authorized_on_cache(self, namespace: str, name: str, actor: Subject,
+                             permission: str) -> ContextState | None:
         _, state = self.cached(context_stream(namespace, name))
         try:
             authorize(state, actor, permission)
         except DomainError:
-            _, state = self.load(namespace, name)
-            authorize(state, actor, permission)
+            return None
+        return state
+
+    def _authorized_on_log(self, namespace: str, name: str, actor: Subject,
+                           permission: str) -> ContextState:
+        _, state = self.load(namespace, name)
+        authorize(state, actor, permission)
         return state
 
     def execute(self, namespace: str, name: str, command: Command) -> Outcome[ContextState]:
@@ -180,14 +192,12 @@ class ContextApplication(StreamApplication[ContextState]):
     async def authorize_async(self, namespace: str, name: str, actor: Subject,
                               permission: str) -> ContextState:
         """``authorize`` for an event loop: a thread is needed only to confirm a refusal."""
-        _, state = self.cached(context_stream(namespace, name))
-        try:
-            authorize(state, actor, permission)
-        except DomainError:
-            loop = asyncio.get_running_loop()
-            return await loop.run_in_executor(None, self.authorize, namespace, name, actor,
-                                              permission)
-        return state
+        state = self._authorized_on_cache(namespace, name, actor, permission)
+        if state is not None:
+            return state
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(None, self._authorized_on_log, namespace, name,
+                                          actor, permission)
 
     async def execute_async(self, namespace: str, name: str,
                             command: Command) -> Outcome[ContextState]:
