@@ -25,14 +25,14 @@ import httpx
 from kubernetes import client as k8s
 
 from bench.harness import postgres
-from src.adapters.kubernetes import manifests
-from src.adapters.kubernetes.client import close
-from src.adapters.kubernetes.cluster import KubernetesCluster
-from src.adapters.kubernetes.controlplane import ControlPlane
-from src.adapters.kubernetes.devsim import DevSimulator
-from src.adapters.kubernetes.local import ensure_binaries
-from src.adapters.kubernetes.rest import Rest
-from src.domain.cluster import POOL_LABEL, BuiltinRuntime, PoolSandbox, WorkspaceClaim
+from context_service.adapters.kubernetes import manifests
+from context_service.adapters.kubernetes.client import close
+from context_service.adapters.kubernetes.cluster import KubernetesCluster
+from context_service.adapters.kubernetes.controlplane import ControlPlane
+from context_service.adapters.kubernetes.devsim import DevSimulator
+from context_service.adapters.kubernetes.local import ensure_binaries
+from context_service.adapters.kubernetes.rest import Rest
+from context_service.domain.cluster import POOL_LABEL, BuiltinRuntime, PoolSandbox, WorkspaceClaim
 from tests.e2e.server import ServerProcess
 from tests.support.kube import running_apiserver
 

@@ -34,15 +34,15 @@ from typing import Any
 import httpx
 
 from bench.harness import median, percentile, postgres, served
-from src import bootstrap
-from src.adapters.postgres.views.query_index import postings_copy_text
-from src.config import Settings
-from src.domain.context import commands as c
-from src.domain.context.events import QueryRecord, SourceRef
-from src.domain.events import Subject
-from src.domain.query.index import layout
-from src.domain.query.tokenizer import tokenize
-from src.domain.stream import context_stream
+from context_service import bootstrap
+from context_service.adapters.postgres.views.query_index import postings_copy_text
+from context_service.config import Settings
+from context_service.domain.context import commands as c
+from context_service.domain.context.events import QueryRecord, SourceRef
+from context_service.domain.events import Subject
+from context_service.domain.query.index import layout
+from context_service.domain.query.tokenizer import tokenize
+from context_service.domain.stream import context_stream
 from tests.unit.test_query_reference import reference_search
 
 NS = "bench"

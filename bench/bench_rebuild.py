@@ -10,13 +10,13 @@ import time
 from datetime import UTC, datetime, timedelta
 
 from bench.harness import postgres
-from src import bootstrap
-from src.config import Settings
-from src.domain.context import commands as c
-from src.domain.context.decide import decide
-from src.domain.context.state import ContextState, evolve
-from src.domain.events import Event, Subject
-from src.domain.stream import context_stream
+from context_service import bootstrap
+from context_service.config import Settings
+from context_service.domain.context import commands as c
+from context_service.domain.context.decide import decide
+from context_service.domain.context.state import ContextState, evolve
+from context_service.domain.events import Event, Subject
+from context_service.domain.stream import context_stream
 
 OWNER = Subject("user", "owner")
 

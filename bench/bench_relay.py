@@ -27,11 +27,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import nats
 from nats.js import api
 
-from src.adapters.nats.envelope import Envelope, encode, subject_of
-from src.adapters.nats.relay import Relay, RelaySettings
-from src.adapters.nats.server import EmbeddedNatsServer
-from src.adapters.nats.stream import StreamSpec, ensure_stream
-from src.projections.outbox import MemoryFeed, MemoryPositionStore
+from context_service.adapters.nats.envelope import Envelope, encode, subject_of
+from context_service.adapters.nats.relay import Relay, RelaySettings
+from context_service.adapters.nats.server import EmbeddedNatsServer
+from context_service.adapters.nats.stream import StreamSpec, ensure_stream
+from context_service.projections.outbox import MemoryFeed, MemoryPositionStore
 
 NAMES = ("ContextCreated", "AccessGranted", "RevisionPublished", "ConsumerAttached")
 

@@ -17,17 +17,21 @@ from collections import Counter
 from typing import Any
 
 from bench.harness import postgres
-from src import bootstrap
-from src.adapters.kubernetes.client import close
-from src.adapters.kubernetes.cluster import SANDBOX_TEMPLATE, WARM_POOL, KubernetesCluster
-from src.adapters.kubernetes.devsim import DevSimulator
-from src.adapters.kubernetes.local import ensure_binaries
-from src.adapters.kubernetes.reconciler import Reconciler
-from src.adapters.kubernetes.rest import PVCS, Rest
-from src.config import Settings
-from src.domain.cluster import BuiltinRuntime
-from src.domain.pool.commands import RequestPool
-from src.domain.pool.events import Workspace
+from context_service import bootstrap
+from context_service.adapters.kubernetes.client import close
+from context_service.adapters.kubernetes.cluster import (
+    SANDBOX_TEMPLATE,
+    WARM_POOL,
+    KubernetesCluster,
+)
+from context_service.adapters.kubernetes.devsim import DevSimulator
+from context_service.adapters.kubernetes.local import ensure_binaries
+from context_service.adapters.kubernetes.reconciler import Reconciler
+from context_service.adapters.kubernetes.rest import PVCS, Rest
+from context_service.config import Settings
+from context_service.domain.cluster import BuiltinRuntime
+from context_service.domain.pool.commands import RequestPool
+from context_service.domain.pool.events import Workspace
 from tests.support.kube import running_apiserver
 
 NS = "bench-resync"

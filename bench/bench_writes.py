@@ -133,7 +133,8 @@ def worker_process(url: str, data: Path, enabled: bool) -> Iterator[None]:
         return
     env = {**os.environ, "CS_DATABASE_URL": url, "CS_DATA_DIR": str(data / "worker"),
            "CS_KUBE": "off", "CS_LOG_FORMAT": "json"}
-    proc = subprocess.Popen([sys.executable, "-m", "src.cli", "worker", "projections"], env=env)
+    proc = subprocess.Popen([sys.executable, "-m", "context_service.cli", "worker", "projections"],
+                            env=env)
     try:
         yield
     finally:

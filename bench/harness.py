@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx
 
-from src.adapters.postgres import embedded
+from context_service.adapters.postgres import embedded
 from tests.e2e.server import ServerProcess
 
 

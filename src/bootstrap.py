@@ -14,31 +14,39 @@ from typing import Any
 from eventsourcing.postgres import PostgresDatastore, PostgresTrackingRecorder
 from litestar import Litestar
 
-from src.adapters.eventstore.application import ContextApplication, PoolApplication
-from src.adapters.eventstore.consistency import LogConsistency
-from src.adapters.eventstore.runner import ProjectionRunner
-from src.adapters.eventstore.store import EventStore
-from src.adapters.eventstore.timeline import Timeline
-from src.adapters.postgres import embedded
-from src.adapters.postgres.database import open_datastore
-from src.adapters.postgres.lock import LeaderWorker
-from src.adapters.postgres.migrations import migrate
-from src.adapters.postgres.views.contexts import AuditSql, CatalogSql, ContextReadsSql, RevisionSql
-from src.adapters.postgres.views.pools import PoolReadsSql, PoolSql
-from src.adapters.postgres.views.query_index import QueryIndexReadsSql, QueryIndexSql
-from src.adapters.postgres.views.snapshots import SnapshotObjectsReadsSql, SnapshotObjectsSql
-from src.config import Settings
-from src.domain.cluster import Cluster
-from src.domain.reconcile.guard import ClaimNameGuard
-from src.http.app import create_app
-from src.http.ports import PoolServices, Services
-from src.projections.audit_log.projection import AuditLog
-from src.projections.base import Projection
-from src.projections.context_catalog.projection import ContextCatalog
-from src.projections.pool_status.projection import PoolStatus
-from src.projections.query_index.projection import QueryIndex
-from src.projections.revision_history.projection import RevisionHistory
-from src.projections.snapshots.projection import SnapshotObjects
+from context_service.adapters.eventstore.application import ContextApplication, PoolApplication
+from context_service.adapters.eventstore.consistency import LogConsistency
+from context_service.adapters.eventstore.runner import ProjectionRunner
+from context_service.adapters.eventstore.store import EventStore
+from context_service.adapters.eventstore.timeline import Timeline
+from context_service.adapters.postgres import embedded
+from context_service.adapters.postgres.database import open_datastore
+from context_service.adapters.postgres.lock import LeaderWorker
+from context_service.adapters.postgres.migrations import migrate
+from context_service.adapters.postgres.views.contexts import (
+    AuditSql,
+    CatalogSql,
+    ContextReadsSql,
+    RevisionSql,
+)
+from context_service.adapters.postgres.views.pools import PoolReadsSql, PoolSql
+from context_service.adapters.postgres.views.query_index import QueryIndexReadsSql, QueryIndexSql
+from context_service.adapters.postgres.views.snapshots import (
+    SnapshotObjectsReadsSql,
+    SnapshotObjectsSql,
+)
+from context_service.config import Settings
+from context_service.domain.cluster import Cluster
+from context_service.domain.reconcile.guard import ClaimNameGuard
+from context_service.http.app import create_app
+from context_service.http.ports import PoolServices, Services
+from context_service.projections.audit_log.projection import AuditLog
+from context_service.projections.base import Projection
+from context_service.projections.context_catalog.projection import ContextCatalog
+from context_service.projections.pool_status.projection import PoolStatus
+from context_service.projections.query_index.projection import QueryIndex
+from context_service.projections.revision_history.projection import RevisionHistory
+from context_service.projections.snapshots.projection import SnapshotObjects
 
 log = logging.getLogger(__name__)
 TRACKING_TABLE = "projection_tracking"
@@ -135,7 +143,7 @@ class Container:
             if worker in names:
                 self._lead(worker, functools.partial(_started_runner, runner))
         if self.cluster is not None and "reconciler" in names:
-            from src.adapters.kubernetes.reconciler import reconciler_for
+            from context_service.adapters.kubernetes.reconciler import reconciler_for
 
             self.started.append(reconciler_for(self).start())
         if self.cluster is not None and "snapshots" in names:
@@ -143,15 +151,15 @@ class Container:
         if self.cluster is not None and self.settings.mirror_query_index:
             self._lead("query-mirror", self._query_mirror)
         if "relay" in names:
-            from src.adapters.eventstore.outbox import LogFeed, TrackedPosition
-            from src.adapters.nats.worker import RelayWorker
+            from context_service.adapters.eventstore.outbox import LogFeed, TrackedPosition
+            from context_service.adapters.nats.worker import RelayWorker
 
             feed, checkpoint = LogFeed(self.store), TrackedPosition(self.tracking, "relay")
             self._lead("relay", lambda: RelayWorker(self.settings, feed, checkpoint).start())
 
     def _query_mirror(self) -> Any:
-        from src.adapters.eventstore.outbox import TrackedPosition
-        from src.adapters.kubernetes.query_mirror import QueryMirror
+        from context_service.adapters.eventstore.outbox import TrackedPosition
+        from context_service.adapters.kubernetes.query_mirror import QueryMirror
 
         assert self.cluster is not None
         checkpoint = TrackedPosition(self.tracking, "query-mirror")
@@ -162,7 +170,7 @@ class Container:
 
     def snapshot_worker(self) -> Any:
         """The snapshot reconciler over this container's log, views and cluster (not started)."""
-        from src.adapters.kubernetes.snapshot_reconciler import VIEW, SnapshotReconciler
+        from context_service.adapters.kubernetes.snapshot_reconciler import VIEW, SnapshotReconciler
 
         assert self.cluster is not None
         consistency = LogConsistency(self.store, self.tracking, self.view_runners())
@@ -227,9 +235,9 @@ def services(container: Container) -> Services:
 def connect_cluster(container: Container) -> None:
     """Kubernetes per CS_KUBE: in-cluster, a kubeconfig, or the local control plane (started
     here when nothing else is configured); nothing when CS_KUBE=off."""
-    from src.adapters.kubernetes import client
-    from src.adapters.kubernetes.cluster import KubernetesCluster
-    from src.adapters.kubernetes.rest import Rest
+    from context_service.adapters.kubernetes import client
+    from context_service.adapters.kubernetes.cluster import KubernetesCluster
+    from context_service.adapters.kubernetes.rest import Rest
 
     settings = container.settings
     if settings.kube_mode == "off":
@@ -241,7 +249,7 @@ def connect_cluster(container: Container) -> None:
             raise
         mode = "local"
     if mode == "local":
-        from src.adapters.kubernetes.local import start_local_control_plane
+        from context_service.adapters.kubernetes.local import start_local_control_plane
 
         try:
             plane = start_local_control_plane(settings)
@@ -260,7 +268,7 @@ def connect_cluster(container: Container) -> None:
 
 def adopt(container: Container) -> Any:
     """Import labelled objects the log does not know yet (idempotent; spec 6.10)."""
-    from src.adapters.eventstore.adoption import adopt as run_adoption
+    from context_service.adapters.eventstore.adoption import adopt as run_adoption
 
     if container.cluster is None:
         return None

@@ -9,8 +9,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from src import logs
-from src.config import Settings, SettingsError
+from context_service import logs
+from context_service.config import Settings, SettingsError
 
 log = logging.getLogger("context_service")
 
@@ -33,8 +33,8 @@ def _serve(settings: Settings) -> int:
         return 2
     import uvicorn
 
-    from src import bootstrap
-    from src.adapters.postgres import embedded
+    from context_service import bootstrap
+    from context_service.adapters.postgres import embedded
 
     container = bootstrap.build(settings)
     try:
@@ -64,7 +64,7 @@ def _worker(settings: Settings, name: str) -> int:
     import signal
     import threading
 
-    from src import bootstrap
+    from context_service import bootstrap
 
     container = bootstrap.build(settings)
     known = [*container.runners, "reconciler", "snapshots", "relay"]
@@ -92,7 +92,7 @@ def _worker(settings: Settings, name: str) -> int:
 
 
 def _adopt(settings: Settings) -> int:
-    from src import bootstrap
+    from context_service import bootstrap
 
     container = bootstrap.build(settings)
     try:
@@ -111,7 +111,7 @@ def _adopt(settings: Settings) -> int:
 
 
 def _migrate(settings: Settings) -> int:
-    from src import bootstrap
+    from context_service import bootstrap
 
     container = bootstrap.build(settings)
     container.close()
@@ -120,7 +120,7 @@ def _migrate(settings: Settings) -> int:
 
 
 def _status(settings: Settings) -> int:
-    from src import bootstrap
+    from context_service import bootstrap
 
     container = bootstrap.build(settings)
     try:
@@ -144,7 +144,7 @@ def _rebuild(settings: Settings, names: Sequence[str]) -> int:
         TimeRemainingColumn,
     )
 
-    from src import bootstrap
+    from context_service import bootstrap
 
     container = bootstrap.build(settings)
     try:
@@ -180,8 +180,8 @@ def _rebuild(settings: Settings, names: Sequence[str]) -> int:
 def _export(settings: Settings, namespace: str | None, output: Path) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress
 
-    from src import bootstrap
-    from src.adapters.eventstore.export import export
+    from context_service import bootstrap
+    from context_service.adapters.eventstore.export import export
 
     container = bootstrap.build(settings)
     try:
@@ -201,7 +201,7 @@ def _export(settings: Settings, namespace: str | None, output: Path) -> int:
 
 
 def _verify(path: Path) -> int:
-    from src.adapters.eventstore.export import verify_file
+    from context_service.adapters.eventstore.export import verify_file
 
     checked, broken, why = verify_file(path)
     if broken is not None:
@@ -212,7 +212,7 @@ def _verify(path: Path) -> int:
 
 
 def _tail(settings: Settings, subject: str, durable: str, fmt: str, limit: int | None) -> int:
-    from src.adapters.nats.tail import TailError, tail
+    from context_service.adapters.nats.tail import TailError, tail
 
     url = settings.nats_url or f"nats://{settings.nats_listen}"
     try:

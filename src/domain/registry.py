@@ -6,11 +6,11 @@ name (and an upcaster in the mapper).
 
 from __future__ import annotations
 
-from src.domain.context.adoption import ContextAdopted
-from src.domain.context.events import CONTEXT_EVENTS
-from src.domain.context.lifecycle import LIFECYCLE_EVENTS
-from src.domain.events import Event
-from src.domain.pool.events import POOL_EVENTS
+from context_service.domain.context.adoption import ContextAdopted
+from context_service.domain.context.events import CONTEXT_EVENTS
+from context_service.domain.context.lifecycle import LIFECYCLE_EVENTS
+from context_service.domain.events import Event
+from context_service.domain.pool.events import POOL_EVENTS
 
 _ALL: tuple[type[Event], ...] = (*CONTEXT_EVENTS, ContextAdopted, *LIFECYCLE_EVENTS,
                                   *POOL_EVENTS)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import msgspec
 
-from src.domain.events import Event
+from context_service.domain.events import Event
 
 _STREAM_NS = uuid.UUID("6f1c3a52-58a4-4c59-9c1e-5d7f0f6b8a10")
 

@@ -12,11 +12,11 @@ from litestar.exceptions import (
     NotFoundException,
 )
 
-from src.domain.errors import DomainError
-from src.http import metrics, openapi
-from src.http.errors import HttpError, domain_error_response, error_response
-from src.http.ports import Services
-from src.http.routes import access, contexts, history, lifecycle, pools, query, timeline
+from context_service.domain.errors import DomainError
+from context_service.http import metrics, openapi
+from context_service.http.errors import HttpError, domain_error_response, error_response
+from context_service.http.ports import Services
+from context_service.http.routes import access, contexts, history, lifecycle, pools, query, timeline
 
 log = logging.getLogger(__name__)
 _METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")

@@ -7,8 +7,8 @@ from typing import TypeVar
 
 import msgspec
 
-from src.domain.errors import RequestInvalidError
-from src.domain.values import parse_timestamp
+from context_service.domain.errors import RequestInvalidError
+from context_service.domain.values import parse_timestamp
 
 MAX_BODY = 1024 * 1024
 T = TypeVar("T")

@@ -12,10 +12,10 @@ from typing import Any, ParamSpec, TypeVar
 import msgspec
 from litestar import Request, Response
 
-from src.domain.events import Subject
-from src.http.errors import HttpError
-from src.http.ports import Services
-from src.http.subject import HEADER, parse_subject
+from context_service.domain.events import Subject
+from context_service.http.errors import HttpError
+from context_service.http.ports import Services
+from context_service.http.subject import HEADER, parse_subject
 
 P = ParamSpec("P")
 T = TypeVar("T")

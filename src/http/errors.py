@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 from litestar import Response
 
-from src.domain import errors as e
+from context_service.domain import errors as e
 
 STATUS: dict[type[e.DomainError], tuple[int, str]] = {
     e.RequestInvalidError: (400, "invalid_request"),

@@ -15,7 +15,7 @@ from litestar import Request, Response, get
 from litestar.enums import ScopeType
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
-from src.http.common import threaded
+from context_service.http.common import threaded
 
 BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 Gauges = Callable[[], list[tuple[str, str, dict[str, str], float]]]

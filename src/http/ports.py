@@ -5,14 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from src.domain.cluster import Cluster
-from src.domain.context.commands import Command
-from src.domain.context.state import ContextState
-from src.domain.events import Subject
-from src.domain.pool.commands import PoolCommand
-from src.domain.pool.state import PoolState
-from src.projections.pool_status.projection import PoolReads
-from src.projections.reads import Consistency, ContextReads
+from context_service.domain.cluster import Cluster
+from context_service.domain.context.commands import Command
+from context_service.domain.context.state import ContextState
+from context_service.domain.events import Subject
+from context_service.domain.pool.commands import PoolCommand
+from context_service.domain.pool.state import PoolState
+from context_service.projections.pool_status.projection import PoolReads
+from context_service.projections.reads import Consistency, ContextReads
 
 
 class CommandOutcome(Protocol):

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from src.domain.context.events import Consumer, Grant, Revision, SourceRef
-from src.domain.context.state import ContextState
-from src.domain.events import Subject
-from src.domain.values import format_timestamp
-from src.projections.reads import AuditEntry
+from context_service.domain.context.events import Consumer, Grant, Revision, SourceRef
+from context_service.domain.context.state import ContextState
+from context_service.domain.events import Subject
+from context_service.domain.values import format_timestamp
+from context_service.projections.reads import AuditEntry
 
 Json = dict[str, Any]
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from src.domain.errors import RequestInvalidError
-from src.domain.events import ANONYMOUS, SUBJECT_KINDS, Subject
-from src.http.errors import HttpError
+from context_service.domain.errors import RequestInvalidError
+from context_service.domain.events import ANONYMOUS, SUBJECT_KINDS, Subject
+from context_service.http.errors import HttpError
 
 HEADER = "x-context-subject"
 MALFORMED = "X-Context-Subject must be kind:name with kind user, agent, workload or service"

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from src.domain.stream import Recorded
+from context_service.domain.stream import Recorded
 
 
 class Projection(Protocol):

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from src.domain.context.events import Revision
-from src.domain.context.state import ContextState
-from src.domain.events import Subject
+from context_service.domain.context.events import Revision
+from context_service.domain.context.state import ContextState
+from context_service.domain.events import Subject
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from litestar.testing import TestClient
 
-from src import bootstrap
+from context_service import bootstrap
 
 
 class Api:

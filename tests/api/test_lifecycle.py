@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 from litestar.testing import TestClient
 
-from src import bootstrap
-from src.adapters.kubernetes.cluster import SNAPSHOT, SNAPSHOT_CLASS, KubernetesCluster
-from src.adapters.kubernetes.devsim import DevSimulator
-from src.adapters.kubernetes.rest import STORAGE_CLASSES, Resource
-from src.adapters.kubernetes.snapshot_reconciler import SnapshotReconciler
-from src.config import Settings
-from src.domain.cluster import ContextClaim, ContextSnapshot
+from context_service import bootstrap
+from context_service.adapters.kubernetes.cluster import SNAPSHOT, SNAPSHOT_CLASS, KubernetesCluster
+from context_service.adapters.kubernetes.devsim import DevSimulator
+from context_service.adapters.kubernetes.rest import STORAGE_CLASSES, Resource
+from context_service.adapters.kubernetes.snapshot_reconciler import SnapshotReconciler
+from context_service.config import Settings
+from context_service.domain.cluster import ContextClaim, ContextSnapshot
 from tests.api.conftest import Api
 
 pytestmark = [pytest.mark.k8s, pytest.mark.postgres]

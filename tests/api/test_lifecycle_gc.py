@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from src.domain.context.lifecycle import SnapshotObjectDeleted, SnapshotsCollected
-from src.domain.events import Event
+from context_service.domain.context.lifecycle import SnapshotObjectDeleted, SnapshotsCollected
+from context_service.domain.events import Event
 from tests.api.test_lifecycle import ALICE, BOB, NOT_FOUND, Env, env
 
 __all__ = ["env"]

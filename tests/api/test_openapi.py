@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import msgspec
 
-from src import bootstrap
-from src.http.openapi import openapi_path
+from context_service import bootstrap
+from context_service.http.openapi import openapi_path
 from tests.api.conftest import Api
 
 

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from litestar.testing import TestClient
 
-from src import bootstrap
-from src.adapters.kubernetes.cluster import KubernetesCluster
-from src.adapters.kubernetes.devsim import DevSimulator
-from src.adapters.kubernetes.reconciler import reconciler_for
+from context_service import bootstrap
+from context_service.adapters.kubernetes.cluster import KubernetesCluster
+from context_service.adapters.kubernetes.devsim import DevSimulator
+from context_service.adapters.kubernetes.reconciler import reconciler_for
 from tests.support.pool_fixtures import Seed, eventually, reconciler_of
 
 pytestmark = [pytest.mark.k8s, pytest.mark.postgres]

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from litestar.testing import TestClient
 
-from src import bootstrap
-from src.config import Settings
+from context_service import bootstrap
+from context_service.config import Settings
 from tests.api.conftest import Api, context_body, each
 
 CTX = "/v1/namespaces/team1/contexts/research-memory"

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from litestar.testing import TestClient
 
-from src import bootstrap
-from src.adapters.eventstore.adoption import adopt
-from src.adapters.kubernetes.cluster import SANDBOX, KubernetesCluster
-from src.adapters.kubernetes.rest import CONFIG_MAPS, PVCS, Rest
-from src.domain.cluster import query_mirror_name
+from context_service import bootstrap
+from context_service.adapters.eventstore.adoption import adopt
+from context_service.adapters.kubernetes.cluster import SANDBOX, KubernetesCluster
+from context_service.adapters.kubernetes.rest import CONFIG_MAPS, PVCS, Rest
+from context_service.domain.cluster import query_mirror_name
 
 pytestmark = [pytest.mark.k8s, pytest.mark.postgres]
 P = "context.rossoctl.io/"

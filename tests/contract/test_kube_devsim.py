@@ -6,10 +6,14 @@ from typing import Any
 
 import pytest
 
-from src.adapters.kubernetes.cluster import SANDBOX_TEMPLATE, WARM_POOL, KubernetesCluster
-from src.adapters.kubernetes.devsim import DevSimulator
-from src.adapters.kubernetes.rest import PODS, STORAGE_CLASSES
-from src.domain.cluster import (
+from context_service.adapters.kubernetes.cluster import (
+    SANDBOX_TEMPLATE,
+    WARM_POOL,
+    KubernetesCluster,
+)
+from context_service.adapters.kubernetes.devsim import DevSimulator
+from context_service.adapters.kubernetes.rest import PODS, STORAGE_CLASSES
+from context_service.domain.cluster import (
     BuiltinRuntime,
     ContextClaim,
     ContextSnapshot,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from src.domain.cluster import (
+from context_service.domain.cluster import (
     SANDBOX_CLAIMS,
     Change,
     ClusterError,

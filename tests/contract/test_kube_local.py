@@ -8,10 +8,10 @@ from collections.abc import Callable
 
 import pytest
 
-from src.adapters.kubernetes import client
-from src.adapters.kubernetes.cluster import KubernetesCluster
-from src.adapters.kubernetes.controlplane import Ports
-from src.adapters.kubernetes.local import (
+from context_service.adapters.kubernetes import client
+from context_service.adapters.kubernetes.cluster import KubernetesCluster
+from context_service.adapters.kubernetes.controlplane import Ports
+from context_service.adapters.kubernetes.local import (
     DEV_DRIVER,
     DEV_SNAPSHOT_CLASS,
     DEV_STORAGE_CLASS,
@@ -19,9 +19,9 @@ from src.adapters.kubernetes.local import (
     DEV_WARM_POOL,
     LocalControlPlane,
 )
-from src.adapters.kubernetes.rest import Rest
-from src.config import Settings
-from src.domain.cluster import BuiltinRuntime, ContextClaim, PoolSandbox
+from context_service.adapters.kubernetes.rest import Rest
+from context_service.config import Settings
+from context_service.domain.cluster import BuiltinRuntime, ContextClaim, PoolSandbox
 
 pytestmark = [pytest.mark.k8s, pytest.mark.slow]
 

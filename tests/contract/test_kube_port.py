@@ -11,8 +11,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from src.domain import cluster as port
-from src.domain.cluster import (
+from context_service.domain import cluster as port
+from context_service.domain.cluster import (
     ContextClaim,
     WorkspaceClaim,
 )

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from src.domain.cluster import (
+from context_service.domain.cluster import (
     BuiltinRuntime,
     PoolSandbox,
     PoolSandboxClaim,

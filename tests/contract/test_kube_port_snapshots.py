@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from src.domain.cluster import ContextSnapshot, snapshot_object_name
+from context_service.domain.cluster import ContextSnapshot, snapshot_object_name
 from tests.support.kube_fixtures import PortBackend as Backend
 
 JSON = dict[str, Any]

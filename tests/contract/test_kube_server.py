@@ -8,9 +8,9 @@ import queue
 
 import pytest
 
-from src.adapters.kubernetes.cluster import KubernetesCluster
-from src.adapters.kubernetes.rest import PVCS, Rest
-from src.domain.cluster import (
+from context_service.adapters.kubernetes.cluster import KubernetesCluster
+from context_service.adapters.kubernetes.rest import PVCS, Rest
+from context_service.domain.cluster import (
     BuiltinRuntime,
     Change,
     ClusterError,

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from src.adapters.nats.relay import Relay, RelaySettings
-from src.adapters.nats.stream import StreamSpec
-from src.projections.outbox import MemoryFeed, MemoryPositionStore
+from context_service.adapters.nats.relay import Relay, RelaySettings
+from context_service.adapters.nats.stream import StreamSpec
+from context_service.projections.outbox import MemoryFeed, MemoryPositionStore
 from tests.support.nats_fixtures import (
     FilePositionStore,
     NatsServerHandle,

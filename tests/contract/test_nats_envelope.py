@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from src.adapters.nats.envelope import (
+from context_service.adapters.nats.envelope import (
     Envelope,
     decode,
     encode,

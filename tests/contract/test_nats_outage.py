@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from src.adapters.nats.relay import Relay, RelaySettings
-from src.projections.outbox import MemoryFeed, MemoryPositionStore
+from context_service.adapters.nats.relay import Relay, RelaySettings
+from context_service.projections.outbox import MemoryFeed, MemoryPositionStore
 from tests.support.nats_fixtures import (
     NatsServerHandle,
     fresh_stream_spec,

@@ -8,10 +8,10 @@ from collections.abc import Sequence
 
 import pytest
 
-from src.adapters.nats.envelope import Envelope, decode, subject_of
-from src.adapters.nats.relay import Relay, RelaySettings
-from src.adapters.nats.stream import StreamSpec
-from src.projections.outbox import MemoryFeed, MemoryPositionStore, OutboxEvent
+from context_service.adapters.nats.envelope import Envelope, decode, subject_of
+from context_service.adapters.nats.relay import Relay, RelaySettings
+from context_service.adapters.nats.stream import StreamSpec
+from context_service.projections.outbox import MemoryFeed, MemoryPositionStore, OutboxEvent
 from tests.support.nats_fixtures import (
     NatsServerHandle,
     free_port,

@@ -12,10 +12,10 @@ import msgspec
 import pytest
 from jsonschema import Draft202012Validator
 
-from src.adapters.nats.envelope import Envelope, decode, namespace_token, unescape_token
-from src.adapters.nats.relay import Relay, RelaySettings
-from src.adapters.nats.stream import StreamSpec
-from src.projections.outbox import MemoryFeed, MemoryPositionStore
+from context_service.adapters.nats.envelope import Envelope, decode, namespace_token, unescape_token
+from context_service.adapters.nats.relay import Relay, RelaySettings
+from context_service.adapters.nats.stream import StreamSpec
+from context_service.projections.outbox import MemoryFeed, MemoryPositionStore
 from tests.support.nats_fixtures import NatsServerHandle, make_events, read_stream, wait_until
 
 pytestmark = pytest.mark.nats

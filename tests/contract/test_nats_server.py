@@ -10,7 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from src.adapters.nats.server import EmbeddedNatsServer, NatsServerError, probe, split_listen
+from context_service.adapters.nats.server import (
+    EmbeddedNatsServer,
+    NatsServerError,
+    probe,
+    split_listen,
+)
 from tests.support.nats_fixtures import NatsServerHandle, free_port
 
 pytestmark = pytest.mark.nats

@@ -9,7 +9,12 @@ import nats
 import pytest
 from nats.js import api
 
-from src.adapters.nats.stream import StreamMismatchError, StreamSpec, ensure_stream, last_envelope
+from context_service.adapters.nats.stream import (
+    StreamMismatchError,
+    StreamSpec,
+    ensure_stream,
+    last_envelope,
+)
 from tests.support.nats_fixtures import NatsServerHandle, fresh_stream_spec
 
 pytestmark = pytest.mark.nats

@@ -8,10 +8,10 @@ import threading
 
 import pytest
 
-from src.adapters.nats.relay import Relay, RelaySettings
-from src.adapters.nats.stream import StreamSpec
-from src.adapters.nats.tail import TailError, tail
-from src.projections.outbox import MemoryFeed, MemoryPositionStore
+from context_service.adapters.nats.relay import Relay, RelaySettings
+from context_service.adapters.nats.stream import StreamSpec
+from context_service.adapters.nats.tail import TailError, tail
+from context_service.projections.outbox import MemoryFeed, MemoryPositionStore
 from tests.support.nats_fixtures import NatsServerHandle, free_port, make_events, wait_until
 
 pytestmark = pytest.mark.nats

@@ -7,15 +7,15 @@ from datetime import UTC, datetime
 
 import pytest
 
-from src.adapters.eventstore.outbox import TrackedPosition
-from src.adapters.kubernetes.cluster import KubernetesCluster
-from src.adapters.kubernetes.query_mirror import QueryMirror
-from src.adapters.kubernetes.rest import CONFIG_MAPS, Rest
-from src.bootstrap import Container
-from src.domain.cluster import query_mirror_name
-from src.domain.context import commands as c
-from src.domain.context.events import QueryRecord
-from src.domain.events import ADMIN
+from context_service.adapters.eventstore.outbox import TrackedPosition
+from context_service.adapters.kubernetes.cluster import KubernetesCluster
+from context_service.adapters.kubernetes.query_mirror import QueryMirror
+from context_service.adapters.kubernetes.rest import CONFIG_MAPS, Rest
+from context_service.bootstrap import Container
+from context_service.domain.cluster import query_mirror_name
+from context_service.domain.context import commands as c
+from context_service.domain.context.events import QueryRecord
+from context_service.domain.events import ADMIN
 
 pytestmark = [pytest.mark.k8s, pytest.mark.postgres]
 REV = "cd" * 32

@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from src import bootstrap
-from src.adapters.kubernetes.cluster import SANDBOX, KubernetesCluster
-from src.adapters.kubernetes.devsim import DevSimulator
-from src.adapters.kubernetes.reconciler import Reconciler
-from src.adapters.kubernetes.rest import PVCS, Rest
-from src.domain.cluster import BuiltinRuntime, PoolSandbox, WorkspaceClaim
-from src.domain.pool.commands import ReleasePool, RequestPool
-from src.domain.pool.events import Resource, Workspace
+from context_service import bootstrap
+from context_service.adapters.kubernetes.cluster import SANDBOX, KubernetesCluster
+from context_service.adapters.kubernetes.devsim import DevSimulator
+from context_service.adapters.kubernetes.reconciler import Reconciler
+from context_service.adapters.kubernetes.rest import PVCS, Rest
+from context_service.domain.cluster import BuiltinRuntime, PoolSandbox, WorkspaceClaim
+from context_service.domain.pool.commands import ReleasePool, RequestPool
+from context_service.domain.pool.events import Resource, Workspace
 from tests.support.pool_fixtures import IMAGE, Seed, manual_reconciler
 
 pytestmark = [pytest.mark.k8s, pytest.mark.postgres]
@@ -218,8 +218,8 @@ def test_converged_resync_makes_no_writes(
 def test_context_claim_follows_the_context(
         kube_container: bootstrap.Container, rec: Reconciler, kube_ns: str, seed: Seed,
         kube_sim: DevSimulator) -> None:
-    from src.domain.context.commands import CreateContext, DeleteContext, GrantAccess
-    from src.domain.events import Subject
+    from context_service.domain.context.commands import CreateContext, DeleteContext, GrantAccess
+    from context_service.domain.events import Subject
 
     alice = Subject("user", "alice")
     apps = kube_container.contexts

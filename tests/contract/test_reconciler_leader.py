@@ -11,11 +11,11 @@ from typing import Any
 import psycopg
 import pytest
 
-from src import bootstrap
-from src.adapters.kubernetes.cluster import KubernetesCluster
-from src.adapters.kubernetes.reconciler import LOCK_NAME, Reconciler, ReconcilerLock
-from src.domain.cluster import BuiltinRuntime, ClusterError
-from src.domain.pool.commands import RequestPool
+from context_service import bootstrap
+from context_service.adapters.kubernetes.cluster import KubernetesCluster
+from context_service.adapters.kubernetes.reconciler import LOCK_NAME, Reconciler, ReconcilerLock
+from context_service.domain.cluster import BuiltinRuntime, ClusterError
+from context_service.domain.pool.commands import RequestPool
 from tests.support.pool_fixtures import IMAGE, eventually, manual_reconciler
 
 pytestmark = [pytest.mark.k8s, pytest.mark.postgres]

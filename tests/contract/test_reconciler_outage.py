@@ -10,16 +10,16 @@ from collections.abc import Iterator
 
 import pytest
 
-from src import bootstrap
-from src.adapters.kubernetes.client import close
-from src.adapters.kubernetes.cluster import KubernetesCluster
-from src.adapters.kubernetes.controlplane import ControlPlane
-from src.adapters.kubernetes.devsim import DevSimulator
-from src.adapters.kubernetes.reconciler import Reconciler
-from src.adapters.kubernetes.rest import Rest
-from src.config import Settings
-from src.domain.cluster import BuiltinRuntime
-from src.domain.pool.commands import ReleasePool, RequestPool
+from context_service import bootstrap
+from context_service.adapters.kubernetes.client import close
+from context_service.adapters.kubernetes.cluster import KubernetesCluster
+from context_service.adapters.kubernetes.controlplane import ControlPlane
+from context_service.adapters.kubernetes.devsim import DevSimulator
+from context_service.adapters.kubernetes.reconciler import Reconciler
+from context_service.adapters.kubernetes.rest import Rest
+from context_service.config import Settings
+from context_service.domain.cluster import BuiltinRuntime
+from context_service.domain.pool.commands import ReleasePool, RequestPool
 from tests.support.kube import running_apiserver
 from tests.support.pool_fixtures import IMAGE, eventually
 

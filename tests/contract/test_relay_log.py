@@ -10,13 +10,13 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from src.adapters.eventstore.outbox import LogFeed, TrackedPosition
-from src.adapters.nats.relay import Relay, RelaySettings
-from src.adapters.nats.stream import StreamSpec
-from src.bootstrap import Container
-from src.domain.context import commands as c
-from src.domain.context.events import QueryRecord
-from src.domain.events import ADMIN
+from context_service.adapters.eventstore.outbox import LogFeed, TrackedPosition
+from context_service.adapters.nats.relay import Relay, RelaySettings
+from context_service.adapters.nats.stream import StreamSpec
+from context_service.bootstrap import Container
+from context_service.domain.context import commands as c
+from context_service.domain.context.events import QueryRecord
+from context_service.domain.events import ADMIN
 from tests.projections.history import write_history
 from tests.support.nats_fixtures import NatsServerHandle, positions_of, read_stream, wait_until
 

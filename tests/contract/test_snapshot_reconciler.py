@@ -11,15 +11,15 @@ from typing import Any
 
 import pytest
 
-from src import bootstrap
-from src.adapters.kubernetes.cluster import KubernetesCluster
-from src.adapters.kubernetes.devsim import DevSimulator
-from src.adapters.kubernetes.snapshot_reconciler import SnapshotReconciler
-from src.config import Settings
-from src.domain.cluster import Cluster, ClusterError, ContextClaim
-from src.domain.context import lifecycle as lc
-from src.domain.context.commands import CreateContext, DeleteContext
-from src.domain.events import Event, Subject
+from context_service import bootstrap
+from context_service.adapters.kubernetes.cluster import KubernetesCluster
+from context_service.adapters.kubernetes.devsim import DevSimulator
+from context_service.adapters.kubernetes.snapshot_reconciler import SnapshotReconciler
+from context_service.config import Settings
+from context_service.domain.cluster import Cluster, ClusterError, ContextClaim
+from context_service.domain.context import lifecycle as lc
+from context_service.domain.context.commands import CreateContext, DeleteContext
+from context_service.domain.events import Event, Subject
 from tests.support.fake_cluster import FakeCluster
 
 pytestmark = [pytest.mark.postgres]

@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from src.adapters.postgres import embedded
+from context_service.adapters.postgres import embedded
 
 
 def free_port() -> int:
@@ -38,7 +38,7 @@ class ServerProcess:
     def start(self, timeout: float = 60) -> None:
         log = open(self.data_dir / "serve.log", "ab")  # noqa: SIM115 - closed by the process end
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "src.cli", "serve"], env=self.env, stdout=log,
+            [sys.executable, "-m", "context_service.cli", "serve"], env=self.env, stdout=log,
             stderr=subprocess.STDOUT)
         log.close()
         deadline = time.monotonic() + timeout

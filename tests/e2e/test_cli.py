@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from src.bootstrap import Container
+from context_service.bootstrap import Container
 from tests.projections.history import write_history
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres]
@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.postgres]
 
 def cli(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "CS_DATABASE_URL": database_url, "CS_LOG_FORMAT": "json"}
-    return subprocess.run([sys.executable, "-m", "src.cli", *args], env=env, text=True,
+    return subprocess.run([sys.executable, "-m", "context_service.cli", *args], env=env, text=True,
                           capture_output=True, timeout=120, check=False)
 
 

@@ -26,7 +26,7 @@ def test_serve_publishes_and_tail_prints(data_dir: Path) -> None:
             grant = {"subject": {"kind": "agent", "name": "bot"}, "permissions": ["read"]}
             http.put("/v1/namespaces/e2e/contexts/notes/grants", json=grant)
         tail = subprocess.run(
-            [sys.executable, "-m", "src.cli", "events", "tail", "--limit", "2",
+            [sys.executable, "-m", "context_service.cli", "events", "tail", "--limit", "2",
              "--subject", "context.events.e2e.>"],
             env={**server.env, "CS_NATS_URL": f"nats://{listen}"}, capture_output=True,
             timeout=60, check=True)

@@ -14,11 +14,11 @@ from typing import Any
 import httpx
 import pytest
 
-from src.adapters.kubernetes.client import close
-from src.adapters.kubernetes.cluster import KubernetesCluster
-from src.adapters.kubernetes.controlplane import ControlPlane
-from src.adapters.kubernetes.devsim import DevSimulator
-from src.adapters.kubernetes.rest import Rest
+from context_service.adapters.kubernetes.client import close
+from context_service.adapters.kubernetes.cluster import KubernetesCluster
+from context_service.adapters.kubernetes.controlplane import ControlPlane
+from context_service.adapters.kubernetes.devsim import DevSimulator
+from context_service.adapters.kubernetes.rest import Rest
 from tests.e2e.server import ServerProcess
 from tests.support.kube import running_apiserver
 from tests.support.pool_fixtures import eventually

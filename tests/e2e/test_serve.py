@@ -10,9 +10,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from src import bootstrap
-from src.adapters.postgres import embedded
-from src.config import Settings
+from context_service import bootstrap
+from context_service.adapters.postgres import embedded
+from context_service.config import Settings
 from tests.e2e.server import ServerProcess, context
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres]

@@ -17,8 +17,9 @@ pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.slow]
 
 def _worker(server: ServerProcess, log: Path) -> subprocess.Popen[bytes]:
     with log.open("ab") as out:
-        return subprocess.Popen([sys.executable, "-m", "src.cli", "worker", "projections"],
-                                env=server.env, stdout=out, stderr=subprocess.STDOUT)
+        return subprocess.Popen([sys.executable, "-m", "context_service.cli", "worker",
+                                 "projections"], env=server.env, stdout=out,
+                                stderr=subprocess.STDOUT)
 
 
 def _active(log: Path) -> bool:

@@ -6,11 +6,11 @@ from __future__ import annotations
 import random
 from datetime import UTC, datetime
 
-from src.adapters.eventstore.application import ContextApplication
-from src.domain.context import commands as c
-from src.domain.context.events import QueryRecord, SourceRef
-from src.domain.errors import DomainError
-from src.domain.events import ADMIN, Subject
+from context_service.adapters.eventstore.application import ContextApplication
+from context_service.domain.context import commands as c
+from context_service.domain.context.events import QueryRecord, SourceRef
+from context_service.domain.errors import DomainError
+from context_service.domain.events import ADMIN, Subject
 
 ACTORS = [Subject("user", "alice"), Subject("user", "bob"), Subject("agent", "summarizer"), ADMIN]
 NAMES = ["alpha", "beta", "gamma"]

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from src.adapters.eventstore.timeline import Timeline
-from src.bootstrap import Container
-from src.domain.context.state import ContextState
-from src.projections.context_catalog.projection import ContextCatalog
+from context_service.adapters.eventstore.timeline import Timeline
+from context_service.bootstrap import Container
+from context_service.domain.context.state import ContextState
+from context_service.projections.context_catalog.projection import ContextCatalog
 from tests.projections.history import NAMES, write_history
 
 pytestmark = pytest.mark.postgres

@@ -6,8 +6,8 @@ import io
 
 import pytest
 
-from src.adapters.eventstore.export import export, verify
-from src.bootstrap import Container
+from context_service.adapters.eventstore.export import export, verify
+from context_service.bootstrap import Container
 from tests.projections.history import write_history
 
 pytestmark = pytest.mark.postgres

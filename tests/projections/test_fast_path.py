@@ -10,13 +10,13 @@ import psycopg
 import pytest
 from eventsourcing.persistence import OperationalError
 
-from src import bootstrap
-from src.adapters.eventstore.application import ContextApplication
-from src.domain.context.commands import CreateContext, GrantAccess, PublishRevision
-from src.domain.context.events import Revision, RevisionPublished
-from src.domain.errors import ContextExistsError
-from src.domain.events import Subject
-from src.domain.stream import context_stream
+from context_service import bootstrap
+from context_service.adapters.eventstore.application import ContextApplication
+from context_service.domain.context.commands import CreateContext, GrantAccess, PublishRevision
+from context_service.domain.context.events import Revision, RevisionPublished
+from context_service.domain.errors import ContextExistsError
+from context_service.domain.events import Subject
+from context_service.domain.stream import context_stream
 
 OWNER = Subject("user", "owner")
 

@@ -13,15 +13,15 @@ from eventsourcing.persistence import IntegrityError, Tracking
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from src.adapters.eventstore.application import ContextApplication
-from src.adapters.eventstore.runner import ProjectionRunner
-from src.bootstrap import Container
-from src.domain.context import commands as c
-from src.domain.context.events import QueryRecord, SourceRef
-from src.domain.errors import DomainError
-from src.domain.events import ADMIN
-from src.domain.stream import context_stream
-from src.projections.query_index.projection import QueryIndex
+from context_service.adapters.eventstore.application import ContextApplication
+from context_service.adapters.eventstore.runner import ProjectionRunner
+from context_service.bootstrap import Container
+from context_service.domain.context import commands as c
+from context_service.domain.context.events import QueryRecord, SourceRef
+from context_service.domain.errors import DomainError
+from context_service.domain.events import ADMIN
+from context_service.domain.stream import context_stream
+from context_service.projections.query_index.projection import QueryIndex
 
 pytestmark = pytest.mark.postgres
 

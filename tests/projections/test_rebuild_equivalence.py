@@ -10,7 +10,7 @@ from eventsourcing.persistence import IntegrityError, Tracking
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from src.bootstrap import Container
+from context_service.bootstrap import Container
 from tests.projections.history import write_history
 
 pytestmark = pytest.mark.postgres

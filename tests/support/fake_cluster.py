@@ -15,9 +15,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from src.adapters.kubernetes import manifests, parse
-from src.domain import cluster as port
-from src.domain.cluster import (
+from context_service.adapters.kubernetes import manifests, parse
+from context_service.domain import cluster as port
+from context_service.domain.cluster import (
     API_NOT_INSTALLED,
     KEPT_CURRENT_ANNOTATIONS,
     MANAGED_BY,

@@ -10,12 +10,11 @@ import pathlib
 from collections.abc import Iterator
 from typing import Any
 
-from src.adapters.kubernetes.client import close
-from src.adapters.kubernetes.controlplane import ControlPlane, Ports
-from src.adapters.kubernetes.local import CRD_DIR, install_crds
-from src.adapters.kubernetes.rest import Rest
+from context_service.adapters.kubernetes.client import close
+from context_service.adapters.kubernetes.controlplane import ControlPlane, Ports
+from context_service.adapters.kubernetes.local import CRD_DIR, install_crds
+from context_service.adapters.kubernetes.rest import Rest
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 CRDS = CRD_DIR
 
 

@@ -18,8 +18,8 @@ from typing import Any, NoReturn
 
 import pytest
 
-from src.adapters.kubernetes.client import close
-from src.adapters.kubernetes.cluster import (
+from context_service.adapters.kubernetes.client import close
+from context_service.adapters.kubernetes.cluster import (
     SANDBOX,
     SANDBOX_CLAIM,
     SANDBOX_TEMPLATE,
@@ -28,9 +28,10 @@ from src.adapters.kubernetes.cluster import (
     WARM_POOL,
     KubernetesCluster,
 )
-from src.adapters.kubernetes.controlplane import ControlPlane
-from src.adapters.kubernetes.devsim import DevSimulator
-from src.adapters.kubernetes.rest import (
+from context_service.adapters.kubernetes.controlplane import ControlPlane
+from context_service.adapters.kubernetes.devsim import DevSimulator
+from context_service.adapters.kubernetes.local import ENSURE_SCRIPT
+from context_service.adapters.kubernetes.rest import (
     CONFIG_MAPS,
     JSON,
     PODS,
@@ -39,9 +40,9 @@ from src.adapters.kubernetes.rest import (
     Resource,
     Rest,
 )
-from src.domain.cluster import Cluster, ClusterError
+from context_service.domain.cluster import Cluster, ClusterError
 from tests.support.fake_cluster import FakeCluster
-from tests.support.kube import ROOT, running_apiserver
+from tests.support.kube import running_apiserver
 
 
 def _unavailable(reason: str) -> NoReturn:
@@ -54,9 +55,9 @@ def _unavailable(reason: str) -> NoReturn:
 def _obtain_binaries() -> pathlib.Path | str:
     """The binary directory, or why there is none (asked once per process: a failing first
     build is not retried for every test)."""
-    script = ROOT / "scripts" / "kube" / "ensure-kube.sh"
+    script = ENSURE_SCRIPT
     try:
-        out = subprocess.run([str(script)], check=True, stdout=subprocess.PIPE, text=True)
+        out = subprocess.run(["bash", str(script)], check=True, stdout=subprocess.PIPE, text=True)
     except (OSError, subprocess.CalledProcessError) as exc:
         return f"{script.name} failed: {exc}"
     bin_dir = pathlib.Path(out.stdout.strip().splitlines()[-1])

@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
-from src.adapters.nats.envelope import Envelope
-from src.adapters.nats.server import EmbeddedNatsServer, find_binary
-from src.adapters.nats.stream import StreamSpec
+from context_service.adapters.nats.envelope import Envelope
+from context_service.adapters.nats.server import EmbeddedNatsServer, find_binary
+from context_service.adapters.nats.stream import StreamSpec
 
 NAMESPACES: tuple[str | None, ...] = ("team-a", None, "team.b *x", "team-c")
 NAMES = ("ContextCreated", "AccessGranted", "RevisionPublished", "ConsumerAttached")
@@ -221,8 +221,8 @@ def relay_child() -> None:
     grows at RATE/s (durably: a restart finds what was written before); exits once all acked."""
     import threading
 
-    from src.adapters.nats.relay import Relay, RelaySettings
-    from src.projections.outbox import MemoryFeed
+    from context_service.adapters.nats.relay import Relay, RelaySettings
+    from context_service.projections.outbox import MemoryFeed
 
     url, name, prefix, checkpoint, count, rate = sys.argv[1:7]
     total, per_second = int(count), float(rate)

@@ -13,12 +13,16 @@ from typing import Any, TypeVar
 import pytest
 from litestar.testing import TestClient
 
-from src import bootstrap
-from src.adapters.kubernetes.cluster import SANDBOX_TEMPLATE, WARM_POOL, KubernetesCluster
-from src.adapters.kubernetes.reconciler import Reconciler
-from src.adapters.kubernetes.rest import JSON, PODS, PVCS, Rest
-from src.config import Settings
-from src.domain.cluster import ClusterError
+from context_service import bootstrap
+from context_service.adapters.kubernetes.cluster import (
+    SANDBOX_TEMPLATE,
+    WARM_POOL,
+    KubernetesCluster,
+)
+from context_service.adapters.kubernetes.reconciler import Reconciler
+from context_service.adapters.kubernetes.rest import JSON, PODS, PVCS, Rest
+from context_service.config import Settings
+from context_service.domain.cluster import ClusterError
 
 T = TypeVar("T")
 IMAGE = "busybox:1.36"

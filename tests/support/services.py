@@ -15,9 +15,9 @@ import pytest
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from src import bootstrap
-from src.adapters.postgres import embedded
-from src.config import Settings
+from context_service import bootstrap
+from context_service.adapters.postgres import embedded
+from context_service.config import Settings
 
 TEMPLATE = "cs_test_template"
 

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 from hypothesis import strategies as st
 
-from src.domain.context.commands import (
+from context_service.domain.context.commands import (
     AttachConsumer,
     Command,
     CreateContext,
@@ -22,11 +22,11 @@ from src.domain.context.commands import (
     PublishRevision,
     RevokeAccess,
 )
-from src.domain.context.decide import decide
-from src.domain.context.events import Consumer, QueryRecord, SourceRef
-from src.domain.context.state import PERMISSIONS, ContextState, evolve
-from src.domain.errors import DomainError
-from src.domain.events import ADMIN, ANONYMOUS, Subject
+from context_service.domain.context.decide import decide
+from context_service.domain.context.events import Consumer, QueryRecord, SourceRef
+from context_service.domain.context.state import PERMISSIONS, ContextState, evolve
+from context_service.domain.errors import DomainError
+from context_service.domain.events import ADMIN, ANONYMOUS, Subject
 
 NAMESPACE = "team1"
 NAME = "research-memory"

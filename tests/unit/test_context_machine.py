@@ -20,7 +20,7 @@ from hypothesis.stateful import (
     rule,
 )
 
-from src.domain.context.commands import (
+from context_service.domain.context.commands import (
     AttachConsumer,
     Command,
     CreateContext,
@@ -33,8 +33,8 @@ from src.domain.context.commands import (
     PublishRevision,
     RevokeAccess,
 )
-from src.domain.context.decide import decide
-from src.domain.context.events import (
+from context_service.domain.context.decide import decide
+from context_service.domain.context.events import (
     AccessGranted,
     AccessRevoked,
     ClaimObserved,
@@ -51,8 +51,8 @@ from src.domain.context.events import (
     RevisionPublished,
     Storage,
 )
-from src.domain.context.state import PERMISSIONS, ContextState, evolve, fold
-from src.domain.errors import (
+from context_service.domain.context.state import PERMISSIONS, ContextState, evolve, fold
+from context_service.domain.errors import (
     ContextExistsError,
     ContextInUseError,
     ContextInvalidError,
@@ -60,9 +60,9 @@ from src.domain.errors import (
     DomainError,
     RequestInvalidError,
 )
-from src.domain.events import ADMIN, ANONYMOUS, Event, Subject
-from src.domain.values import canonical_quantity
-from src.projections.audit_log.projection import actor_subject, audit_entry
+from context_service.domain.events import ADMIN, ANONYMOUS, Event, Subject
+from context_service.domain.values import canonical_quantity
+from context_service.projections.audit_log.projection import actor_subject, audit_entry
 from tests.unit.strategies import ALICE, BOB, CAROL, DIGESTS, EPOCH, NAME, NAMESPACE, TYPES
 
 CALLERS = (ALICE, BOB, CAROL, ADMIN, ANONYMOUS, Subject("user", "Alice"))

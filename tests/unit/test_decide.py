@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from src.adapters.eventstore.mapper import decode_event
-from src.domain.context.commands import (
+from context_service.adapters.eventstore.mapper import decode_event
+from context_service.domain.context.commands import (
     AttachConsumer,
     Command,
     CreateContext,
@@ -26,8 +26,8 @@ from src.domain.context.commands import (
     PublishRevision,
     RevokeAccess,
 )
-from src.domain.context.decide import decide
-from src.domain.context.events import (
+from context_service.domain.context.decide import decide
+from context_service.domain.context.events import (
     AccessGranted,
     Consumer,
     ConsumerAttached,
@@ -43,8 +43,8 @@ from src.domain.context.events import (
     SourceRef,
     Storage,
 )
-from src.domain.context.state import PERMISSIONS, ContextState, evolve
-from src.domain.errors import (
+from context_service.domain.context.state import PERMISSIONS, ContextState, evolve
+from context_service.domain.errors import (
     ContextExistsError,
     ContextInUseError,
     ContextInvalidError,
@@ -52,8 +52,8 @@ from src.domain.errors import (
     DomainError,
     RequestInvalidError,
 )
-from src.domain.events import Event, Subject
-from src.domain.registry import EVENTS, event_name
+from context_service.domain.events import Event, Subject
+from context_service.domain.registry import EVENTS, event_name
 from tests.unit.strategies import (
     ALICE,
     BOB,

@@ -18,10 +18,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from src.adapters.eventstore.mapper import decode_event, event_data, from_stored, to_stored
-from src.domain.events import Event
-from src.domain.registry import EVENTS, event_name
-from src.domain.stream import StreamRef, context_stream
+from context_service.adapters.eventstore.mapper import (
+    decode_event,
+    event_data,
+    from_stored,
+    to_stored,
+)
+from context_service.domain.events import Event
+from context_service.domain.registry import EVENTS, event_name
+from context_service.domain.stream import StreamRef, context_stream
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "events"
 FILES = sorted(GOLDEN.glob("*.json"))

@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given
 from hypothesis import strategies as st
 
-from src.domain.context import gc
-from src.domain.context.events import CloneSource
+from context_service.domain.context import gc
+from context_service.domain.context.events import CloneSource
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 REV_A, REV_B = "a" * 64, "b" * 64

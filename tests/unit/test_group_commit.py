@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from eventsourcing.persistence import IntegrityError, StoredEvent
 
-from src.adapters.eventstore.groupcommit import GroupCommit
+from context_service.adapters.eventstore.groupcommit import GroupCommit
 
 
 class Log:

@@ -11,21 +11,32 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from src.adapters.eventstore.mapper import decode_event
-from src.domain.context import lifecycle as lc
-from src.domain.context.commands import Command, CreateContext, DeleteContext, PublishRevision
-from src.domain.context.decide import decide
-from src.domain.context.events import CloneSource, ContextCreated, Revision, SourceRef, Storage
-from src.domain.context.state import ContextState, evolve
-from src.domain.errors import (
+from context_service.adapters.eventstore.mapper import decode_event
+from context_service.domain.context import lifecycle as lc
+from context_service.domain.context.commands import (
+    Command,
+    CreateContext,
+    DeleteContext,
+    PublishRevision,
+)
+from context_service.domain.context.decide import decide
+from context_service.domain.context.events import (
+    CloneSource,
+    ContextCreated,
+    Revision,
+    SourceRef,
+    Storage,
+)
+from context_service.domain.context.state import ContextState, evolve
+from context_service.domain.errors import (
     ContextExistsError,
     ContextInvalidError,
     ContextNotFoundError,
     DomainError,
     RequestInvalidError,
 )
-from src.domain.events import ADMIN, Event, Subject
-from src.domain.registry import EVENTS, event_name
+from context_service.domain.events import ADMIN, Event, Subject
+from context_service.domain.registry import EVENTS, event_name
 from tests.unit.strategies import ALICE, BOB, DIGESTS, EPOCH, NAME, NAMESPACE, texts, timestamps
 
 RECONCILER = Subject("service", "context-service")
@@ -126,7 +137,7 @@ def test_a_snapshot_name_is_taken_once_per_context() -> None:
 
 
 def _grant(subject: Subject, permissions: tuple[str, ...]) -> Command:
-    from src.domain.context.commands import GrantAccess
+    from context_service.domain.context.commands import GrantAccess
 
     return GrantAccess(actor=ALICE, subject=subject, permissions=permissions)
 

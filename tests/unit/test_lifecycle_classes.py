@@ -6,11 +6,15 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from src.domain.cluster import ClusterError
-from src.domain.context import snapshot_classes as sc
-from src.domain.context.events import Storage
-from src.domain.context.state import ContextState
-from src.domain.errors import ContextInvalidError, DomainError, LifecycleUnsupportedError
+from context_service.domain.cluster import ClusterError
+from context_service.domain.context import snapshot_classes as sc
+from context_service.domain.context.events import Storage
+from context_service.domain.context.state import ContextState
+from context_service.domain.errors import (
+    ContextInvalidError,
+    DomainError,
+    LifecycleUnsupportedError,
+)
 from tests.support.fake_cluster import FakeCluster
 
 UNSUPPORTED = "context lifecycle operation is not supported by this storage backend: "

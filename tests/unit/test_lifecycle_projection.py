@@ -11,14 +11,14 @@ from datetime import timedelta
 from hypothesis import given
 from hypothesis import strategies as st
 
-from src.domain.cluster import ContextSnapshot
-from src.domain.context import lifecycle as lc
-from src.domain.context.adoption import ContextAdopted
-from src.domain.context.events import ContextDeleted, Storage
-from src.domain.events import Event
-from src.domain.stream import Recorded, context_stream
-from src.projections.snapshots.projection import SnapshotObjects, step
-from src.projections.snapshots.view import Rows, SnapshotObject
+from context_service.domain.cluster import ContextSnapshot
+from context_service.domain.context import lifecycle as lc
+from context_service.domain.context.adoption import ContextAdopted
+from context_service.domain.context.events import ContextDeleted, Storage
+from context_service.domain.events import Event
+from context_service.domain.stream import Recorded, context_stream
+from context_service.projections.snapshots.projection import SnapshotObjects, step
+from context_service.projections.snapshots.view import Rows, SnapshotObject
 from tests.unit.strategies import EPOCH
 
 STREAM = context_stream("team1", "notes")

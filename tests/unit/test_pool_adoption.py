@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from src.domain.cluster import ClaimInfo, PoolObjects, SandboxClaimInfo, SandboxInfo
-from src.domain.pool.adoption import group_pools
+from context_service.domain.cluster import ClaimInfo, PoolObjects, SandboxClaimInfo, SandboxInfo
+from context_service.domain.pool.adoption import group_pools
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 P = "context.rossoctl.io/"

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from src.domain.errors import ContextInvalidError
-from src.domain.query.cursor import decode_cursor, encode_cursor, fingerprint
-from src.domain.query.request import QueryInput, plan
+from context_service.domain.errors import ContextInvalidError
+from context_service.domain.query.cursor import decode_cursor, encode_cursor, fingerprint
+from context_service.domain.query.request import QueryInput, plan
 
 PREFIX = "invalid context resource: "
 

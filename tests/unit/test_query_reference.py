@@ -15,8 +15,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from src.domain.query.scoring import query_terms, score, weighted_terms
-from src.domain.query.tokenizer import tokenize
+from context_service.domain.query.scoring import query_terms, score, weighted_terms
+from context_service.domain.query.tokenizer import tokenize
 
 Record = dict[str, Any]
 

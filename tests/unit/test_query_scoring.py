@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from src.domain.context.events import QueryRecord
-from src.domain.query.index import layout, numbers, weights
-from src.domain.query.scoring import order_key, query_terms, score, weighted_terms
+from context_service.domain.context.events import QueryRecord
+from context_service.domain.query.index import layout, numbers, weights
+from context_service.domain.query.scoring import order_key, query_terms, score, weighted_terms
 
 
 def test_worked_example() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from src.domain.query.tokenizer import tokenize
+from context_service.domain.query.tokenizer import tokenize
 
 
 @pytest.mark.parametrize(("text", "tokens"), [

@@ -8,7 +8,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from src.domain.cluster import (
+from context_service.domain.cluster import (
     MANAGED_BY,
     MANAGER,
     NAME_LABEL,
@@ -22,14 +22,14 @@ from src.domain.cluster import (
     SandboxClaimInfo,
     SandboxInfo,
 )
-from src.domain.context.events import CloneSource, Grant, Storage
-from src.domain.context.lifecycle import Retention
-from src.domain.context.state import ContextState
-from src.domain.errors import ContextExistsError
-from src.domain.events import Subject
-from src.domain.pool.events import Resource, Workspace
-from src.domain.pool.state import PoolState
-from src.domain.reconcile.actions import (
+from context_service.domain.context.events import CloneSource, Grant, Storage
+from context_service.domain.context.lifecycle import Retention
+from context_service.domain.context.state import ContextState
+from context_service.domain.errors import ContextExistsError
+from context_service.domain.events import Subject
+from context_service.domain.pool.events import Resource, Workspace
+from context_service.domain.pool.state import PoolState
+from context_service.domain.reconcile.actions import (
     CreateSandbox,
     CreateSandboxClaim,
     CreateWorkspaceClaim,
@@ -38,10 +38,10 @@ from src.domain.reconcile.actions import (
     DeleteSandboxClaim,
     EnsureContextClaim,
 )
-from src.domain.reconcile.desired import context_claim, grants_json
-from src.domain.reconcile.guard import ClaimNameGuard
-from src.domain.reconcile.observe import observe_claim, observe_consumers, observe_pool
-from src.domain.reconcile.plan import Observed, Scope, plan, plan_context, plan_pool
+from context_service.domain.reconcile.desired import context_claim, grants_json
+from context_service.domain.reconcile.guard import ClaimNameGuard
+from context_service.domain.reconcile.observe import observe_claim, observe_consumers, observe_pool
+from context_service.domain.reconcile.plan import Observed, Scope, plan, plan_context, plan_pool
 from tests.support.fake_cluster import FakeCluster
 
 NS = "team"

@@ -13,8 +13,8 @@ import msgspec
 from hypothesis import given
 from hypothesis import strategies as st
 
-from src.adapters.kubernetes.reconciler_pass import observe
-from src.domain.cluster import (
+from context_service.adapters.kubernetes.reconciler_pass import observe
+from context_service.domain.cluster import (
     MANAGED_BY,
     MANAGER,
     POOL_LABEL,
@@ -23,14 +23,14 @@ from src.domain.cluster import (
     PoolSandbox,
     WorkspaceClaim,
 )
-from src.domain.context.events import Grant, Storage
-from src.domain.context.state import ContextState
-from src.domain.events import Subject
-from src.domain.pool.events import Workspace
-from src.domain.pool.state import PoolState
-from src.domain.reconcile import actions as steps
-from src.domain.reconcile.desired import context_claim, pool_objects
-from src.domain.reconcile.plan import Scope, plan
+from context_service.domain.context.events import Grant, Storage
+from context_service.domain.context.state import ContextState
+from context_service.domain.events import Subject
+from context_service.domain.pool.events import Workspace
+from context_service.domain.pool.state import PoolState
+from context_service.domain.reconcile import actions as steps
+from context_service.domain.reconcile.desired import context_claim, pool_objects
+from context_service.domain.reconcile.plan import Scope, plan
 from tests.support.fake_cluster import FakeCluster
 
 NS = "t"

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from src.adapters.kubernetes.reconciler_desired import LogDesired
-from src.adapters.kubernetes.reconciler_scopes import DirtySet, keys_for_change, scopes_for
-from src.domain.cluster import Change
-from src.domain.context.state import ContextState
-from src.domain.pool.events import Workspace
-from src.domain.pool.state import PoolState
+from context_service.adapters.kubernetes.reconciler_desired import LogDesired
+from context_service.adapters.kubernetes.reconciler_scopes import (
+    DirtySet,
+    keys_for_change,
+    scopes_for,
+)
+from context_service.domain.cluster import Change
+from context_service.domain.context.state import ContextState
+from context_service.domain.pool.events import Workspace
+from context_service.domain.pool.state import PoolState
 
 DEFAULT = "svc"
 

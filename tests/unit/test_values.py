@@ -14,7 +14,7 @@ import pytest
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
-from src.domain.values import (
+from context_service.domain.values import (
     canonical_quantity,
     format_timestamp,
     is_context_name,

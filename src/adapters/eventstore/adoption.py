@@ -11,13 +11,13 @@ from datetime import UTC, datetime
 import msgspec
 from eventsourcing.persistence import IntegrityError
 
-from src.adapters.eventstore.store import EventStore
-from src.domain.cluster import NAME_LABEL, Cluster, ClusterError, SnapshotInfo
-from src.domain.context.adoption import adopt_claim, is_context_claim
-from src.domain.context.events import QueryIndexPublished, QueryRecord
-from src.domain.events import Event
-from src.domain.pool.adoption import group_pools
-from src.domain.stream import StreamRef, context_stream
+from context_service.adapters.eventstore.store import EventStore
+from context_service.domain.cluster import NAME_LABEL, Cluster, ClusterError, SnapshotInfo
+from context_service.domain.context.adoption import adopt_claim, is_context_claim
+from context_service.domain.context.events import QueryIndexPublished, QueryRecord
+from context_service.domain.events import Event
+from context_service.domain.pool.adoption import group_pools
+from context_service.domain.stream import StreamRef, context_stream
 
 log = logging.getLogger(__name__)
 ACTOR = "service:context-service"

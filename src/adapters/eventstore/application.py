@@ -19,17 +19,17 @@ from typing import Any, Generic, TypeVar
 
 from eventsourcing.persistence import IntegrityError
 
-from src.adapters.eventstore.store import EventStore
-from src.domain.context.commands import Command
-from src.domain.context.decide import authorize, decide
-from src.domain.context.state import ContextState, evolve
-from src.domain.errors import ConcurrencyError, DomainError
-from src.domain.events import Event, Subject
-from src.domain.pool import decide as pool_decide
-from src.domain.pool.commands import PoolCommand
-from src.domain.pool.state import PoolState
-from src.domain.pool.state import evolve as pool_evolve
-from src.domain.stream import StreamRef, context_stream
+from context_service.adapters.eventstore.store import EventStore
+from context_service.domain.context.commands import Command
+from context_service.domain.context.decide import authorize, decide
+from context_service.domain.context.state import ContextState, evolve
+from context_service.domain.errors import ConcurrencyError, DomainError
+from context_service.domain.events import Event, Subject
+from context_service.domain.pool import decide as pool_decide
+from context_service.domain.pool.commands import PoolCommand
+from context_service.domain.pool.state import PoolState
+from context_service.domain.pool.state import evolve as pool_evolve
+from context_service.domain.stream import StreamRef, context_stream
 
 Clock = Callable[[], datetime]
 S = TypeVar("S")

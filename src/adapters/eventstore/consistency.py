@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 
 from eventsourcing.postgres import PostgresTrackingRecorder
 
-from src.adapters.eventstore.runner import ProjectionRunner
-from src.adapters.eventstore.store import EventStore
+from context_service.adapters.eventstore.runner import ProjectionRunner
+from context_service.adapters.eventstore.store import EventStore
 
 
 class LogConsistency:

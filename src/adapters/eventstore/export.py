@@ -15,8 +15,8 @@ from typing import IO, Any
 
 import msgspec
 
-from src.adapters.eventstore.outbox import logged
-from src.adapters.eventstore.store import EventStore
+from context_service.adapters.eventstore.outbox import logged
+from context_service.adapters.eventstore.store import EventStore
 
 GENESIS = "0" * 64
 _enc = msgspec.json.Encoder(order="sorted")

@@ -10,9 +10,9 @@ from __future__ import annotations
 import msgspec
 from eventsourcing.persistence import StoredEvent
 
-from src.domain.events import Event
-from src.domain.registry import EVENTS, event_name
-from src.domain.stream import Recorded, StreamRef
+from context_service.domain.events import Event
+from context_service.domain.registry import EVENTS, event_name
+from context_service.domain.stream import Recorded, StreamRef
 
 
 class _Stored(msgspec.Struct, frozen=True):

@@ -12,9 +12,9 @@ from typing import Any
 from eventsourcing.persistence import Tracking
 from eventsourcing.postgres import PostgresTrackingRecorder
 
-from src.adapters.eventstore.mapper import event_data
-from src.adapters.eventstore.store import EventStore
-from src.domain.stream import Recorded
+from context_service.adapters.eventstore.mapper import event_data
+from context_service.adapters.eventstore.store import EventStore
+from context_service.domain.stream import Recorded
 
 _EVENT_NS = uuid.UUID("0d6f3f5e-3c1a-4f7b-9a55-0c2a8b0e7d21")
 
@@ -35,7 +35,7 @@ class LoggedEvent:
     data: dict[str, Any]
 
     def as_json(self) -> dict[str, Any]:
-        from src.domain.values import format_timestamp
+        from context_service.domain.values import format_timestamp
 
         return {"position": self.position, "eventId": self.event_id, "name": self.name,
                 "aggregate": self.aggregate, "aggregateId": self.aggregate_id,

@@ -21,9 +21,9 @@ from typing import Any
 from eventsourcing.persistence import IntegrityError
 from eventsourcing.postgres import PostgresTrackingRecorder
 
-from src.adapters.eventstore.store import EventStore
-from src.domain.stream import Recorded
-from src.projections.base import Projection
+from context_service.adapters.eventstore.store import EventStore
+from context_service.domain.stream import Recorded
+from context_service.projections.base import Projection
 
 log = logging.getLogger(__name__)
 ViewFactory = Callable[[Any], Any]

@@ -16,11 +16,11 @@ from eventsourcing.persistence import StoredEvent
 from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
 from psycopg.rows import tuple_row
 
-from src.adapters.eventstore.groupcommit import GroupCommit
-from src.adapters.eventstore.loopcommit import LoopGroupCommit
-from src.adapters.eventstore.mapper import from_stored, to_stored
-from src.domain.events import Event
-from src.domain.stream import Recorded, StreamRef
+from context_service.adapters.eventstore.groupcommit import GroupCommit
+from context_service.adapters.eventstore.loopcommit import LoopGroupCommit
+from context_service.adapters.eventstore.mapper import from_stored, to_stored
+from context_service.domain.events import Event
+from context_service.domain.stream import Recorded, StreamRef
 
 EVENTS_TABLE = "stored_events"
 _LAST = 2**63 - 1  # the largest position a bigserial can take

@@ -10,12 +10,12 @@ import uuid
 from collections.abc import Sequence
 from datetime import datetime
 
-from src.adapters.eventstore.mapper import from_stored
-from src.adapters.eventstore.store import EVENTS_TABLE, EventStore
-from src.domain.context.adoption import ContextAdopted
-from src.domain.context.events import ContextCreated
-from src.domain.context.state import ContextState, evolve
-from src.domain.stream import Recorded, context_stream
+from context_service.adapters.eventstore.mapper import from_stored
+from context_service.adapters.eventstore.store import EVENTS_TABLE, EventStore
+from context_service.domain.context.adoption import ContextAdopted
+from context_service.domain.context.events import ContextCreated
+from context_service.domain.context.state import ContextState, evolve
+from context_service.domain.stream import Recorded, context_stream
 
 
 class Timeline:

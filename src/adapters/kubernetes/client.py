@@ -16,7 +16,7 @@ from kubernetes import config
 from kubernetes.client import ApiClient, Configuration
 from kubernetes.config.config_exception import ConfigException
 
-from src.config import Settings
+from context_service.config import Settings
 
 Mode = Literal["in-cluster", "kubeconfig", "local"]
 kube_config: Any = config  # the loaders are untyped

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from src.adapters.kubernetes import manifests, parse
-from src.adapters.kubernetes.rest import (
+from context_service.adapters.kubernetes import manifests, parse
+from context_service.adapters.kubernetes.rest import (
     APPLY_PATCH,
     CONFIG_MAPS,
     JSON,
@@ -21,8 +21,8 @@ from src.adapters.kubernetes.rest import (
     Resource,
     Rest,
 )
-from src.adapters.kubernetes.watch import ClusterWatch
-from src.domain.cluster import (
+from context_service.adapters.kubernetes.watch import ClusterWatch
+from context_service.domain.cluster import (
     API_NOT_INSTALLED,
     KEPT_CURRENT_ANNOTATIONS,
     MANAGED_BY,

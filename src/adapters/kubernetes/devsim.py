@@ -13,19 +13,37 @@ import logging
 import threading
 from typing import Any
 
-from src.adapters.kubernetes import devsim_gc
-from src.adapters.kubernetes.cluster import SANDBOX, SANDBOX_CLAIM, SANDBOX_TEMPLATE, SNAPSHOT
-from src.adapters.kubernetes.cluster import WARM_POOL as WARM_POOLS
-from src.adapters.kubernetes.devsim_objects import (
+from context_service.adapters.kubernetes import devsim_gc
+from context_service.adapters.kubernetes.cluster import (
+    SANDBOX,
+    SANDBOX_CLAIM,
+    SANDBOX_TEMPLATE,
+    SNAPSHOT,
+)
+from context_service.adapters.kubernetes.cluster import WARM_POOL as WARM_POOLS
+from context_service.adapters.kubernetes.devsim_objects import (
     claimed_sandbox,
     condition,
     now,
     sandbox_children,
 )
-from src.adapters.kubernetes.parse import meta, mounted_claims, obj, ready_condition, text
-from src.adapters.kubernetes.rest import JSON, PODS, PVCS, STORAGE_CLASSES, Resource, Rest
-from src.adapters.kubernetes.watch import ClusterWatch
-from src.domain.cluster import Change, ClusterError
+from context_service.adapters.kubernetes.parse import (
+    meta,
+    mounted_claims,
+    obj,
+    ready_condition,
+    text,
+)
+from context_service.adapters.kubernetes.rest import (
+    JSON,
+    PODS,
+    PVCS,
+    STORAGE_CLASSES,
+    Resource,
+    Rest,
+)
+from context_service.adapters.kubernetes.watch import ClusterWatch
+from context_service.domain.cluster import Change, ClusterError
 
 log = logging.getLogger(__name__)
 MANAGER = "dev-simulator"

@@ -7,10 +7,10 @@ finalizer is dropped. Covers the kinds our pools use: SandboxClaims, Sandboxes, 
 
 from __future__ import annotations
 
-from src.adapters.kubernetes.cluster import SANDBOX, SANDBOX_CLAIM
-from src.adapters.kubernetes.parse import meta, obj
-from src.adapters.kubernetes.rest import JSON, PODS, PVCS, Resource, Rest
-from src.domain.cluster import ClusterError
+from context_service.adapters.kubernetes.cluster import SANDBOX, SANDBOX_CLAIM
+from context_service.adapters.kubernetes.parse import meta, obj
+from context_service.adapters.kubernetes.rest import JSON, PODS, PVCS, Resource, Rest
+from context_service.domain.cluster import ClusterError
 
 KINDS = (SANDBOX_CLAIM, SANDBOX, PODS, PVCS)
 FOREGROUND = "foregroundDeletion"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from src.adapters.kubernetes.parse import meta, obj, text
-from src.adapters.kubernetes.rest import JSON
+from context_service.adapters.kubernetes.parse import meta, obj, text
+from context_service.adapters.kubernetes.rest import JSON
 
 
 def now() -> str:

@@ -11,6 +11,7 @@ import json
 import logging
 import subprocess
 import time
+from importlib import resources
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -18,19 +19,27 @@ from typing import Any
 import yaml
 from kubernetes.client import ApiClient
 
-from src.adapters.kubernetes.client import close
-from src.adapters.kubernetes.cluster import SANDBOX_TEMPLATE, SNAPSHOT_CLASS, WARM_POOL
-from src.adapters.kubernetes.controlplane import ControlPlane, Ports, stop_stale
-from src.adapters.kubernetes.devsim import DevSimulator
-from src.adapters.kubernetes.rest import APPLY_PATCH, CRDS, JSON, NAMESPACES, STORAGE_CLASSES, Rest
-from src.config import Settings
-from src.domain.cluster import DEFAULT_SNAPSHOT_CLASS_ANNOTATION, ClusterError
+from context_service.adapters.kubernetes.client import close
+from context_service.adapters.kubernetes.cluster import SANDBOX_TEMPLATE, SNAPSHOT_CLASS, WARM_POOL
+from context_service.adapters.kubernetes.controlplane import ControlPlane, Ports, stop_stale
+from context_service.adapters.kubernetes.devsim import DevSimulator
+from context_service.adapters.kubernetes.rest import (
+    APPLY_PATCH,
+    CRDS,
+    JSON,
+    NAMESPACES,
+    STORAGE_CLASSES,
+    Rest,
+)
+from context_service.config import Settings
+from context_service.domain.cluster import DEFAULT_SNAPSHOT_CLASS_ANNOTATION, ClusterError
 
 log = logging.getLogger(__name__)
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
-ENSURE_SCRIPT = REPO_ROOT / "scripts" / "kube" / "ensure-kube.sh"
-CRD_DIR = REPO_ROOT / "dev" / "kube" / "crds"
+# Package data (installed with the wheel), read as files: the scripts run with bash.
+PACKAGE_DIR = Path(str(resources.files("context_service.adapters.kubernetes")))
+ENSURE_SCRIPT = PACKAGE_DIR / "scripts" / "ensure-kube.sh"
+CRD_DIR = PACKAGE_DIR / "crds"
 DEFAULT_PORTS = Ports(api=16443, etcd=23790, peer=23791)
 DEV_DRIVER = "dev.csi.local"
 DEV_STORAGE_CLASS = "dev-local"
@@ -44,8 +53,8 @@ def ensure_binaries(script: Path = ENSURE_SCRIPT) -> Path:
     """The directory of kube-apiserver/kube-controller-manager, built on first use (~4 min,
     progress on stderr). ``CS_KUBE_BIN_DIR`` in the environment points at prebuilt ones."""
     if not script.is_file():
-        raise FileNotFoundError(f"{script} not found: the local control plane needs a checkout")
-    result = subprocess.run([str(script)], check=True, stdout=subprocess.PIPE, text=True)
+        raise FileNotFoundError(f"{script} not found: the package is incomplete")
+    result = subprocess.run(["bash", str(script)], check=True, stdout=subprocess.PIPE, text=True)
     return Path(result.stdout.strip().splitlines()[-1])
 
 

@@ -9,7 +9,7 @@ import copy
 import json
 from typing import Any
 
-from src.domain.cluster import (
+from context_service.domain.cluster import (
     MANAGED_BY,
     MANAGER,
     NAME_LABEL,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from src.domain.cluster import (
+from context_service.domain.cluster import (
     DEFAULT_SNAPSHOT_CLASS_ANNOTATION,
     ClaimInfo,
     PodConsumer,

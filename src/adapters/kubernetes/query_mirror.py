@@ -13,11 +13,11 @@ from typing import Protocol
 
 import msgspec
 
-from src.domain.cluster import Cluster, QueryIndexMirror
-from src.domain.context.events import ContextDeleted, QueryIndexPublished
-from src.domain.query.record import record_document
-from src.domain.stream import Recorded
-from src.projections.outbox import PositionStore
+from context_service.domain.cluster import Cluster, QueryIndexMirror
+from context_service.domain.context.events import ContextDeleted, QueryIndexPublished
+from context_service.domain.query.record import record_document
+from context_service.domain.stream import Recorded
+from context_service.projections.outbox import PositionStore
 
 log = logging.getLogger(__name__)
 

@@ -20,14 +20,22 @@ from typing import Protocol
 
 import psycopg
 
-from src.adapters.eventstore.application import ContextApplication, PoolApplication, utc_now
-from src.adapters.eventstore.store import EventStore
-from src.adapters.kubernetes.reconciler_desired import LogDesired
-from src.adapters.kubernetes.reconciler_pass import NamespacePass, PassResult
-from src.adapters.kubernetes.reconciler_scopes import DirtySet, keys_for_change, scopes_for
-from src.adapters.postgres.lock import LeaderLock
-from src.config import Settings
-from src.domain.cluster import Change, Cluster, Watch
+from context_service.adapters.eventstore.application import (
+    ContextApplication,
+    PoolApplication,
+    utc_now,
+)
+from context_service.adapters.eventstore.store import EventStore
+from context_service.adapters.kubernetes.reconciler_desired import LogDesired
+from context_service.adapters.kubernetes.reconciler_pass import NamespacePass, PassResult
+from context_service.adapters.kubernetes.reconciler_scopes import (
+    DirtySet,
+    keys_for_change,
+    scopes_for,
+)
+from context_service.adapters.postgres.lock import LeaderLock
+from context_service.config import Settings
+from context_service.domain.cluster import Change, Cluster, Watch
 
 log = logging.getLogger(__name__)
 LOCK_NAME = "worker:reconciler"

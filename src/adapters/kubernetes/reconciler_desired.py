@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import msgspec
 
-from src.adapters.eventstore.store import EventStore
-from src.domain.context.events import ClaimObserved, PodConsumersObserved
-from src.domain.context.state import ContextState
-from src.domain.context.state import evolve as context_evolve
-from src.domain.pool.events import SandboxPoolObserved
-from src.domain.pool.state import PoolState
-from src.domain.pool.state import evolve as pool_evolve
-from src.domain.stream import Recorded
+from context_service.adapters.eventstore.store import EventStore
+from context_service.domain.context.events import ClaimObserved, PodConsumersObserved
+from context_service.domain.context.state import ContextState
+from context_service.domain.context.state import evolve as context_evolve
+from context_service.domain.pool.events import SandboxPoolObserved
+from context_service.domain.pool.state import PoolState
+from context_service.domain.pool.state import evolve as pool_evolve
+from context_service.domain.stream import Recorded
 
 TRACKING_TABLE = "projection_tracking"
 CATALOG, POOLS = "context_catalog", "pool_status"

@@ -15,15 +15,21 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TypeVar
 
-from src.adapters.eventstore.application import ContextApplication, PoolApplication
-from src.domain.cluster import ClaimInfo, Cluster, ClusterError, PoolObjects, context_claim_name
-from src.domain.context.commands import Command
-from src.domain.context.decide import decide as context_decide
-from src.domain.errors import DomainError
-from src.domain.pool.decide import decide as pool_decide
-from src.domain.reconcile import actions as steps
-from src.domain.reconcile.observe import observe_claim, observe_consumers, observe_pool
-from src.domain.reconcile.plan import Observed, Scope, by_pool, plan
+from context_service.adapters.eventstore.application import ContextApplication, PoolApplication
+from context_service.domain.cluster import (
+    ClaimInfo,
+    Cluster,
+    ClusterError,
+    PoolObjects,
+    context_claim_name,
+)
+from context_service.domain.context.commands import Command
+from context_service.domain.context.decide import decide as context_decide
+from context_service.domain.errors import DomainError
+from context_service.domain.pool.decide import decide as pool_decide
+from context_service.domain.reconcile import actions as steps
+from context_service.domain.reconcile.observe import observe_claim, observe_consumers, observe_pool
+from context_service.domain.reconcile.plan import Observed, Scope, by_pool, plan
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

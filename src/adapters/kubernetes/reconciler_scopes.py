@@ -13,9 +13,9 @@ import math
 import re
 from collections.abc import Iterable, Iterator, Sequence
 
-from src.adapters.kubernetes.reconciler_desired import Key, LogDesired
-from src.domain.cluster import Change
-from src.domain.reconcile.plan import Scope
+from context_service.adapters.kubernetes.reconciler_desired import Key, LogDesired
+from context_service.domain.cluster import Change
+from context_service.domain.reconcile.plan import Scope
 
 _INDEXED = re.compile(r"^(?:sandbox|claim)-(.+)-\d+$")
 _WORKSPACE = re.compile(r"^(.+)-workspace(?:-\d+)?$")

@@ -17,7 +17,7 @@ import urllib3
 from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 
-from src.domain.cluster import UNAVAILABLE, ClusterError
+from context_service.domain.cluster import UNAVAILABLE, ClusterError
 
 JSON = dict[str, Any]
 MERGE_PATCH = "application/merge-patch+json"

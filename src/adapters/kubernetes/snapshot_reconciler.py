@@ -17,13 +17,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from src.domain.cluster import Change, Cluster, ClusterError, SnapshotInfo, Watch
-from src.domain.context.commands import Command
-from src.domain.context.lifecycle import ObserveSnapshot, ObserveSnapshotObjectDeleted
-from src.domain.errors import DomainError
-from src.domain.events import Subject
-from src.domain.values import quote
-from src.projections.snapshots.view import SnapshotObject, SnapshotObjectsReads
+from context_service.domain.cluster import Change, Cluster, ClusterError, SnapshotInfo, Watch
+from context_service.domain.context.commands import Command
+from context_service.domain.context.lifecycle import ObserveSnapshot, ObserveSnapshotObjectDeleted
+from context_service.domain.errors import DomainError
+from context_service.domain.events import Subject
+from context_service.domain.values import quote
+from context_service.projections.snapshots.view import SnapshotObject, SnapshotObjectsReads
 
 log = logging.getLogger(__name__)
 RECONCILER = Subject("service", "context-service")

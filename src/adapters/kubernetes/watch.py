@@ -10,8 +10,8 @@ import logging
 import threading
 from collections.abc import Callable, Iterable
 
-from src.adapters.kubernetes.rest import JSON, Resource, Rest, WatchStream
-from src.domain.cluster import Change, ClusterError
+from context_service.adapters.kubernetes.rest import JSON, Resource, Rest, WatchStream
+from context_service.domain.cluster import Change, ClusterError
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from src.projections.outbox import OutboxEvent
+from context_service.projections.outbox import OutboxEvent
 
 ENVELOPE_VERSION = 1
 SUBJECT_PREFIX = "context.events"

@@ -25,15 +25,15 @@ from typing import Any, TypeVar
 from nats.aio.client import Client
 from nats.js import JetStreamContext, api
 
-from src.adapters.nats.envelope import (
+from context_service.adapters.nats.envelope import (
     MSG_ID_HEADER,
     VERSION_HEADER,
     encode,
     envelope_of,
     subject_for,
 )
-from src.adapters.nats.stream import StreamSpec, ensure_stream, last_envelope
-from src.projections.outbox import EventFeed, PositionStore
+from context_service.adapters.nats.stream import StreamSpec, ensure_stream, last_envelope
+from context_service.projections.outbox import EventFeed, PositionStore
 
 log = logging.getLogger(__name__)
 

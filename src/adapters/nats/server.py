@@ -20,7 +20,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from src.config import Settings
+    from context_service.config import Settings
 
 log = logging.getLogger(__name__)
 

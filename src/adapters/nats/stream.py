@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from nats.js import JetStreamContext, api
 from nats.js.errors import NotFoundError
 
-from src.adapters.nats.envelope import SUBJECT_PREFIX, Envelope, decode
+from context_service.adapters.nats.envelope import SUBJECT_PREFIX, Envelope, decode
 
 STREAM_NAME = "CONTEXT_EVENTS"
 

@@ -20,8 +20,8 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext, api
 from nats.js.errors import APIError, NotFoundError
 
-from src.adapters.nats.envelope import SUBJECT_PREFIX
-from src.adapters.nats.stream import STREAM_NAME
+from context_service.adapters.nats.envelope import SUBJECT_PREFIX
+from context_service.adapters.nats.stream import STREAM_NAME
 
 DEFAULT_DURABLE = "context-service-tail"
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import logging
 
-from src.adapters.nats.relay import Relay, RelaySettings
-from src.adapters.nats.server import EmbeddedNatsServer
-from src.config import Settings
-from src.projections.outbox import EventFeed, PositionStore
+from context_service.adapters.nats.relay import Relay, RelaySettings
+from context_service.adapters.nats.server import EmbeddedNatsServer
+from context_service.config import Settings
+from context_service.projections.outbox import EventFeed, PositionStore
 
 log = logging.getLogger(__name__)
 Gauge = tuple[str, str, dict[str, str], float]

@@ -1,4 +1,5 @@
-"""Forward-only migrations: ``migrations/NNNN_name.sql`` applied once each, in order.
+"""Forward-only migrations: ``context_service/migrations/NNNN_name.sql`` (package data),
+applied once each, in order.
 
 The event and tracking tables belong to ``eventsourcing`` and are created through its recorders;
 the read-model tables are ours and live in the SQL files.
@@ -6,11 +7,12 @@ the read-model tables are ours and live in the SQL files.
 
 from __future__ import annotations
 
+from importlib import resources
 from pathlib import Path
 
 from eventsourcing.postgres import PostgresDatastore
 
-MIGRATIONS_DIR = Path(__file__).resolve().parents[3] / "migrations"
+MIGRATIONS_DIR = Path(str(resources.files("context_service") / "migrations"))
 
 
 def pending(datastore: PostgresDatastore, directory: Path = MIGRATIONS_DIR) -> list[Path]:

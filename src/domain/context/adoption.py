@@ -9,7 +9,7 @@ from typing import TypeVar
 
 import msgspec
 
-from src.domain.cluster import (
+from context_service.domain.cluster import (
     MANAGED_BY,
     MANAGER,
     NAME_LABEL,
@@ -18,7 +18,7 @@ from src.domain.cluster import (
     SnapshotInfo,
     context_claim_name,
 )
-from src.domain.context.events import (
+from context_service.domain.context.events import (
     CloneSource,
     Consumer,
     Grant,
@@ -26,9 +26,9 @@ from src.domain.context.events import (
     SourceRef,
     Storage,
 )
-from src.domain.context.lifecycle import Retention, SnapshotRecord
-from src.domain.events import ANONYMOUS, Event, Subject
-from src.domain.values import canonical_quantity, is_positive_quantity
+from context_service.domain.context.lifecycle import Retention, SnapshotRecord
+from context_service.domain.events import ANONYMOUS, Event, Subject
+from context_service.domain.values import canonical_quantity, is_positive_quantity
 
 T = TypeVar("T")
 PREFIX = "context.rossoctl.io/"

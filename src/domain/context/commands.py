@@ -8,8 +8,8 @@ from datetime import datetime
 
 import msgspec
 
-from src.domain.context.events import Consumer, QueryRecord, SourceRef
-from src.domain.events import Subject
+from context_service.domain.context.events import Consumer, QueryRecord, SourceRef
+from context_service.domain.events import Subject
 
 
 class Command(msgspec.Struct, frozen=True, kw_only=True):

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from src.domain.context import lifecycle
-from src.domain.context.commands import (
+from context_service.domain.context import lifecycle
+from context_service.domain.context.commands import (
     AttachConsumer,
     Command,
     CreateContext,
@@ -21,7 +21,7 @@ from src.domain.context.commands import (
     PublishRevision,
     RevokeAccess,
 )
-from src.domain.context.events import (
+from context_service.domain.context.events import (
     AccessGranted,
     AccessRevoked,
     ClaimObserved,
@@ -37,15 +37,15 @@ from src.domain.context.events import (
     RevisionPublished,
     Storage,
 )
-from src.domain.context.state import PERMISSIONS, ContextState
-from src.domain.context.validation import (
+from context_service.domain.context.state import PERMISSIONS, ContextState
+from context_service.domain.context.validation import (
     valid_subject,
     validate_consumer_subject,
     validate_create,
     validate_grant,
     validate_revision,
 )
-from src.domain.errors import (
+from context_service.domain.errors import (
     ContextExistsError,
     ContextInUseError,
     ContextInvalidError,
@@ -53,8 +53,8 @@ from src.domain.errors import (
     DomainError,
     RequestInvalidError,
 )
-from src.domain.events import Event, Subject
-from src.domain.values import canonical_quantity
+from context_service.domain.events import Event, Subject
+from context_service.domain.values import canonical_quantity
 
 QUERYABLE_TYPES = ("memory", "knowledge")
 

@@ -6,7 +6,7 @@ from datetime import datetime
 
 import msgspec
 
-from src.domain.events import Event, Subject
+from context_service.domain.events import Event, Subject
 
 
 class Storage(msgspec.Struct, frozen=True):

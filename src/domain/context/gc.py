@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Generic, Protocol, TypeVar
 
-from src.domain.context.events import CloneSource
+from context_service.domain.context.events import CloneSource
 
 _MICROSECOND = timedelta(microseconds=1)
 

@@ -13,23 +13,29 @@ from typing import TYPE_CHECKING, ClassVar
 
 import msgspec
 
-from src.domain.cluster import snapshot_object_name
-from src.domain.context import gc
-from src.domain.context.commands import Command
-from src.domain.context.events import CloneSource, ContextCreated, Revision, SourceRef, Storage
-from src.domain.context.validation import NAME_MESSAGE
-from src.domain.errors import (
+from context_service.domain.cluster import snapshot_object_name
+from context_service.domain.context import gc
+from context_service.domain.context.commands import Command
+from context_service.domain.context.events import (
+    CloneSource,
+    ContextCreated,
+    Revision,
+    SourceRef,
+    Storage,
+)
+from context_service.domain.context.validation import NAME_MESSAGE
+from context_service.domain.errors import (
     ContextExistsError,
     ContextInvalidError,
     ContextNotFoundError,
     DomainError,
     RequestInvalidError,
 )
-from src.domain.events import Event
-from src.domain.values import is_context_name, is_dns_label, parse_duration_ns, quote
+from context_service.domain.events import Event
+from context_service.domain.values import is_context_name, is_dns_label, parse_duration_ns, quote
 
 if TYPE_CHECKING:
-    from src.domain.context.state import ContextState
+    from context_service.domain.context.state import ContextState
 
 SNAPSHOT_MESSAGE = "snapshot must be a Kubernetes name"
 STATUSES = ("creating", "ready", "failed")

@@ -12,12 +12,16 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from src.domain.cluster import Cluster, ClusterError, SnapshotClassInfo
-from src.domain.errors import ContextInvalidError, DomainError, LifecycleUnsupportedError
-from src.domain.values import quote
+from context_service.domain.cluster import Cluster, ClusterError, SnapshotClassInfo
+from context_service.domain.errors import (
+    ContextInvalidError,
+    DomainError,
+    LifecycleUnsupportedError,
+)
+from context_service.domain.values import quote
 
 if TYPE_CHECKING:
-    from src.domain.context.state import ContextState
+    from context_service.domain.context.state import ContextState
 
 API_MISSING = "the VolumeSnapshot API (snapshot.storage.k8s.io/v1) is not installed"
 RESTORE_REASON = "restore requires cloning into a new context"

@@ -11,8 +11,8 @@ from datetime import datetime
 
 import msgspec
 
-from src.domain.context.adoption import ContextAdopted
-from src.domain.context.events import (
+from context_service.domain.context.adoption import ContextAdopted
+from context_service.domain.context.events import (
     AccessGranted,
     AccessRevoked,
     ClaimObserved,
@@ -29,8 +29,13 @@ from src.domain.context.events import (
     RevisionPublished,
     Storage,
 )
-from src.domain.context.lifecycle import LifecycleEvent, Retention, SnapshotRecord, evolve_lifecycle
-from src.domain.events import ADMIN, Event, Subject
+from context_service.domain.context.lifecycle import (
+    LifecycleEvent,
+    Retention,
+    SnapshotRecord,
+    evolve_lifecycle,
+)
+from context_service.domain.events import ADMIN, Event, Subject
 
 PERMISSIONS = ("read", "write", "attach", "derive", "administer")
 

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from src.domain.context.events import Revision
-from src.domain.errors import RequestInvalidError
-from src.domain.events import SUBJECT_KINDS, Subject
-from src.domain.values import is_context_name, is_digest, is_dns_label, is_positive_quantity, quote
+from context_service.domain.context.events import Revision
+from context_service.domain.errors import RequestInvalidError
+from context_service.domain.events import SUBJECT_KINDS, Subject
+from context_service.domain.values import (
+    is_context_name,
+    is_digest,
+    is_dns_label,
+    is_positive_quantity,
+    quote,
+)
 
 if TYPE_CHECKING:
-    from src.domain.context.commands import CreateContext, GrantAccess, PublishRevision
+    from context_service.domain.context.commands import CreateContext, GrantAccess, PublishRevision
 
 CONTEXT_TYPES = ("workspace", "state", "memory", "knowledge", "artifacts")
 ACCESS_MODES = ("ReadWriteOnce", "ReadWriteMany")

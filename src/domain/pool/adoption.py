@@ -7,9 +7,9 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
-from src.domain.cluster import POOL_LABEL, REPLICAS_KEY, PoolObjects
-from src.domain.pool.events import SandboxPoolRequested, Workspace
-from src.domain.values import canonical_quantity, is_positive_quantity
+from context_service.domain.cluster import POOL_LABEL, REPLICAS_KEY, PoolObjects
+from context_service.domain.pool.events import SandboxPoolRequested, Workspace
+from context_service.domain.values import canonical_quantity, is_positive_quantity
 
 PREFIX = "context.rossoctl.io/"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import msgspec
 
-from src.domain.cluster import Runtime
-from src.domain.pool.events import Resource, Workspace
+from context_service.domain.cluster import Runtime
+from context_service.domain.pool.events import Resource, Workspace
 
 
 class PoolCommand(msgspec.Struct, frozen=True, kw_only=True):

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from src.domain.errors import DomainError, PoolExistsError, PoolNotFoundError
-from src.domain.events import Event
-from src.domain.pool.commands import ObservePool, PoolCommand, ReleasePool, RequestPool
-from src.domain.pool.events import (
+from context_service.domain.errors import DomainError, PoolExistsError, PoolNotFoundError
+from context_service.domain.events import Event
+from context_service.domain.pool.commands import ObservePool, PoolCommand, ReleasePool, RequestPool
+from context_service.domain.pool.events import (
     SandboxPoolObserved,
     SandboxPoolReleased,
     SandboxPoolRequested,
     Workspace,
 )
-from src.domain.pool.state import PoolState
-from src.domain.pool.validation import validate_pool
-from src.domain.values import canonical_quantity
+from context_service.domain.pool.state import PoolState
+from context_service.domain.pool.validation import validate_pool
+from context_service.domain.values import canonical_quantity
 
 SYSTEM = "service:context-service"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import msgspec
 
-from src.domain.cluster import Runtime
-from src.domain.events import Event
+from context_service.domain.cluster import Runtime
+from context_service.domain.events import Event
 
 
 class Workspace(msgspec.Struct, frozen=True, kw_only=True):

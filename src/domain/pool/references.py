@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from src.domain.cluster import (
+from context_service.domain.cluster import (
     BuiltinRuntime,
     Cluster,
     ClusterError,
@@ -19,10 +19,10 @@ from src.domain.cluster import (
     sandbox_name,
     workspace_claim_name,
 )
-from src.domain.errors import PoolExistsError, PoolReferenceInvalidError
-from src.domain.pool.commands import RequestPool
-from src.domain.pool.events import Workspace
-from src.domain.values import canonical_quantity, is_positive_quantity, quote
+from context_service.domain.errors import PoolExistsError, PoolReferenceInvalidError
+from context_service.domain.pool.commands import RequestPool
+from context_service.domain.pool.events import Workspace
+from context_service.domain.values import canonical_quantity, is_positive_quantity, quote
 
 TEMPLATE_ONLY_KEYS = ("networkPolicy", "networkPolicyManagement", "envVarsInjectionPolicy",
                       "volumeClaimTemplatesPolicy")

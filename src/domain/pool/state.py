@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import msgspec
 
-from src.domain.cluster import Runtime
-from src.domain.events import Event
-from src.domain.pool.events import (
+from context_service.domain.cluster import Runtime
+from context_service.domain.events import Event
+from context_service.domain.pool.events import (
     Resource,
     SandboxPoolObserved,
     SandboxPoolReleased,

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from src.domain.errors import PoolInvalidError
-from src.domain.pool.commands import RequestPool
-from src.domain.values import is_context_name, is_dns_subdomain, is_positive_quantity
+from context_service.domain.errors import PoolInvalidError
+from context_service.domain.pool.commands import RequestPool
+from context_service.domain.values import is_context_name, is_dns_subdomain, is_positive_quantity
 
 NAME_MESSAGE = "name must be a lowercase Kubernetes name no longer than 50 characters"
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from src.domain.context.events import QueryRecord
-from src.domain.query.scoring import weighted_terms
+from context_service.domain.context.events import QueryRecord
+from context_service.domain.query.scoring import weighted_terms
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from src.domain.context.events import QueryRecord
+from context_service.domain.context.events import QueryRecord
 
 
 def record_document(r: QueryRecord) -> dict[str, Any]:

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import msgspec
 
-from src.domain.errors import ContextInvalidError
-from src.domain.query.cursor import decode_cursor, fingerprint
-from src.domain.query.scoring import query_terms
+from context_service.domain.errors import ContextInvalidError
+from context_service.domain.query.cursor import decode_cursor, fingerprint
+from context_service.domain.query.scoring import query_terms
 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 100

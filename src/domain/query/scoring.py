@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from src.domain.query.tokenizer import tokenize
+from context_service.domain.query.tokenizer import tokenize
 
 TITLE_WEIGHT = 3
 KEYWORD_WEIGHT = 2

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import msgspec
 
-from src.domain.cluster import (
+from context_service.domain.cluster import (
     Cluster,
     ContextClaim,
     PoolSandbox,

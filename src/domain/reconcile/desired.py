@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import msgspec
 
-from src.domain.cluster import (
+from context_service.domain.cluster import (
     ContextClaim,
     PoolSandbox,
     PoolSandboxClaim,
@@ -18,10 +18,10 @@ from src.domain.cluster import (
     snapshot_object_name,
     workspace_claim_name,
 )
-from src.domain.context.events import Grant
-from src.domain.context.state import ContextState
-from src.domain.pool.state import PoolState
-from src.domain.values import format_timestamp
+from context_service.domain.context.events import Grant
+from context_service.domain.context.state import ContextState
+from context_service.domain.pool.state import PoolState
+from context_service.domain.values import format_timestamp
 
 GRANTS_ANNOTATION = "context.rossoctl.io/access-grants"
 REVISION_ANNOTATION = "context.rossoctl.io/current-revision"

@@ -6,8 +6,8 @@ makes the name unavailable: the reconciler could neither create the claim nor sa
 
 from __future__ import annotations
 
-from src.domain.cluster import Cluster, context_claim_name
-from src.domain.errors import ContextExistsError
+from context_service.domain.cluster import Cluster, context_claim_name
+from context_service.domain.errors import ContextExistsError
 
 
 class ClaimNameGuard:

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from src.domain.cluster import ClaimInfo, PodConsumer, PoolObjects
-from src.domain.context.commands import ObserveClaim, ObservePodConsumers
-from src.domain.context.events import Consumer
-from src.domain.events import Subject
-from src.domain.pool.commands import ObservePool
-from src.domain.pool.events import Resource, Workspace
-from src.domain.pool.state import PoolState
-from src.domain.values import canonical_quantity, is_positive_quantity
+from context_service.domain.cluster import ClaimInfo, PodConsumer, PoolObjects
+from context_service.domain.context.commands import ObserveClaim, ObservePodConsumers
+from context_service.domain.context.events import Consumer
+from context_service.domain.events import Subject
+from context_service.domain.pool.commands import ObservePool
+from context_service.domain.pool.events import Resource, Workspace
+from context_service.domain.pool.state import PoolState
+from context_service.domain.values import canonical_quantity, is_positive_quantity
 
 RECONCILER = Subject("service", "context-service")
 KIND_RANK = {"sandboxclaim": 0, "sandbox": 1, "pod": 2, "pvc": 3}

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 import msgspec
 
-from src.domain.cluster import (
+from context_service.domain.cluster import (
     KEPT_CURRENT_ANNOTATIONS,
     MANAGED_BY,
     MANAGER,
@@ -28,9 +28,9 @@ from src.domain.cluster import (
     context_claim_name,
     sandbox_name,
 )
-from src.domain.context.state import ContextState
-from src.domain.pool.state import PoolState
-from src.domain.reconcile.actions import (
+from context_service.domain.context.state import ContextState
+from context_service.domain.pool.state import PoolState
+from context_service.domain.reconcile.actions import (
     STAGES,
     Action,
     CreateSandbox,
@@ -41,7 +41,7 @@ from src.domain.reconcile.actions import (
     DeleteSandboxClaim,
     EnsureContextClaim,
 )
-from src.domain.reconcile.desired import context_claim, pool_objects
+from context_service.domain.reconcile.desired import context_claim, pool_objects
 
 
 class Scope(msgspec.Struct, frozen=True, kw_only=True):

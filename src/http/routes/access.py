@@ -8,14 +8,19 @@ import msgspec
 from litestar import Request, Response, delete, get, put
 from litestar.params import RawBody
 
-from src.domain.context.commands import AttachConsumer, DetachConsumer, GrantAccess, RevokeAccess
-from src.domain.errors import RequestInvalidError
-from src.domain.events import Subject
-from src.http import render
-from src.http.body import check_present, decode, timestamp
-from src.http.common import CATALOG, caller, json, services, threaded, wait_for_views
-from src.http.routes.timeline import as_of, visible_as_of
-from src.http.schemas import ConsumerRequest, SetGrantRequest, SubjectBody
+from context_service.domain.context.commands import (
+    AttachConsumer,
+    DetachConsumer,
+    GrantAccess,
+    RevokeAccess,
+)
+from context_service.domain.errors import RequestInvalidError
+from context_service.domain.events import Subject
+from context_service.http import render
+from context_service.http.body import check_present, decode, timestamp
+from context_service.http.common import CATALOG, caller, json, services, threaded, wait_for_views
+from context_service.http.routes.timeline import as_of, visible_as_of
+from context_service.http.schemas import ConsumerRequest, SetGrantRequest, SubjectBody
 
 PATH = "/v1/namespaces/{namespace:str}/contexts/{name:str}"
 

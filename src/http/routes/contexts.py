@@ -6,12 +6,12 @@ from typing import Any
 
 from litestar import Request, Response, delete, get, post
 
-from src.domain.context.commands import CreateContext, DeleteContext
-from src.domain.context.validation import validate_create
-from src.domain.errors import ContextNotFoundError
-from src.http import render
-from src.http.body import decode
-from src.http.common import (
+from context_service.domain.context.commands import CreateContext, DeleteContext
+from context_service.domain.context.validation import validate_create
+from context_service.domain.errors import ContextNotFoundError
+from context_service.http import render
+from context_service.http.body import decode
+from context_service.http.common import (
     CATALOG,
     caller,
     in_thread,
@@ -21,8 +21,8 @@ from src.http.common import (
     threaded,
     wait_for_views,
 )
-from src.http.routes.timeline import as_of, list_as_of, visible_as_of
-from src.http.schemas import CreateContextRequest, StorageBody
+from context_service.http.routes.timeline import as_of, list_as_of, visible_as_of
+from context_service.http.schemas import CreateContextRequest, StorageBody
 
 BASE = "/v1/namespaces/{namespace:str}/contexts"
 

@@ -10,13 +10,13 @@ from typing import Any
 import msgspec
 from litestar import Request, Response, get, post
 
-from src.domain.context.commands import PublishRevision
-from src.domain.context.events import SourceRef
-from src.domain.errors import RequestInvalidError
-from src.http import render
-from src.http.body import decode, timestamp
-from src.http.common import CATALOG, caller, json, services, threaded, wait_for_views
-from src.http.schemas import PublishRevisionRequest
+from context_service.domain.context.commands import PublishRevision
+from context_service.domain.context.events import SourceRef
+from context_service.domain.errors import RequestInvalidError
+from context_service.http import render
+from context_service.http.body import decode, timestamp
+from context_service.http.common import CATALOG, caller, json, services, threaded, wait_for_views
+from context_service.http.schemas import PublishRevisionRequest
 
 PATH = "/v1/namespaces/{namespace:str}/contexts/{name:str}"
 _INTEGER = re.compile(r"[+-]?[0-9]+")

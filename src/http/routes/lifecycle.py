@@ -15,19 +15,28 @@ import msgspec
 from litestar import Request, Response, get, post, put
 from litestar.params import RawBody
 
-from src.domain.cluster import Cluster, ClusterError, context_claim_name, snapshot_object_name
-from src.domain.context import lifecycle as lc
-from src.domain.context import snapshot_classes
-from src.domain.context.events import CloneSource
-from src.domain.context.state import ContextState
-from src.domain.errors import ContextExistsError, ContextNotFoundError, LifecycleUnsupportedError
-from src.domain.events import Subject
-from src.domain.values import format_timestamp
-from src.http import render
-from src.http.body import decode
-from src.http.common import CATALOG, caller, json, services, threaded, wait_for_views
-from src.http.errors import HttpError
-from src.http.ports import Services
+from context_service.domain.cluster import (
+    Cluster,
+    ClusterError,
+    context_claim_name,
+    snapshot_object_name,
+)
+from context_service.domain.context import lifecycle as lc
+from context_service.domain.context import snapshot_classes
+from context_service.domain.context.events import CloneSource
+from context_service.domain.context.state import ContextState
+from context_service.domain.errors import (
+    ContextExistsError,
+    ContextNotFoundError,
+    LifecycleUnsupportedError,
+)
+from context_service.domain.events import Subject
+from context_service.domain.values import format_timestamp
+from context_service.http import render
+from context_service.http.body import decode
+from context_service.http.common import CATALOG, caller, json, services, threaded, wait_for_views
+from context_service.http.errors import HttpError
+from context_service.http.ports import Services
 
 PATH = "/v1/namespaces/{namespace:str}/contexts/{name:str}"
 

@@ -8,16 +8,16 @@ import msgspec
 from litestar import Request, Response, delete, get, post
 from litestar.params import RawBody
 
-from src.domain.cluster import ClusterError
-from src.domain.errors import PoolExistsError, PoolNotFoundError
-from src.domain.pool.commands import ReleasePool, RequestPool
-from src.domain.pool.references import ensure_name_free, resolve
-from src.domain.pool.state import PoolState
-from src.domain.pool.validation import validate_pool
-from src.http.body import decode
-from src.http.common import json, no_content, services, threaded, wait_for_views
-from src.http.errors import HttpError
-from src.http.ports import PoolServices
+from context_service.domain.cluster import ClusterError
+from context_service.domain.errors import PoolExistsError, PoolNotFoundError
+from context_service.domain.pool.commands import ReleasePool, RequestPool
+from context_service.domain.pool.references import ensure_name_free, resolve
+from context_service.domain.pool.state import PoolState
+from context_service.domain.pool.validation import validate_pool
+from context_service.http.body import decode
+from context_service.http.common import json, no_content, services, threaded, wait_for_views
+from context_service.http.errors import HttpError
+from context_service.http.ports import PoolServices
 
 POOLS = "/v1/sandbox-pools"
 

@@ -8,20 +8,28 @@ from typing import Any, cast
 from litestar import Request, Response, post, put
 from litestar.params import RawBody
 
-from src.domain.context.commands import PublishQueryIndex
-from src.domain.context.decide import QUERYABLE_TYPES
-from src.domain.context.events import QueryRecord, SourceRef
-from src.domain.context.state import ContextState
-from src.domain.errors import ContextNotFoundError
-from src.domain.events import ADMIN, Subject
-from src.domain.query.cursor import encode_cursor
-from src.domain.query.record import record_document
-from src.domain.query.request import QueryInput, QueryPlan, beyond_result_set, plan
-from src.http.body import decode
-from src.http.common import CATALOG, caller, json, no_content, services, threaded, wait_for_views
-from src.http.schemas import PublishQueryIndexRequest, QueryRecordBody, QueryRequest
-from src.projections.query_index.reads import Hit, QueryReads, Search, SearchPage
-from src.projections.reads import ContextReads
+from context_service.domain.context.commands import PublishQueryIndex
+from context_service.domain.context.decide import QUERYABLE_TYPES
+from context_service.domain.context.events import QueryRecord, SourceRef
+from context_service.domain.context.state import ContextState
+from context_service.domain.errors import ContextNotFoundError
+from context_service.domain.events import ADMIN, Subject
+from context_service.domain.query.cursor import encode_cursor
+from context_service.domain.query.record import record_document
+from context_service.domain.query.request import QueryInput, QueryPlan, beyond_result_set, plan
+from context_service.http.body import decode
+from context_service.http.common import (
+    CATALOG,
+    caller,
+    json,
+    no_content,
+    services,
+    threaded,
+    wait_for_views,
+)
+from context_service.http.schemas import PublishQueryIndexRequest, QueryRecordBody, QueryRequest
+from context_service.projections.query_index.reads import Hit, QueryReads, Search, SearchPage
+from context_service.projections.reads import ContextReads
 
 PATH = "/v1/namespaces/{namespace:str}/contexts/{name:str}"
 QUERY_VIEWS = (*CATALOG, "query_index")

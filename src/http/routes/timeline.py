@@ -11,13 +11,13 @@ from typing import Any, Protocol
 import msgspec
 from litestar import Request, Response, get
 
-from src.domain.context.state import ContextState
-from src.domain.errors import ContextNotFoundError, RequestInvalidError
-from src.domain.events import ADMIN
-from src.domain.registry import event_name
-from src.domain.stream import Recorded
-from src.domain.values import format_timestamp, parse_timestamp
-from src.http.common import caller, json, services, threaded
+from context_service.domain.context.state import ContextState
+from context_service.domain.errors import ContextNotFoundError, RequestInvalidError
+from context_service.domain.events import ADMIN
+from context_service.domain.registry import event_name
+from context_service.domain.stream import Recorded
+from context_service.domain.values import format_timestamp, parse_timestamp
+from context_service.http.common import caller, json, services, threaded
 
 PATH = "/v1/namespaces/{namespace:str}/contexts/{name:str}"
 

@@ -7,16 +7,16 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol
 
-from src.domain.context.adoption import ContextAdopted
-from src.domain.context.events import (
+from context_service.domain.context.adoption import ContextAdopted
+from context_service.domain.context.events import (
     AccessGranted,
     AccessRevoked,
     ConsumerAttached,
     ConsumerDetached,
     ContextCreated,
 )
-from src.domain.events import Event, Subject
-from src.domain.stream import Recorded
+from context_service.domain.events import Event, Subject
+from context_service.domain.stream import Recorded
 
 # stream, position, seq, time, action, actor, target
 AuditRow = tuple[uuid.UUID, int, int, datetime, str, Subject, Subject | None]

@@ -9,11 +9,11 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 
-from src.domain.context.adoption import ContextAdopted
-from src.domain.context.events import ContextCreated
-from src.domain.context.state import ContextState, evolve
-from src.domain.stream import Recorded
-from src.projections.context_catalog.view import CatalogView
+from context_service.domain.context.adoption import ContextAdopted
+from context_service.domain.context.events import ContextCreated
+from context_service.domain.context.state import ContextState, evolve
+from context_service.domain.stream import Recorded
+from context_service.projections.context_catalog.view import CatalogView
 
 
 class ContextCatalog:

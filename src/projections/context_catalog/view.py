@@ -6,7 +6,7 @@ import uuid
 from collections.abc import Iterable
 from typing import Protocol
 
-from src.domain.context.state import ContextState
+from context_service.domain.context.state import ContextState
 
 
 class CatalogView(Protocol):

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
-from src.domain.pool.state import PoolState, evolve
-from src.domain.stream import Recorded
+from context_service.domain.pool.state import PoolState, evolve
+from context_service.domain.stream import Recorded
 
 
 class PoolView(Protocol):

@@ -15,18 +15,18 @@ from dataclasses import dataclass
 
 import msgspec
 
-from src.domain.context.adoption import ContextAdopted
-from src.domain.context.events import (
+from context_service.domain.context.adoption import ContextAdopted
+from context_service.domain.context.events import (
     ContextCreated,
     ContextDeleted,
     QueryIndexPublished,
     QueryRecord,
     RevisionPublished,
 )
-from src.domain.events import Event
-from src.domain.query.index import IndexLayout, layout
-from src.domain.stream import Recorded
-from src.projections.query_index.view import IndexedContext, QueryIndexView
+from context_service.domain.events import Event
+from context_service.domain.query.index import IndexLayout, layout
+from context_service.domain.stream import Recorded
+from context_service.projections.query_index.view import IndexedContext, QueryIndexView
 
 _RELEVANT = (ContextCreated, ContextAdopted, ContextDeleted, QueryIndexPublished,
              RevisionPublished)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from src.domain.context.events import QueryRecord
+from context_service.domain.context.events import QueryRecord
 
 
 @dataclass(frozen=True, slots=True)

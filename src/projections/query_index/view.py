@@ -12,7 +12,7 @@ from typing import Protocol
 
 import msgspec
 
-from src.domain.query.index import IndexLayout
+from context_service.domain.query.index import IndexLayout
 
 
 class IndexedContext(msgspec.Struct, frozen=True):

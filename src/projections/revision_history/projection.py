@@ -6,10 +6,10 @@ import uuid
 from collections.abc import Sequence
 from typing import Protocol
 
-from src.domain.context.adoption import ContextAdopted
-from src.domain.context.events import ContextCreated, Revision, RevisionPublished
-from src.domain.events import Event
-from src.domain.stream import Recorded
+from context_service.domain.context.adoption import ContextAdopted
+from context_service.domain.context.events import ContextCreated, Revision, RevisionPublished
+from context_service.domain.events import Event
+from context_service.domain.stream import Recorded
 
 RevisionRow = tuple[uuid.UUID, int, int, Revision]  # stream, position, seq, revision
 

@@ -12,18 +12,18 @@ from collections.abc import Sequence
 
 import msgspec
 
-from src.domain.cluster import ContextSnapshot
-from src.domain.context.adoption import ContextAdopted
-from src.domain.context.events import ContextDeleted
-from src.domain.context.lifecycle import (
+from context_service.domain.cluster import ContextSnapshot
+from context_service.domain.context.adoption import ContextAdopted
+from context_service.domain.context.events import ContextDeleted
+from context_service.domain.context.lifecycle import (
     SnapshotObjectDeleted,
     SnapshotObserved,
     SnapshotRecord,
     SnapshotRecorded,
     SnapshotsCollected,
 )
-from src.domain.stream import Recorded
-from src.projections.snapshots.view import SnapshotObject, SnapshotObjectsView
+from context_service.domain.stream import Recorded
+from context_service.projections.snapshots.view import SnapshotObject, SnapshotObjectsView
 
 RELEVANT = (SnapshotRecorded, SnapshotObserved, SnapshotsCollected, SnapshotObjectDeleted,
             ContextDeleted, ContextAdopted)

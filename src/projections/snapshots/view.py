@@ -9,7 +9,7 @@ from typing import Protocol
 
 import msgspec
 
-from src.domain.cluster import ContextSnapshot
+from context_service.domain.cluster import ContextSnapshot
 
 
 class SnapshotObject(msgspec.Struct, frozen=True, kw_only=True):

@@ -9,13 +9,13 @@ from typing import Any
 import msgspec
 from eventsourcing.postgres import PostgresDatastore
 
-from src.domain.context.events import Revision
-from src.domain.context.state import ContextState
-from src.domain.events import Subject
-from src.domain.stream import context_stream
-from src.projections.audit_log.projection import AuditRow
-from src.projections.reads import AuditEntry, CatalogEntry
-from src.projections.revision_history.projection import RevisionRow
+from context_service.domain.context.events import Revision
+from context_service.domain.context.state import ContextState
+from context_service.domain.events import Subject
+from context_service.domain.stream import context_stream
+from context_service.projections.audit_log.projection import AuditRow
+from context_service.projections.reads import AuditEntry, CatalogEntry
+from context_service.projections.revision_history.projection import RevisionRow
 
 _enc = msgspec.json.Encoder()
 _state = msgspec.json.Decoder(ContextState)

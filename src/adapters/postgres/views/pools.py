@@ -8,7 +8,7 @@ from typing import Any
 import msgspec
 from eventsourcing.postgres import PostgresDatastore
 
-from src.domain.pool.state import PoolState
+from context_service.domain.pool.state import PoolState
 
 _enc = msgspec.json.Encoder()
 _dec = msgspec.json.Decoder(PoolState)

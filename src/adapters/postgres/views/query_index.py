@@ -18,11 +18,11 @@ from typing import Any
 import msgspec
 from eventsourcing.postgres import PostgresDatastore
 
-from src.domain.context.events import QueryRecord
-from src.domain.query.index import IndexLayout, numbers, weights
-from src.domain.stream import context_stream
-from src.projections.query_index.reads import Hit, Search, SearchPage
-from src.projections.query_index.view import IndexedContext
+from context_service.domain.context.events import QueryRecord
+from context_service.domain.query.index import IndexLayout, numbers, weights
+from context_service.domain.stream import context_stream
+from context_service.projections.query_index.reads import Hit, Search, SearchPage
+from context_service.projections.query_index.view import IndexedContext
 
 _enc = msgspec.json.Encoder()
 _record = msgspec.json.Decoder(QueryRecord)

@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 from eventsourcing.postgres import PostgresDatastore
 
-from src.projections.snapshots.view import Rows, SnapshotObject
+from context_service.projections.snapshots.view import Rows, SnapshotObject
 
 _enc = msgspec.json.Encoder()
 _dec = msgspec.json.Decoder(SnapshotObject)

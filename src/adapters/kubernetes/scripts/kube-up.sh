@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # kube-up.sh DIR [API_PORT]  — start etcd + kube-apiserver (+ kube-controller-manager) on 127.0.0.1,
-#                              install dev/kube/crds, and write DIR/kubeconfig. DIR keeps the data.
+#                              install the CRDs beside this folder, and write DIR/kubeconfig. DIR keeps the data.
 # kube-up.sh stop DIR        — stop them (controller-manager, apiserver, then etcd).
 # Env: ETCD_PORT (23790; the peer port is ETCD_PORT+1), KUBE_BIN_DIR (skip ensure-kube.sh),
 #      KCM=0 (no controller-manager). The Python equivalent is src/adapters/kubernetes/local.py,
@@ -16,7 +16,7 @@ main() {
   DIR=$(realpath -m "${1:?usage: kube-up.sh DIR [API_PORT] | kube-up.sh stop DIR}")
   API=${2:-16443}
   ETCD=${ETCD_PORT:-23790}; PEER=$((ETCD + 1))
-  BIN=${KUBE_BIN_DIR:-$("$HERE/ensure-kube.sh")}
+  BIN=${KUBE_BIN_DIR:-$(bash "$HERE/ensure-kube.sh")}
   if [ -f "$DIR/pids.json" ] && alive "$DIR"; then
     echo "kube-up: already running for $DIR (kube-up.sh stop $DIR first)" >&2
     exit 1
@@ -63,11 +63,11 @@ KUBECONFIG
 
   # our CRDs, by server-side apply (each file is named <plural>.<group>.yaml)
   CRDS=/apis/apiextensions.k8s.io/v1/customresourcedefinitions
-  for f in "$HERE/../../dev/kube/crds/"*.yaml; do
+  for f in "$HERE/../crds/"*.yaml; do
     api "$CRDS/$(basename "$f" .yaml)?fieldManager=kube-up&force=true" -X PATCH \
       -H 'Content-Type: application/apply-patch+yaml' --data-binary "@$f" > /dev/null
   done
-  for f in "$HERE/../../dev/kube/crds/"*.yaml; do
+  for f in "$HERE/../crds/"*.yaml; do
     for _ in $(seq 100); do
       api "$CRDS/$(basename "$f" .yaml)" | tr -d ' \n' | grep -q '"type":"Established","status":"True"' && break
       sleep 0.1

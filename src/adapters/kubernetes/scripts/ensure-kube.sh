@@ -39,7 +39,7 @@ main() {
     if [ ! -x "$DEST/kube-apiserver" ]; then
       echo "ensure-kube: building Kubernetes v1.20.2 into $DEST (first use only, ~4 min)" >&2
       TMP=$(mktemp -d "$CACHE/.partial.XXXXXX")
-      "$HERE/build-kube.sh" "$TMP" >&2 || { rm -rf "$TMP"; exit 1; }
+      bash "$HERE/build-kube.sh" "$TMP" >&2 || { rm -rf "$TMP"; exit 1; }
       "$TMP/kube-apiserver" --version | grep -qx 'Kubernetes v1.20.2' || { rm -rf "$TMP"; exit 1; }
       chmod 755 "$TMP"
       rm -rf "$DEST"
