@@ -7,9 +7,22 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
+from litestar.testing import TestClient
 
+from context_service import bootstrap
+from context_service.config import Settings
 from context_service.http.agent.ratelimit import RateLimiter
-from tests.api.agent.conftest import ADMIN, CREDENTIALS, WS, add_member, bearer, probe, token_of
+from context_service.http.app import create_app
+from tests.api.agent.conftest import (
+    ADMIN,
+    CREDENTIALS,
+    WS,
+    add_member,
+    bearer,
+    probe,
+    read_probe,
+    token_of,
+)
 from tests.api.conftest import Api, each, expect
 
 REFUSED = {"code": "AGENT_BROWSER_REQUEST_REFUSED",
@@ -186,3 +199,30 @@ def test_removing_a_member_takes_effect_on_the_next_request(owner: Api) -> None:
             f"/v1/namespaces/{WS}/members/user:ann").status_code == 204
         calls.append(probe(owner, token).status_code)
     assert calls == [200, 403] * 3
+
+
+def test_an_api_replica_without_the_projection_worker_sees_revocations(
+        owner: Api, container: bootstrap.Container, database_url: str,
+        settings: Settings) -> None:
+    """A second process on the same database whose views are maintained by the first: its
+    directory reads the views on every request, so a revocation made elsewhere is refused."""
+    replica = bootstrap.build(settings, url=database_url, pool_size=2)
+    try:
+        replica.store.start_listener()
+        app = create_app(bootstrap.services(replica), extra_routes=[read_probe])
+        with TestClient(app=app) as client:
+            other = Api(client)
+            token = token_of(other)
+            assert probe(other, token).status_code == 200
+            assert not replica.access.live()
+            credential_id = token.split("_")[1]
+            assert owner.as_("user:alice").delete(f"{CREDENTIALS}/{credential_id}") \
+                .status_code == 204
+            expect(probe(other, token), 401, NOT_VALID)
+            adams = token_of(other, "user:adam")
+            assert probe(other, adams).status_code == 200
+            assert owner.as_("user:alice").delete(f"/v1/namespaces/{WS}/members/user:adam") \
+                .status_code == 204
+            expect(probe(other, adams), 403, {**GONE, "message": GONE["message"]})
+    finally:
+        replica.close()
