@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 
 export CS_SANDBOX_IMAGE ?= busybox:1.36
 
-.PHONY: run test lint typecheck check bench clean-data
+.PHONY: run test lint typecheck check bench clean-data browser-deps
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,11 +16,16 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# local use without a gateway: the settings pages (/settings) let you type the subject
 run: $(STAMP)
-	$(BIN)/context-service serve
+	CS_SETTINGS_DEV_SUBJECT=true $(BIN)/context-service serve
 
-test: $(STAMP)
+test: $(STAMP) browser-deps
 	$(BIN)/pytest -W error -q
+
+# chromium, chromium-driver and axe-core for tests/browser (does nothing when present)
+browser-deps:
+	bash tests/browser/setup-deps.sh
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench

@@ -46,12 +46,15 @@ from context_service.adapters.postgres.views.snapshots import (
     SnapshotObjectsReadsSql,
     SnapshotObjectsSql,
 )
+from context_service.adapters.postgres.views.workspaces import WorkspacesSql
 from context_service.config import Settings
 from context_service.domain.cluster import Cluster
 from context_service.domain.reconcile.guard import ClaimNameGuard
 from context_service.http.agent.ratelimit import RateLimiter
 from context_service.http.app import create_app
 from context_service.http.ports import AgentServices, PoolServices, Services
+from context_service.http.settings import KEY as SETTINGS_UI
+from context_service.http.settings import SettingsUi
 from context_service.projections.agent_access.directory import AccessDirectory
 from context_service.projections.agent_access.projection import AgentCredentials, WorkspaceMembers
 from context_service.projections.audit_log.projection import AuditLog
@@ -265,6 +268,9 @@ def services(container: Container) -> Services:
                     extra={"query": QueryIndexReadsSql(container.datastore),
                            "timeline": Timeline(container.store),
                            "gauges": container.gauges,
+                           SETTINGS_UI: SettingsUi(
+                               WorkspacesSql(container.datastore),
+                               dev_subject=container.settings.settings_dev_subject),
                            # the event loop's append connection closes with the loop
                            "on_shutdown": [container.store.close_async], **extra})
 

@@ -49,6 +49,10 @@ def _serve(settings: Settings) -> int:
             "namespace": settings.namespace, "data": where})
         print(f"Context Service on http://{settings.listen_host}:{settings.listen_port}"
               f"  (data: {where})", flush=True)
+        mode = "  (development mode: type the subject to act as)" \
+            if settings.settings_dev_subject else ""
+        print(f"Settings: http://{settings.listen_host}:{settings.listen_port}/settings{mode}",
+              flush=True)
         uvicorn.run(app, host=settings.listen_host, port=settings.listen_port,
                     log_level="warning", access_log=False, timeout_keep_alive=5,
                     proxy_headers=False, server_header=False)  # no trusted proxy in front

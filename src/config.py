@@ -50,6 +50,7 @@ class Settings:
     credential_key: str = ""  # CS_CREDENTIAL_KEY; empty: generated once and kept in the database
     agent_rate_per_second: float = 5.0  # 0 turns the per-credential limit off
     agent_rate_burst: int = 20
+    settings_dev_subject: bool = False  # the settings pages let the person type the subject
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -87,6 +88,7 @@ class Settings:
             workers=workers,
             read_wait_seconds=float(env.get("CS_READ_WAIT_SECONDS", "5") or 5),
             log_format=env.get("CS_LOG_FORMAT", "auto").strip() or "auto",
+            settings_dev_subject=_flag(env, "CS_SETTINGS_DEV_SUBJECT"),
             **Settings._agent(env),  # type: ignore[arg-type]
         )
         _listen(settings.listen_addr)

@@ -13,7 +13,7 @@ from litestar.exceptions import (
 )
 
 from context_service.domain.errors import DomainError
-from context_service.http import metrics, openapi
+from context_service.http import metrics, openapi, settings
 from context_service.http.agent import credentials
 from context_service.http.agent import errors as api
 from context_service.http.errors import HttpError, domain_error_response, error_response
@@ -120,7 +120,7 @@ async def _exact_paths(request: Request[Any, Any, Any]) -> Response[bytes] | Non
 def create_app(services: Services, extra_routes: list[Any] | None = None) -> Litestar:
     routes = [healthz, *contexts.ROUTES, *access.ROUTES, *history.ROUTES, *query.ROUTES,
               *timeline.ROUTES, *pools.ROUTES, *lifecycle.ROUTES, *members.ROUTES,
-              *credentials.ROUTES, *(extra_routes or [])]
+              *credentials.ROUTES, *settings.API_ROUTES, *(extra_routes or [])]
     document = openapi.document_bytes(routes)
 
     @get("/schema/openapi.json", sync_to_thread=False, include_in_schema=False)
@@ -130,7 +130,8 @@ def create_app(services: Services, extra_routes: list[Any] | None = None) -> Lit
     requests = metrics.RequestMetrics()
     gauges = services.extra.get("gauges", list)
     app = Litestar(
-        route_handlers=[*routes, openapi_document, metrics.route(requests, gauges)],
+        route_handlers=[*routes, openapi_document, metrics.route(requests, gauges),
+                        *settings.routers()],
         exception_handlers={
             DomainError: _on_domain,
             HttpError: _on_http,
@@ -141,7 +142,8 @@ def create_app(services: Services, extra_routes: list[Any] | None = None) -> Lit
         openapi_config=None,
         request_max_body_size=64 * 1024 * 1024,
         before_request=_exact_paths,
-        middleware=[metrics.middleware(requests)],
+        middleware=[metrics.middleware(requests), settings.SettingsGuard],
+        template_config=settings.template_config(),
         on_shutdown=list(services.extra.get("on_shutdown", ())),
         logging_config=None,
         debug=False,

@@ -65,7 +65,7 @@ def _operation(handler: HTTPRouteHandler, path: str) -> dict[str, Any]:
                for n in handler.opt.get("query", ())]
     if path.startswith("/api/agent/"):
         op["security"] = [{"agentCredential": []}]
-    if path.startswith(("/v1/contexts", "/v1/namespaces/", "/api/w/")):
+    if path.startswith(("/v1/contexts", "/v1/namespaces/", "/v1/workspaces", "/api/w/")):
         params.append({"name": "X-Context-Subject", "in": "header", "required": False,
                        "schema": {"type": "string"}, "description": "kind:name of the caller"})
     if params:

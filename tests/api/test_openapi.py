@@ -16,7 +16,7 @@ def test_every_route_and_body_is_documented(api: Api, container: bootstrap.Conta
     served = set()
     for route in app.routes:
         for handler in getattr(route, "route_handlers", []):
-            if not handler.include_in_schema:
+            if not handler.resolve_include_in_schema():
                 continue
             for method in handler.http_methods:
                 if method in ("OPTIONS", "HEAD"):

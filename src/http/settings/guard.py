@@ -1,0 +1,140 @@
+"""The settings pages' browser rules, as one ASGI middleware:
+
+- a state-changing request that a browser marks (``Origin`` or ``Sec-Fetch-*``) to ``/v1/``,
+  ``/api/w/`` or ``/settings`` must carry the page's CSRF token (``csrf.passes``); other
+  clients (curl, SDKs, the gateway's own calls) send no such headers and are not affected,
+  and ``/api/agent/v1`` keeps refusing browsers before anything else;
+- every ``/settings`` answer carries the admin-console headers: a script-only-from-self CSP,
+  ``X-Frame-Options: DENY``, ``nosniff``, no referrer, and ``Cache-Control: no-store`` on pages.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterable
+from typing import Any
+
+import msgspec
+from litestar.enums import ScopeType
+from litestar.middleware.base import MiddlewareProtocol
+from litestar.types import (
+    ASGIApp,
+    HTTPResponseBodyEvent,
+    HTTPResponseStartEvent,
+    Message,
+    Receive,
+    Scope,
+    Send,
+)
+
+from context_service.http.settings import csrf
+
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+GUARDED = ("/v1/", "/api/w/", "/settings/")
+STATIC = "/settings/static/"
+REFUSED = "csrf token is missing or invalid; reload the page and try again"
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+       "font-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; "
+       "base-uri 'none'")
+HEADERS = (
+    (b"content-security-policy", CSP.encode()),
+    (b"x-frame-options", b"DENY"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"cross-origin-opener-policy", b"same-origin"),
+    (b"cross-origin-resource-policy", b"same-origin"),
+    (b"permissions-policy", b"camera=(), microphone=(), geolocation=(), payment=()"),
+)
+_enc = msgspec.json.Encoder()
+
+
+def from_browser(headers: Iterable[tuple[bytes, bytes]]) -> bool:
+    """The request carries a header only browsers send (the agent API's own test)."""
+    for name, _ in headers:
+        lowered = name.lower()
+        if lowered == b"origin" or lowered.startswith(b"sec-fetch-"):
+            return True
+    return False
+
+
+def is_settings(path: str) -> bool:
+    return path == "/settings" or path.startswith("/settings/")
+
+
+def cookie(headers: Iterable[tuple[bytes, bytes]], name: str) -> str | None:
+    for key, value in headers:
+        if key.lower() != b"cookie":
+            continue
+        for part in value.decode("latin-1").split(";"):
+            k, sep, v = part.strip().partition("=")
+            if sep and k == name:
+                return v
+    return None
+
+
+def header(headers: Iterable[tuple[bytes, bytes]], name: bytes) -> str | None:
+    for key, value in headers:
+        if key.lower() == name:
+            return value.decode("latin-1")
+    return None
+
+
+def refusal(path: str) -> tuple[list[tuple[bytes, bytes]], bytes]:
+    """403 in the body style of the path's family."""
+    headers = [(b"content-type", b"application/json")]
+    if path.startswith("/api/"):
+        headers.append((b"cache-control", b"no-store"))
+        return headers, _enc.encode({"code": "FORBIDDEN", "message": REFUSED})
+    return headers, _enc.encode({"error": "forbidden", "message": REFUSED})
+
+
+def csrf_key(app: Any) -> bytes:
+    """The app's CSRF signing key, derived once from the credential key (shared by every
+    replica); an app without the agent services signs with a key of this process."""
+    state = app.state
+    key: bytes | None = state.get("settings_csrf_key")
+    if key is None:
+        agent = state.services.agent
+        key = csrf.signing_key(agent.key if agent is not None else secrets.token_bytes(32))
+        state.settings_csrf_key = key
+    return key
+
+
+class SettingsGuard(MiddlewareProtocol):
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != ScopeType.HTTP:
+            await self.app(scope, receive, send)
+            return
+        path = scope["path"]
+        headers = scope["headers"]
+        if (scope["method"] not in SAFE_METHODS and (path + "/").startswith(GUARDED)
+                and from_browser(headers)
+                and not csrf.passes(csrf_key(scope["app"]), header(headers, csrf.HEADER.encode()),
+                                    cookie(headers, csrf.COOKIE))):
+            extra, body = refusal(path)
+            if is_settings(path):
+                extra.extend(HEADERS)
+            length = (b"content-length", str(len(body)).encode())
+            await send(HTTPResponseStartEvent(type="http.response.start", status=403,
+                                              headers=[*extra, length]))
+            await send(HTTPResponseBodyEvent(type="http.response.body", body=body,
+                                             more_body=False))
+            return
+        if is_settings(path):
+            send = _with_headers(send, page=not path.startswith(STATIC))
+        await self.app(scope, receive, send)
+
+
+def _with_headers(send: Send, page: bool) -> Send:
+    async def wrapped(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            kept = [(k, v) for k, v in message.get("headers", ())
+                    if not (page and k.lower() == b"cache-control")]
+            extra = [*HEADERS, (b"cache-control", b"no-store")] if page else list(HEADERS)
+            message["headers"] = [*kept, *extra]
+        await send(message)
+
+    return wrapped

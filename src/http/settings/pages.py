@@ -1,0 +1,107 @@
+"""The settings pages under ``/settings``: Jinja2 shells (layout, navigation, the CSRF token,
+the development-mode bar) whose scripts read and change everything through the management
+routes (``/v1/...``, ``/api/w/...``); the static assets ship inside the package."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+from litestar import Request, Response, Router, get
+from litestar.datastructures import CacheControlHeader, Cookie
+from litestar.plugins.jinja import JinjaTemplateEngine
+from litestar.response import Redirect, Template
+from litestar.static_files import create_static_files_router
+from litestar.template import TemplateConfig
+
+from context_service.http.settings import csrf
+from context_service.http.settings.guard import csrf_key
+from context_service.http.settings.ports import settings_ui
+
+STATIC_DIR = Path(__file__).parent / "static"
+_W = "/w/{workspace:str}"
+
+
+def template_config() -> TemplateConfig[JinjaTemplateEngine]:
+    env = Environment(loader=PackageLoader("context_service.http.settings", "templates"),
+                      autoescape=select_autoescape(default=True), trim_blocks=True,
+                      lstrip_blocks=True)
+    return TemplateConfig(instance=JinjaTemplateEngine.from_environment(env))
+
+
+def _page(request: Request[Any, Any, Any], template: str, title: str, script: str,
+          status: int = 200, **context: Any) -> Template:
+    """A page with this browser's CSRF token (kept while it is valid, else a new one set)."""
+    key = csrf_key(request.app)
+    token = request.cookies.get(csrf.COOKIE)
+    cookies = []
+    if not csrf.valid(key, token):
+        token = csrf.issue(key)
+        cookies.append(Cookie(key=csrf.COOKIE, value=token, path="/", httponly=True,
+                              samesite="strict", secure=request.url.scheme == "https"))
+    workspace = request.path_params.get("workspace")
+    return Template(template_name=template, status_code=status, cookies=cookies, context={
+        "title": title, "script": script, "workspace": workspace, "csrf_token": token,
+        "dev_subject": settings_ui(request).dev_subject, **context})
+
+
+@get("/", sync_to_thread=False, include_in_schema=False)
+def workspaces_page(request: Request[Any, Any, Any]) -> Template:
+    return _page(request, "workspaces.html", "Workspaces", "workspaces")
+
+
+@get(_W, sync_to_thread=False, include_in_schema=False)
+def workspace_home(request: Request[Any, Any, Any]) -> Redirect:
+    workspace = request.path_params["workspace"]
+    return Redirect(path=f"/settings/w/{quote(workspace, safe='')}/agent-access")
+
+
+@get(_W + "/agent-access", sync_to_thread=False, include_in_schema=False)
+def agent_access_page(request: Request[Any, Any, Any]) -> Template:
+    return _page(request, "agent_access.html", "Agent access", "agent-access",
+                 nav="agent-access")
+
+
+@get(_W + "/members", sync_to_thread=False, include_in_schema=False)
+def members_page(request: Request[Any, Any, Any]) -> Template:
+    return _page(request, "members.html", "Members", "members", nav="members")
+
+
+@get(_W + "/context-sets", sync_to_thread=False, include_in_schema=False)
+def context_sets_page(request: Request[Any, Any, Any]) -> Template:
+    return _page(request, "context_sets.html", "Context sets", "context-sets",
+                 nav="context-sets")
+
+
+@get(_W + "/context-sets/{set_id:str}", sync_to_thread=False, include_in_schema=False)
+def context_set_page(request: Request[Any, Any, Any]) -> Template:
+    set_id = request.path_params["set_id"]
+    return _page(request, "context_set.html", set_id, "context-set", nav="context-sets",
+                 set_id=set_id)
+
+
+@get("/{rest:path}", sync_to_thread=False, include_in_schema=False)
+def unknown_page(request: Request[Any, Any, Any]) -> Template:
+    return _page(request, "not_found.html", "Page not found", "page", status=404)
+
+
+async def _exact_paths(request: Request[Any, Any, Any]) -> Response[Any] | None:
+    """``/settings/...`` with a trailing slash is sent to the path without it."""
+    raw = (request.scope.get("raw_path") or b"").split(b"?", 1)[0].decode("latin-1")
+    if len(raw) > 1 and raw.endswith("/"):
+        query = f"?{request.url.query}" if request.url.query else ""
+        return Redirect(path=raw.rstrip("/") + query, status_code=308)
+    return None
+
+
+def routers() -> list[Router]:
+    pages = Router(path="/settings", before_request=_exact_paths, include_in_schema=False,
+                   route_handlers=[workspaces_page, workspace_home, agent_access_page,
+                                   members_page, context_sets_page, context_set_page,
+                                   unknown_page])
+    static = create_static_files_router(
+        path="/settings/static", directories=[STATIC_DIR], name="settings-static",
+        cache_control=CacheControlHeader(no_cache=True), before_request=_exact_paths)
+    return [pages, static]
