@@ -16,6 +16,7 @@ from litestar import Litestar
 
 from context_service.adapters.eventstore.application import ContextApplication, PoolApplication
 from context_service.adapters.eventstore.consistency import LogConsistency
+from context_service.adapters.eventstore.context_sets import ContextSetApplication
 from context_service.adapters.eventstore.runner import ProjectionRunner
 from context_service.adapters.eventstore.store import EventStore
 from context_service.adapters.eventstore.timeline import Timeline
@@ -23,6 +24,7 @@ from context_service.adapters.postgres import embedded
 from context_service.adapters.postgres.database import open_datastore
 from context_service.adapters.postgres.lock import LeaderWorker
 from context_service.adapters.postgres.migrations import migrate
+from context_service.adapters.postgres.views.context_sets import ContextSetSql
 from context_service.adapters.postgres.views.contexts import (
     AuditSql,
     CatalogSql,
@@ -43,6 +45,7 @@ from context_service.http.ports import PoolServices, Services
 from context_service.projections.audit_log.projection import AuditLog
 from context_service.projections.base import Projection
 from context_service.projections.context_catalog.projection import ContextCatalog
+from context_service.projections.context_sets.projection import ContextSets
 from context_service.projections.pool_status.projection import PoolStatus
 from context_service.projections.query_index.projection import QueryIndex
 from context_service.projections.revision_history.projection import RevisionHistory
@@ -70,6 +73,7 @@ def projection_workers() -> dict[str, list[tuple[Projection, Callable[[Any], Any
             (AuditLog(), AuditSql),
             (PoolStatus(), PoolSql),
             (SnapshotObjects(), SnapshotObjectsSql),
+            (ContextSets(), ContextSetSql),
         ],
         "query-index": [(QueryIndex(), QueryIndexSql)],
     }
@@ -84,6 +88,7 @@ class Container:
     tracking: PostgresTrackingRecorder
     contexts: ContextApplication
     pools: PoolApplication
+    context_sets: ContextSetApplication
     runners: dict[str, ProjectionRunner] = field(default_factory=dict)
     started: list[Any] = field(default_factory=list)
     cluster: Cluster | None = None
@@ -203,7 +208,7 @@ def build(settings: Settings, url: str | None = None, pool_size: int = 8) -> Con
     tracking.create_table()
     migrate(datastore)
     container = Container(settings, url, datastore, store, tracking, ContextApplication(store),
-                          PoolApplication(store))
+                          PoolApplication(store), ContextSetApplication(store))
     for worker, group in projection_workers().items():
         # query-index events carry whole indexes (up to a 1 MiB body each): read fewer at once
         batch = 100 if worker == "query-index" else 2000
