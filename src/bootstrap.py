@@ -35,7 +35,10 @@ from context_service.adapters.postgres.views.agent_access import (
     MembersSql,
     credential_key,
 )
-from context_service.adapters.postgres.views.context_sets import ContextSetSql
+from context_service.adapters.postgres.views.context_sets import (
+    ContextSetReadsSql,
+    ContextSetSql,
+)
 from context_service.adapters.postgres.views.contexts import (
     AuditSql,
     CatalogSql,
@@ -53,7 +56,12 @@ from context_service.domain.cluster import Cluster
 from context_service.domain.reconcile.guard import ClaimNameGuard
 from context_service.http.agent.ratelimit import RateLimiter
 from context_service.http.app import create_app
-from context_service.http.ports import AgentServices, PoolServices, Services
+from context_service.http.ports import (
+    AgentServices,
+    ContextSetServices,
+    PoolServices,
+    Services,
+)
 from context_service.projections.agent_access.directory import AccessDirectory
 from context_service.projections.agent_access.projection import AgentCredentials, WorkspaceMembers
 from context_service.projections.audit_log.projection import AuditLog
@@ -250,7 +258,7 @@ def agent_services(container: Container) -> AgentServices:
         directory=container.access, reads=AccessReadsSql(container.datastore),
         key=credential_key(container.datastore, settings.credential_key),
         limiter=RateLimiter(settings.agent_rate_per_second, settings.agent_rate_burst),
-        clock=utc_now)
+        clock=utc_now, context_sets=container.context_sets)
 
 
 def services(container: Container) -> Services:
@@ -268,6 +276,9 @@ def services(container: Container) -> Services:
                         sandbox_image=container.settings.sandbox_image,
                         sandbox_service_account=container.settings.sandbox_service_account),
                     agent=agent_services(container),
+                    context_sets=ContextSetServices(
+                        commands=container.context_sets,
+                        reads=ContextSetReadsSql(container.datastore)),
                     extra={"query": QueryIndexReadsSql(container.datastore),
                            "timeline": Timeline(container.store),
                            "gauges": container.gauges,

@@ -21,5 +21,10 @@ class ContextSetApplication(StreamApplication[ContextSetState]):
     def load(self, namespace: str, set_id: str) -> tuple[int, ContextSetState]:
         return self.load_stream(context_set_stream(namespace, set_id))
 
+    def active(self, namespace: str, set_id: str) -> bool:
+        """Whether ``set_id`` names an active set of the namespace, read from the log itself
+        (a set created or archived just before is seen at once)."""
+        return self.load(namespace, set_id)[1].active
+
     def execute(self, namespace: str, command: ContextSetCommand) -> Outcome[ContextSetState]:
         return self.execute_on(context_set_stream(namespace, command.set_id), command)
