@@ -1,0 +1,68 @@
+"""``contextctl`` against a real ``context-service serve`` process: one service per module,
+and ``cli`` running the client in this process (its real HTTP client, its real exit codes)."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from context_service.contextctl.main import main
+from tests.e2e.server import ServerProcess
+
+
+@dataclass(frozen=True)
+class Outcome:
+    code: int
+    out: str
+    err: str
+
+
+Cli = Callable[..., Outcome]
+
+
+@pytest.fixture(scope="module")
+def module_dir() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="cs-ctl-"))
+    path.chmod(0o755)  # the embedded PostgreSQL runs as its own user
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def service(module_dir: Path) -> Iterator[ServerProcess]:
+    """A service without Kubernetes: contexts, access, revisions, index, query, history."""
+    proc = ServerProcess(module_dir, env={"CS_WORKERS": "projections,query-index"})
+    proc.start()
+    yield proc
+    proc.cleanup()
+
+
+def make_cli(url: str, monkeypatch: pytest.MonkeyPatch,
+             capsys: pytest.CaptureFixture[str]) -> Cli:
+    def run(*args: str, subject: str | None = "user:alice", **env: str) -> Outcome:
+        with monkeypatch.context() as patch:
+            for name in ("CS_TOKEN", "CS_SUBJECT", "CS_NAMESPACE", "CS_STORAGE_CLASS",
+                         "CS_AGENT_TOKEN"):
+                patch.delenv(name, raising=False)
+            patch.setenv("CS_URL", url)
+            if subject is not None:
+                patch.setenv("CS_SUBJECT", subject)
+            for name, value in env.items():
+                patch.setenv(name, value)
+            capsys.readouterr()
+            code = main(list(args))
+            captured = capsys.readouterr()
+        return Outcome(code, captured.out, captured.err)
+
+    return run
+
+
+@pytest.fixture
+def cli(service: ServerProcess, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> Cli:
+    return make_cli(service.url, monkeypatch, capsys)
