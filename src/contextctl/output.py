@@ -21,10 +21,12 @@ WIDE = 100_000  # no wrapping when the output is not a terminal: scripts read wh
 
 
 def console(stderr: bool = False) -> Console:
-    stream = sys.stderr if stderr else sys.stdout
-    terminal = stream.isatty()
-    return Console(file=stream, width=None if terminal else WIDE, markup=False,
-                   highlight=False, emoji=False, soft_wrap=not terminal)
+    made = Console(file=sys.stderr if stderr else sys.stdout, markup=False, highlight=False,
+                   emoji=False)
+    if not made.is_terminal:
+        made.width = WIDE
+        made.soft_wrap = True
+    return made
 
 
 def line(text: str = "") -> None:
