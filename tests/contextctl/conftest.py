@@ -11,8 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from context_service.adapters.kubernetes.client import close
+from context_service.adapters.kubernetes.cluster import KubernetesCluster
+from context_service.adapters.kubernetes.controlplane import ControlPlane
+from context_service.adapters.kubernetes.rest import Rest
 from context_service.contextctl.main import main
 from tests.e2e.server import ServerProcess
+from tests.support.kube import running_apiserver
 
 
 @dataclass(frozen=True)
@@ -66,3 +71,29 @@ def make_cli(url: str, monkeypatch: pytest.MonkeyPatch,
 def cli(service: ServerProcess, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> Cli:
     return make_cli(service.url, monkeypatch, capsys)
+
+
+@pytest.fixture(scope="package")
+def plane(kube_bin_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    """This package's own kube-apiserver: ``serve`` adopts labelled objects of the whole cluster
+    at start, and the session server holds every other test's leftovers."""
+    with running_apiserver(kube_bin_dir, tmp_path_factory.mktemp("kube-ctl")) as started:
+        yield started
+
+
+@pytest.fixture(scope="package")
+def kube(plane: ControlPlane) -> Iterator[KubernetesCluster]:
+    api = plane.api_client()
+    yield KubernetesCluster(Rest(api))
+    close(api)
+
+
+def kube_service(data_dir: Path, plane: ControlPlane, kube: KubernetesCluster,
+                 namespace: str) -> ServerProcess:
+    """A started service reconciling ``namespace`` of ``plane`` (pools live there too)."""
+    kube.ensure_namespace(namespace)
+    proc = ServerProcess(data_dir, env={
+        "CS_KUBE": "kubeconfig", "KUBECONFIG": str(plane.kubeconfig), "CS_NAMESPACE": namespace,
+        "CS_WORKERS": "projections,reconciler,snapshots"})
+    proc.start()
+    return proc

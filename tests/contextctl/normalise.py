@@ -11,8 +11,10 @@ _RULES = (
 )
 
 
-def normalise(text: str) -> str:
+def normalise(text: str, columns: bool = True) -> str:
     for pattern, placeholder in _RULES:
         text = pattern.sub(placeholder, text)
+    if not columns:
+        return text
     # Columns widen with the placeholders' lengths: compare cells, not runs of spaces.
     return "\n".join(re.sub(r" {2,}", "  ", line).rstrip() for line in text.splitlines()) + "\n"
