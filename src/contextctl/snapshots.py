@@ -33,12 +33,13 @@ SNAPSHOT_HEADERS = ["NAME", "STATUS", "REVISION", "CLASS", "CREATED", "PROTECTED
 
 def print_snapshot(s: dict[str, Any]) -> None:
     labels = ",".join(f"{k}={v}" for k, v in (s.get("labels") or {}).items())
-    output.block("Snapshot", [
+    pairs: list[tuple[str, object]] = [
         ("Name", s.get("name")), ("Context", f"{s.get('namespace')}/{s.get('contextName')}"),
         ("Status", s.get("status")), ("Revision", s.get("revision")),
         ("VolumeSnapshot", s.get("snapshotName")), ("Snapshot class", s.get("snapshotClass")),
         ("Source claim", s.get("sourceClaimName")), ("Created", s.get("createdAt")),
-        ("Protected", s.get("protected", False)), ("Labels", labels), ("Error", s.get("error"))])
+        ("Protected", s.get("protected", False)), ("Labels", labels), ("Error", s.get("error"))]
+    output.block("Snapshot", [(k, v) for k, v in pairs if v not in (None, "")])
 
 
 def print_snapshots(data: dict[str, Any]) -> None:
