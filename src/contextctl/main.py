@@ -44,13 +44,17 @@ def distribution_version() -> str:
 
 @click.group(cls=AliasedGroup, aliases={**pools.ALIASES, "context": "ctx", "sb": "sandbox-pool",
                                         "sc": "storage-class"},
-             context_settings={"help_option_names": ["-h", "--help"]}, epilog=ENVIRONMENT)
+             context_settings={"help_option_names": ["-h", "--help"]}, epilog=ENVIRONMENT,
+             invoke_without_command=True)
 @click.version_option(distribution_version(), "--version", prog_name="contextctl",
                       message="%(prog)s %(version)s")
 @click.pass_context
 def cli(ctx: click.Context) -> None:
     """contextctl manages Context Service resources: sandbox pools, contexts, query indexes,
     snapshots, history and agent access."""
+    if ctx.invoked_subcommand is None:
+        click.echo(ctx.get_help())  # the original tool's answer to no arguments, exit 0
+        return
     app = App(Settings.from_env(), user_agent=f"contextctl/{distribution_version()}")
     ctx.obj = app
     ctx.call_on_close(app.close)
@@ -86,10 +90,6 @@ cli.add_command(help_command)  # last in the listing
 def main(argv: list[str] | None = None) -> int:
     """Run one command; returns the exit code instead of exiting (tests call this)."""
     args = sys.argv[1:] if argv is None else argv
-    if not args:
-        click.echo(cli.get_help(click.Context(cli, info_name="contextctl",
-                                             **cli.context_settings)))
-        return 0
     try:
         returned = cli.main(args=args, prog_name="contextctl", standalone_mode=False)
     except click.exceptions.NoArgsIsHelpError as exc:

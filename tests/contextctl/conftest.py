@@ -97,3 +97,18 @@ def kube_service(data_dir: Path, plane: ControlPlane, kube: KubernetesCluster,
         "CS_WORKERS": "projections,reconciler,snapshots"})
     proc.start()
     return proc
+
+
+def complete_words(url: str, words: str, monkeypatch: pytest.MonkeyPatch,
+                   capsys: pytest.CaptureFixture[str]) -> list[str]:
+    """What the bash completion function receives for the command line ``words``."""
+    with monkeypatch.context() as patch:
+        patch.setenv("CS_URL", url)
+        patch.setenv("CS_SUBJECT", "user:alice")
+        patch.setenv("_CONTEXTCTL_COMPLETE", "bash_complete")
+        patch.setenv("COMP_WORDS", words)
+        patch.setenv("COMP_CWORD", str(len(words.split(" ")) - 1))
+        capsys.readouterr()
+        with pytest.raises(SystemExit):
+            main([])
+        return [line.split(",", 1)[1] for line in capsys.readouterr().out.splitlines() if line]

@@ -7,7 +7,8 @@ import json
 import pytest
 import yaml
 
-from tests.contextctl.conftest import Cli
+from tests.contextctl.conftest import Cli, complete_words
+from tests.e2e.server import ServerProcess
 from tests.contextctl.normalise import normalise
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres]
@@ -45,6 +46,19 @@ def test_create_get_list_delete(cli: Cli) -> None:
     assert cli("ctx", "rm", "notes", *NS).out == "deleted notes\n"
     gone = cli("ctx", "get", "notes", *NS)
     assert (gone.code, gone.out, gone.err) == (1, "", "contextctl: context resource not found\n")
+
+
+def test_context_names_complete_from_the_service(cli: Cli, service: ServerProcess,
+                                                 monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli("ctx", "create", "alpha", "-n", "ctl-complete").code == 0
+    assert cli("ctx", "create", "beta", "-n", "ctl-complete").code == 0
+    words = "contextctl ctx get -n ctl-complete "
+    assert complete_words(service.url, words, monkeypatch, capsys) == ["alpha", "beta"]
+    words = "contextctl snapshot ls -n ctl-complete b"
+    assert complete_words(service.url, words, monkeypatch, capsys) == ["beta"]
+    unreachable = "http://127.0.0.1:9"
+    assert complete_words(unreachable, "contextctl ctx get ", monkeypatch, capsys) == []
 
 
 def test_namespace_from_environment_and_empty_list(cli: Cli) -> None:

@@ -16,7 +16,7 @@ import pytest
 from context_service.adapters.kubernetes.cluster import KubernetesCluster
 from context_service.adapters.kubernetes.controlplane import ControlPlane
 from context_service.adapters.kubernetes.devsim import DevSimulator
-from tests.contextctl.conftest import Cli, kube_service, make_cli
+from tests.contextctl.conftest import Cli, complete_words, kube_service, make_cli
 from tests.contextctl.golden import check, transcript
 from tests.e2e.server import ServerProcess
 from tests.support.pool_fixtures import Seed, eventually
@@ -100,6 +100,14 @@ def test_3_wait_follows_the_pool_to_ready(cli: Cli, simulator: DevSimulator) -> 
     lines = waited.out.splitlines()
     assert lines[-1] == "demo: ready (2/2 ready)"
     assert all(re.fullmatch(r"demo: provisioning \([01]/2 ready\)", line) for line in lines[:-1])
+
+
+def test_pool_names_complete_from_the_service(service: ServerProcess,
+                                              monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    assert complete_words(service.url, "contextctl wait d", monkeypatch, capsys) == ["demo"]
+    assert complete_words(service.url, "contextctl sb rm ", monkeypatch, capsys) == [
+        "demo", "solo"]
 
 
 def test_4_ready_pools_and_other_strategies(cli: Cli, simulator: DevSimulator) -> None:
