@@ -8,8 +8,8 @@ import pytest
 import yaml
 
 from tests.contextctl.conftest import Cli, complete_words
-from tests.e2e.server import ServerProcess
 from tests.contextctl.normalise import normalise
+from tests.e2e.server import ServerProcess
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres]
 REV = "ab" * 32
