@@ -85,9 +85,8 @@ class RecordingRest(Rest):
         self.denied: list[str] = []
 
     def request(self, method: str, path: str, **kw: Any) -> Any:
-        access = request_access(method, path, kw.get("query"))
-        if access is not None:
-            self.accesses.add(access)
+        self.accesses.update(
+            request_access(method, path, kw.get("query"), kw.get("content_type", "")))
         try:
             return super().request(method, path, **kw)
         except ClusterError as exc:

@@ -19,6 +19,7 @@ from context_service.adapters.kubernetes.cluster import (
     WARM_POOL,
 )
 from context_service.adapters.kubernetes.rest import (
+    APPLY_PATCH,
     CONFIG_MAPS,
     PODS,
     PVCS,
@@ -59,7 +60,7 @@ GRANTS: tuple[Grant, ...] = (
           "warm-pool compute (deleted in the foreground)"),
     Grant(WARM_POOL, ("get",), "service-namespace", "warmPoolRef check"),
     Grant(SANDBOX_TEMPLATE, ("get",), "service-namespace", "sandbox profiles"),
-    Grant(CONFIG_MAPS, ("patch", "delete"), "cluster",
+    Grant(CONFIG_MAPS, ("create", "patch", "delete"), "cluster",
           "the query-index mirror (server-side apply, removed with its context)", QUERY_MIRROR),
 )
 
@@ -75,18 +76,20 @@ class Access:
     namespace: str = ""
 
 
-def request_access(method: str, path: str, query: dict[str, str] | None = None) -> Access | None:
-    """The RBAC check ``method path?query`` meets, or None for discovery (the non-resource
-    paths every authenticated client may read)."""
+def request_access(method: str, path: str, query: dict[str, str] | None = None,
+                   content_type: str = "") -> tuple[Access, ...]:
+    """The RBAC checks ``method path?query`` meets: none for discovery (non-resource paths
+    every authenticated client may read); a server-side apply is checked as ``patch`` and, as
+    it may create the object, as ``create``."""
     parts = [p for p in path.split("?", 1)[0].split("/") if p]
     if parts[:1] == ["api"]:
         group, rest = "", parts[2:]
     elif parts[:1] == ["apis"]:
         group, rest = parts[1], parts[3:]
     else:
-        return None
+        return ()
     if not rest:
-        return None
+        return ()
     namespace = ""
     if rest[0] == "namespaces" and len(rest) >= 3:
         namespace, rest = rest[1], rest[2:]
@@ -94,7 +97,10 @@ def request_access(method: str, path: str, query: dict[str, str] | None = None) 
     if len(rest) > 2:
         resource = f"{resource}/{rest[2]}"
     verb = _verb(method.upper(), named, (query or {}).get("watch") in ("true", "1"))
-    return Access(verb, group, resource, namespace)
+    checks = [Access(verb, group, resource, namespace)]
+    if verb == "patch" and content_type == APPLY_PATCH:
+        checks.append(Access("create", group, resource, namespace))
+    return tuple(checks)
 
 
 def _verb(method: str, named: bool, watch: bool) -> str:
