@@ -6,7 +6,6 @@ HTTP with the reconciler running, without one request being denied."""
 from __future__ import annotations
 
 import pathlib
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -271,7 +270,6 @@ def test_pools_and_contexts_converge_under_the_service_account(
                     f"/api/v1/namespaces/{ns}/persistentvolumeclaims/context-notes") is None
 
             eventually(gone, timeout=30, interval=0.2)
-        time.sleep(0.5)  # let the last watch notices land before looking at what was asked
     finally:
         container.close()
     assert_all_granted(recording)
