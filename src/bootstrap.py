@@ -316,7 +316,7 @@ def connect_cluster(container: Container) -> None:
         container.closers.append(plane.stop)
     api = client.api_client(settings, mode)
     container.closers.append(lambda: client.close(api))
-    container.cluster = KubernetesCluster(Rest(api))
+    container.cluster = KubernetesCluster(Rest(api), pool_namespace=settings.namespace)
     log.info("kubernetes connected", extra={"mode": mode})
 
 
