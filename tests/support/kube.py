@@ -24,9 +24,11 @@ def running_apiserver(
     work: pathlib.Path,
     crds: pathlib.Path | None = CRDS,
     controller_manager: bool = False,
+    authorization: str = "AlwaysAllow",
 ) -> Iterator[ControlPlane]:
     """Start a server (and optionally the controller-manager), install the CRDs found in
-    ``crds`` (None: none), and stop everything on exit. ``plane.kubeconfig`` is written."""
+    ``crds`` (None: none), and stop everything on exit. ``plane.kubeconfig`` is written.
+    ``authorization="RBAC"`` enforces Roles (the plane's own token stays an administrator)."""
     plane = ControlPlane(
         bin_dir,
         work,
@@ -34,6 +36,7 @@ def running_apiserver(
         fsync=False,
         controller_manager=controller_manager,
         die_with_parent=True,  # a killed test run leaves no servers behind
+        authorization=authorization,
     )
     plane.start()
     try:
