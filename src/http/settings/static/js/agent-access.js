@@ -26,8 +26,8 @@ function statusCell(c) {
   const cell = h("div", { class: "badges" }, badge(c.status, tones[c.status] ?? "neutral"));
   if (c.status === "active") {
     const lost = lostAuthority(c);
-    if (lost) cell.append(badge("authority lost", "warning", lost), h("span", { class: "sr-only" }, `: ${lost}`));
     if (new Date(c.expiresAt).getTime() - Date.now() < SOON) cell.append(badge("expires soon", "warning"));
+    if (lost) cell.append(badge("authority lost", "warning"), h("span", { class: "cell-sub cell-reason" }, lost));
   }
   if (c.status === "revoked") {
     cell.append(h("span", { class: "cell-sub" }, c.revokedBy ? `by ${c.revokedBy}` : "", " ", c.revokedAt ? relative(c.revokedAt) : ""));

@@ -111,7 +111,7 @@ async function add(event) {
   clear($("#add-error"));
   try {
     await call("PUT", path, { subject, role });
-    toast(`${subject.kind}:${subject.name} is a ${role} of ${workspace}.`);
+    toast(`${subject.kind}:${subject.name} now has the ${role} role in ${workspace}.`);
     $("#member-name").value = "";
     await load();
     $("#member-name").focus();
