@@ -33,7 +33,7 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 GUARDED = ("/v1/", "/api/w/", "/settings/")
 STATIC = "/settings/static/"
 REFUSED = "csrf token is missing or invalid; reload the page and try again"
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
        "font-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; "
        "base-uri 'none'")
 HEADERS = (
