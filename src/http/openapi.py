@@ -62,7 +62,10 @@ def _operation(handler: HTTPRouteHandler, path: str) -> dict[str, Any]:
         success["content"] = {"application/json": {"schema": {"type": "object"}}}
     error = {"description": "error", "content": {"application/json": {
         "schema": {"$ref": "#/components/schemas/Error"}}}}
-    op["responses"] = {status: success, "default": error}
+    op["responses"] = {status: success}
+    for code, description in handler.opt.get("errors", {}).items():  # statuses worth naming
+        op["responses"][code] = {**error, "description": description}
+    op["responses"]["default"] = error
     return op
 
 
