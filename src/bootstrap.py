@@ -211,10 +211,11 @@ class Container:
         connection pool, and the embedded PostgreSQL last."""
         for worker in reversed(self.started):
             name = str(getattr(worker, "name", "reconciler")).removeprefix("worker:")
-            _step("worker stopped", worker.stop, worker=name)
+            # every worker holds an advisory lock while active and releases it as it stops
+            _step("worker stopped", worker.stop, worker=name, advisory_lock="released")
         self.started.clear()
         for closer in reversed(self.closers):
-            closer()
+            _step("client closed", closer, quiet=True)
         self.closers.clear()
         for name in SERVER_ORDER[:-1]:
             stop = self.servers.pop(name, None)
