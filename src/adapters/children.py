@@ -156,9 +156,9 @@ def stop_stale(path: Path, grace: float = 10.0) -> bool:
     record = Record.read(path)
     if record is None:
         return False
-    if owner_alive(record) and recorded_process(record) is not None:
-        return False
     proc = recorded_process(record)
+    if proc is not None and owner_alive(record):
+        return False
     if proc is not None:
         log.warning("stopping a stale child a dead owner left behind",
                     extra={"child": record.name, "pid": record.pid, "owner": record.owner})

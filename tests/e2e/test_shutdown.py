@@ -129,7 +129,7 @@ def test_requests_in_flight_finish_within_the_grace_and_get_503_past_it(
         _request(lambda h: h.get("/v1/namespaces/e2e/contexts"), server.url, listing),
         _request(lambda h: h.post("/v1/namespaces/e2e/query", json={"query": "kept"}),
                  server.url, query)]
-    time.sleep(1.0)  # both accepted and waiting for their views
+    time.sleep(1.5)  # both accepted and waiting for their views
     assert not listing and not query
     assert server.proc is not None
     signalled = time.monotonic()
