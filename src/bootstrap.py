@@ -15,7 +15,12 @@ from typing import Any
 from eventsourcing.postgres import PostgresDatastore, PostgresTrackingRecorder
 from litestar import Litestar
 
-from context_service.adapters.eventstore.application import ContextApplication, PoolApplication
+from context_service.adapters.eventstore.access import CredentialApplication, WorkspaceApplication
+from context_service.adapters.eventstore.application import (
+    ContextApplication,
+    PoolApplication,
+    utc_now,
+)
 from context_service.adapters.eventstore.consistency import LogConsistency
 from context_service.adapters.eventstore.runner import ProjectionRunner
 from context_service.adapters.eventstore.store import EventStore
@@ -24,6 +29,12 @@ from context_service.adapters.postgres import embedded
 from context_service.adapters.postgres.database import open_datastore
 from context_service.adapters.postgres.lock import LeaderWorker
 from context_service.adapters.postgres.migrations import migrate, schema_problem
+from context_service.adapters.postgres.views.agent_access import (
+    AccessReadsSql,
+    CredentialsSql,
+    MembersSql,
+    credential_key,
+)
 from context_service.adapters.postgres.views.contexts import (
     AuditSql,
     CatalogSql,
@@ -39,8 +50,11 @@ from context_service.adapters.postgres.views.snapshots import (
 from context_service.config import Settings
 from context_service.domain.cluster import Cluster
 from context_service.domain.reconcile.guard import ClaimNameGuard
+from context_service.http.agent.ratelimit import RateLimiter
 from context_service.http.app import create_app
-from context_service.http.ports import PoolServices, Services
+from context_service.http.ports import AgentServices, PoolServices, Services
+from context_service.projections.agent_access.directory import AccessDirectory
+from context_service.projections.agent_access.projection import AgentCredentials, WorkspaceMembers
 from context_service.projections.audit_log.projection import AuditLog
 from context_service.projections.base import Projection
 from context_service.projections.context_catalog.projection import ContextCatalog
@@ -87,6 +101,8 @@ def projection_workers() -> dict[str, list[tuple[Projection, Callable[[Any], Any
             (AuditLog(), AuditSql),
             (PoolStatus(), PoolSql),
             (SnapshotObjects(), SnapshotObjectsSql),
+            (WorkspaceMembers(), MembersSql),
+            (AgentCredentials(), CredentialsSql),
         ],
         "query-index": [(QueryIndex(), QueryIndexSql)],
     }
@@ -101,6 +117,9 @@ class Container:
     tracking: PostgresTrackingRecorder
     contexts: ContextApplication
     pools: PoolApplication
+    workspaces: WorkspaceApplication
+    credentials: CredentialApplication
+    access: AccessDirectory
     runners: dict[str, ProjectionRunner] = field(default_factory=dict)
     started: list[Any] = field(default_factory=list)
     cluster: Cluster | None = None
@@ -254,15 +273,32 @@ def build(settings: Settings, url: str | None = None, pool_size: int = 8) -> Con
         if owned:
             embedded.stop(settings.data_dir)
         raise
+    runners: dict[str, ProjectionRunner] = {}
+    # fed by the projections runner while it runs in this process; reads the views otherwise
+    access = AccessDirectory(AccessReadsSql(datastore),
+                             live=lambda: runners["projections"].running)
     container = Container(settings, url, datastore, store, tracking, ContextApplication(store),
-                          PoolApplication(store))
+                          PoolApplication(store), WorkspaceApplication(store),
+                          CredentialApplication(store), access, runners)
     if owned:
         container.servers["postgres"] = functools.partial(embedded.stop, settings.data_dir)
     for worker, group in projection_workers().items():
         # query-index events carry whole indexes (up to a 1 MiB body each): read fewer at once
         batch = 100 if worker == "query-index" else 2000
-        container.runners[worker] = ProjectionRunner(store, tracking, group, batch_size=batch)
+        listeners = [access] if worker == "projections" else []
+        runners[worker] = ProjectionRunner(store, tracking, group, batch_size=batch,
+                                           listeners=listeners)
     return container
+
+
+def agent_services(container: Container) -> AgentServices:
+    settings = container.settings
+    return AgentServices(
+        workspaces=container.workspaces, credentials=container.credentials,
+        directory=container.access, reads=AccessReadsSql(container.datastore),
+        key=credential_key(container.datastore, settings.credential_key),
+        limiter=RateLimiter(settings.agent_rate_per_second, settings.agent_rate_burst),
+        clock=utc_now)
 
 
 def services(container: Container) -> Services:
@@ -279,6 +315,7 @@ def services(container: Container) -> Services:
                         cluster=container.cluster, namespace=container.settings.namespace,
                         sandbox_image=container.settings.sandbox_image,
                         sandbox_service_account=container.settings.sandbox_service_account),
+                    agent=agent_services(container),
                     extra={"query": QueryIndexReadsSql(container.datastore),
                            "timeline": Timeline(container.store),
                            "gauges": container.gauges,

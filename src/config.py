@@ -63,6 +63,9 @@ class Settings:
     # how long a shutdown lets requests in flight finish before answering them 503
     shutdown_grace: float = 20.0
     log_format: str = "auto"  # auto | json | text
+    credential_key: str = ""  # CS_CREDENTIAL_KEY; empty: generated once and kept in the database
+    agent_rate_per_second: float = 5.0  # 0 turns the per-credential limit off
+    agent_rate_burst: int = 20
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -101,6 +104,25 @@ class Settings:
             read_wait_seconds=_seconds(env, "CS_READ_WAIT_SECONDS", 5.0),
             shutdown_grace=_seconds(env, "CS_SHUTDOWN_GRACE", 20.0),
             log_format=env.get("CS_LOG_FORMAT", "auto").strip() or "auto",
+            **Settings._agent(env),  # type: ignore[arg-type]
         )
         _listen(settings.listen_addr)
         return settings
+
+    @staticmethod
+    def _agent(env: Mapping[str, str]) -> dict[str, object]:
+        """The agent API's settings (agent-context-api.md §13)."""
+        key = env.get("CS_CREDENTIAL_KEY", "")
+        if key and len(key) < 32:
+            raise SettingsError("CS_CREDENTIAL_KEY must be at least 32 characters")
+        try:
+            rate = float(env.get("CS_AGENT_RATE_PER_SECOND", "").strip() or 5)
+        except ValueError:
+            rate = -1.0
+        if not rate >= 0 or rate == float("inf"):
+            raise SettingsError("CS_AGENT_RATE_PER_SECOND must be a non-negative number")
+        burst_raw = env.get("CS_AGENT_RATE_BURST", "").strip() or "20"
+        if not burst_raw.isdigit() or int(burst_raw) < 1:
+            raise SettingsError("CS_AGENT_RATE_BURST must be a positive integer")
+        return {"credential_key": key, "agent_rate_per_second": rate,
+                "agent_rate_burst": int(burst_raw)}

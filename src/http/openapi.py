@@ -18,6 +18,20 @@ from litestar.handlers import HTTPRouteHandler
 _PARAM = re.compile(r"\{(\w+):\w+\}")
 ERROR_SCHEMA = {"type": "object", "required": ["error", "message"], "additionalProperties": False,
                 "properties": {"error": {"type": "string"}, "message": {"type": "string"}}}
+# the /api/ family (agent-context-api.md §1.3)
+API_ERROR_SCHEMA = {
+    "type": "object", "required": ["code", "message"], "additionalProperties": False,
+    "properties": {"code": {"type": "string", "pattern": "^[A-Z][A-Z_]*$"},
+                   "message": {"type": "string"},
+                   "details": {"oneOf": [
+                       {"type": "array", "items": {
+                           "type": "object", "required": ["path", "message"],
+                           "additionalProperties": False,
+                           "properties": {"path": {"type": "string"},
+                                          "message": {"type": "string"}}}},
+                       {"type": "object"}]}}}
+BEARER = {"type": "http", "scheme": "bearer",
+          "description": "an agent credential: bdk_<16 hex>_<43 base64url>"}
 
 
 def openapi_path(path: str) -> str:
@@ -30,6 +44,7 @@ def build(handlers: Iterable[HTTPRouteHandler], title: str, version: str) -> dic
     _, components = msgspec.json.schema_components(
         bodies, ref_template="#/components/schemas/{name}")
     components["Error"] = ERROR_SCHEMA
+    components["ApiError"] = API_ERROR_SCHEMA
     paths: dict[str, dict[str, Any]] = {}
     for handler in handlers:
         for raw_path in sorted(handler.paths):
@@ -37,7 +52,8 @@ def build(handlers: Iterable[HTTPRouteHandler], title: str, version: str) -> dic
             for method in sorted(handler.http_methods):
                 paths.setdefault(path, {})[method.lower()] = _operation(handler, path)
     return {"openapi": "3.1.0", "info": {"title": title, "version": version},
-            "paths": dict(sorted(paths.items())), "components": {"schemas": components}}
+            "paths": dict(sorted(paths.items())),
+            "components": {"schemas": components, "securitySchemes": {"agentCredential": BEARER}}}
 
 
 def _operation(handler: HTTPRouteHandler, path: str) -> dict[str, Any]:
@@ -47,7 +63,9 @@ def _operation(handler: HTTPRouteHandler, path: str) -> dict[str, Any]:
               for n in re.findall(r"\{(\w+)\}", path)]
     params += [{"name": n, "in": "query", "required": False, "schema": {"type": "string"}}
                for n in handler.opt.get("query", ())]
-    if path.startswith(("/v1/contexts", "/v1/namespaces/")):
+    if path.startswith("/api/agent/"):
+        op["security"] = [{"agentCredential": []}]
+    if path.startswith(("/v1/contexts", "/v1/namespaces/", "/api/w/")):
         params.append({"name": "X-Context-Subject", "in": "header", "required": False,
                        "schema": {"type": "string"}, "description": "kind:name of the caller"})
     if params:
@@ -60,8 +78,9 @@ def _operation(handler: HTTPRouteHandler, path: str) -> dict[str, Any]:
     success: dict[str, Any] = {"description": "success"}
     if status != "204":
         success["content"] = {"application/json": {"schema": {"type": "object"}}}
+    family = "ApiError" if path.startswith("/api/") else "Error"
     error = {"description": "error", "content": {"application/json": {
-        "schema": {"$ref": "#/components/schemas/Error"}}}}
+        "schema": {"$ref": f"#/components/schemas/{family}"}}}}
     op["responses"] = {status: success}
     for code, description in handler.opt.get("errors", {}).items():  # statuses worth naming
         op["responses"][code] = {**error, "description": description}

@@ -87,3 +87,8 @@ class QueryRequest(_Body):
     query: str | None = None
     limit: int | None = None
     cursor: str | None = None
+
+
+class SetMemberRequest(_Body):
+    subject: SubjectBody | None = None
+    role: str | None = None

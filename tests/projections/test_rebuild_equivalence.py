@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from context_service.bootstrap import Container
+from tests.projections.access_history import write_access_history
 from tests.projections.history import write_history
 
 pytestmark = pytest.mark.postgres
@@ -34,11 +35,13 @@ def catch_up_all(container: Container) -> None:
 
 def test_live_views_equal_rebuilt_views(container: Container) -> None:
     assert write_history(container.contexts, seed=7, steps=300) > 50
+    assert write_access_history(container, seed=7, steps=200) > 40
     head = container.store.head()
     for runner in container.runners.values():
         assert runner.wait_for(head, timeout=30)
     live = snapshot(container)
     assert live["context_catalog"], "the history should leave contexts behind"
+    assert live["workspace_members"] and live["agent_credentials"]
     for runner in container.runners.values():
         runner.stop()
         runner.rebuild()
@@ -54,6 +57,7 @@ def test_resumed_views_equal_rebuilt_views(idle_container: Container, seed: int,
     for runner in container.runners.values():
         runner.rebuild()
     write_history(container.contexts, seed=seed, steps=60)
+    write_access_history(container, seed=seed, steps=40)
     # Resume from several checkpoints: small batches, each a separate transaction.
     for runner in container.runners.values():
         runner.batch_size = batch
