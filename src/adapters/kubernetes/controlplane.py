@@ -149,10 +149,11 @@ class ControlPlane:
         ]
         self._spawn("controller-manager", args)
 
-    def stop(self) -> None:
-        """Controller-manager, apiserver, then etcd; each SIGTERM, then SIGKILL past its grace."""
+    def stop(self, grace: float | None = None) -> None:
+        """Controller-manager, apiserver, then etcd; each SIGTERM, then SIGKILL past its grace
+        (``STOP_GRACE``, or ``grace`` seconds for each when given)."""
         for name in sorted(self.procs, key=STOP_ORDER.index):
-            self.procs.pop(name).stop(STOP_GRACE[name])
+            self.procs.pop(name).stop(STOP_GRACE[name] if grace is None else grace)
 
     def running(self) -> bool:
         return bool(self.procs) and all(p.running for p in self.procs.values())
