@@ -22,6 +22,7 @@ from context_service.adapters.eventstore.application import (
     utc_now,
 )
 from context_service.adapters.eventstore.consistency import LogConsistency
+from context_service.adapters.eventstore.context_sets import ContextSetApplication
 from context_service.adapters.eventstore.runner import ProjectionRunner
 from context_service.adapters.eventstore.store import EventStore
 from context_service.adapters.eventstore.timeline import Timeline
@@ -34,6 +35,10 @@ from context_service.adapters.postgres.views.agent_access import (
     CredentialsSql,
     MembersSql,
     credential_key,
+)
+from context_service.adapters.postgres.views.context_sets import (
+    ContextSetReadsSql,
+    ContextSetSql,
 )
 from context_service.adapters.postgres.views.contexts import (
     AuditSql,
@@ -52,12 +57,18 @@ from context_service.domain.cluster import Cluster
 from context_service.domain.reconcile.guard import ClaimNameGuard
 from context_service.http.agent.ratelimit import RateLimiter
 from context_service.http.app import create_app
-from context_service.http.ports import AgentServices, PoolServices, Services
+from context_service.http.ports import (
+    AgentServices,
+    ContextSetServices,
+    PoolServices,
+    Services,
+)
 from context_service.projections.agent_access.directory import AccessDirectory
 from context_service.projections.agent_access.projection import AgentCredentials, WorkspaceMembers
 from context_service.projections.audit_log.projection import AuditLog
 from context_service.projections.base import Projection
 from context_service.projections.context_catalog.projection import ContextCatalog
+from context_service.projections.context_sets.projection import ContextSets
 from context_service.projections.pool_status.projection import PoolStatus
 from context_service.projections.query_index.projection import QueryIndex
 from context_service.projections.revision_history.projection import RevisionHistory
@@ -103,6 +114,7 @@ def projection_workers() -> dict[str, list[tuple[Projection, Callable[[Any], Any
             (SnapshotObjects(), SnapshotObjectsSql),
             (WorkspaceMembers(), MembersSql),
             (AgentCredentials(), CredentialsSql),
+            (ContextSets(), ContextSetSql),
         ],
         "query-index": [(QueryIndex(), QueryIndexSql)],
     }
@@ -120,6 +132,7 @@ class Container:
     workspaces: WorkspaceApplication
     credentials: CredentialApplication
     access: AccessDirectory
+    context_sets: ContextSetApplication
     runners: dict[str, ProjectionRunner] = field(default_factory=dict)
     started: list[Any] = field(default_factory=list)
     cluster: Cluster | None = None
@@ -279,7 +292,8 @@ def build(settings: Settings, url: str | None = None, pool_size: int = 8) -> Con
                              live=lambda: runners["projections"].running)
     container = Container(settings, url, datastore, store, tracking, ContextApplication(store),
                           PoolApplication(store), WorkspaceApplication(store),
-                          CredentialApplication(store), access, runners)
+                          CredentialApplication(store), access,
+                          ContextSetApplication(store), runners)
     if owned:
         container.servers["postgres"] = functools.partial(embedded.stop, settings.data_dir)
     for worker, group in projection_workers().items():
@@ -298,7 +312,7 @@ def agent_services(container: Container) -> AgentServices:
         directory=container.access, reads=AccessReadsSql(container.datastore),
         key=credential_key(container.datastore, settings.credential_key),
         limiter=RateLimiter(settings.agent_rate_per_second, settings.agent_rate_burst),
-        clock=utc_now)
+        clock=utc_now, context_sets=container.context_sets)
 
 
 def services(container: Container) -> Services:
@@ -316,6 +330,9 @@ def services(container: Container) -> Services:
                         sandbox_image=container.settings.sandbox_image,
                         sandbox_service_account=container.settings.sandbox_service_account),
                     agent=agent_services(container),
+                    context_sets=ContextSetServices(
+                        commands=container.context_sets,
+                        reads=ContextSetReadsSql(container.datastore)),
                     extra={"query": QueryIndexReadsSql(container.datastore),
                            "timeline": Timeline(container.store),
                            "gauges": container.gauges,
@@ -354,7 +371,7 @@ def connect_cluster(container: Container) -> None:
         container.servers["kubernetes"] = plane.stop
     api = client.api_client(settings, mode)
     container.closers.append(lambda: client.close(api))
-    container.cluster = KubernetesCluster(Rest(api))
+    container.cluster = KubernetesCluster(Rest(api), pool_namespace=settings.namespace)
     log.info("kubernetes connected", extra={"mode": mode})
 
 

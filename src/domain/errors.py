@@ -143,3 +143,37 @@ class CredentialIdTakenError(DomainError):
 
     def __init__(self) -> None:
         super().__init__("agent credential id is taken")
+
+
+# --- context sets (agent-context-api.md §6) ----------------------------------------------------
+
+
+class ContextSetInvalidError(DomainError):
+    """A context-set version failed request validation (bare message, 400)."""
+
+
+class ContextSetReferenceInvalidError(DomainError):
+    """A context set names something the namespace lacks (400, ``invalid context set: ``)."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(f"invalid context set: {detail}")
+        self.detail = detail
+
+
+class ContextSetNotFoundError(DomainError):
+    def __init__(self) -> None:
+        super().__init__("context set not found")
+
+
+class ContextSetExistsError(DomainError):
+    """The id is taken by a set of the namespace, archived ones included (409)."""
+
+    def __init__(self) -> None:
+        super().__init__("context set already exists")
+
+
+class ContextSetArchivedError(DomainError):
+    """An archived set cannot change any more (409 ``conflict``)."""
+
+    def __init__(self) -> None:
+        super().__init__("context set conflict: context set is archived")

@@ -14,13 +14,14 @@ from litestar.exceptions import (
 
 from context_service.domain.errors import DomainError
 from context_service.http import metrics, openapi
-from context_service.http.agent import credentials
+from context_service.http.agent import credentials, library
 from context_service.http.agent import errors as api
 from context_service.http.common import in_thread, services
 from context_service.http.errors import HttpError, domain_error_response, error_response
 from context_service.http.ports import Services
 from context_service.http.routes import (
     access,
+    context_sets,
     contexts,
     history,
     lifecycle,
@@ -132,7 +133,8 @@ async def _exact_paths(request: Request[Any, Any, Any]) -> Response[bytes] | Non
 def create_app(services: Services, extra_routes: list[Any] | None = None) -> Litestar:
     routes = [healthz, readyz, *contexts.ROUTES, *access.ROUTES, *history.ROUTES,
               *query.ROUTES, *timeline.ROUTES, *pools.ROUTES, *lifecycle.ROUTES, *members.ROUTES,
-              *credentials.ROUTES, *(extra_routes or [])]
+              *credentials.ROUTES, *context_sets.ROUTES, *library.ROUTES,
+              *(extra_routes or [])]
     document = openapi.document_bytes(routes)
 
     @get("/schema/openapi.json", sync_to_thread=False, include_in_schema=False)

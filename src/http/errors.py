@@ -24,6 +24,12 @@ STATUS: dict[type[e.DomainError], tuple[int, str]] = {
     e.MemberNotFoundError: (404, "not_found"),
     e.MembershipInvalidError: (400, "invalid_request"),
     e.MembershipConflictError: (409, "conflict"),
+    # context-set routes (agent-context-api.md §6)
+    e.ContextSetInvalidError: (400, "invalid_request"),
+    e.ContextSetReferenceInvalidError: (400, "invalid_request"),
+    e.ContextSetNotFoundError: (404, "not_found"),
+    e.ContextSetExistsError: (409, "already_exists"),
+    e.ContextSetArchivedError: (409, "conflict"),
 }
 
 _enc = msgspec.json.Encoder()

@@ -12,11 +12,14 @@ from context_service.domain.agent_credentials.state import Credential, Credentia
 from context_service.domain.cluster import Cluster
 from context_service.domain.context.commands import Command
 from context_service.domain.context.state import ContextState
+from context_service.domain.context_set.commands import ContextSetCommand
+from context_service.domain.context_set.state import ContextSetState
 from context_service.domain.events import Subject
 from context_service.domain.pool.commands import PoolCommand
 from context_service.domain.pool.state import PoolState
 from context_service.domain.workspace.commands import MembershipCommand
 from context_service.domain.workspace.state import Member, WorkspaceState
+from context_service.projections.context_sets.view import ContextSetReads
 from context_service.projections.pool_status.projection import PoolReads
 from context_service.projections.reads import Consistency, ContextReads
 
@@ -111,6 +114,21 @@ class NoContextSets:
         return False
 
 
+class ContextSetCommands(Protocol):
+    def execute(self, namespace: str,
+                command: ContextSetCommand) -> Outcome[ContextSetState]: ...
+
+
+@dataclass
+class ContextSetServices:
+    """What the context-set and library routes need: the write model and the context_sets
+    view; ``active_templates`` lists a namespace's active query templates (none exist yet)."""
+
+    commands: ContextSetCommands
+    reads: ContextSetReads
+    active_templates: Callable[[str], frozenset[str]] = lambda _namespace: frozenset()
+
+
 @dataclass
 class AgentServices:
     """What the membership, credential and agent routes need."""
@@ -134,4 +152,5 @@ class Services:
     read_wait_seconds: float = 5.0
     pools: PoolServices | None = None
     agent: AgentServices | None = None
+    context_sets: ContextSetServices | None = None
     extra: dict[str, Any] = field(default_factory=dict)

@@ -2,7 +2,8 @@
 
 The building block of the local development control plane and of the test fixtures: one work
 directory holds the data, PKI, logs, child records and a kubeconfig with a verified CA and a
-bearer token. The server has no real authorization: it must only ever listen on loopback.
+bearer token. By default the server authorizes everything (``authorization="RBAC"`` enforces
+Roles): it must only ever listen on loopback.
 """
 
 from __future__ import annotations
@@ -86,8 +87,11 @@ class ControlPlane:
         fsync: bool = True,
         etcd: str = "etcd",
         controller_manager: bool = False,
+        authorization: str = "AlwaysAllow",
     ) -> None:
         self.bin_dir = bin_dir
+        # "RBAC" makes the server enforce Roles (the admin token stays in system:masters)
+        self.authorization = authorization
         self.work = work.resolve()
         self.ports = ports
         self.fsync = fsync
@@ -219,7 +223,7 @@ class ControlPlane:
             f"--secure-port={self.ports.api}",
             f"--cert-dir={pki}",
             f"--token-auth-file={pki / 'tokens.csv'}",
-            "--authorization-mode=AlwaysAllow",
+            f"--authorization-mode={self.authorization}",
             "--service-account-issuer=https://kubernetes.default.svc",
             f"--service-account-key-file={pki / 'sa.key'}",
             f"--service-account-signing-key-file={pki / 'sa.key'}",

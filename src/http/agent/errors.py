@@ -19,6 +19,7 @@ STATUS: dict[type[e.DomainError], tuple[int, str]] = {
     e.RequestInvalidError: (400, "INVALID_REQUEST"),
     e.WorkspaceNotFoundError: (404, "NOT_FOUND"),
     e.CredentialNotFoundError: (404, "NOT_FOUND"),
+    e.ContextSetNotFoundError: (404, "NOT_FOUND"),
     e.PermissionRequiredError: (403, "FORBIDDEN"),
     e.ScopeNotHeldError: (403, "FORBIDDEN"),
     e.CredentialLimitError: (409, "AGENT_CREDENTIAL_LIMIT_REACHED"),
