@@ -5,7 +5,7 @@ holding ``agent_credential:manage``."""
 from __future__ import annotations
 
 import secrets
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 from litestar import Request, Response, delete, get, post
@@ -38,11 +38,24 @@ PERMISSION = "agent_credential:manage"
 VIEWS = ("agent_credentials",)
 
 
+# Constraints are documented in the OpenAPI schema and checked by the field rules (every
+# violation reported in ``details`` with the spec's message), not by the decoder.
+_Name = Annotated[str, msgspec.Meta(extra_json_schema={
+    "minLength": 1, "maxLength": 100, "description": "required; not blank"})]
+_Scopes = Annotated[list[Annotated[str, msgspec.Meta(extra_json_schema={"enum": list(SCOPES)})]],
+                    msgspec.Meta(extra_json_schema={"minItems": 1, "uniqueItems": True,
+                                                    "description": "required"})]
+_Days = Annotated[int, msgspec.Meta(extra_json_schema={
+    "minimum": MIN_DAYS, "maximum": MAX_DAYS, "description": "required"})]
+_SetId = Annotated[str, msgspec.Meta(extra_json_schema={
+    "minLength": 1, "description": "an active context set of the workspace"})]
+
+
 class CreateCredentialRequest(ApiBody):
-    name: str | None = None
-    scopes: list[str] | None = None
-    expires_in_days: int | None = None
-    context_set_id: str | None = None
+    name: _Name | None = None
+    scopes: _Scopes | None = None
+    expires_in_days: _Days | None = None
+    context_set_id: _SetId | None = None
 
 
 def api_caller(request: Request[Any, Any, Any]) -> Subject:
