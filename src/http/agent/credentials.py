@@ -84,6 +84,15 @@ def managing_role(agent: AgentServices, workspace: str, actor: Subject) -> str |
     return role
 
 
+def _manager(request: Request[Any, Any, Any]) -> tuple[str, Subject, AgentServices, str | None]:
+    """Steps 1-2 of every credential route: the caller, and its managing role in the workspace
+    named by the path."""
+    workspace = request.path_params["wsId"]
+    actor = api_caller(request)
+    agent = agent_services(request)
+    return workspace, actor, agent, managing_role(agent, workspace, actor)
+
+
 def _validate(req: CreateCredentialRequest) -> None:
     v = Violations()
     check_text(v, "$.name", req.name, 100)
@@ -113,10 +122,7 @@ def _wait(request: Request[Any, Any, Any]) -> None:
 @threaded
 def create_credential(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
     """Create an agent credential; the answer carries its token, shown this once."""
-    workspace = request.path_params["wsId"]
-    actor = api_caller(request)
-    agent = agent_services(request)
-    role = managing_role(agent, workspace, actor)
+    workspace, actor, agent, role = _manager(request)
     req = decode(body, CreateCredentialRequest)
     _validate(req)
     assert req.scopes is not None and req.name is not None and req.expires_in_days is not None
@@ -153,10 +159,7 @@ def create_credential(request: Request[Any, Any, Any], body: RawBody) -> Respons
 @threaded
 def list_credentials(request: Request[Any, Any, Any]) -> Response[bytes]:
     """Every credential of the workspace, of every status, newest first (no tokens)."""
-    workspace = request.path_params["wsId"]
-    actor = api_caller(request)
-    agent = agent_services(request)
-    managing_role(agent, workspace, actor)
+    workspace, _, agent, _ = _manager(request)
     _wait(request)
     now = agent.clock()
     return api_json({"items": [render.credential(c, now)
@@ -174,10 +177,7 @@ def _recorded(agent: AgentServices, workspace: str, credential_id: str) -> Any:
 @threaded
 def get_credential(request: Request[Any, Any, Any]) -> Response[bytes]:
     """One credential of the workspace (no token)."""
-    workspace = request.path_params["wsId"]
-    actor = api_caller(request)
-    agent = agent_services(request)
-    managing_role(agent, workspace, actor)
+    workspace, _, agent, _ = _manager(request)
     _wait(request)
     credential = _recorded(agent, workspace, request.path_params["id"])
     return api_json(render.credential(credential, agent.clock()))
@@ -187,10 +187,7 @@ def get_credential(request: Request[Any, Any, Any]) -> Response[bytes]:
 @threaded
 def revoke_credential(request: Request[Any, Any, Any]) -> Response[bytes]:
     """Revoke a credential; revoking a revoked one records nothing and answers 204 too."""
-    workspace = request.path_params["wsId"]
-    actor = api_caller(request)
-    agent = agent_services(request)
-    managing_role(agent, workspace, actor)
+    workspace, actor, agent, _ = _manager(request)
     outcome = agent.credentials.execute(
         workspace, RevokeCredential(actor=actor, credential_id=request.path_params["id"]))
     return api_no_content(outcome.position)
