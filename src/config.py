@@ -22,6 +22,20 @@ def _flag(env: Mapping[str, str], key: str, default: bool = False) -> bool:
     return raw.strip().lower() in ("1", "true", "yes", "on")
 
 
+def _seconds(env: Mapping[str, str], key: str, default: float) -> float:
+    """A non-negative number of seconds; unset or empty means ``default``."""
+    raw = env.get(key, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise SettingsError(f"{key} must be a number of seconds (0 or more), got {raw!r}")
+    return value
+
+
 def _listen(raw: str) -> tuple[str, int]:
     host, _, port = raw.rpartition(":")
     try:
@@ -46,6 +60,8 @@ class Settings:
     kube_mode: str = "auto"  # auto | local | kubeconfig | in-cluster | off
     workers: tuple[str, ...] = ("projections", "query-index", "reconciler", "relay", "snapshots")
     read_wait_seconds: float = 5.0
+    # how long a shutdown lets requests in flight finish before answering them 503
+    shutdown_grace: float = 20.0
     log_format: str = "auto"  # auto | json | text
     credential_key: str = ""  # CS_CREDENTIAL_KEY; empty: generated once and kept in the database
     agent_rate_per_second: float = 5.0  # 0 turns the per-credential limit off
@@ -86,7 +102,8 @@ class Settings:
             nats_listen=env.get("CS_NATS_LISTEN", "").strip() or "127.0.0.1:4222",
             kube_mode=kube_mode,
             workers=workers,
-            read_wait_seconds=float(env.get("CS_READ_WAIT_SECONDS", "5") or 5),
+            read_wait_seconds=_seconds(env, "CS_READ_WAIT_SECONDS", 5.0),
+            shutdown_grace=_seconds(env, "CS_SHUTDOWN_GRACE", 20.0),
             log_format=env.get("CS_LOG_FORMAT", "auto").strip() or "auto",
             settings_dev_subject=_flag(env, "CS_SETTINGS_DEV_SUBJECT"),
             **Settings._agent(env),  # type: ignore[arg-type]

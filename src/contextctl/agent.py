@@ -1,5 +1,6 @@
-"""``agent``: workspace members, agent credentials (the token is shown once, at creation) and
-context sets, over the Agent Context API. A workspace is a namespace (``-n``)."""
+"""``agent``: workspace members and agent credentials (the token is shown once, at creation)
+over the Agent Context API, with the context sets and library commands of their own modules. A
+workspace is a namespace (``-n``)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ from typing import Any
 
 import click
 
-from context_service.contextctl import output
+from context_service.contextctl import library, output
 from context_service.contextctl.client import segment
+from context_service.contextctl.context_sets import sets
 from context_service.contextctl.options import (
     App,
     group,
@@ -23,14 +25,14 @@ SCOPES = ("context:read", "queries:run")
 TOKEN_WARNING = ("Store this token now: it is shown only once and the service cannot show it "
                  "again.")
 
-agent = group("agent", "Workspace members, agent credentials and context sets.")
+agent = group("agent", "Workspace members, agent credentials, context sets and the library "
+              "agents read.")
 members = group("members", "Who belongs to a workspace, with which role.",
                 aliases={"ls": "list", "rm": "remove"})
 credentials = group("credentials", "Scoped bdk_ credentials for agents.",
                     aliases={"ls": "list", "rm": "revoke"})
-sets = group("sets", "Context sets: the curated scope agents read.", aliases={"ls": "list"})
-for _group in (members, credentials, sets):
-    agent.add_command(_group)
+for _command in (members, credentials, sets, *library.COMMANDS):
+    agent.add_command(_command)
 
 
 def members_path(namespace: str) -> str:
@@ -149,80 +151,3 @@ def get(app: App, credential: str, namespace: str | None, fmt: str) -> None:
 def revoke(app: App, credential: str, namespace: str | None) -> None:
     app.client.delete(credentials_path(app.namespace(namespace), credential))
     output.line(f"revoked credential {credential}")
-
-
-def sets_path(namespace: str, set_id: str | None = None) -> str:
-    path = f"/v1/namespaces/{segment(namespace)}/context-sets"
-    return path if set_id is None else f"{path}/{segment(set_id)}"
-
-
-def print_sets(data: dict[str, Any]) -> None:
-    scored = any("score" in s for s in data.get("items", []))
-    headers = ["ID", "NAME", "STATUS", "VERSION", "COLLECTIONS"] + (["SCORE"] if scored else [])
-    output.table(headers, [
-        [s.get("id"), s.get("name"), s.get("status", "active"), s.get("version"),
-         s.get("collections")] + ([s.get("score")] if scored else [])
-        for s in data.get("items", [])], "No context sets found.")
-
-
-def print_set(s: dict[str, Any]) -> None:
-    templates = [t.get("id") if isinstance(t, dict) else t for t in s.get("queryTemplates", [])]
-    pairs: list[tuple[str, object]] = [
-        ("ID", s.get("id")), ("Name", s.get("name")), ("Description", s.get("description")),
-        ("Status", s.get("status")), ("Version", s.get("version")),
-        ("Collections", s.get("collections")),
-        ("Verified answers", len(s.get("verifiedAnswers", []))),
-        ("Definitions", len(s.get("definitions", []))),
-        ("Instructions", len(s.get("instructions", []))),
-        ("Required evidence", len(s.get("requiredEvidence", []))),
-        ("Query templates", templates), ("Updated", s.get("updatedAt"))]
-    output.block("Context set", [(k, v) for k, v in pairs if v not in (None, "", [])])
-
-
-agent_option = click.option(
-    "--agent", "as_agent", is_flag=True,
-    help="Ask the agent API with the credential in CS_AGENT_TOKEN (the sets it may see).")
-
-
-@sets.command(name="list", help="List context sets (--agent: those a credential sees, "
-              "optionally matched against --query).")
-@click.option("--query", default=None, help="Match names and descriptions (with --agent).")
-@click.option("--limit", type=click.IntRange(1, 100), default=None, help="With --agent.")
-@agent_option
-@namespace_option
-@output_options
-@pass_app
-def list_sets(app: App, query: str | None, limit: int | None, as_agent: bool,
-              namespace: str | None, fmt: str) -> None:
-    if not as_agent:
-        if query is not None or limit is not None:
-            raise click.UsageError("--query and --limit need --agent")
-        output.emit(app.client.get(sets_path(app.namespace(namespace))), fmt, print_sets)
-        return
-    body: dict[str, Any] = {}
-    if query is not None:
-        body["query"] = query
-    if limit is not None:
-        body["limit"] = limit
-    output.emit(app.client.post("/api/agent/v1/context-sets/list", body, agent=True), fmt,
-                print_sets)
-
-
-@sets.command(name="get", help="Show a context set (with --agent, ID may be left out for a bound "
-              "credential).")
-@click.argument("set_id", metavar="ID", required=False)
-@agent_option
-@namespace_option
-@output_options
-@pass_app
-def get_set(app: App, set_id: str | None, as_agent: bool, namespace: str | None,
-            fmt: str) -> None:
-    if not as_agent:
-        if set_id is None:
-            raise click.UsageError("ID is required (or use --agent with a bound credential)")
-        output.emit(app.client.get(sets_path(app.namespace(namespace), set_id)), fmt, print_set)
-        return
-    body = {} if set_id is None else {"contextSetId": set_id}
-    output.emit(app.client.post("/api/agent/v1/context-sets/get", body, agent=True), fmt,
-                print_set)
-

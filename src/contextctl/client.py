@@ -4,7 +4,7 @@ and every non-2xx answer turned into a ``ServiceError`` carrying the service's m
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -20,13 +20,25 @@ class CommandError(Exception):
 
 
 class ServiceError(CommandError):
-    """The service refused or failed a request, or could not be reached."""
+    """The service refused or failed a request, or could not be reached. ``details`` are the
+    ``(path, message)`` pairs of an ``/api/`` error body, printed one a line after the message."""
+
+    def __init__(self, message: str, details: Sequence[tuple[str, str]] = (),
+                 status: int = 0) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = tuple(details)
+        self.status = status
+
+    def __str__(self) -> str:
+        return "\n".join([self.message, *(f"  {path}: {text}" for path, text in self.details)])
 
 
 @dataclass(frozen=True)
 class Reply:
     status: int
     raw: bytes
+    position: int | None = None  # X-Context-Position: the log position the request recorded
 
     @cached_property
     def data(self) -> Any:
@@ -38,21 +50,25 @@ def segment(value: str) -> str:
     return quote(value, safe="")
 
 
-def error_message(response: httpx.Response) -> str:
-    """The body's ``message`` (with the agent API's ``details``), else the status line."""
+def service_error(response: httpx.Response) -> ServiceError:
+    """The body's ``message`` (with the ``/api/`` family's ``details``), else the status line."""
     try:
         body = response.json()
     except ValueError:
         body = None
     message = body.get("message") if isinstance(body, dict) else None
     if not isinstance(message, str) or not message:
-        return f"context service returned {response.status_code} {response.reason_phrase}".strip()
+        return ServiceError(f"context service returned {response.status_code} "
+                            f"{response.reason_phrase}".strip(), status=response.status_code)
     details = body.get("details") if isinstance(body, dict) else None
-    if isinstance(details, list) and details:
-        parts = [f"{d.get('path', '')}: {d.get('message', '')}" for d in details
-                 if isinstance(d, dict)]
-        return f"{message}: {'; '.join(parts)}"
-    return message
+    pairs = [(str(d.get("path", "")), str(d.get("message", ""))) for d in details
+             if isinstance(d, dict)] if isinstance(details, list) else []
+    return ServiceError(message, pairs, response.status_code)
+
+
+def position(response: httpx.Response) -> int | None:
+    value = response.headers.get("X-Context-Position", "")
+    return int(value) if value.isdigit() else None
 
 
 class Client:
@@ -94,8 +110,8 @@ class Client:
             raise ServiceError(
                 f"cannot reach the context service at {self.settings.url}: {exc}") from exc
         if not response.is_success:
-            raise ServiceError(error_message(response))
-        return Reply(response.status_code, response.content)
+            raise service_error(response)
+        return Reply(response.status_code, response.content, position(response))
 
     def get(self, path: str, params: Mapping[str, str] | None = None,
             agent: bool = False) -> Reply:

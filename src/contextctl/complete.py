@@ -1,5 +1,5 @@
-"""Dynamic shell completion of names: asks the service (briefly) for pools and contexts; any
-failure completes nothing rather than printing an error into the shell."""
+"""Dynamic shell completion of names: asks the service (briefly) for pools, contexts and context
+sets; any failure completes nothing rather than printing an error into the shell."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ from typing import Any
 import click
 from click.shell_completion import CompletionItem
 
-from context_service.contextctl.client import Client, ServiceError, context_path
+from context_service.contextctl.client import Client, ServiceError, context_path, segment
 from context_service.contextctl.settings import Settings
 
 TIMEOUT = 2.0
 
 
-def _names(path: str) -> list[str]:
+def _names(path: str, key: str = "name") -> list[str]:
     settings = Settings.from_env()
     client = Client(Settings(**{**_fields(settings), "timeout": TIMEOUT}))
     try:
@@ -23,7 +23,7 @@ def _names(path: str) -> list[str]:
         return []
     finally:
         client.close()
-    return [str(i.get("name", "")) for i in items if isinstance(i, dict)]
+    return [str(i.get(key, "")) for i in items if isinstance(i, dict)]
 
 
 def _fields(settings: Settings) -> dict[str, Any]:
@@ -39,3 +39,10 @@ def contexts(ctx: click.Context, param: click.Parameter,
     namespace = ctx.params.get("namespace") or Settings.from_env().namespace
     return [CompletionItem(n) for n in _names(context_path(namespace))
             if n.startswith(incomplete)]
+
+
+def context_sets(ctx: click.Context, param: click.Parameter,
+                 incomplete: str) -> list[CompletionItem]:
+    namespace = ctx.params.get("namespace") or Settings.from_env().namespace
+    path = f"/v1/namespaces/{segment(namespace)}/context-sets"
+    return [CompletionItem(n) for n in _names(path, "id") if n.startswith(incomplete)]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Iterable, Sequence
+from decimal import Decimal
 from typing import Any
 
 import click
@@ -63,10 +64,12 @@ def emit_data(data: Any, fmt: str, text: Callable[[Any], None]) -> None:
         dump(data, fmt)
 
 
-def table(headers: Sequence[str], rows: Iterable[Sequence[object]], empty: str) -> None:
+def table(headers: Sequence[str], rows: Iterable[Sequence[object]], empty: str,
+          indent: str = "") -> None:
     cells = [[cell_text(c) for c in row] for row in rows]
     if not cells:
-        line(empty)
+        if empty:
+            line(indent + empty)
         return
     out = console()
     grid = Table(box=None, pad_edge=False, show_edge=False, padding=(0, 3, 0, 0),
@@ -78,7 +81,15 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[object]], empty: str) 
     with out.capture() as captured:
         out.print(grid)
     for text in captured.get().splitlines():
-        line(text.rstrip())
+        line((indent + text).rstrip())
+
+
+def section(title: str, headers: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
+    """A titled, indented table after a block; nothing at all when there are no rows."""
+    if rows:
+        line()
+        line(title + ":")
+        table(headers, rows, "", indent="  ")
 
 
 def block(title: str, pairs: Sequence[tuple[str, object]]) -> None:
@@ -94,6 +105,9 @@ def cell_text(value: object) -> str:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, float):
+        # as the service wrote it: a plain decimal (0.000001, never 1e-06)
+        return format(Decimal(repr(value)), "f")
     if isinstance(value, list | tuple):
         return ",".join(cell_text(v) for v in value)
     return str(value)

@@ -64,7 +64,7 @@ class SingleBody:
             client.request("PUT", path, content=_chunks(upload, advance), headers={
                 "Content-Type": "application/json", "Content-Length": str(size)})
         except ServiceError as exc:
-            if str(exc) == TOO_LARGE:
+            if exc.message == TOO_LARGE:
                 raise ServiceError(
                     f"{TOO_LARGE}: the index of {len(upload.records)} records is {size:,} bytes "
                     f"and one request carries at most {MAX_BODY:,} bytes") from exc

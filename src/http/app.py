@@ -16,6 +16,7 @@ from context_service.domain.errors import DomainError
 from context_service.http import metrics, openapi, settings
 from context_service.http.agent import credentials, library
 from context_service.http.agent import errors as api
+from context_service.http.common import in_thread, services
 from context_service.http.errors import HttpError, domain_error_response, error_response
 from context_service.http.ports import Services
 from context_service.http.routes import (
@@ -36,8 +37,19 @@ _METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
 
 @get("/healthz", sync_to_thread=False)
 def healthz() -> Response[bytes]:
-    """Service health: the process serves HTTP."""
+    """Liveness: the process serves HTTP (nothing else is checked)."""
     return Response(b'{"status":"ok"}', media_type="application/json")
+
+
+@get("/readyz", opt={"errors": {"503": "not ready: the database is unreachable or its schema "
+                                       "does not match this version"}})
+async def readyz(request: Request[Any, Any, Any]) -> Response[bytes]:
+    """Readiness: the database answers and its schema version is this code's."""
+    check = services(request).extra.get("readiness")
+    problem = None if check is None else await in_thread(check)
+    if problem is not None:
+        return error_response(503, "unavailable", f"not ready: {problem}")
+    return Response(b'{"status":"ready"}', media_type="application/json")
 
 
 def _on_domain(request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
@@ -119,8 +131,8 @@ async def _exact_paths(request: Request[Any, Any, Any]) -> Response[bytes] | Non
 
 
 def create_app(services: Services, extra_routes: list[Any] | None = None) -> Litestar:
-    routes = [healthz, *contexts.ROUTES, *access.ROUTES, *history.ROUTES, *query.ROUTES,
-              *timeline.ROUTES, *pools.ROUTES, *lifecycle.ROUTES, *members.ROUTES,
+    routes = [healthz, readyz, *contexts.ROUTES, *access.ROUTES, *history.ROUTES,
+              *query.ROUTES, *timeline.ROUTES, *pools.ROUTES, *lifecycle.ROUTES, *members.ROUTES,
               *credentials.ROUTES, *context_sets.ROUTES, *library.ROUTES,
               *settings.API_ROUTES, *(extra_routes or [])]
     document = openapi.document_bytes(routes)

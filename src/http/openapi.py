@@ -81,7 +81,10 @@ def _operation(handler: HTTPRouteHandler, path: str) -> dict[str, Any]:
     family = "ApiError" if path.startswith("/api/") else "Error"
     error = {"description": "error", "content": {"application/json": {
         "schema": {"$ref": f"#/components/schemas/{family}"}}}}
-    op["responses"] = {status: success, "default": error}
+    op["responses"] = {status: success}
+    for code, description in handler.opt.get("errors", {}).items():  # statuses worth naming
+        op["responses"][code] = {**error, "description": description}
+    op["responses"]["default"] = error
     return op
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import msgspec
 
 
@@ -91,4 +93,5 @@ class QueryRequest(_Body):
 
 class SetMemberRequest(_Body):
     subject: SubjectBody | None = None
-    role: str | None = None
+    role: Annotated[str, msgspec.Meta(extra_json_schema={
+        "enum": ["owner", "admin", "member", "viewer"]})] | None = None

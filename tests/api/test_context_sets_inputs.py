@@ -19,7 +19,8 @@ from tests.api.sets_support import SETS, create_set, seed_workspace, token
 pytestmark = pytest.mark.postgres
 AGENT = "/api/agent/v1"
 
-scalars = st.one_of(st.none(), st.booleans(), st.integers(-3, 300), st.floats(allow_nan=False),
+scalars = st.one_of(st.none(), st.booleans(), st.integers(-3, 300),
+                    st.floats(allow_nan=False, allow_infinity=False),
                     st.sampled_from(("", " ", "finance", "a/b", "Who is our CFO?", "\x00", "é",
                                      "company-facts/cfo", "x" * 250)),
                     st.text(max_size=20))

@@ -15,10 +15,11 @@ from tests.contextctl.normalise import normalise
 GOLDEN = Path(__file__).parent / "golden"
 
 
-def transcript(cli: Cli, commands: Sequence[Sequence[str]]) -> str:
+def transcript(cli: Cli, commands: Sequence[Sequence[str]], **env: str) -> str:
+    """``env`` is set for every command (and not written: a token differs at each run)."""
     parts = []
     for args in commands:
-        outcome = cli(*args)
+        outcome = cli(*args, **env)
         parts.append("$ contextctl " + shlex.join(args) + "\n")
         parts.append(outcome.out)
         parts.extend(f"! {line}\n" for line in outcome.err.splitlines())

@@ -1,4 +1,5 @@
-"""``contextctl agent members`` and ``agent credentials`` against the served Agent Context API."""
+"""``contextctl agent members`` and ``agent credentials`` against the served Agent Context API
+(context sets and the library: ``test_agent_sets.py``)."""
 
 from __future__ import annotations
 
@@ -75,7 +76,7 @@ def test_credential_errors(cli: Cli) -> None:
     ws = ("-n", "ctl-cerr")
     too_long = cli("agent", "credentials", "create", "x", "--expires-in-days", "400", *ws)
     assert (too_long.code, too_long.err) == (
-        1, "contextctl: request validation failed: $.expiresInDays: must be between 1 and 365\n")
+        1, "contextctl: request validation failed\n  $.expiresInDays: must be between 1 and 365\n")
     viewer = cli("agent", "credentials", "ls", *ws, subject="user:vic")
     assert viewer.err == 'contextctl: permission "agent_credential:manage" is required\n'
     stranger = cli("agent", "credentials", "ls", *ws, subject="user:nobody")

@@ -1,5 +1,6 @@
 """The client's own behaviour without a service (httpx's mock transport stands in for the
-network): the headers it sends, how it words failures, durations, completion scripts, help."""
+network): the headers it sends, how it words failures, how it reads what a write recorded,
+numbers in tables, durations, completion scripts, help and usage errors."""
 
 from __future__ import annotations
 
@@ -8,16 +9,18 @@ import json
 import httpx
 import pytest
 
-from context_service.contextctl.client import Client, ServiceError, error_message
+from context_service.contextctl.client import Client, ServiceError, service_error
 from context_service.contextctl.main import main
 from context_service.contextctl.options import parse_duration
+from context_service.contextctl.output import cell_text
 from context_service.contextctl.settings import Settings
 
 
-def answering(status: int, body: object, seen: list[httpx.Request]) -> httpx.MockTransport:
+def answering(status: int, body: object, seen: list[httpx.Request],
+              headers: dict[str, str] | None = None) -> httpx.MockTransport:
     def handle(request: httpx.Request) -> httpx.Response:
         seen.append(request)
-        return httpx.Response(status, json=body)
+        return httpx.Response(status, json=body, headers=headers)
     return httpx.MockTransport(handle)
 
 
@@ -51,18 +54,38 @@ def test_agent_requests_carry_the_credential_not_the_subject() -> None:
         Client(Settings.from_env({}), answering(200, {}, [])).post("/x", {}, agent=True)
 
 
-@pytest.mark.parametrize(("status", "body", "message"), [
+@pytest.mark.parametrize(("status", "body", "printed"), [
     (404, {"error": "not_found", "message": "sandbox pool not found"}, "sandbox pool not found"),
     (502, {"error": "x", "message": ""}, "context service returned 502 Bad Gateway"),
     (503, "not json", "context service returned 503 Service Unavailable"),
     (400, {"code": "VALIDATION_ERROR", "message": "request validation failed", "details": [
-        {"path": "$.name", "message": "is required"},
+        {"path": "$.name", "message": "is required"}]},
+     "request validation failed\n  $.name: is required"),
+    (400, {"code": "VALIDATION_ERROR", "message": "request validation failed", "details": [
+        {"path": "$.name", "message": "is required"}, "not an object",
         {"path": "$.scopes", "message": "must not be empty"}]},
-     "request validation failed: $.name: is required; $.scopes: must not be empty"),
+     "request validation failed\n  $.name: is required\n  $.scopes: must not be empty"),
+    (422, {"code": "X", "message": "incomplete", "details": {"missing": ["a"]}}, "incomplete"),
 ])
-def test_error_messages(status: int, body: object, message: str) -> None:
+def test_error_messages(status: int, body: object, printed: str) -> None:
     content = body.encode() if isinstance(body, str) else json.dumps(body).encode()
-    assert error_message(httpx.Response(status, content=content)) == message
+    error = service_error(httpx.Response(status, content=content))
+    assert (str(error), error.status) == (printed, status)
+    assert error.message == printed.split("\n")[0]
+
+
+def test_the_recorded_position_is_read_from_the_answer() -> None:
+    recorded = Client(Settings.from_env({}), answering(200, {}, [], {
+        "X-Context-Position": "42"})).put("/x", {})
+    assert recorded.position == 42
+    assert Client(Settings.from_env({}), answering(200, {}, [])).put("/x", {}).position is None
+
+
+@pytest.mark.parametrize(("value", "text"), [
+    (0.571429, "0.571429"), (0.000001, "0.000001"), (1, "1"), (0.5, "0.5"), (None, ""),
+    (True, "true"), (["a", 2], "a,2")])
+def test_cells_write_numbers_as_the_service_does(value: object, text: str) -> None:
+    assert cell_text(value) == text
 
 
 @pytest.mark.parametrize(("text", "seconds"), [
@@ -100,3 +123,28 @@ def test_help_and_usage(capsys: pytest.CaptureFixture[str]) -> None:
     assert "Usage: contextctl snapshot" in capsys.readouterr().err
     assert main(["ctx", "ls", "--json", "-o", "yaml"]) == 2
     assert "--json cannot be combined with -o yaml" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["agent", "sets", "ls", "--query", "x"], "--query and --limit need --agent"),
+    (["agent", "sets", "get"], "ID is required (or use --agent with a bound credential)"),
+    (["agent", "sets", "get", "--agent", "-n", "ws"], "-n cannot be combined with --agent"),
+    (["agent", "lookup", "ARR", "--limit", "51"], "51 is not in the range 1<=x<=50"),
+    (["agent", "match"], "Missing argument 'QUESTION'"),
+])
+def test_agent_usage_errors(args: list[str], message: str, monkeypatch: pytest.MonkeyPatch,
+                            capsys: pytest.CaptureFixture[str]) -> None:
+    """Refused before any request (the URL points nowhere: a request would exit 1)."""
+    monkeypatch.setenv("CS_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("CS_AGENT_TOKEN", "bdk_x")
+    assert main(args) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_agent_commands_need_the_credential(monkeypatch: pytest.MonkeyPatch,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delenv("CS_AGENT_TOKEN", raising=False)
+    monkeypatch.setenv("CS_URL", "http://127.0.0.1:9")
+    assert main(["agent", "lookup", "ARR"]) == 1
+    assert capsys.readouterr().err == (
+        "contextctl: an agent credential is required: set CS_AGENT_TOKEN\n")

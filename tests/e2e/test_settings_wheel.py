@@ -3,13 +3,14 @@ finds them (Jinja2's package loader and the static directory), as a user's insta
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
 
 import pytest
+
+from tests.e2e.test_wheel import build_wheel
 
 ROOT = Path(__file__).resolve().parents[2]
 SETTINGS = ROOT / "src" / "http" / "settings"
@@ -30,17 +31,7 @@ print(sorted(p.name for p in pages.STATIC_DIR.rglob("*") if p.is_file()))
 
 
 def test_the_wheel_carries_the_pages(tmp_path: Path) -> None:
-    source = tmp_path / "source"
-    source.mkdir()
-    shutil.copy(ROOT / "pyproject.toml", source)
-    shutil.copytree(ROOT / "src", source / "src",
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    (source / "context_service").symlink_to("src")
-    built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path / "dist"),
-         str(source)], capture_output=True, text=True, timeout=240)
-    assert built.returncode == 0, built.stderr
-    [wheel] = (tmp_path / "dist").glob("context_service-*.whl")
+    wheel = build_wheel(tmp_path)
     names = set(zipfile.ZipFile(wheel).namelist())
     assets = [p.relative_to(ROOT / "src").as_posix() for p in SETTINGS.rglob("*")
               if p.is_file() and p.parent.name != "__pycache__" and p.suffix != ".py"]

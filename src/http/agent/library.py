@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from litestar import Request, Response, post
-from litestar.params import RawBody
 
 from context_service.domain.context_set.state import ContextSetState
 from context_service.domain.library.matching import lookup_definitions, match_answers, rank_sets
@@ -20,7 +19,7 @@ from context_service.http.agent import library_shapes as shapes
 from context_service.http.agent.body import decode
 from context_service.http.agent.errors import api_json
 from context_service.http.agent.pipeline import AgentCaller, authenticate
-from context_service.http.common import services, threaded
+from context_service.http.common import services, threaded_body
 from context_service.projections.context_sets.view import ContextSetReads
 
 PATH = "/api/agent/v1"
@@ -52,8 +51,8 @@ def _caller(request: Request[Any, Any, Any]) -> tuple[AgentCaller, _Scope]:
 
 @post(PATH + "/context-sets/list", status_code=200,
       opt={"body": shapes.ListContextSetsRequest})
-@threaded
-def list_context_sets(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
+@threaded_body
+def list_context_sets(request: Request[Any, Any, Any], body: bytes) -> Response[bytes]:
     """The context sets the credential may see; ranked by word match with a ``query``."""
     _, scope = _caller(request)
     req = decode(body, shapes.ListContextSetsRequest)
@@ -67,8 +66,8 @@ def list_context_sets(request: Request[Any, Any, Any], body: RawBody) -> Respons
 
 
 @post(PATH + "/context-sets/get", status_code=200, opt={"body": shapes.GetContextSetRequest})
-@threaded
-def get_context_set(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
+@threaded_body
+def get_context_set(request: Request[Any, Any, Any], body: bytes) -> Response[bytes]:
     """One context set as an agent reads it (the bound set when none is named)."""
     _, scope = _caller(request)
     req = decode(body, shapes.GetContextSetRequest)
@@ -79,8 +78,8 @@ def get_context_set(request: Request[Any, Any, Any], body: RawBody) -> Response[
 
 @post(PATH + "/definitions/lookup", status_code=200,
       opt={"body": shapes.LookupDefinitionsRequest})
-@threaded
-def lookup(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
+@threaded_body
+def lookup(request: Request[Any, Any, Any], body: bytes) -> Response[bytes]:
     """Definitions of a term: exact term, exact alias, then word matches."""
     _, scope = _caller(request)
     req = decode(body, shapes.LookupDefinitionsRequest)
@@ -93,8 +92,8 @@ def lookup(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
 
 @post(PATH + "/verified-answers/match", status_code=200,
       opt={"body": shapes.MatchVerifiedAnswersRequest})
-@threaded
-def match(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
+@threaded_body
+def match(request: Request[Any, Any, Any], body: bytes) -> Response[bytes]:
     """Verified answers whose question matches: exact first, then by word-match score."""
     _, scope = _caller(request)
     req = decode(body, shapes.MatchVerifiedAnswersRequest)

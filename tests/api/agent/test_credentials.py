@@ -69,8 +69,9 @@ def test_field_rules_report_every_violation(owner: Api) -> None:
     assert create(owner, name=None, expiresInDays=None).status_code == 400  # null = absent
 
 
-def test_bodies_that_cannot_be_decoded(owner: Api) -> None:
+def test_bodies_that_cannot_be_decoded(owner: Api, container: bootstrap.Container) -> None:
     alice = owner.as_("user:alice")
+    head = container.store.head()
 
     def invalid(raw: bytes) -> None:
         resp = alice.post(CREDENTIALS, raw=raw)
@@ -88,6 +89,11 @@ def test_bodies_that_cannot_be_decoded(owner: Api) -> None:
     assert "at $.budget" not in alice.post(CREDENTIALS, raw=b'{"foo":1}').json()["message"]
     assert alice.post(CREDENTIALS, raw=b'{"foo":1}').json()["message"] == \
         'unknown field "foo" at $'
+    for bad in ({"name": "x", "scopes": ["context:read"], "expiresInDays": 0},
+                {"name": "x", "scopes": ["context:read"], "expiresInDays": 1,
+                 "contextSetId": "nope"}):
+        assert alice.post(CREDENTIALS, bad).status_code == 400
+    assert container.store.head() == head  # nothing was recorded
 
 
 def test_who_may_manage_credentials(owner: Api) -> None:

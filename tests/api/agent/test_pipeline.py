@@ -88,12 +88,17 @@ def test_credential_shape_rules(owner: Api) -> None:
     expect(two, 401, MALFORMED)
 
 
-def test_unknown_wrong_and_revoked_credentials_are_not_valid(owner: Api) -> None:
+def test_unknown_wrong_and_revoked_credentials_are_not_valid(
+        owner: Api, container: bootstrap.Container) -> None:
     token = token_of(owner)
     credential_id = token.split("_")[1]
     other_secret = token_of(owner).split("_", 2)[2]
     expect(probe(owner, "bdk_0123456789abcdef_" + "A" * 43), 401, NOT_VALID)
     expect(probe(owner, f"bdk_{credential_id}_{other_secret}"), 401, NOT_VALID)
+    head = container.store.head()
+    for forged in (token[:-1], token[:30], token.replace("bdk_", "bdk-"), token + token):
+        assert probe(owner, forged).status_code == 401
+    assert container.store.head() == head  # a refused request records nothing
     assert owner.as_("user:alice").delete(f"{CREDENTIALS}/{credential_id}").status_code == 204
     expect(probe(owner, token), 401, NOT_VALID)
 

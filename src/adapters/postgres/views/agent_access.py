@@ -17,6 +17,7 @@ from context_service.projections.agent_access.projection import MemberChange
 
 _enc = msgspec.json.Encoder()
 _credential = msgspec.json.Decoder(Credential)
+_member = msgspec.json.Decoder(Member)
 
 
 class MembersSql:
@@ -31,18 +32,18 @@ class MembersSql:
         kept = [c for c in final.values() if c[2] is not None]
         if gone:
             self.cur.execute(
-                "DELETE FROM workspace_members m USING unnest(%b::text[], %b::text[])"
+                "DELETE FROM workspace_members m USING unnest(%b::bytea[], %b::bytea[])"
                 " AS t(ns, s) WHERE m.namespace = t.ns AND m.subject = t.s",
-                ([k[0] for k in gone], [k[1] for k in gone]))
+                ([k[0].encode() for k in gone], [k[1].encode() for k in gone]))
         if kept:
             self.cur.execute(
-                "INSERT INTO workspace_members (namespace, subject, kind, name, role, since)"
-                " SELECT * FROM unnest(%b::text[], %b::text[], %b::text[], %b::text[],"
-                " %b::text[], %b::timestamptz[])"
+                "INSERT INTO workspace_members (namespace, subject, role, doc)"
+                " SELECT * FROM unnest(%b::bytea[], %b::bytea[], %b::text[], %b::text[])"
                 " ON CONFLICT (namespace, subject) DO UPDATE SET role = EXCLUDED.role,"
-                " since = EXCLUDED.since",
-                ([c[0] for c in kept], [c[1].key for c in kept], [c[1].kind for c in kept],
-                 [c[1].name for c in kept], [c[2] for c in kept], [c[3] for c in kept]))
+                " doc = EXCLUDED.doc",
+                ([c[0].encode() for c in kept], [c[1].key.encode() for c in kept],
+                 [c[2] for c in kept],
+                 [_enc.encode(Member(c[1], c[2] or "", c[3])).decode() for c in kept]))
 
 
 class CredentialsSql:
@@ -50,17 +51,16 @@ class CredentialsSql:
         self.cur = cur
 
     def load(self, ids: Sequence[str]) -> dict[str, Credential]:
-        self.cur.execute("SELECT id, doc::text AS doc FROM agent_credentials WHERE id = ANY(%s)",
+        self.cur.execute("SELECT id, doc FROM agent_credentials WHERE id = ANY(%s)",
                          (list(ids),))
         return {r["id"]: _credential.decode(r["doc"]) for r in self.cur.fetchall()}
 
     def save(self, credentials: Sequence[Credential]) -> None:
         self.cur.execute(
             "INSERT INTO agent_credentials (id, namespace, created_at, doc)"
-            " SELECT a, b, c, d::jsonb FROM unnest(%b::text[], %b::text[], %b::timestamptz[],"
-            " %b::text[]) AS t(a, b, c, d)"
+            " SELECT * FROM unnest(%b::text[], %b::bytea[], %b::timestamptz[], %b::text[])"
             " ON CONFLICT (id) DO UPDATE SET doc = EXCLUDED.doc",
-            ([c.id for c in credentials], [c.namespace for c in credentials],
+            ([c.id for c in credentials], [c.namespace.encode() for c in credentials],
              [c.created_at for c in credentials],
              [_enc.encode(c).decode() for c in credentials]))
 
@@ -73,7 +73,7 @@ class AccessReadsSql:
 
     def credential(self, credential_id: str) -> Credential | None:
         with self.datastore.transaction(commit=False) as cur:
-            cur.execute("SELECT doc::text AS doc FROM agent_credentials WHERE id = %s",
+            cur.execute("SELECT doc FROM agent_credentials WHERE id = %s",
                         (credential_id,), prepare=True)
             row = cur.fetchone()
         return None if row is None else _credential.decode(row["doc"])
@@ -81,24 +81,24 @@ class AccessReadsSql:
     def credentials(self, namespace: str) -> list[Credential]:
         """Every credential of the workspace, newest first (then by id)."""
         with self.datastore.transaction(commit=False) as cur:
-            cur.execute("SELECT doc::text AS doc FROM agent_credentials WHERE namespace = %s"
-                        " ORDER BY created_at DESC, id", (namespace,))
+            cur.execute("SELECT doc FROM agent_credentials WHERE namespace = %s"
+                        " ORDER BY created_at DESC, id", (namespace.encode(),))
             return [_credential.decode(r["doc"]) for r in cur.fetchall()]
 
     def role(self, namespace: str, subject: Subject) -> str | None:
         with self.datastore.transaction(commit=False) as cur:
             cur.execute("SELECT role FROM workspace_members WHERE namespace = %s"
-                        " AND subject = %s", (namespace, subject.key), prepare=True)
+                        " AND subject = %s", (namespace.encode(), subject.key.encode()),
+                        prepare=True)
             row = cur.fetchone()
         return None if row is None else str(row["role"])
 
     def members(self, namespace: str) -> list[Member]:
         """Sorted by ``kind:name``, compared as strings (byte order)."""
         with self.datastore.transaction(commit=False) as cur:
-            cur.execute("SELECT kind, name, role, since FROM workspace_members"
-                        " WHERE namespace = %s ORDER BY subject COLLATE \"C\"", (namespace,))
-            return [Member(Subject(r["kind"], r["name"]), r["role"], r["since"])
-                    for r in cur.fetchall()]
+            cur.execute("SELECT doc FROM workspace_members WHERE namespace = %s"
+                        " ORDER BY subject", (namespace.encode(),))
+            return [_member.decode(r["doc"]) for r in cur.fetchall()]
 
 
 def credential_key(datastore: PostgresDatastore, configured: str) -> bytes:

@@ -13,13 +13,14 @@ class WorkspacesSql:
         self.datastore = datastore
 
     def of(self, subject: Subject) -> list[tuple[str, str]]:
-        """``(namespace, role)`` pairs sorted by namespace (byte order); the bootstrap
-        administrator acts as owner of every namespace that has members."""
+        """``(namespace, role)`` pairs sorted by namespace (names are UTF-8 ``bytea``, so byte
+        order is code-point order); the bootstrap administrator acts as owner of every
+        namespace that has members."""
         with self.datastore.transaction(commit=False) as cur:
             if subject == ADMIN:
-                cur.execute("SELECT DISTINCT namespace COLLATE \"C\" AS namespace, 'owner' AS role"
-                            " FROM workspace_members ORDER BY 1")
+                cur.execute("SELECT DISTINCT namespace, 'owner' AS role FROM workspace_members"
+                            " ORDER BY namespace")
             else:
                 cur.execute("SELECT namespace, role FROM workspace_members WHERE subject = %s"
-                            " ORDER BY namespace COLLATE \"C\"", (subject.key,))
-            return [(str(r["namespace"]), str(r["role"])) for r in cur.fetchall()]
+                            " ORDER BY namespace", (subject.key.encode(),))
+            return [(bytes(r["namespace"]).decode(), str(r["role"])) for r in cur.fetchall()]
