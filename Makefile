@@ -10,7 +10,7 @@ export CS_SANDBOX_IMAGE ?= busybox:1.36
 
 .PHONY: run test lint typecheck check bench clean-data browser-deps
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
