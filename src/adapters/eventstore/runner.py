@@ -1,14 +1,8 @@
-"""The batched projection runner.
-
-One runner drives a group of projections over one read of the log: each batch (a page of the
-log) is applied to every projection and their tracking rows are written in one transaction, so a
-view never holds half a batch. A batch commits only if every tracking row still holds the
-position the runner applied it to (compare and set), so a runner whose memory disagrees with the
-rows (another instance moved them, or a crash lost batches it committed) changes nothing and
-reads its positions again. Projection transactions commit asynchronously (``synchronous_commit = off``): a crash
-can only lose whole batches together with their tracking rows, which are then applied again.
-When caught up the runner sleeps until the log head moves (LISTEN/NOTIFY or a local append).
-"""
+"""The batched projection runner: each page of the log is applied to every projection of a
+group, and their tracking rows advance in the same transaction (``synchronous_commit = off``),
+only from the positions the rows hold (compare and set): a runner whose memory disagrees with
+them (another instance moved them, a crash lost batches it had committed) changes nothing and
+reads them again. When caught up it sleeps until the log head moves."""
 
 from __future__ import annotations
 
