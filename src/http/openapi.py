@@ -18,7 +18,7 @@ import msgspec
 from litestar.handlers import HTTPRouteHandler
 
 from context_service.http.openapi_bodies import BODIES, QUERY
-from context_service.http.openapi_links import SUBJECT_HEADER, add_links
+from context_service.http.openapi_links import add_links
 from context_service.http.openapi_shapes import (
     ERRORS,
     REQUIRES,
@@ -30,6 +30,7 @@ from context_service.http.openapi_shapes import (
 
 _PARAM = re.compile(r"\{(\w+):\w+\}")
 ERROR_SCHEMA = ERRORS["Error"]
+SUBJECT_HEADER = "X-Context-Subject"
 POSITION_HEADER = {"X-Context-Position": {
     "description": "log position of the write", "required": False,
     "schema": {"type": "string", "pattern": "^[1-9][0-9]*$"}}}
@@ -82,15 +83,19 @@ def _operation(handler: HTTPRouteHandler, path: str, method: str) -> dict[str, A
         op["requestBody"] = {"required": True,
                              "content": {"application/json": {"schema": schema}}}
     status = str(handler.opt.get("status", handler.status_code))
+    error = {"description": "error", "content": {"application/json": {
+        "schema": {"$ref": f"#/components/schemas/{error_schema(path)}"}}}}
+    responses: dict[str, Any] = {}
+    if int(status) >= 400:  # what this backend always answers; the shape is another backend's
+        responses[status] = {**error, "description": "not supported by this backend"}
+        status = "200"
     success: dict[str, Any] = {"description": "success"}
     shape = SUCCESS.get(name, {"type": "object"})
     if status != "204" and shape is not None:
         success["content"] = {"application/json": {"schema": shape}}
     if method != "GET":
         success["headers"] = POSITION_HEADER
-    error = {"description": "error", "content": {"application/json": {
-        "schema": {"$ref": f"#/components/schemas/{error_schema(path)}"}}}}
-    op["responses"] = {status: success, "default": error}
+    op["responses"] = {status: success, **responses, "default": error}
     return op
 
 

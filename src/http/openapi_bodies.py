@@ -11,6 +11,7 @@ from __future__ import annotations
 from context_service.http.openapi_shapes import (
     DIGEST,
     DURATION,
+    FREE,
     INT64,
     LABEL,
     NAME,
@@ -26,6 +27,7 @@ from context_service.http.openapi_shapes import (
     obj,
 )
 
+_ANY: Schema = {"type": "string"}
 _SOURCE = obj({"context": TEXT, "type": TEXT, "revision": DIGEST})
 _ACCESS = {"type": "string", "enum": ["ReadWriteOnce", "ReadWriteMany"]}
 # A grant needs ``read`` with write, attach or derive; ``administer`` alone is accepted.
@@ -36,7 +38,7 @@ _PERMISSIONS: Schema = {"anyOf": [
 _CONSUMER = {"subject": SUBJECT, "since": TIMESTAMP, "desired": {"type": "boolean"},
              "active": {"type": "boolean"}}
 _WORKSPACE_MANAGED = obj({"size": SIZE, "accessMode": _ACCESS},
-                         {"storageClass": {"type": "string"}})
+                         {"storageClass": FREE})
 _WORKSPACE_CLAIM = obj({"claimName": SUBDOMAIN, "readOnly": {"type": "boolean"}})
 _POOL = {"name": NAME, "replicas": {"type": "integer", "minimum": 1, "maximum": 100}}
 
@@ -46,26 +48,26 @@ BODIES: dict[str, Schema] = {
         "type": {"type": "string",
                  "enum": ["workspace", "state", "memory", "knowledge", "artifacts"]},
         "storage": obj({"backend": {"type": "string", "enum": ["pvc"]}, "size": SIZE,
-                        "accessMode": _ACCESS}, {"storageClass": {"type": "string"}})}),
+                        "accessMode": _ACCESS}, {"storageClass": FREE})}),
     "publish_revision": obj(
         {"id": DIGEST, "createdAt": TIMESTAMP, "operation": TEXT},
-        {"producer": {"type": "string"}, "parameters": STRINGS,
+        {"producer": FREE, "parameters": STRINGS,
          "sources": {"type": "array", "items": _SOURCE}, "files": INT64, "bytes": INT64}),
+    # the query index stores any string (U+0000 included)
     "publish_query_index": obj({"revision": DIGEST, "records": {"type": "array", "items": obj(
-        {"id": TEXT, "context": NAME, "type": {"type": "string",
-                                                "enum": ["memory", "knowledge"]},
-         "revision": DIGEST, "text": TEXT},
-        {"title": {"type": "string"}, "keywords": {"type": "array", "items": {"type": "string"}},
-         "source": obj({}, {"context": {"type": "string"}, "type": {"type": "string"},
-                            "revision": {"type": "string"}}),
-         "file": {"type": "string"}})}}),
+        {"id": {"type": "string", "minLength": 1}, "context": NAME,
+         "type": {"type": "string", "enum": ["memory", "knowledge"]}, "revision": DIGEST,
+         "text": {"type": "string", "pattern": "\\S"}},
+        {"title": _ANY, "keywords": {"type": "array", "items": _ANY},
+         "source": obj({}, {"context": _ANY, "type": _ANY, "revision": _ANY}),
+         "file": _ANY})}}),
     "query": {"allOf": [
-        obj({}, {"contexts": {"type": "array", "items": {"type": "string"}},
-                 "types": {"type": "array", "items": {"type": "string"}},
-                 "sourceContexts": {"type": "array", "items": {"type": "string"}},
-                 "revisions": {"type": "array", "items": {"type": "string"}},
-                 "ids": {"type": "array", "items": {"type": "string"}},
-                 "query": {"type": "string"},
+        obj({}, {"contexts": {"type": "array", "items": _ANY},
+                 "types": {"type": "array", "items": _ANY},
+                 "sourceContexts": {"type": "array", "items": _ANY},
+                 "revisions": {"type": "array", "items": _ANY},
+                 "ids": {"type": "array", "items": _ANY},
+                 "query": _ANY,
                  "limit": {"type": "integer", "minimum": 0, "maximum": 100},
                  "cursor": {"type": "string", "description": "a nextCursor of this request"}}),
         {"anyOf": [{"required": ["query"], "properties": {"query": TEXT}},
@@ -77,8 +79,8 @@ BODIES: dict[str, Schema] = {
         {"kind": TEXT, "name": TEXT,
          "accessMode": {"type": "string", "enum": ["readOnly", "readWrite"]}}, _CONSUMER),
     "detach_consumer": obj({"kind": TEXT, "name": TEXT},
-                           {**_CONSUMER, "accessMode": {"type": "string"}}),
-    "create_snapshot": obj({"name": LABEL}, {"snapshotClass": {"type": "string"},
+                           {**_CONSUMER, "accessMode": FREE}),
+    "create_snapshot": obj({"name": LABEL}, {"snapshotClass": FREE,
                                               "protected": {"type": "boolean"},
                                               "labels": STRINGS}),
     "create_clone": obj({"name": NAME, "snapshot": LABEL}),

@@ -2,16 +2,13 @@
 every operation whose path parameters that resource names, so a client (or a stateful fuzzer)
 can go from a create to everything that can be done with what it created.
 
-A resource names parameters only below a path prefix (a pool's ``name`` is not a context's). The
-caller's identity travels along, since what one subject created another cannot see.
+A resource names parameters only below a path prefix (a pool's ``name`` is not a context's).
 """
 
 from __future__ import annotations
 
 import re
 from typing import Any
-
-SUBJECT_HEADER = "X-Context-Subject"
 
 # resource schema -> (path prefix the parameters belong to, parameter -> JSON pointer)
 RESOURCES: dict[str, tuple[str, dict[str, str]]] = {
@@ -35,7 +32,7 @@ def add_links(paths: dict[str, dict[str, Any]]) -> None:
                 continue
             links = {}
             for path, _, target in operations:
-                link = _link(resource, source, path, target)
+                link = _link(resource, path, target)
                 if link is not None:
                     links[target["operationId"]] = link
             if links:
@@ -48,8 +45,7 @@ def _resource_of(response: dict[str, Any]) -> str | None:
     return name if name in RESOURCES else None
 
 
-def _link(resource: str, source: dict[str, Any], path: str,
-          target: dict[str, Any]) -> dict[str, Any] | None:
+def _link(resource: str, path: str, target: dict[str, Any]) -> dict[str, Any] | None:
     prefix, pointers = RESOURCES[resource]
     wanted = re.findall(r"\{(\w+)\}", path)
     if not path.startswith(prefix) or not wanted or not set(wanted) <= set(pointers):
@@ -58,17 +54,10 @@ def _link(resource: str, source: dict[str, Any], path: str,
         return None  # the context's own operations are linked from the context already
     link: dict[str, Any] = {"operationId": target["operationId"], "parameters": {
         f"path.{name}": f"$response.body#{pointers[name]}" for name in wanted}}
-    if _has_header(source) and _has_header(target):
-        link["parameters"][f"header.{SUBJECT_HEADER}"] = f"$request.header.{SUBJECT_HEADER}"
     fields = _body_fields(resource, target)
     if fields:
         link["requestBody"] = {k: f"$response.body#{v}" for k, v in fields.items()}
     return link
-
-
-def _has_header(op: dict[str, Any]) -> bool:
-    return any(p["in"] == "header" and p["name"] == SUBJECT_HEADER
-               for p in op.get("parameters", ()))
 
 
 def _body_fields(resource: str, target: dict[str, Any]) -> dict[str, str]:

@@ -21,7 +21,9 @@ SIZE: Schema = {"type": "string", "pattern": "^[1-9][0-9]{0,3}(?:Ki|Mi|Gi|Ti)?$"
 DURATION: Schema = {"type": "string", "pattern": "^(?:0|[1-9][0-9]{0,3}(?:h|m|s|ms))$",
                     "description": "a non-negative duration (Go syntax, no day unit)"}
 DIGEST: Schema = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
-TEXT: Schema = {"type": "string", "pattern": "\\S"}  # not blank
+# Strings never hold U+0000 (PostgreSQL text cannot store it; the service refuses it).
+FREE: Schema = {"type": "string", "pattern": "^[^\\u0000]*$"}
+TEXT: Schema = {"type": "string", "pattern": "^[^\\u0000]*[^\\u0000\\s][^\\u0000]*$"}  # not blank
 TIMESTAMP: Schema = {"type": "string", "pattern":
                      "^(?:19|20)[0-9]{2}-(?:0[1-9]|1[0-2])-(?:0[1-9]|1[0-9]|2[0-8])"
                      "T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\\.[0-9]{1,6})?Z$"}
@@ -32,7 +34,7 @@ PERMISSION: Schema = {"type": "string",
 KIND: Schema = {"type": "string", "enum": ["user", "agent", "workload", "service"]}
 SUBJECT_VALUE: Schema = {"type": "string",
                           "pattern": "^(?:user|agent|workload|service):[!-~]{1,64}$"}
-STRINGS: Schema = {"type": "object", "additionalProperties": {"type": "string"}}
+STRINGS: Schema = {"type": "object", "additionalProperties": FREE, "propertyNames": FREE}
 
 
 def obj(required: dict[str, Schema], optional: dict[str, Schema] | None = None) -> Schema:

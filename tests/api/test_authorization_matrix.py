@@ -84,8 +84,9 @@ def hide_a_context(container: bootstrap.Container) -> None:
     app.execute(OTHER, HIDDEN, c.CreateContext(
         actor=neighbour, name=HIDDEN, namespace=OTHER, type="memory", backend="pvc",
         size="1Gi", access_mode="ReadWriteOnce"))
-    for runner in container.runners.values():
-        runner.catch_up()
+    head = container.store.head()
+    for runner in container.runners.values():  # running: wait for them to apply it all
+        assert runner.wait_for(head, timeout=30)
 
 
 def context_routes(client: TestClient[Any]) -> list[tuple[str, str, dict[str, Any]]]:

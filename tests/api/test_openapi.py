@@ -60,8 +60,7 @@ def test_create_operations_link_to_what_they_make_reachable(api: Api) -> None:
     assert context_ops <= set(created)
     link = created["get_context"]
     assert link["parameters"] == {"path.namespace": "$response.body#/namespace",
-                                  "path.name": "$response.body#/name",
-                                  "header.X-Context-Subject": "$request.header.X-Context-Subject"}
+                                  "path.name": "$response.body#/name"}
     pool = doc["paths"]["/v1/sandbox-pools"]["post"]["responses"]["201"]["links"]
     assert set(pool) == {"get_pool", "release_pool"}
     snapshot = doc["paths"]["/v1/namespaces/{namespace}/contexts/{name}/snapshots"]["post"]

@@ -1,6 +1,5 @@
 """nats-server killed for a while under write load, with the relay on the real event log: the
-relay waits, reconnects and publishes every stored event exactly once, in log order (the log's
-own gaps, positions of transactions that rolled back, are not gaps of the stream)."""
+relay waits, reconnects and publishes every stored event exactly once, in log order."""
 
 from __future__ import annotations
 
@@ -28,8 +27,7 @@ OWNER = Subject("user", "owner")
 
 
 def _writers(container: Container, stop: threading.Event, count: int = 8) -> list[threading.Thread]:
-    """Writers of new contexts and of grants on shared ones (so appends conflict and roll back,
-    leaving gaps in the log's positions)."""
+    """Writers of new contexts and of grants on a shared one."""
 
     def write(worker: int) -> None:
         for i in range(100_000):
@@ -90,5 +88,4 @@ def test_relay_survives_a_nats_outage_under_load(idle_container: Container,
     published = positions_of(read_stream(private_nats_server.url, spec))
     assert len(published) == len(set(published)), "a position was published twice"
     assert published == logged, "the stream and the log differ"
-    assert logged[-1] - logged[0] + 1 > len(logged), "the load should have left gaps in the log"
     assert checkpoint.load() == head
