@@ -282,3 +282,15 @@ def test_a_string_holding_nul_is_refused_and_the_views_keep_working(
     assert ctx.get(CTX).status_code == 200
     assert ctx.post(CTX + "/revisions", REVISION).status_code == 201
     assert ctx.get(CTX + "/revisions").json()["items"][-1]["id"] == REVISION["id"]
+
+
+@pytest.mark.parametrize("query", ["asOfPosition=\u00b2", "asOfPosition=99999999999999999999",
+                                   "asOfPosition="])
+def test_a_position_that_is_not_a_log_position_is_invalid(ctx: Api, query: str) -> None:
+    assert_error(ctx.get(CTX + "?" + query), 400, "invalid_request",
+                 "asOfPosition must be a non-negative integer")
+
+
+def test_a_limit_of_other_digits_is_invalid(ctx: Api) -> None:
+    assert_error(ctx.get(CTX + "/history?limit=\u00b2"), 400, "invalid_request",
+                 "limit must be between 1 and 1000")
