@@ -19,12 +19,12 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
 
-from bench.harness import postgres, run_concurrently, served
+from bench.harness import light_clients, postgres, run_concurrently, served
 from bench.light_http import LightClient
 from tests.e2e.server import free_port
 
@@ -52,22 +52,6 @@ def raw_baseline(url: str, clients: int, ops: int) -> float:
             conn.close()
 
 
-@contextlib.contextmanager
-def _clients(base: str) -> Iterator[tuple[dict[int, LightClient], Callable[[int], None]]]:
-    """A keep-alive connection per client, opened before the clock starts."""
-    host, port = base.removeprefix("http://").split(":")
-    conns: dict[int, LightClient] = {}
-
-    def connect(client: int) -> None:
-        conns[client] = LightClient(host, int(port))
-
-    try:
-        yield conns, connect
-    finally:
-        for conn in conns.values():
-            conn.close()
-
-
 def api_writes(base: str, clients: int, ops: int, tag: str) -> float:
     """Create, grant, publish a revision, over and over, each client on its own keep-alive
     connection; every answer must be a success."""
@@ -90,7 +74,7 @@ def api_writes(base: str, clients: int, ops: int, tag: str) -> float:
                  {"id": DIGEST, "createdAt": "2026-01-01T00:00:00Z", "operation": "sync",
                   "files": 1, "bytes": 1})
 
-    with _clients(base) as (conns, connect):
+    with light_clients(base) as (conns, connect):
         return run_concurrently(clients, ops // clients, work, connect)
 
 
@@ -101,7 +85,7 @@ def bare_route(base: str, clients: int, ops: int) -> float:
         status, _ = conns[client].request("POST", "/v1/contexts", body)
         assert status == 201
 
-    with _clients(base) as (conns, connect):
+    with light_clients(base) as (conns, connect):
         return run_concurrently(clients, ops // clients, work, connect)
 
 

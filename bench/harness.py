@@ -13,6 +13,7 @@ from pathlib import Path
 
 import httpx
 
+from bench.light_http import LightClient
 from context_service.adapters.postgres import embedded
 from tests.e2e.server import ServerProcess
 
@@ -119,3 +120,19 @@ def paced_creates(base_url: str, rate: float, seconds: float, namespace: str,
     for t in threads:
         t.join()
     return total / (time.perf_counter() - start)
+
+
+@contextlib.contextmanager
+def light_clients(base: str) -> Iterator[tuple[dict[int, LightClient], Callable[[int], None]]]:
+    """A keep-alive connection per client, opened (by ``connect``) before the clock starts."""
+    host, port = base.removeprefix("http://").split(":")
+    conns: dict[int, LightClient] = {}
+
+    def connect(client: int) -> None:
+        conns[client] = LightClient(host, int(port))
+
+    try:
+        yield conns, connect
+    finally:
+        for conn in conns.values():
+            conn.close()

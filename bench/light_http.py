@@ -18,9 +18,11 @@ class LightClient:
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.buffer = b""
 
-    def request(self, method: str, path: str, body: bytes) -> tuple[int, bytes]:
+    def request(self, method: str, path: str, body: bytes,
+                headers: str = "") -> tuple[int, bytes]:
+        """``headers``: extra header lines, each ending in CRLF."""
         head = (f"{method} {path} HTTP/1.1\r\nHost: {self.host}\r\n"
-                "Content-Type: application/json\r\n"
+                f"Content-Type: application/json\r\n{headers}"
                 f"Content-Length: {len(body)}\r\n\r\n").encode()
         self.sock.sendall(head + body)
         return self._response()

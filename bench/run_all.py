@@ -19,6 +19,7 @@ BENCHES = {
     "event_latency": "event-to-subscriber latency at 200 writes/s",
     "pools": "POST /v1/sandbox-pools to ready vs creating the objects directly",
     "resync": "reconciler resync over 1,000 unchanged pools (time, API calls, writes)",
+    "agent": "credential creates vs context creates; agent read latency vs the /v1 read",
 }
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,15 +15,31 @@ from typing import Any
 from eventsourcing.postgres import PostgresDatastore, PostgresTrackingRecorder
 from litestar import Litestar
 
-from context_service.adapters.eventstore.application import ContextApplication, PoolApplication
+from context_service.adapters.eventstore.access import CredentialApplication, WorkspaceApplication
+from context_service.adapters.eventstore.application import (
+    ContextApplication,
+    PoolApplication,
+    utc_now,
+)
 from context_service.adapters.eventstore.consistency import LogConsistency
+from context_service.adapters.eventstore.context_sets import ContextSetApplication
 from context_service.adapters.eventstore.runner import ProjectionRunner
 from context_service.adapters.eventstore.store import EventStore
 from context_service.adapters.eventstore.timeline import Timeline
 from context_service.adapters.postgres import embedded
 from context_service.adapters.postgres.database import open_datastore
 from context_service.adapters.postgres.lock import LeaderWorker
-from context_service.adapters.postgres.migrations import migrate
+from context_service.adapters.postgres.migrations import migrate, schema_problem
+from context_service.adapters.postgres.views.agent_access import (
+    AccessReadsSql,
+    CredentialsSql,
+    MembersSql,
+    credential_key,
+)
+from context_service.adapters.postgres.views.context_sets import (
+    ContextSetReadsSql,
+    ContextSetSql,
+)
 from context_service.adapters.postgres.views.contexts import (
     AuditSql,
     CatalogSql,
@@ -38,11 +55,20 @@ from context_service.adapters.postgres.views.snapshots import (
 from context_service.config import Settings
 from context_service.domain.cluster import Cluster
 from context_service.domain.reconcile.guard import ClaimNameGuard
+from context_service.http.agent.ratelimit import RateLimiter
 from context_service.http.app import create_app
-from context_service.http.ports import PoolServices, Services
+from context_service.http.ports import (
+    AgentServices,
+    ContextSetServices,
+    PoolServices,
+    Services,
+)
+from context_service.projections.agent_access.directory import AccessDirectory
+from context_service.projections.agent_access.projection import AgentCredentials, WorkspaceMembers
 from context_service.projections.audit_log.projection import AuditLog
 from context_service.projections.base import Projection
 from context_service.projections.context_catalog.projection import ContextCatalog
+from context_service.projections.context_sets.projection import ContextSets
 from context_service.projections.pool_status.projection import PoolStatus
 from context_service.projections.query_index.projection import QueryIndex
 from context_service.projections.revision_history.projection import RevisionHistory
@@ -50,12 +76,28 @@ from context_service.projections.snapshots.projection import SnapshotObjects
 
 log = logging.getLogger(__name__)
 TRACKING_TABLE = "projection_tracking"
+# Embedded servers stop after every worker, dependents first; PostgreSQL goes last.
+SERVER_ORDER = ("kubernetes", "nats", "postgres")
 
 
 def database_url(settings: Settings) -> str:
     if settings.database_url:
         return settings.database_url
     return embedded.start(settings.data_dir)
+
+
+def _step(step: str, action: Callable[[], object], quiet: bool = False, **extra: object) -> None:
+    """Run one shutdown step and log one line for it (``quiet``: the step logs its own); a
+    failing step does not stop the next."""
+    started = time.monotonic()
+    try:
+        action()
+    except Exception:
+        log.exception(f"shutdown: {step} failed", extra={"step": step, **extra})
+        return
+    if not quiet:
+        log.info(f"shutdown: {step}", extra={
+        "step": step, "seconds": round(time.monotonic() - started, 3), **extra})
 
 
 def projection_workers() -> dict[str, list[tuple[Projection, Callable[[Any], Any]]]]:
@@ -70,6 +112,9 @@ def projection_workers() -> dict[str, list[tuple[Projection, Callable[[Any], Any
             (AuditLog(), AuditSql),
             (PoolStatus(), PoolSql),
             (SnapshotObjects(), SnapshotObjectsSql),
+            (WorkspaceMembers(), MembersSql),
+            (AgentCredentials(), CredentialsSql),
+            (ContextSets(), ContextSetSql),
         ],
         "query-index": [(QueryIndex(), QueryIndexSql)],
     }
@@ -84,10 +129,16 @@ class Container:
     tracking: PostgresTrackingRecorder
     contexts: ContextApplication
     pools: PoolApplication
+    workspaces: WorkspaceApplication
+    credentials: CredentialApplication
+    access: AccessDirectory
+    context_sets: ContextSetApplication
     runners: dict[str, ProjectionRunner] = field(default_factory=dict)
     started: list[Any] = field(default_factory=list)
     cluster: Cluster | None = None
     closers: list[Callable[[], None]] = field(default_factory=list)
+    # stop functions of the embedded servers this process started, by SERVER_ORDER name
+    servers: dict[str, Callable[[], None]] = field(default_factory=dict)
 
     def runner(self, view: str) -> ProjectionRunner:
         """The worker's runner that maintains ``view``."""
@@ -155,7 +206,14 @@ class Container:
             from context_service.adapters.nats.worker import RelayWorker
 
             feed, checkpoint = LogFeed(self.store), TrackedPosition(self.tracking, "relay")
-            self._lead("relay", lambda: RelayWorker(self.settings, feed, checkpoint).start())
+
+            def relay() -> RelayWorker:
+                worker = RelayWorker(self.settings, feed, checkpoint)
+                if worker.server is not None:  # stopped after every worker, not with the relay
+                    self.servers.setdefault("nats", worker.server.stop)
+                return worker.start()
+
+            self._lead("relay", relay)
 
     def _query_mirror(self) -> Any:
         from context_service.adapters.eventstore.outbox import TrackedPosition
@@ -179,13 +237,26 @@ class Container:
                                   signal=self.store)
 
     def close(self) -> None:
+        """Stop everything in dependency order, one log line per step: each worker at a batch
+        boundary (its advisory lock released with it; the relay once JetStream acknowledged
+        what it published), the Kubernetes clients, the embedded control plane and NATS, the
+        connection pool, and the embedded PostgreSQL last."""
         for worker in reversed(self.started):
-            worker.stop()
+            name = str(getattr(worker, "name", "reconciler")).removeprefix("worker:")
+            # every worker holds an advisory lock while active and releases it as it stops
+            _step("worker stopped", worker.stop, worker=name, advisory_lock="released")
         self.started.clear()
         for closer in reversed(self.closers):
-            closer()
+            _step("client closed", closer, quiet=True)
         self.closers.clear()
-        self.store.close()
+        for name in SERVER_ORDER[:-1]:
+            stop = self.servers.pop(name, None)
+            if stop is not None:
+                _step(f"embedded {name} stopped", stop, quiet=True)
+        _step("database connections closed", self.store.close)
+        stop = self.servers.pop("postgres", None)
+        if stop is not None:
+            _step("embedded postgres stopped", stop, quiet=True)
 
 
 def _started_runner(runner: ProjectionRunner) -> ProjectionRunner:
@@ -195,20 +266,53 @@ def _started_runner(runner: ProjectionRunner) -> ProjectionRunner:
 
 
 def build(settings: Settings, url: str | None = None, pool_size: int = 8) -> Container:
+    """Open the database (starting the embedded one unless ``url`` or CS_DATABASE_URL names
+    one), migrate it, and wire the container. Raises ``MigrationError`` when the schema and the
+    code disagree; an embedded server started here is stopped again on any failure."""
+    owned = url is None and not settings.database_url
     url = url or database_url(settings)
-    datastore = open_datastore(url, pool_size=pool_size)
-    store = EventStore(datastore)
-    tracking = PostgresTrackingRecorder(datastore, tracking_table_name=TRACKING_TABLE)
-    store.create_tables()
-    tracking.create_table()
-    migrate(datastore)
+    try:
+        datastore = open_datastore(url, pool_size=pool_size)
+        try:
+            store = EventStore(datastore)
+            tracking = PostgresTrackingRecorder(datastore, tracking_table_name=TRACKING_TABLE)
+            store.create_tables()
+            tracking.create_table()
+            migrate(datastore)
+        except BaseException:
+            datastore.close()
+            raise
+    except BaseException:
+        if owned:
+            embedded.stop(settings.data_dir)
+        raise
+    runners: dict[str, ProjectionRunner] = {}
+    # fed by the projections runner while it runs in this process; reads the views otherwise
+    access = AccessDirectory(AccessReadsSql(datastore),
+                             live=lambda: runners["projections"].running)
     container = Container(settings, url, datastore, store, tracking, ContextApplication(store),
-                          PoolApplication(store))
+                          PoolApplication(store), WorkspaceApplication(store),
+                          CredentialApplication(store), access,
+                          ContextSetApplication(store), runners)
+    if owned:
+        container.servers["postgres"] = functools.partial(embedded.stop, settings.data_dir)
     for worker, group in projection_workers().items():
         # query-index events carry whole indexes (up to a 1 MiB body each): read fewer at once
         batch = 100 if worker == "query-index" else 2000
-        container.runners[worker] = ProjectionRunner(store, tracking, group, batch_size=batch)
+        listeners = [access] if worker == "projections" else []
+        runners[worker] = ProjectionRunner(store, tracking, group, batch_size=batch,
+                                           listeners=listeners)
     return container
+
+
+def agent_services(container: Container) -> AgentServices:
+    settings = container.settings
+    return AgentServices(
+        workspaces=container.workspaces, credentials=container.credentials,
+        directory=container.access, reads=AccessReadsSql(container.datastore),
+        key=credential_key(container.datastore, settings.credential_key),
+        limiter=RateLimiter(settings.agent_rate_per_second, settings.agent_rate_burst),
+        clock=utc_now, context_sets=container.context_sets)
 
 
 def services(container: Container) -> Services:
@@ -225,9 +329,14 @@ def services(container: Container) -> Services:
                         cluster=container.cluster, namespace=container.settings.namespace,
                         sandbox_image=container.settings.sandbox_image,
                         sandbox_service_account=container.settings.sandbox_service_account),
+                    agent=agent_services(container),
+                    context_sets=ContextSetServices(
+                        commands=container.context_sets,
+                        reads=ContextSetReadsSql(container.datastore)),
                     extra={"query": QueryIndexReadsSql(container.datastore),
                            "timeline": Timeline(container.store),
                            "gauges": container.gauges,
+                           "readiness": functools.partial(schema_problem, container.url),
                            # the event loop's append connection closes with the loop
                            "on_shutdown": [container.store.close_async], **extra})
 
@@ -259,10 +368,10 @@ def connect_cluster(container: Container) -> None:
             # auto: serve contexts and the log without Kubernetes rather than not at all
             log.exception("local control plane unavailable; running without Kubernetes")
             return
-        container.closers.append(plane.stop)
+        container.servers["kubernetes"] = plane.stop
     api = client.api_client(settings, mode)
     container.closers.append(lambda: client.close(api))
-    container.cluster = KubernetesCluster(Rest(api))
+    container.cluster = KubernetesCluster(Rest(api), pool_namespace=settings.namespace)
     log.info("kubernetes connected", extra={"mode": mode})
 
 

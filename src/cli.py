@@ -1,18 +1,60 @@
-"""The ``context-service`` command: serve, migrate, projections status|rebuild."""
+"""The ``context-service`` command: serve, worker, migrate, projections status|rebuild, ..."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
+import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from types import FrameType
 
 from context_service import logs
 from context_service.config import Settings, SettingsError
 
 log = logging.getLogger("context_service")
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+_signalled: list[float] = []  # when the first SIGTERM/SIGINT arrived (time.monotonic)
+
+
+class ShutdownRequested(BaseException):
+    """SIGTERM or SIGINT arrived: unwind to the shutdown sequence (SIGTERM means Ctrl-C)."""
+
+
+def _request_shutdown(sig: int, frame: FrameType | None) -> None:
+    _signalled.append(time.monotonic())
+    log.info("shutdown requested", extra={"signal": signal.Signals(sig).name})
+    raise ShutdownRequested
+
+
+def _stop_on_signals() -> None:
+    for sig in SIGNALS:
+        signal.signal(sig, _request_shutdown)
+
+
+@contextlib.contextmanager
+def _shutting_down() -> Iterator[None]:
+    """A repeated signal during the shutdown sequence is noted, not obeyed: an interrupted
+    shutdown is what leaves children behind, and every step of it is bounded."""
+    started = (_signalled or [time.monotonic()])[0]
+
+    def note(sig: int, frame: FrameType | None) -> None:
+        log.warning("shutdown in progress; signal ignored",
+                    extra={"signal": signal.Signals(sig).name})
+
+    previous = {sig: signal.signal(sig, note) for sig in SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        log.info("shutdown complete", extra={  # since the signal, when there was one
+            "seconds": round(time.monotonic() - started, 3)})
 
 
 def _settle_heap() -> None:
@@ -34,14 +76,21 @@ def _serve(settings: Settings) -> int:
     import uvicorn
 
     from context_service import bootstrap
-    from context_service.adapters.postgres import embedded
+    from context_service.http.shutdown import Drain, Server
 
-    container = bootstrap.build(settings)
+    _stop_on_signals()
+    container = None
     try:
+        container = bootstrap.build(settings)
         bootstrap.connect_cluster(container)
         bootstrap.adopt(container)
         container.start_workers(settings.workers)
-        app = bootstrap.app(container)
+        drain = Drain(bootstrap.app(container))
+        config = uvicorn.Config(drain, host=settings.listen_host, port=settings.listen_port,
+                                log_level="warning", access_log=False, timeout_keep_alive=5,
+                                proxy_headers=False,  # no trusted proxy in front
+                                server_header=False)
+        server = Server(config, drain, settings.shutdown_grace)
         _settle_heap()
         where = (settings.database_url and "CS_DATABASE_URL") or str(settings.data_dir.resolve())
         log.info("context service listening", extra={
@@ -49,45 +98,46 @@ def _serve(settings: Settings) -> int:
             "namespace": settings.namespace, "data": where})
         print(f"Context Service on http://{settings.listen_host}:{settings.listen_port}"
               f"  (data: {where})", flush=True)
-        uvicorn.run(app, host=settings.listen_host, port=settings.listen_port,
-                    log_level="warning", access_log=False, timeout_keep_alive=5,
-                    proxy_headers=False, server_header=False)  # no trusted proxy in front
+        server.run()  # until SIGTERM or SIGINT, then drains
+        if server.signalled_at is not None:
+            _signalled.append(server.signalled_at)
+    except ShutdownRequested:
+        pass  # a signal during start-up: stop what already runs
     finally:
-        container.close()
-        if not settings.database_url:
-            embedded.stop(settings.data_dir)
+        with _shutting_down():
+            if container is not None:
+                container.close()
     return 0
 
 
 def _worker(settings: Settings, name: str) -> int:
-    """Run one worker as its own process; a PostgreSQL advisory lock keeps one active."""
-    import signal
-    import threading
-
+    """Run one worker as its own process; a PostgreSQL advisory lock keeps one active.
+    SIGTERM and SIGINT stop it at a batch boundary, releasing the lock."""
     from context_service import bootstrap
 
-    container = bootstrap.build(settings)
-    known = [*container.runners, "reconciler", "snapshots", "relay"]
-    if name not in known:
-        print(f"unknown worker {name!r}; known: {', '.join(known)}", file=sys.stderr)
-        container.close()
-        return 2
-    if name in ("reconciler", "snapshots"):
-        bootstrap.connect_cluster(container)
-        if container.cluster is None:
-            print(f"worker {name} needs Kubernetes (CS_KUBE is off)", file=sys.stderr)
-            container.close()
-            return 2
-    done = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    _stop_on_signals()
+    container = None
     try:
+        container = bootstrap.build(settings)
+        known = [*container.runners, "reconciler", "snapshots", "relay"]
+        if name not in known:
+            print(f"unknown worker {name!r}; known: {', '.join(known)}", file=sys.stderr)
+            return 2
+        if name in ("reconciler", "snapshots"):
+            bootstrap.connect_cluster(container)
+            if container.cluster is None:
+                print(f"worker {name} needs Kubernetes (CS_KUBE is off)", file=sys.stderr)
+                return 2
         container.start_workers((name,))  # active only while holding its advisory lock
         _settle_heap()
-        done.wait()
-    except KeyboardInterrupt:
+        while True:
+            time.sleep(3600)  # until a signal raises ShutdownRequested
+    except ShutdownRequested:
         pass
     finally:
-        container.close()
+        with _shutting_down():
+            if container is not None:
+                container.close()
     return 0
 
 
@@ -262,6 +312,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(str(exc), file=sys.stderr)
         return 2
     logs.configure(settings.log_format)
+    from context_service.adapters.postgres.embedded import EmbeddedPostgresError
+    from context_service.adapters.postgres.migrations import MigrationError
+
+    try:
+        return _run(args, settings)
+    except (MigrationError, EmbeddedPostgresError) as exc:
+        print(f"context-service: {exc}", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "serve":
         return _serve(settings)
     if args.command == "migrate":

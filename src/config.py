@@ -22,6 +22,20 @@ def _flag(env: Mapping[str, str], key: str, default: bool = False) -> bool:
     return raw.strip().lower() in ("1", "true", "yes", "on")
 
 
+def _seconds(env: Mapping[str, str], key: str, default: float) -> float:
+    """A non-negative number of seconds; unset or empty means ``default``."""
+    raw = env.get(key, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise SettingsError(f"{key} must be a number of seconds (0 or more), got {raw!r}")
+    return value
+
+
 def _listen(raw: str) -> tuple[str, int]:
     host, _, port = raw.rpartition(":")
     try:
@@ -46,7 +60,12 @@ class Settings:
     kube_mode: str = "auto"  # auto | local | kubeconfig | in-cluster | off
     workers: tuple[str, ...] = ("projections", "query-index", "reconciler", "relay", "snapshots")
     read_wait_seconds: float = 5.0
+    # how long a shutdown lets requests in flight finish before answering them 503
+    shutdown_grace: float = 20.0
     log_format: str = "auto"  # auto | json | text
+    credential_key: str = ""  # CS_CREDENTIAL_KEY; empty: generated once and kept in the database
+    agent_rate_per_second: float = 5.0  # 0 turns the per-credential limit off
+    agent_rate_burst: int = 20
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -82,8 +101,28 @@ class Settings:
             nats_listen=env.get("CS_NATS_LISTEN", "").strip() or "127.0.0.1:4222",
             kube_mode=kube_mode,
             workers=workers,
-            read_wait_seconds=float(env.get("CS_READ_WAIT_SECONDS", "5") or 5),
+            read_wait_seconds=_seconds(env, "CS_READ_WAIT_SECONDS", 5.0),
+            shutdown_grace=_seconds(env, "CS_SHUTDOWN_GRACE", 20.0),
             log_format=env.get("CS_LOG_FORMAT", "auto").strip() or "auto",
+            **Settings._agent(env),  # type: ignore[arg-type]
         )
         _listen(settings.listen_addr)
         return settings
+
+    @staticmethod
+    def _agent(env: Mapping[str, str]) -> dict[str, object]:
+        """The agent API's settings (agent-context-api.md §13)."""
+        key = env.get("CS_CREDENTIAL_KEY", "")
+        if key and len(key) < 32:
+            raise SettingsError("CS_CREDENTIAL_KEY must be at least 32 characters")
+        try:
+            rate = float(env.get("CS_AGENT_RATE_PER_SECOND", "").strip() or 5)
+        except ValueError:
+            rate = -1.0
+        if not rate >= 0 or rate == float("inf"):
+            raise SettingsError("CS_AGENT_RATE_PER_SECOND must be a non-negative number")
+        burst_raw = env.get("CS_AGENT_RATE_BURST", "").strip() or "20"
+        if not burst_raw.isdigit() or int(burst_raw) < 1:
+            raise SettingsError("CS_AGENT_RATE_BURST must be a positive integer")
+        return {"credential_key": key, "agent_rate_per_second": rate,
+                "agent_rate_burst": int(burst_raw)}

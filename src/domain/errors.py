@@ -79,3 +79,101 @@ class ConcurrencyError(DomainError):
 
     def __init__(self) -> None:
         super().__init__("concurrent update")
+
+
+# --- workspaces and agent credentials (agent-context-api.md §3, §4) ----------------------------
+
+
+class WorkspaceNotFoundError(DomainError):
+    """Not a member, or a member lacking the route's permission: hidden equals absent (404)."""
+
+    def __init__(self) -> None:
+        super().__init__("workspace not found")
+
+
+class MemberNotFoundError(DomainError):
+    def __init__(self) -> None:
+        super().__init__("workspace member not found")
+
+
+class MembershipInvalidError(DomainError):
+    """A membership rule refused the change (400, ``invalid workspace membership: `` prefix)."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(f"invalid workspace membership: {detail}")
+
+
+class MembershipConflictError(DomainError):
+    """The change would break an invariant of the workspace (409 ``conflict``)."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(f"workspace membership conflict: {detail}")
+
+
+class PermissionRequiredError(DomainError):
+    """A member whose role lacks the permission of an ``/api/w`` route (403)."""
+
+    def __init__(self, permission: str) -> None:
+        super().__init__(f'permission "{permission}" is required')
+        self.permission = permission
+
+
+class ScopeNotHeldError(DomainError):
+    """A credential may only carry scopes its creator's role holds (403)."""
+
+    def __init__(self, scope: str) -> None:
+        super().__init__(f'scope "{scope}" is not held by your role')
+
+
+class CredentialNotFoundError(DomainError):
+    def __init__(self) -> None:
+        super().__init__("agent credential not found")
+
+
+class CredentialLimitError(DomainError):
+    """The workspace already has the maximum of active credentials (409)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"workspace already has {limit} active agent credentials")
+        self.limit = limit
+
+
+class CredentialIdTakenError(DomainError):
+    """A drawn credential id is already recorded; the caller draws another."""
+
+    def __init__(self) -> None:
+        super().__init__("agent credential id is taken")
+
+
+# --- context sets (agent-context-api.md §6) ----------------------------------------------------
+
+
+class ContextSetInvalidError(DomainError):
+    """A context-set version failed request validation (bare message, 400)."""
+
+
+class ContextSetReferenceInvalidError(DomainError):
+    """A context set names something the namespace lacks (400, ``invalid context set: ``)."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(f"invalid context set: {detail}")
+        self.detail = detail
+
+
+class ContextSetNotFoundError(DomainError):
+    def __init__(self) -> None:
+        super().__init__("context set not found")
+
+
+class ContextSetExistsError(DomainError):
+    """The id is taken by a set of the namespace, archived ones included (409)."""
+
+    def __init__(self) -> None:
+        super().__init__("context set already exists")
+
+
+class ContextSetArchivedError(DomainError):
+    """An archived set cannot change any more (409 ``conflict``)."""
+
+    def __init__(self) -> None:
+        super().__init__("context set conflict: context set is archived")

@@ -6,14 +6,18 @@ name (and an upcaster in the mapper).
 
 from __future__ import annotations
 
+from context_service.domain.agent_credentials.events import CREDENTIAL_EVENTS
 from context_service.domain.context.adoption import ContextAdopted
 from context_service.domain.context.events import CONTEXT_EVENTS
 from context_service.domain.context.lifecycle import LIFECYCLE_EVENTS
+from context_service.domain.context_set.events import CONTEXT_SET_EVENTS
 from context_service.domain.events import Event
 from context_service.domain.pool.events import POOL_EVENTS
+from context_service.domain.workspace.events import WORKSPACE_EVENTS
 
 _ALL: tuple[type[Event], ...] = (*CONTEXT_EVENTS, ContextAdopted, *LIFECYCLE_EVENTS,
-                                  *POOL_EVENTS)
+                                  *POOL_EVENTS, *WORKSPACE_EVENTS, *CREDENTIAL_EVENTS,
+                                  *CONTEXT_SET_EVENTS)
 
 
 def _build(classes: tuple[type[Event], ...]) -> dict[str, type[Event]]:

@@ -14,9 +14,22 @@ from litestar.exceptions import (
 
 from context_service.domain.errors import DomainError
 from context_service.http import metrics, openapi
+from context_service.http.agent import credentials, library
+from context_service.http.agent import errors as api
+from context_service.http.common import in_thread, services
 from context_service.http.errors import HttpError, domain_error_response, error_response
 from context_service.http.ports import Services
-from context_service.http.routes import access, contexts, history, lifecycle, pools, query, timeline
+from context_service.http.routes import (
+    access,
+    context_sets,
+    contexts,
+    history,
+    lifecycle,
+    members,
+    pools,
+    query,
+    timeline,
+)
 
 log = logging.getLogger(__name__)
 _METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
@@ -24,33 +37,63 @@ _METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
 
 @get("/healthz", sync_to_thread=False)
 def healthz() -> Response[bytes]:
-    """Service health: the process serves HTTP."""
+    """Liveness: the process serves HTTP (nothing else is checked)."""
     return Response(b'{"status":"ok"}', media_type="application/json")
 
 
-def _on_domain(_: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
+@get("/readyz", opt={"errors": {"503": "not ready: the database is unreachable or its schema "
+                                       "does not match this version"}})
+async def readyz(request: Request[Any, Any, Any]) -> Response[bytes]:
+    """Readiness: the database answers and its schema version is this code's."""
+    check = services(request).extra.get("readiness")
+    problem = None if check is None else await in_thread(check)
+    if problem is not None:
+        return error_response(503, "unavailable", f"not ready: {problem}")
+    return Response(b'{"status":"ready"}', media_type="application/json")
+
+
+def _on_domain(request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
     assert isinstance(exc, DomainError)
+    if api.is_api(request):
+        return api.domain_response(exc)
     return domain_error_response(exc)
 
 
-def _on_http(_: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
+def _on_http(request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
     assert isinstance(exc, HttpError)
+    if api.is_api(request):
+        if exc.status == 503:
+            return api.api_error(api.unavailable())
+        return api.api_response(exc.status, exc.code.upper(), exc.message, None, exc.headers)
     return error_response(exc.status, exc.code, exc.message, exc.headers)
+
+
+def _on_api(_: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
+    assert isinstance(exc, api.ApiError)
+    return api.api_error(exc)
+
+
+def _error(request: Request[Any, Any, Any], status: int, code: str, message: str,
+           headers: dict[str, str] | None = None) -> Response[bytes]:
+    """An error in the body style of the request's route family."""
+    if api.is_api(request):
+        return api.api_response(status, code.upper(), message, None, headers)
+    return error_response(status, code, message, headers)
 
 
 def _on_litestar(request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
     if isinstance(exc, NotFoundException) or (
             isinstance(exc, MethodNotAllowedException) and _trailing_slash(request)):
-        return error_response(404, "not_found", "route not found")
+        return _error(request, 404, "not_found", "route not found")
     if isinstance(exc, MethodNotAllowedException):
-        return error_response(405, "method_not_allowed", "method not allowed",
-                              _allow(exc.headers or {}))
+        return _error(request, 405, "method_not_allowed", "method not allowed",
+                      _allow(exc.headers or {}))
     assert isinstance(exc, HTTPException)
     if exc.status_code == 413:  # beyond the transport limit, long past the 1 MiB body rule
-        return error_response(400, "invalid_request", "request body too large")
+        return _error(request, 400, "invalid_request", "request body too large")
     if exc.status_code == 400:
-        return error_response(400, "invalid_request", str(exc.detail))
-    return error_response(exc.status_code, "internal_error", str(exc.detail))
+        return _error(request, 400, "invalid_request", str(exc.detail))
+    return _error(request, exc.status_code, "internal_error", str(exc.detail))
 
 
 def _allow(headers: dict[str, str]) -> dict[str, str] | None:
@@ -63,7 +106,7 @@ def _allow(headers: dict[str, str]) -> dict[str, str] | None:
 
 def _on_any(request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
     log.exception("request failed", extra={"path": request.url.path})
-    return error_response(500, "internal_error", f"internal error: {type(exc).__name__}: {exc}")
+    return _error(request, 500, "internal_error", f"internal error: {type(exc).__name__}: {exc}")
 
 
 def _trailing_slash(request: Request[Any, Any, Any]) -> bool:
@@ -77,19 +120,20 @@ async def _exact_paths(request: Request[Any, Any, Any]) -> Response[bytes] | Non
     OPTIONS is not a method of the API (Litestar would answer it itself). Async, so Litestar
     does not hand every request to a worker thread just to run this check."""
     if _trailing_slash(request):
-        return error_response(404, "not_found", "route not found")
+        return _error(request, 404, "not_found", "route not found")
     if request.method == "OPTIONS":
         methods: set[str] = set()
         for path in request.scope["route_handler"].paths:
             methods.update(request.app.route_handler_method_map.get(path, {}))
-        return error_response(405, "method_not_allowed", "method not allowed",
-                              _allow({"Allow": ", ".join(methods)}))
+        return _error(request, 405, "method_not_allowed", "method not allowed",
+                      _allow({"Allow": ", ".join(methods)}))
     return None
 
 
 def create_app(services: Services, extra_routes: list[Any] | None = None) -> Litestar:
-    routes = [healthz, *contexts.ROUTES, *access.ROUTES, *history.ROUTES, *query.ROUTES,
-              *timeline.ROUTES, *pools.ROUTES, *lifecycle.ROUTES,
+    routes = [healthz, readyz, *contexts.ROUTES, *access.ROUTES, *history.ROUTES,
+              *query.ROUTES, *timeline.ROUTES, *pools.ROUTES, *lifecycle.ROUTES, *members.ROUTES,
+              *credentials.ROUTES, *context_sets.ROUTES, *library.ROUTES,
               *(extra_routes or [])]
     document = openapi.document_bytes(routes)
 
@@ -104,6 +148,7 @@ def create_app(services: Services, extra_routes: list[Any] | None = None) -> Lit
         exception_handlers={
             DomainError: _on_domain,
             HttpError: _on_http,
+            api.ApiError: _on_api,
             HTTPException: _on_litestar,
             Exception: _on_any,
         },

@@ -19,6 +19,17 @@ STATUS: dict[type[e.DomainError], tuple[int, str]] = {
     e.ContextInUseError: (409, "in_use"),
     e.LifecycleUnsupportedError: (501, "unsupported"),
     e.ConcurrencyError: (500, "internal_error"),
+    # workspace routes (agent-context-api.md §3)
+    e.WorkspaceNotFoundError: (404, "not_found"),
+    e.MemberNotFoundError: (404, "not_found"),
+    e.MembershipInvalidError: (400, "invalid_request"),
+    e.MembershipConflictError: (409, "conflict"),
+    # context-set routes (agent-context-api.md §6)
+    e.ContextSetInvalidError: (400, "invalid_request"),
+    e.ContextSetReferenceInvalidError: (400, "invalid_request"),
+    e.ContextSetNotFoundError: (404, "not_found"),
+    e.ContextSetExistsError: (409, "already_exists"),
+    e.ContextSetArchivedError: (409, "conflict"),
 }
 
 _enc = msgspec.json.Encoder()

@@ -1,64 +1,75 @@
-"""Prometheus text metrics: request counts and latencies per route, plus gauges the service
-supplies at scrape time (log head, projection and worker positions and lag, relay counters)."""
+"""Prometheus metrics through ``prometheus_client``: request counts and latencies per route,
+plus gauges the service supplies at scrape time (log head, projection and worker positions and
+lag, relay counters). ``/metrics`` answers OpenMetrics when the scraper asks for it (as a
+Prometheus server does), the classic text format otherwise."""
 
 from __future__ import annotations
 
-import bisect
-import itertools
-import threading
 import time
-from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import prometheus_client
 from litestar import Request, Response, get
 from litestar.enums import ScopeType
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.exposition import choose_encoder
+from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from context_service.http.common import threaded
 
 BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 Gauges = Callable[[], list[tuple[str, str, dict[str, str], float]]]
 
+# No ``_created`` series: they double the output and no dashboard of ours reads them.
+prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
+
 
 class RequestMetrics:
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.counts: dict[tuple[str, str, str], int] = defaultdict(int)
-        self.buckets: dict[tuple[str, str], list[int]] = defaultdict(
-            lambda: [0] * (len(BUCKETS) + 1))
-        self.sums: dict[tuple[str, str], float] = defaultdict(float)
-        self.totals: dict[tuple[str, str], int] = defaultdict(int)
+    """The request counter and latency histogram of one app, in a registry of its own."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry(auto_describe=True)
+        self.requests = Counter("cs_http_requests", "HTTP requests by route and status.",
+                                ("method", "route", "status"), registry=self.registry)
+        self.latency = Histogram("cs_http_request_seconds", "HTTP request latency by route.",
+                                 ("method", "route"), buckets=BUCKETS, registry=self.registry)
+        self._children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
 
     def observe(self, method: str, route: str, status: int, seconds: float) -> None:
-        """Count one request; buckets hold counts per bucket here and are summed (made
-        cumulative, as Prometheus wants them) when rendered."""
-        key = (method, route)
-        with self._lock:
-            self.counts[(method, route, str(status))] += 1
-            self.buckets[key][bisect.bisect_left(BUCKETS, seconds)] += 1
-            self.sums[key] += seconds
-            self.totals[key] += 1
+        """Count one request (the labelled children are looked up once per key)."""
+        key = (method, route, status)
+        children = self._children.get(key)
+        if children is None:
+            children = self._children[key] = (
+                self.requests.labels(method, route, str(status)),
+                self.latency.labels(method, route))
+        children[0].inc()
+        children[1].observe(seconds)
 
-    def render(self) -> list[str]:
-        out = ["# HELP cs_http_requests_total HTTP requests by route and status.",
-               "# TYPE cs_http_requests_total counter"]
-        with self._lock:
-            for (method, route, status), n in sorted(self.counts.items()):
-                out.append(f'cs_http_requests_total{{method="{method}",route="{route}",'
-                           f'status="{status}"}} {n}')
-            out += ["# HELP cs_http_request_seconds HTTP request latency by route.",
-                    "# TYPE cs_http_request_seconds histogram"]
-            for (method, route), counts in sorted(self.buckets.items()):
-                labels = f'method="{method}",route="{route}"'
-                for bound, n in zip(BUCKETS, itertools.accumulate(counts), strict=False):
-                    out.append(f'cs_http_request_seconds_bucket{{{labels},le="{bound}"}} {n}')
-                total = self.totals[(method, route)]
-                out.append(f'cs_http_request_seconds_bucket{{{labels},le="+Inf"}} {total}')
-                out.append(f"cs_http_request_seconds_sum{{{labels}}} "
-                           f"{self.sums[(method, route)]:.6f}")
-                out.append(f"cs_http_request_seconds_count{{{labels}}} {total}")
-        return out
+
+class ScrapeGauges(Collector):
+    """The service's scrape-time values as metric families: a name ending in ``_total`` is a
+    counter (the OpenMetrics convention), any other a gauge."""
+
+    def __init__(self, gauges: Gauges) -> None:
+        self.gauges = gauges
+
+    def collect(self) -> Iterator[Metric]:
+        families: dict[str, tuple[Metric, list[str]]] = {}
+        for name, help_text, labels, value in self.gauges():
+            found = families.get(name)
+            if found is None:
+                keys = list(labels)
+                family: Metric = (CounterMetricFamily(name, help_text, labels=keys)
+                                  if name.endswith("_total")
+                                  else GaugeMetricFamily(name, help_text, labels=keys))
+                found = families[name] = (family, keys)
+            family, keys = found
+            family.add_metric([labels.get(k, "") for k in keys], value)  # type: ignore[attr-defined]
+        yield from (family for family, _ in families.values())
 
 
 def middleware(metrics: RequestMetrics) -> Callable[[ASGIApp], ASGIApp]:
@@ -96,24 +107,13 @@ def middleware(metrics: RequestMetrics) -> Callable[[ASGIApp], ASGIApp]:
     return factory
 
 
-def render_gauges(gauges: Gauges) -> list[str]:
-    out: list[str] = []
-    seen: set[str] = set()
-    for name, help_text, labels, value in gauges():
-        if name not in seen:
-            out += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge"]
-            seen.add(name)
-        text = ",".join(f'{k}="{v}"' for k, v in labels.items())
-        out.append(f"{name}{{{text}}} {value:g}" if text else f"{name} {value:g}")
-    return out
-
-
 def route(metrics: RequestMetrics, gauges: Gauges) -> Any:
+    metrics.registry.register(ScrapeGauges(gauges))
+
     @get("/metrics", include_in_schema=False)
     @threaded
     def metrics_route(request: Request[Any, Any, Any]) -> Response[bytes]:
-        lines = metrics.render() + render_gauges(gauges)
-        return Response(("\n".join(lines) + "\n").encode(),
-                        media_type="text/plain; version=0.0.4")
+        encode, content_type = choose_encoder(request.headers.get("accept", ""))
+        return Response(encode(metrics.registry), media_type=content_type)
 
     return metrics_route

@@ -30,6 +30,8 @@ from context_service.http.openapi_shapes import (
 
 _PARAM = re.compile(r"\{(\w+):\w+\}")
 ERROR_SCHEMA = ERRORS["Error"]
+BEARER = {"type": "http", "scheme": "bearer",
+          "description": "an agent credential: bdk_<16 hex>_<43 base64url>"}
 SUBJECT_HEADER = "X-Context-Subject"
 POSITION_HEADER = {"X-Context-Position": {
     "description": "log position of the write", "required": False,
@@ -57,7 +59,8 @@ def build(handlers: Iterable[HTTPRouteHandler], title: str, version: str) -> dic
     add_links(paths)
     return {"openapi": "3.1.0", "info": {"title": title, "version": version},
             "paths": dict(sorted(paths.items())),
-            "components": {"schemas": dict(sorted(components.items()))}}
+            "components": {"schemas": dict(sorted(components.items())),
+                           "securitySchemes": {"agentCredential": BEARER}}}
 
 
 def _operation(handler: HTTPRouteHandler, path: str, method: str) -> dict[str, Any]:
@@ -72,7 +75,9 @@ def _operation(handler: HTTPRouteHandler, path: str, method: str) -> dict[str, A
     for query in handler.opt.get("query", ()):
         params += QUERY.get(query, [{"name": query, "in": "query", "required": False,
                                      "schema": {"type": "string"}}])
-    if path.startswith(("/v1/contexts", "/v1/namespaces/")):
+    if path.startswith("/api/agent/"):
+        op["security"] = [{"agentCredential": []}]
+    if path.startswith(("/v1/contexts", "/v1/namespaces/", "/api/w/")):
         params.append({"name": SUBJECT_HEADER, "in": "header", "required": False,
                        "schema": SUBJECT_VALUE, "description": "kind:name of the caller"})
     if params:
@@ -95,6 +100,8 @@ def _operation(handler: HTTPRouteHandler, path: str, method: str) -> dict[str, A
         success["content"] = {"application/json": {"schema": shape}}
     if method != "GET":
         success["headers"] = POSITION_HEADER
+    for code, description in handler.opt.get("errors", {}).items():  # statuses worth naming
+        responses[code] = {**error, "description": description}
     op["responses"] = {status: success, **responses, "default": error}
     return op
 

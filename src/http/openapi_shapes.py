@@ -177,8 +177,13 @@ ERROR_CODES = ["invalid_request", "unauthenticated", "not_found", "method_not_al
 ERRORS: dict[str, Schema] = {
     "Error": obj({"error": {"type": "string", "enum": ERROR_CODES},
                   "message": {"type": "string"}}),
-    "ApiError": obj({"code": {"type": "string"}, "message": {"type": "string"}},
-                    {"details": {}}),
+    # agent-context-api.md 1.3
+    "ApiError": obj({"code": {"type": "string", "pattern": "^[A-Z][A-Z_]*$"},
+                     "message": {"type": "string"}},
+                    {"details": {"oneOf": [
+                        {"type": "array", "items": obj({"path": {"type": "string"},
+                                                        "message": {"type": "string"}})},
+                        {"type": "object"}]}}),
 }
 
 

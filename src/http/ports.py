@@ -2,17 +2,28 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from datetime import datetime
+from typing import Any, Protocol, TypeVar
 
+from context_service.domain.agent_credentials.commands import CredentialCommand
+from context_service.domain.agent_credentials.state import Credential, CredentialsState
 from context_service.domain.cluster import Cluster
 from context_service.domain.context.commands import Command
 from context_service.domain.context.state import ContextState
+from context_service.domain.context_set.commands import ContextSetCommand
+from context_service.domain.context_set.state import ContextSetState
 from context_service.domain.events import Subject
 from context_service.domain.pool.commands import PoolCommand
 from context_service.domain.pool.state import PoolState
+from context_service.domain.workspace.commands import MembershipCommand
+from context_service.domain.workspace.state import Member, WorkspaceState
+from context_service.projections.context_sets.view import ContextSetReads
 from context_service.projections.pool_status.projection import PoolReads
 from context_service.projections.reads import Consistency, ContextReads
+
+S_co = TypeVar("S_co", covariant=True)
 
 
 class CommandOutcome(Protocol):
@@ -55,6 +66,83 @@ class PoolServices:
     sandbox_service_account: str = ""
 
 
+class Outcome(Protocol[S_co]):
+    @property
+    def state(self) -> S_co: ...
+
+    @property
+    def position(self) -> int: ...
+
+
+class WorkspaceCommands(Protocol):
+    def role_of(self, namespace: str, subject: Subject, fresh: bool = False) -> str | None: ...
+
+    def authorize(self, namespace: str, actor: Subject, permission: str) -> WorkspaceState: ...
+
+    def execute(self, namespace: str,
+                command: MembershipCommand) -> Outcome[WorkspaceState]: ...
+
+
+class CredentialCommands(Protocol):
+    def execute(self, namespace: str,
+                command: CredentialCommand) -> Outcome[CredentialsState]: ...
+
+
+class AccessLookups(Protocol):
+    """What every agent request reads: the in-process access directory."""
+
+    def credential(self, credential_id: str) -> Credential | None: ...
+
+    def role(self, namespace: str, subject: Subject) -> str | None: ...
+
+
+class AccessReads(AccessLookups, Protocol):
+    def credentials(self, namespace: str) -> list[Credential]: ...
+
+    def members(self, namespace: str) -> list[Member]: ...
+
+
+class ContextSetLookup(Protocol):
+    def active(self, namespace: str, set_id: str) -> bool:
+        """Whether ``set_id`` names an active context set of the namespace (as of the views)."""
+
+
+class NoContextSets:
+    """Until context sets are recorded, no set is active."""
+
+    def active(self, namespace: str, set_id: str) -> bool:
+        return False
+
+
+class ContextSetCommands(Protocol):
+    def execute(self, namespace: str,
+                command: ContextSetCommand) -> Outcome[ContextSetState]: ...
+
+
+@dataclass
+class ContextSetServices:
+    """What the context-set and library routes need: the write model and the context_sets
+    view; ``active_templates`` lists a namespace's active query templates (none exist yet)."""
+
+    commands: ContextSetCommands
+    reads: ContextSetReads
+    active_templates: Callable[[str], frozenset[str]] = lambda _namespace: frozenset()
+
+
+@dataclass
+class AgentServices:
+    """What the membership, credential and agent routes need."""
+
+    workspaces: WorkspaceCommands
+    credentials: CredentialCommands
+    directory: AccessLookups
+    reads: AccessReads
+    key: bytes  # the HMAC key of credential secrets
+    limiter: Any  # http.agent.ratelimit.RateLimiter
+    clock: Callable[[], datetime]
+    context_sets: ContextSetLookup = field(default_factory=NoContextSets)
+
+
 @dataclass
 class Services:
     contexts: ContextCommands
@@ -63,4 +151,6 @@ class Services:
     require_subject: bool = False
     read_wait_seconds: float = 5.0
     pools: PoolServices | None = None
+    agent: AgentServices | None = None
+    context_sets: ContextSetServices | None = None
     extra: dict[str, Any] = field(default_factory=dict)

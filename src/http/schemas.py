@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import msgspec
 
 
@@ -87,3 +89,9 @@ class QueryRequest(_Body):
     query: str | None = None
     limit: int | None = None
     cursor: str | None = None
+
+
+class SetMemberRequest(_Body):
+    subject: SubjectBody | None = None
+    role: Annotated[str, msgspec.Meta(extra_json_schema={
+        "enum": ["owner", "admin", "member", "viewer"]})] | None = None

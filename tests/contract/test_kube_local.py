@@ -96,7 +96,7 @@ def test_local_control_plane_runs_seeds_simulates_and_restarts(
             eventually(lambda: not cluster.list_pool_objects("harness", "p").pods)
         finally:
             client.close(api)
-    assert plane.plane is None and not (tmp_path / "kube" / "pids.json").exists()
+    assert plane.plane is None and not list((tmp_path / "kube").glob("*.child.json"))
 
     with LocalControlPlane(
         tmp_path / "kube", "harness", bin_dir=kube_bin_dir, simulate=False, controller_manager=False

@@ -9,7 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from context_service.bootstrap import Container
+from tests.projections.access_history import write_access_history
 from tests.projections.history import write_history
+from tests.projections.set_history import write_set_history
 from tests.support.views import snapshot
 
 pytestmark = pytest.mark.postgres
@@ -22,11 +24,15 @@ def catch_up_all(container: Container) -> None:
 
 def test_live_views_equal_rebuilt_views(container: Container) -> None:
     assert write_history(container.contexts, seed=7, steps=300) > 50
+    assert write_access_history(container, seed=7, steps=200) > 40
+    assert write_set_history(container.context_sets, seed=7, steps=120) > 20
     head = container.store.head()
     for runner in container.runners.values():
         assert runner.wait_for(head, timeout=30)
     live = snapshot(container)
     assert live["context_catalog"], "the history should leave contexts behind"
+    assert live["workspace_members"] and live["agent_credentials"]
+    assert live["context_sets"], "the history should leave context sets behind"
     for runner in container.runners.values():
         runner.stop()
         runner.rebuild()
@@ -42,6 +48,8 @@ def test_resumed_views_equal_rebuilt_views(idle_container: Container, seed: int,
     for runner in container.runners.values():
         runner.rebuild()
     write_history(container.contexts, seed=seed, steps=60)
+    write_access_history(container, seed=seed, steps=40)
+    write_set_history(container.context_sets, seed=seed, steps=40)
     # Resume from several checkpoints: small batches, each a separate transaction.
     for runner in container.runners.values():
         runner.batch_size = batch
@@ -58,6 +66,7 @@ def test_resumed_views_equal_rebuilt_views(idle_container: Container, seed: int,
 def test_redelivering_a_tracked_position_changes_nothing(idle_container: Container) -> None:
     container = idle_container
     write_history(container.contexts, seed=3, steps=80)
+    write_set_history(container.context_sets, seed=3, steps=30)
     catch_up_all(container)
     before = snapshot(container)
     projection, view = container.runner("context_catalog").projections[0]

@@ -24,17 +24,19 @@ def running_apiserver(
     work: pathlib.Path,
     crds: pathlib.Path | None = CRDS,
     controller_manager: bool = False,
+    authorization: str = "AlwaysAllow",
 ) -> Iterator[ControlPlane]:
     """Start a server (and optionally the controller-manager), install the CRDs found in
-    ``crds`` (None: none), and stop everything on exit. ``plane.kubeconfig`` is written."""
+    ``crds`` (None: none), and stop everything on exit. ``plane.kubeconfig`` is written.
+    ``authorization="RBAC"`` enforces Roles (the plane's own token stays an administrator)."""
     plane = ControlPlane(
         bin_dir,
         work,
         Ports.pick(),
         fsync=False,
         controller_manager=controller_manager,
-        die_with_parent=True,  # a killed test run leaves no servers behind
-    )
+        authorization=authorization,
+    )  # its processes die with the test run, even a killed one
     plane.start()
     try:
         if crds is not None:

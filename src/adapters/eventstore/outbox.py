@@ -14,6 +14,7 @@ from eventsourcing.postgres import PostgresTrackingRecorder
 
 from context_service.adapters.eventstore.mapper import event_data
 from context_service.adapters.eventstore.store import EventStore
+from context_service.domain.agent_credentials.events import REDACTED
 from context_service.domain.stream import Recorded
 
 _EVENT_NS = uuid.UUID("0d6f3f5e-3c1a-4f7b-9a55-0c2a8b0e7d21")
@@ -48,6 +49,8 @@ def logged(recorded: Recorded) -> LoggedEvent:
     data = event_data(recorded.event)
     data.pop("at", None)
     data.pop("actor", None)
+    for secret in REDACTED.get(recorded.name, ()):  # never leaves the service (NATS, exports)
+        data.pop(secret, None)
     return LoggedEvent(
         position=recorded.position,
         event_id=str(uuid.uuid5(_EVENT_NS, f"{stream.id}/{recorded.version}")),

@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Protocol
 
 from eventsourcing.persistence import IntegrityError
 from eventsourcing.postgres import PostgresTrackingRecorder
@@ -26,11 +26,23 @@ ViewFactory = Callable[[Any], Any]
 Progress = Callable[[int, int], None]
 
 
+class Listener(Protocol):
+    """An in-memory read model fed by the runner: ``applied`` after each committed batch
+    (before waiters see the new position), ``reset`` whenever the runner re-reads its positions
+    (another instance may have applied events it never saw)."""
+
+    def applied(self, batch: Sequence[Recorded]) -> None: ...
+
+    def reset(self) -> None: ...
+
+
 class ProjectionRunner:
     def __init__(self, store: EventStore, tracking: PostgresTrackingRecorder,
                  projections: Sequence[tuple[Projection, ViewFactory]],
-                 batch_size: int = 2000, linger: float = 0.008, busy: int = 4) -> None:
+                 batch_size: int = 2000, linger: float = 0.008, busy: int = 4,
+                 listeners: Sequence[Listener] = ()) -> None:
         self.store = store
+        self.listeners = list(listeners)
         self.linger = linger
         self.busy = busy
         self.tracking = tracking
@@ -47,6 +59,8 @@ class ProjectionRunner:
         """Read the tracked positions again (another instance may have moved them)."""
         with self._changed:
             self._positions = {n: self.tracking.max_tracking_id(n) or 0 for n in self.names}
+            for listener in self.listeners:
+                listener.reset()
 
     @property
     def position(self) -> int:
@@ -81,6 +95,8 @@ class ProjectionRunner:
                     projection.apply(view(cur), todo)
                     tracked.append(projection.name)
             self._track(cur, tracked, last)
+        for listener in self.listeners:
+            listener.applied(batch)
         with self._changed:
             for name in self.names:
                 self._positions[name] = max(self._positions[name], last)
@@ -138,6 +154,8 @@ class ProjectionRunner:
                             "WHERE application_name = %s", (projection.name,))
         with self._changed:
             self._positions = dict.fromkeys(self.names, 0)
+            for listener in self.listeners:
+                listener.reset()
         return self.catch_up(progress)
 
     def wait_for(self, position: int, timeout: float) -> bool:

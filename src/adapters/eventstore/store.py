@@ -191,6 +191,7 @@ class EventStore:
             group.discard()
         self._loop_groups.clear()
         self._closed.set()
+        self.wake()  # whoever waits for the head returns now
         if self._listener is not None:
             self._listener.join(timeout=5)
         self.datastore.close()

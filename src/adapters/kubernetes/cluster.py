@@ -71,11 +71,17 @@ def _by_name(items: list[JSON]) -> list[JSON]:
 
 
 class KubernetesCluster:
-    """The ``Cluster`` port over one ``Rest`` connection; safe to share between threads."""
+    """The ``Cluster`` port over one ``Rest`` connection; safe to share between threads.
 
-    def __init__(self, rest: Rest, field_manager: str = MANAGER) -> None:
+    ``pool_namespace`` (the service's ``CS_NAMESPACE``) is where pool objects live: watches of
+    Sandboxes and SandboxClaims stay inside it, so the service needs no cluster-wide access to
+    them (``access.GRANTS``). None watches them wherever ``watch`` is asked to."""
+
+    def __init__(self, rest: Rest, field_manager: str = MANAGER,
+                 pool_namespace: str | None = None) -> None:
         self.rest = rest
         self.manager = field_manager
+        self.pool_namespace = pool_namespace
 
     # --- plumbing ---------------------------------------------------------------------------
 
@@ -247,7 +253,10 @@ class KubernetesCluster:
 
     def watch(self, namespace: str | None, on_change: Callable[[Change], None]) -> ClusterWatch:
         resources = (PVCS, PODS, SANDBOX, SANDBOX_CLAIM, SNAPSHOT)
-        return ClusterWatch(self.rest, resources, namespace, on_change).start()
+        pools = {} if self.pool_namespace is None else {
+            r.plural: self.pool_namespace for r in (SANDBOX, SANDBOX_CLAIM)}
+        return ClusterWatch(self.rest, resources, namespace, on_change,
+                            namespaces=pools).start()
 
     def ensure_namespace(self, name: str) -> bool:
         """Create a namespace if absent (setup helper, not part of the port)."""

@@ -1,17 +1,15 @@
 """Run etcd + kube-apiserver (+ kube-controller-manager) as child processes on 127.0.0.1.
 
 The building block of the local development control plane and of the test fixtures: one work
-directory holds the data, PKI, logs, pid file and a kubeconfig with a verified CA and a bearer
-token. The server has no real authorization: it must only ever listen on loopback.
+directory holds the data, PKI, logs, child records and a kubeconfig with a verified CA and a
+bearer token. By default the server authorizes everything (``authorization="RBAC"`` enforces
+Roles): it must only ever listen on loopback.
 """
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import json
 import logging
-import os
 import secrets
 import signal
 import socket
@@ -22,13 +20,23 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
 from kubernetes.client import ApiClient, Configuration
 
+from context_service.adapters.children import Child
+from context_service.adapters.children import stop_stale as stop_stale_child
+
 log = logging.getLogger(__name__)
 KCM_CONTROLLERS = "garbagecollector,namespace,pvc-protection"
-PR_SET_PDEATHSIG = 1
+# Stop order (the reverse of the start order) and how long each may take before SIGKILL: a
+# kube-apiserver whose etcd is gone ignores SIGTERM, so it goes before etcd and is never waited
+# on for long.
+STOP_ORDER = ("controller-manager", "apiserver", "etcd")
+STOP_GRACE = {"controller-manager": 5.0, "apiserver": 5.0, "etcd": 10.0}
+# If this process dies first, the kernel signals each child: the stateless servers are killed
+# outright (they would hang without etcd), etcd gets SIGTERM and ends cleanly.
+DEATH_SIGNAL = {"controller-manager": signal.SIGKILL, "apiserver": signal.SIGKILL,
+                "etcd": signal.SIGTERM}
 
 
 class ControlPlaneError(RuntimeError):
@@ -79,19 +87,18 @@ class ControlPlane:
         fsync: bool = True,
         etcd: str = "etcd",
         controller_manager: bool = False,
-        die_with_parent: bool = False,
+        authorization: str = "AlwaysAllow",
     ) -> None:
         self.bin_dir = bin_dir
-        # children get SIGTERM when the starting thread dies, even by SIGKILL (tests: call start()
-        # from the main thread); otherwise they outlive a crash and ``stop_stale`` ends them
-        self.die_with_parent = die_with_parent
+        # "RBAC" makes the server enforce Roles (the admin token stays in system:masters)
+        self.authorization = authorization
         self.work = work.resolve()
         self.ports = ports
         self.fsync = fsync
         self.etcd_bin = etcd
         # pvc-in-use protection only makes sense when a controller removes the finalizer
         self.pvc_protection = controller_manager
-        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.procs: dict[str, Child] = {}
 
     @property
     def host(self) -> str:
@@ -146,21 +153,14 @@ class ControlPlane:
         ]
         self._spawn("controller-manager", args)
 
-    def stop(self, grace: float = 10.0) -> None:
-        for name in reversed(list(self.procs)):
-            proc = self.procs.pop(name)
-            if proc.poll() is None:
-                proc.terminate()
-            try:
-                proc.wait(grace)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        with contextlib.suppress(FileNotFoundError):
-            (self.work / "pids.json").unlink()
+    def stop(self, grace: float | None = None) -> None:
+        """Controller-manager, apiserver, then etcd; each SIGTERM, then SIGKILL past its grace
+        (``STOP_GRACE``, or ``grace`` seconds for each when given)."""
+        for name in sorted(self.procs, key=STOP_ORDER.index):
+            self.procs.pop(name).stop(STOP_GRACE[name] if grace is None else grace)
 
     def running(self) -> bool:
-        return bool(self.procs) and all(p.poll() is None for p in self.procs.values())
+        return bool(self.procs) and all(p.running for p in self.procs.values())
 
     def ready(self) -> bool:
         """GET /readyz answers 200 (TLS verified against the server's own certificate)."""
@@ -223,7 +223,7 @@ class ControlPlane:
             f"--secure-port={self.ports.api}",
             f"--cert-dir={pki}",
             f"--token-auth-file={pki / 'tokens.csv'}",
-            "--authorization-mode=AlwaysAllow",
+            f"--authorization-mode={self.authorization}",
             "--service-account-issuer=https://kubernetes.default.svc",
             f"--service-account-key-file={pki / 'sa.key'}",
             f"--service-account-signing-key-file={pki / 'sa.key'}",
@@ -234,27 +234,17 @@ class ControlPlane:
         ]
 
     def _spawn(self, name: str, args: list[str]) -> None:
-        log_file: IO[bytes]
-        with open(self.work / f"{name}.log", "ab") as log_file:
-            try:
-                self.procs[name] = subprocess.Popen(
-                    args,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log_file,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,  # a terminal's Ctrl-C reaches us, and we stop them
-                    preexec_fn=_die_with_parent if self.die_with_parent else None,
-                )
-            except OSError as exc:
-                raise ControlPlaneError(f"cannot start {name}: {exc}") from exc
-        pids = {n: p.pid for n, p in self.procs.items()}
-        (self.work / "pids.json").write_text(json.dumps(pids))
+        child = Child(name, args, record(self.work, name), marker=str(self.work),
+                      death_signal=DEATH_SIGNAL[name], output=self.work / f"{name}.log")
+        try:
+            self.procs[name] = child.start()
+        except OSError as exc:
+            raise ControlPlaneError(f"cannot start {name}: {exc}") from exc
 
     def _wait(self, name: str, check: Callable[[], bool], timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while not check():
-            proc = self.procs[name]
-            if proc.poll() is not None or time.monotonic() > deadline:
+            if not self.procs[name].running or time.monotonic() > deadline:
                 tail = _tail(self.work / f"{name}.log")
                 raise ControlPlaneError(f"{name} did not become ready; last log lines:\n{tail}")
             time.sleep(0.1)
@@ -285,12 +275,6 @@ class ControlPlane:
         self.kubeconfig.chmod(0o600)
 
 
-def _die_with_parent() -> None:
-    """In the child before exec: ask Linux for SIGTERM when the parent thread exits."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-
-
 def _tail(path: Path, lines: int = 15) -> str:
     try:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
@@ -298,35 +282,13 @@ def _tail(path: Path, lines: int = 15) -> str:
         return "(no log)"
 
 
-def stop_stale(work: Path, grace: float = 10.0) -> None:
-    """End processes a crashed earlier run left behind for ``work`` (per its pids.json), but only
-    those whose command line still names ``work``: a recycled pid is never touched."""
-    pids_file = work / "pids.json"
-    try:
-        pids: dict[str, int] = json.loads(pids_file.read_text())
-    except (OSError, ValueError):
-        return
-    stale = [pid for pid in reversed(list(pids.values())) if _names(pid, work)]
-    for pid in stale:
-        log.info("stopping stale control-plane process %s", pid)
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGTERM)
-        _await_exit(pid, grace)
-    pids_file.unlink(missing_ok=True)
+def record(work: Path, name: str) -> Path:
+    """Where the child ``name`` of the control plane in ``work`` is recorded."""
+    return work / f"{name}.child.json"
 
 
-def _names(pid: int, work: Path) -> bool:
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
-    except OSError:
-        return False
-    return str(work.resolve()) in cmdline
-
-
-def _await_exit(pid: int, grace: float) -> None:
-    deadline = time.monotonic() + grace
-    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    if Path(f"/proc/{pid}").exists():
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
+def stop_stale(work: Path) -> None:
+    """End the processes a dead earlier owner left behind for ``work``, in stop order; a
+    process is only touched if its start time and command line still match its record."""
+    for name in STOP_ORDER:
+        stop_stale_child(record(work, name), STOP_GRACE[name])

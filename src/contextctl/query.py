@@ -1,0 +1,82 @@
+"""``query``: search the memory and knowledge records you can read, by text or by ids."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from context_service.contextctl import output
+from context_service.contextctl.client import segment
+from context_service.contextctl.options import App, namespace_option, output_options, pass_app
+
+SNIPPET = 80
+
+
+def snippet(record: dict[str, Any]) -> str:
+    text = str(record.get("title") or record.get("text") or "").replace("\n", " ")
+    return text if len(text) <= SNIPPET else text[: SNIPPET - 1] + "…"
+
+
+def print_results(data: dict[str, Any]) -> None:
+    output.table(["SCORE", "CONTEXT", "ID", "TITLE"], [
+        [r.get("score"), (r.get("record") or {}).get("context"), (r.get("record") or {}).get("id"),
+         snippet(r.get("record") or {})] for r in data.get("items", [])],
+        "No records found.")
+    if data.get("unavailable"):
+        output.note(f"unavailable (index does not match the current revision): "
+                    f"{', '.join(data['unavailable'])}")
+    if data.get("nextCursor"):
+        output.note(f"more results: --cursor {data['nextCursor']} (or --all)")
+
+
+@click.command(short_help="Query memory and knowledge records.",
+               help='Query memory and knowledge: contextctl query "release schedule".')
+@click.argument("text", required=False)
+@click.option("--id", "ids", multiple=True, metavar="ID", help="Exact record id (repeatable).")
+@click.option("--context", "contexts", multiple=True, metavar="NAME",
+              help="Only these contexts (repeatable).")
+@click.option("--type", "types", multiple=True, type=click.Choice(["memory", "knowledge"]),
+              help="Only records of this type (repeatable).")
+@click.option("--source-context", "source_contexts", multiple=True, metavar="NAME",
+              help="Only records derived from this context (repeatable).")
+@click.option("--revision", "revisions", multiple=True, metavar="ID",
+              help="Only records of this revision (repeatable).")
+@click.option("--limit", type=click.IntRange(1, 100), default=None,
+              help="Results per page (1-100, service default 20).")
+@click.option("--cursor", default=None, help="Continue from a previous page's nextCursor.")
+@click.option("--all", "every", is_flag=True, help="Follow cursors to the last page.")
+@namespace_option
+@output_options
+@pass_app
+def query(app: App, text: str | None, ids: tuple[str, ...], contexts: tuple[str, ...],
+          types: tuple[str, ...], source_contexts: tuple[str, ...], revisions: tuple[str, ...],
+          limit: int | None, cursor: str | None, every: bool, namespace: str | None,
+          fmt: str) -> None:
+    if not (text and text.strip()) and not ids:
+        raise click.UsageError("query text or --id is required")
+    body: dict[str, Any] = {}
+    for key, values in (("contexts", contexts), ("types", types),
+                        ("sourceContexts", source_contexts), ("revisions", revisions),
+                        ("ids", ids)):
+        if values:
+            body[key] = list(values)
+    if text:
+        body["query"] = text
+    if limit is not None:
+        body["limit"] = limit
+    if cursor:
+        body["cursor"] = cursor
+    path = f"/v1/namespaces/{segment(app.namespace(namespace))}/query"
+    reply = app.client.post(path, body)
+    if not every:
+        output.emit(reply, fmt, print_results)
+        return
+    merged: dict[str, Any] = {"items": list(reply.data.get("items", []))}
+    if reply.data.get("unavailable"):
+        merged["unavailable"] = reply.data["unavailable"]
+    page = reply.data
+    while page.get("nextCursor"):
+        page = app.client.post(path, {**body, "cursor": page["nextCursor"]}).data
+        merged["items"].extend(page.get("items", []))
+    output.emit_data(merged, fmt, print_results)

@@ -1,0 +1,107 @@
+"""The library routes (agent-context-api.md §9): the context sets a credential may see, one set
+as an agent reads it, definitions by term and verified answers by question, with the
+deterministic word matching of §9.2.
+
+Each route runs the bearer pipeline first (which also waits for the context_sets view, so a set
+written before the request is seen), then its body rules, then context-set scope (§3.5).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Request, Response, post
+
+from context_service.domain.context_set.state import ContextSetState
+from context_service.domain.library.matching import lookup_definitions, match_answers, rank_sets
+from context_service.domain.library.scope import named_set, searched_sets, visible_sets
+from context_service.http.agent import library_shapes as shapes
+from context_service.http.agent.body import decode
+from context_service.http.agent.errors import api_json
+from context_service.http.agent.pipeline import AgentCaller, authenticate
+from context_service.http.common import services, threaded_body
+from context_service.projections.context_sets.view import ContextSetReads
+
+PATH = "/api/agent/v1"
+SCOPE = "context:read"
+VIEWS = ("context_sets",)
+
+
+class _Scope:
+    """The caller's workspace sets, read from the view (each at most once per request)."""
+
+    def __init__(self, reads: ContextSetReads, agent: AgentCaller) -> None:
+        self.reads = reads
+        self.workspace = agent.workspace
+        self.bound = agent.context_set_id
+
+    def get(self, set_id: str) -> ContextSetState | None:
+        return self.reads.get(self.workspace, set_id)
+
+    def listing(self) -> list[ContextSetState]:
+        return list(self.reads.list(self.workspace))
+
+
+def _caller(request: Request[Any, Any, Any]) -> tuple[AgentCaller, _Scope]:
+    agent = authenticate(request, SCOPE, VIEWS)
+    found = services(request).context_sets
+    assert found is not None, "context sets are not configured"
+    return agent, _Scope(found.reads, agent)
+
+
+@post(PATH + "/context-sets/list", status_code=200,
+      opt={"body": shapes.ListContextSetsRequest})
+@threaded_body
+def list_context_sets(request: Request[Any, Any, Any], body: bytes) -> Response[bytes]:
+    """The context sets the credential may see; ranked by word match with a ``query``."""
+    _, scope = _caller(request)
+    req = decode(body, shapes.ListContextSetsRequest)
+    shapes.check_list(req)
+    limit = req.limit or shapes.SET_DEFAULT
+    sets = visible_sets(scope.bound, scope.get, scope.listing)
+    if req.query is None or not req.query.strip():
+        return api_json({"items": [shapes.set_summary(s) for s in sets[:limit]]})
+    ranked = rank_sets(req.query, sets)[:limit]
+    return api_json({"items": [shapes.set_summary(m.state, m) for m in ranked]})
+
+
+@post(PATH + "/context-sets/get", status_code=200, opt={"body": shapes.GetContextSetRequest})
+@threaded_body
+def get_context_set(request: Request[Any, Any, Any], body: bytes) -> Response[bytes]:
+    """One context set as an agent reads it (the bound set when none is named)."""
+    _, scope = _caller(request)
+    req = decode(body, shapes.GetContextSetRequest)
+    shapes.check_get(req, scope.bound)
+    state = named_set(scope.bound, req.context_set_id or scope.bound, scope.get)
+    return api_json(shapes.agent_view(state))
+
+
+@post(PATH + "/definitions/lookup", status_code=200,
+      opt={"body": shapes.LookupDefinitionsRequest})
+@threaded_body
+def lookup(request: Request[Any, Any, Any], body: bytes) -> Response[bytes]:
+    """Definitions of a term: exact term, exact alias, then word matches."""
+    _, scope = _caller(request)
+    req = decode(body, shapes.LookupDefinitionsRequest)
+    shapes.check_lookup(req)
+    assert req.term is not None
+    sets = searched_sets(scope.bound, req.context_set_id, scope.get, scope.listing)
+    found = lookup_definitions(req.term, sets)[:req.limit or shapes.MATCH_DEFAULT]
+    return api_json({"items": [shapes.definition_match(m) for m in found]})
+
+
+@post(PATH + "/verified-answers/match", status_code=200,
+      opt={"body": shapes.MatchVerifiedAnswersRequest})
+@threaded_body
+def match(request: Request[Any, Any, Any], body: bytes) -> Response[bytes]:
+    """Verified answers whose question matches: exact first, then by word-match score."""
+    _, scope = _caller(request)
+    req = decode(body, shapes.MatchVerifiedAnswersRequest)
+    shapes.check_match(req)
+    assert req.question is not None
+    sets = searched_sets(scope.bound, req.context_set_id, scope.get, scope.listing)
+    found = match_answers(req.question, sets)[:req.limit or shapes.MATCH_DEFAULT]
+    return api_json({"items": [shapes.answer_match(m) for m in found]})
+
+
+ROUTES = [list_context_sets, get_context_set, lookup, match]

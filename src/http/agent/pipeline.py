@@ -1,0 +1,124 @@
+"""The bearer pipeline every ``/api/agent/v1`` route calls first (agent-context-api.md §1.5,
+§4.5): browser refusal, credential, scope, the creator's live authority, the rate limit. The
+route then reads its body and runs its own checks.
+
+Credentials and roles come from the in-process access directory after the read-your-writes wait,
+so a credential revoked (or a member removed) before this request began is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from litestar import Request
+
+from context_service.domain.agent_credentials.state import Credential
+from context_service.domain.agent_credentials.token import bearer_token, token_id, verify
+from context_service.domain.events import ADMIN, Subject
+from context_service.domain.values import quote
+from context_service.domain.workspace.roles import role_permits
+from context_service.http.agent.errors import ApiError, unavailable
+from context_service.http.common import services
+from context_service.http.ports import AgentServices
+
+ACCESS_VIEWS = ("agent_credentials", "workspace_members")
+BROWSER_REFUSED = ApiError(
+    403, "AGENT_BROWSER_REQUEST_REFUSED",
+    "browser requests are refused; call the agent API from a server-side client")
+
+
+@dataclass(frozen=True, slots=True)
+class AgentCaller:
+    """The credential of a request that passed the pipeline, acting as its creator."""
+
+    credential: Credential
+    creator: Subject
+
+    @property
+    def workspace(self) -> str:
+        return self.credential.namespace
+
+    @property
+    def context_set_id(self) -> str:
+        return self.credential.context_set_id
+
+
+def agent_services(request: Request[Any, Any, Any]) -> AgentServices:
+    found = services(request).agent
+    assert found is not None, "the agent API is not configured"
+    return found
+
+
+def refuse_browser(scope_headers: Iterable[tuple[bytes, bytes]]) -> None:
+    for name, _ in scope_headers:
+        lowered = name.lower()
+        if lowered == b"origin" or lowered.startswith(b"sec-fetch-"):
+            raise BROWSER_REFUSED
+
+
+def _unauthorized(message: str) -> ApiError:
+    return ApiError(401, "UNAUTHORIZED", message)
+
+
+def presented_token(request: Request[Any, Any, Any]) -> str:
+    values = request.headers.getall("authorization", [])
+    if not values:
+        raise _unauthorized("agent credential is required")
+    token = bearer_token(values[0]) if len(values) == 1 else None
+    if token is None:
+        raise _unauthorized("agent credential is malformed")
+    return token
+
+
+def authenticate(request: Request[Any, Any, Any], scope: str,
+                 views: Sequence[str] = ()) -> AgentCaller:
+    """Steps 1-5 of §1.5, in order; blocking (it waits for the views ``views`` and the access
+    views to reach the log head as of now)."""
+    refuse_browser(request.scope["headers"])
+    token = presented_token(request)
+    agent = agent_services(request)
+    found = services(request)
+    if not found.consistency.wait((*ACCESS_VIEWS, *views), found.read_wait_seconds):
+        raise unavailable()
+    credential_id = token_id(token)
+    assert credential_id is not None
+    credential = agent.directory.credential(credential_id)
+    recorded = credential.secret_hash if credential is not None else None
+    if not verify(agent.key, token, recorded) or credential is None:
+        raise _unauthorized("agent credential is not valid")
+    if credential.revoked_at is not None:
+        raise _unauthorized("agent credential is not valid")
+    if agent.clock() >= credential.expires_at:
+        raise ApiError(401, "EXPIRED_CREDENTIAL", "agent credential has expired")
+    if scope not in credential.scopes:
+        raise ApiError(403, "FORBIDDEN", f"agent credential lacks scope {quote(scope)}")
+    creator = _creator(credential)
+    _check_authority(agent, credential, creator, scope)
+    wait = agent.limiter.take(credential.id)
+    if wait:
+        raise ApiError(429, "RATE_LIMITED", f"rate limit exceeded; retry after {wait} seconds",
+                       None, {"Retry-After": str(wait)})
+    return AgentCaller(credential, creator)
+
+
+def _creator(credential: Credential) -> Subject:
+    kind, _, name = credential.created_by.partition(":")
+    return Subject(kind, name)
+
+
+def _check_authority(agent: AgentServices, credential: Credential, creator: Subject,
+                     permission: str) -> None:
+    if creator == ADMIN:
+        return
+    workspace = credential.namespace
+    role = agent.directory.role(workspace, creator)
+    if role is None:
+        raise ApiError(403, "AGENT_CREDENTIAL_AUTHORITY_LOST",
+                       "the credential's creator is no longer a member of workspace "
+                       + quote(workspace))
+    if not role_permits(role, permission):
+        raise ApiError(403, "AGENT_CREDENTIAL_AUTHORITY_LOST",
+                       f"the credential's creator no longer holds {quote(permission)} in "
+                       f"workspace {quote(workspace)}")

@@ -1,0 +1,100 @@
+"""Workspace membership (agent-context-api.md §3.3): list, add or change, remove members.
+
+These are ``/v1`` routes: ``{"error","message"}`` bodies, and a non-member or a member lacking
+the permission is told ``workspace not found``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import unquote_to_bytes
+
+from litestar import Request, Response, delete, get, put
+from litestar.params import RawBody
+
+from context_service.domain.context.validation import valid_subject
+from context_service.domain.errors import RequestInvalidError
+from context_service.domain.events import Subject
+from context_service.domain.values import format_timestamp
+from context_service.domain.workspace.commands import RemoveMember, SetMember
+from context_service.domain.workspace.state import Member
+from context_service.http.body import decode
+from context_service.http.common import caller, json, no_content, services, threaded, wait_for_views
+from context_service.http.errors import HttpError
+from context_service.http.ports import AgentServices
+from context_service.http.render import subject as render_subject
+from context_service.http.schemas import SetMemberRequest
+
+PATH = "/v1/namespaces/{namespace:str}/members"
+VIEWS = ("workspace_members",)
+
+
+def render_member(member: Member) -> dict[str, Any]:
+    return {"subject": render_subject(member.subject), "role": member.role,
+            "since": format_timestamp(member.since)}
+
+
+def _agent(request: Request[Any, Any, Any]) -> AgentServices:
+    found = services(request).agent
+    assert found is not None
+    return found
+
+
+@get(PATH)
+@threaded
+def list_members(request: Request[Any, Any, Any]) -> Response[bytes]:
+    """The workspace's members, sorted by ``kind:name`` (any member; context:read)."""
+    namespace = request.path_params["namespace"]
+    actor = caller(request)
+    agent = _agent(request)
+    agent.workspaces.authorize(namespace, actor, "context:read")
+    wait_for_views(request, VIEWS)
+    return json({"items": [render_member(m) for m in agent.reads.members(namespace)]})
+
+
+@put(PATH, opt={"body": SetMemberRequest})
+@threaded
+def set_member(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
+    """Add a member or change its role (members:manage)."""
+    namespace = request.path_params["namespace"]
+    actor = caller(request)
+    agent = _agent(request)
+    agent.workspaces.authorize(namespace, actor, "members:manage")
+    req = decode(body, SetMemberRequest)
+    subject = None if req.subject is None else Subject(req.subject.kind or "",
+                                                       req.subject.name or "")
+    outcome = agent.workspaces.execute(namespace, SetMember(actor=actor, subject=subject,
+                                                            role=req.role or ""))
+    assert subject is not None
+    return json(render_member(outcome.state.members[subject.key]), 200, outcome.position)
+
+
+def _member_segment(request: Request[Any, Any, Any]) -> Subject | None:
+    """The raw last path segment, percent-decoded and split at its first ``:`` (a ``/`` inside
+    the name arrives as ``%2F``, so it is read from the raw path; a raw ``/`` makes another,
+    unknown path)."""
+    raw = (request.scope.get("raw_path") or b"").split(b"?", 1)[0]
+    segment = raw.split(b"/members/", 1)[-1]
+    if b"/" in segment or not segment:
+        raise HttpError(404, "not_found", "route not found")
+    kind, sep, name = unquote_to_bytes(segment).decode("utf-8", errors="replace").partition(":")
+    subject = Subject(kind, name)
+    return subject if sep and valid_subject(subject) else None
+
+
+@delete(PATH + "/{member:path}", status_code=200, opt={"status": 204})
+@threaded
+def remove_member(request: Request[Any, Any, Any]) -> Response[bytes]:
+    """Remove a member (members:manage)."""
+    subject = _member_segment(request)  # routing first: a raw "/" is another path
+    namespace = request.path_params["namespace"]
+    actor = caller(request)
+    agent = _agent(request)
+    agent.workspaces.authorize(namespace, actor, "members:manage")
+    if subject is None:
+        raise RequestInvalidError("valid subject is required")
+    outcome = agent.workspaces.execute(namespace, RemoveMember(actor=actor, subject=subject))
+    return no_content(outcome.position)
+
+
+ROUTES = [list_members, set_member, remove_member]

@@ -1,0 +1,85 @@
+"""Agent API fixtures: workspaces with members, credentials, and an app with two probe routes
+that run only the bearer pipeline (one per scope), so the pipeline is tested on its own."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from litestar import Request, Response, post
+from litestar.testing import TestClient
+
+from context_service import bootstrap
+from context_service.http.agent.errors import api_json
+from context_service.http.agent.pipeline import authenticate
+from context_service.http.app import create_app
+from context_service.http.common import threaded
+from tests.api.conftest import Api
+
+ADMIN = "service:context-service-admin"
+WS = "acme"
+CREDENTIALS = f"/api/w/{WS}/agent-credentials"
+
+
+@post("/api/agent/v1/test-probe/read", status_code=200)
+@threaded
+def read_probe(request: Request[Any, Any, Any]) -> Response[bytes]:
+    caller = authenticate(request, "context:read")
+    return api_json({"credential": caller.credential.id, "creator": caller.creator.key,
+                     "workspace": caller.workspace})
+
+
+@post("/api/agent/v1/test-probe/run", status_code=200)
+@threaded
+def run_probe(request: Request[Any, Any, Any]) -> Response[bytes]:
+    caller = authenticate(request, "queries:run")
+    return api_json({"credential": caller.credential.id})
+
+
+@pytest.fixture
+def agent_api(container: bootstrap.Container) -> Iterator[Api]:
+    app = create_app(bootstrap.services(container), extra_routes=[read_probe, run_probe])
+    with TestClient(app=app) as client:
+        yield Api(client)
+
+
+def add_member(api: Api, subject: str, role: str, caller: str = ADMIN, ws: str = WS) -> None:
+    kind, _, name = subject.partition(":")
+    resp = api.as_(caller).put(f"/v1/namespaces/{ws}/members",
+                               {"subject": {"kind": kind, "name": name}, "role": role})
+    assert resp.status_code == 200, resp.text
+
+
+def create(api: Api, caller: str = "user:alice", ws: str = WS, **body: Any) -> Any:
+    payload = {"name": "research agent", "scopes": ["context:read"], "expiresInDays": 30,
+               **body}
+    return api.as_(caller).post(f"/api/w/{ws}/agent-credentials", payload)
+
+
+def token_of(api: Api, caller: str = "user:alice", ws: str = WS, **body: Any) -> str:
+    resp = create(api, caller, ws, **body)
+    assert resp.status_code == 201, resp.text
+    return str(resp.json()["token"])
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def probe(api: Api, token: str | None, scope: str = "read",
+          headers: dict[str, str] | None = None) -> Any:
+    h = dict(headers or {})
+    if token is not None:
+        h["Authorization"] = f"Bearer {token}"
+    return api.client.post(f"/api/agent/v1/test-probe/{scope}", content=b"{}", headers=h)
+
+
+@pytest.fixture
+def owner(agent_api: Api) -> Api:
+    """``acme`` with alice (owner), adam (admin), mia (member), vic (viewer)."""
+    add_member(agent_api, "user:alice", "owner")
+    for subject, role in (("user:adam", "admin"), ("user:mia", "member"),
+                          ("user:vic", "viewer")):
+        add_member(agent_api, subject, role, caller="user:alice")
+    return agent_api

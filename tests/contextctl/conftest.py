@@ -1,0 +1,114 @@
+"""``contextctl`` against a real ``context-service serve`` process: one service per module,
+and ``cli`` running the client in this process (its real HTTP client, its real exit codes)."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from context_service.adapters.kubernetes.client import close
+from context_service.adapters.kubernetes.cluster import KubernetesCluster
+from context_service.adapters.kubernetes.controlplane import ControlPlane
+from context_service.adapters.kubernetes.rest import Rest
+from context_service.contextctl.main import main
+from tests.e2e.server import ServerProcess
+from tests.support.kube import running_apiserver
+
+
+@dataclass(frozen=True)
+class Outcome:
+    code: int
+    out: str
+    err: str
+
+
+Cli = Callable[..., Outcome]
+
+
+@pytest.fixture(scope="module")
+def module_dir() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="cs-ctl-"))
+    path.chmod(0o755)  # the embedded PostgreSQL runs as its own user
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def service(module_dir: Path) -> Iterator[ServerProcess]:
+    """A service without Kubernetes: contexts, access, revisions, index, query, history."""
+    proc = ServerProcess(module_dir, env={"CS_WORKERS": "projections,query-index"})
+    proc.start()
+    yield proc
+    proc.cleanup()
+
+
+def make_cli(url: str, monkeypatch: pytest.MonkeyPatch,
+             capsys: pytest.CaptureFixture[str]) -> Cli:
+    def run(*args: str, subject: str | None = "user:alice", **env: str) -> Outcome:
+        with monkeypatch.context() as patch:
+            for name in ("CS_TOKEN", "CS_SUBJECT", "CS_NAMESPACE", "CS_STORAGE_CLASS",
+                         "CS_AGENT_TOKEN"):
+                patch.delenv(name, raising=False)
+            patch.setenv("CS_URL", url)
+            if subject is not None:
+                patch.setenv("CS_SUBJECT", subject)
+            for name, value in env.items():
+                patch.setenv(name, value)
+            capsys.readouterr()
+            code = main(list(args))
+            captured = capsys.readouterr()
+        return Outcome(code, captured.out, captured.err)
+
+    return run
+
+
+@pytest.fixture
+def cli(service: ServerProcess, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> Cli:
+    return make_cli(service.url, monkeypatch, capsys)
+
+
+@pytest.fixture(scope="package")
+def plane(kube_bin_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    """This package's own kube-apiserver: ``serve`` adopts labelled objects of the whole cluster
+    at start, and the session server holds every other test's leftovers."""
+    with running_apiserver(kube_bin_dir, tmp_path_factory.mktemp("kube-ctl")) as started:
+        yield started
+
+
+@pytest.fixture(scope="package")
+def kube(plane: ControlPlane) -> Iterator[KubernetesCluster]:
+    api = plane.api_client()
+    yield KubernetesCluster(Rest(api))
+    close(api)
+
+
+def kube_service(data_dir: Path, plane: ControlPlane, kube: KubernetesCluster,
+                 namespace: str) -> ServerProcess:
+    """A started service reconciling ``namespace`` of ``plane`` (pools live there too)."""
+    kube.ensure_namespace(namespace)
+    proc = ServerProcess(data_dir, env={
+        "CS_KUBE": "kubeconfig", "KUBECONFIG": str(plane.kubeconfig), "CS_NAMESPACE": namespace,
+        "CS_WORKERS": "projections,reconciler,snapshots"})
+    proc.start()
+    return proc
+
+
+def complete_words(url: str, words: str, monkeypatch: pytest.MonkeyPatch,
+                   capsys: pytest.CaptureFixture[str]) -> list[str]:
+    """What the bash completion function receives for the command line ``words``."""
+    with monkeypatch.context() as patch:
+        patch.setenv("CS_URL", url)
+        patch.setenv("CS_SUBJECT", "user:alice")
+        patch.setenv("_CONTEXTCTL_COMPLETE", "bash_complete")
+        patch.setenv("COMP_WORDS", words)
+        patch.setenv("COMP_CWORD", str(len(words.split(" ")) - 1))
+        capsys.readouterr()
+        with pytest.raises(SystemExit):
+            main([])
+        return [line.split(",", 1)[1] for line in capsys.readouterr().out.splitlines() if line]
