@@ -10,13 +10,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
-# resource schema -> (path prefix the parameters belong to, parameter -> JSON pointer)
-RESOURCES: dict[str, tuple[str, dict[str, str]]] = {
-    "ContextResource": ("/v1/namespaces/{namespace}", {"namespace": "/namespace",
-                                                       "name": "/name"}),
-    "Snapshot": ("/v1/namespaces/{namespace}/contexts/{name}",
+# resource schema -> (path prefixes the parameters belong to, parameter -> JSON pointer); a
+# namespace holding a context is not a workspace (members, context sets) yet
+RESOURCES: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
+    "ContextResource": (("/v1/namespaces/{namespace}/contexts", "/v1/namespaces/{namespace}/query"),
+                        {"namespace": "/namespace", "name": "/name"}),
+    "Snapshot": (("/v1/namespaces/{namespace}/contexts/{name}",),
                  {"namespace": "/namespace", "name": "/contextName", "snapshot": "/name"}),
-    "Pool": ("/v1/sandbox-pools", {"name": "/name"}),
+    "Pool": (("/v1/sandbox-pools",), {"name": "/name"}),
 }
 # request body fields a resource fills (the snapshot a clone or restore starts from)
 BODY_FIELDS: dict[str, dict[str, str]] = {"Snapshot": {"snapshot": "/name"}}
@@ -46,9 +47,9 @@ def _resource_of(response: dict[str, Any]) -> str | None:
 
 
 def _link(resource: str, path: str, target: dict[str, Any]) -> dict[str, Any] | None:
-    prefix, pointers = RESOURCES[resource]
+    prefixes, pointers = RESOURCES[resource]
     wanted = re.findall(r"\{(\w+)\}", path)
-    if not path.startswith(prefix) or not wanted or not set(wanted) <= set(pointers):
+    if not path.startswith(prefixes) or not wanted or not set(wanted) <= set(pointers):
         return None
     if resource == "Snapshot" and "snapshot" not in wanted and not _body_fields(resource, target):
         return None  # the context's own operations are linked from the context already
