@@ -21,9 +21,9 @@ def check_present(raw: bytes) -> None:
         raise RequestInvalidError("request body is required")
 
 
-def decode(raw: bytes, shape: type[T], nul: bool = False) -> T:
-    """The body as ``shape``; a string holding U+0000 is refused unless ``nul`` (the query
-    index stores any string; the other views keep strings as PostgreSQL text and JSON)."""
+def decode(raw: bytes, shape: type[T], refuse_nul: bool = False) -> T:
+    """The body as ``shape``; with ``refuse_nul``, a string holding U+0000 is refused (for the
+    routes whose views keep strings as PostgreSQL text and jsonb, which cannot hold it)."""
     check_present(raw)
     try:
         found = msgspec.json.decode(raw, type=shape, strict=True)
@@ -31,7 +31,7 @@ def decode(raw: bytes, shape: type[T], nul: bool = False) -> T:
         raise RequestInvalidError(_message(str(exc))) from exc
     except msgspec.DecodeError as exc:
         raise RequestInvalidError(f"malformed JSON body: {exc}") from exc
-    if not nul and b"\\u0000" in raw:  # rare: only then look for it in the decoded strings
+    if refuse_nul and b"\\u0000" in raw:  # rare: only then look for it in the decoded strings
         _refuse_nul(msgspec.to_builtins(found), "$")
     return found
 

@@ -45,7 +45,7 @@ def publish_query_index(request: Request[Any, Any, Any], body: RawBody) -> Respo
     actor = caller(request)
     found = services(request)
     found.contexts.authorize(namespace, name, actor, "write")
-    req = decode(body, PublishQueryIndexRequest, nul=True)
+    req = decode(body, PublishQueryIndexRequest)
     command = PublishQueryIndex(actor=actor, revision=req.revision or "",
                                 records=tuple(_record(r) for r in req.records or ()))
     outcome = found.contexts.execute(namespace, name, command)
@@ -58,7 +58,7 @@ def publish_query_index(request: Request[Any, Any, Any], body: RawBody) -> Respo
 def query(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
     namespace = request.path_params["namespace"]
     actor = caller(request)
-    req = _input(decode(body, QueryRequest, nul=True))
+    req = _input(decode(body, QueryRequest))
     wait_for_views(request, QUERY_VIEWS)
     found = services(request)
     contexts = resolve(found.reads, namespace, actor, req.contexts)
