@@ -21,14 +21,33 @@ def check_present(raw: bytes) -> None:
         raise RequestInvalidError("request body is required")
 
 
-def decode(raw: bytes, shape: type[T]) -> T:
+def decode(raw: bytes, shape: type[T], refuse_nul: bool = False) -> T:
+    """The body as ``shape``; with ``refuse_nul``, a string holding U+0000 is refused (for the
+    routes whose views keep strings as PostgreSQL text and jsonb, which cannot hold it)."""
     check_present(raw)
     try:
-        return msgspec.json.decode(raw, type=shape, strict=True)
+        found = msgspec.json.decode(raw, type=shape, strict=True)
     except msgspec.ValidationError as exc:
         raise RequestInvalidError(_message(str(exc))) from exc
     except msgspec.DecodeError as exc:
         raise RequestInvalidError(f"malformed JSON body: {exc}") from exc
+    if refuse_nul and b"\\u0000" in raw:  # rare: only then look for it in the decoded strings
+        _refuse_nul(msgspec.to_builtins(found), "$")
+    return found
+
+
+def _refuse_nul(value: object, path: str) -> None:
+    """PostgreSQL text and jsonb cannot hold U+0000: a string with it would be logged but stop
+    every view that stores it, so it is refused like a value of the wrong type."""
+    if isinstance(value, str) and "\x00" in value:
+        raise RequestInvalidError(f'strings cannot contain U+0000 at "{path}"')
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _refuse_nul(key, path)
+            _refuse_nul(item, f"{path}.{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _refuse_nul(item, f"{path}[{index}]")
 
 
 def timestamp(value: str | None, field: str) -> datetime | None:

@@ -1,8 +1,10 @@
-"""The OpenAPI document, built from the registered routes and their msgspec request bodies.
+"""The OpenAPI document, built from the registered routes.
 
-Handlers read raw bodies (strict decoding is ours), so each declares its body shape in
-``opt={"body": Struct}``; this module turns the route table into the document, so it cannot
-drift from the real routes.
+Handlers read raw bodies (strict decoding is ours), so each declares its body in
+``opt={"body": Struct}``; the document describes that body with the rules the route enforces
+(``openapi_bodies``) and every answer as it is rendered (``openapi_shapes``), and links the
+operations (``openapi_links``). It is made from the route table, so it cannot drift from the real
+routes; a route without a documented shape falls back to its body Struct's schema.
 """
 
 from __future__ import annotations
@@ -15,23 +17,25 @@ from typing import Any
 import msgspec
 from litestar.handlers import HTTPRouteHandler
 
+from context_service.http.openapi_bodies import BODIES, QUERY
+from context_service.http.openapi_links import add_links
+from context_service.http.openapi_shapes import (
+    ERRORS,
+    REQUIRES,
+    RESPONSES,
+    SUBJECT_VALUE,
+    SUCCESS,
+    error_schema,
+)
+
 _PARAM = re.compile(r"\{(\w+):\w+\}")
-ERROR_SCHEMA = {"type": "object", "required": ["error", "message"], "additionalProperties": False,
-                "properties": {"error": {"type": "string"}, "message": {"type": "string"}}}
-# the /api/ family (agent-context-api.md §1.3)
-API_ERROR_SCHEMA = {
-    "type": "object", "required": ["code", "message"], "additionalProperties": False,
-    "properties": {"code": {"type": "string", "pattern": "^[A-Z][A-Z_]*$"},
-                   "message": {"type": "string"},
-                   "details": {"oneOf": [
-                       {"type": "array", "items": {
-                           "type": "object", "required": ["path", "message"],
-                           "additionalProperties": False,
-                           "properties": {"path": {"type": "string"},
-                                          "message": {"type": "string"}}}},
-                       {"type": "object"}]}}}
+ERROR_SCHEMA = ERRORS["Error"]
 BEARER = {"type": "http", "scheme": "bearer",
           "description": "an agent credential: bdk_<16 hex>_<43 base64url>"}
+SUBJECT_HEADER = "X-Context-Subject"
+POSITION_HEADER = {"X-Context-Position": {
+    "description": "log position of the write", "required": False,
+    "schema": {"type": "string", "pattern": "^[1-9][0-9]*$"}}}
 
 
 def openapi_path(path: str) -> str:
@@ -40,51 +44,65 @@ def openapi_path(path: str) -> str:
 
 def build(handlers: Iterable[HTTPRouteHandler], title: str, version: str) -> dict[str, Any]:
     handlers = list(handlers)
-    bodies = [h.opt["body"] for h in handlers if h.opt.get("body") is not None]
+    undocumented = [h.opt["body"] for h in handlers
+                    if h.opt.get("body") is not None and h.handler_name not in BODIES]
     _, components = msgspec.json.schema_components(
-        bodies, ref_template="#/components/schemas/{name}")
-    components["Error"] = ERROR_SCHEMA
-    components["ApiError"] = API_ERROR_SCHEMA
+        undocumented, ref_template="#/components/schemas/{name}")
+    components.update(RESPONSES)
+    components.update(ERRORS)
     paths: dict[str, dict[str, Any]] = {}
     for handler in handlers:
         for raw_path in sorted(handler.paths):
             path = openapi_path(raw_path)
             for method in sorted(handler.http_methods):
-                paths.setdefault(path, {})[method.lower()] = _operation(handler, path)
+                paths.setdefault(path, {})[method.lower()] = _operation(handler, path, method)
+    add_links(paths)
     return {"openapi": "3.1.0", "info": {"title": title, "version": version},
             "paths": dict(sorted(paths.items())),
-            "components": {"schemas": components, "securitySchemes": {"agentCredential": BEARER}}}
+            "components": {"schemas": dict(sorted(components.items())),
+                           "securitySchemes": {"agentCredential": BEARER}}}
 
 
-def _operation(handler: HTTPRouteHandler, path: str) -> dict[str, Any]:
+def _operation(handler: HTTPRouteHandler, path: str, method: str) -> dict[str, Any]:
     doc = inspect.getdoc(handler.fn) or ""
-    op: dict[str, Any] = {"operationId": handler.handler_name, "summary": doc.split("\n")[0]}
-    params = [{"name": n, "in": "path", "required": True, "schema": {"type": "string"}}
-              for n in re.findall(r"\{(\w+)\}", path)]
-    params += [{"name": n, "in": "query", "required": False, "schema": {"type": "string"}}
-               for n in handler.opt.get("query", ())]
+    name = handler.handler_name
+    op: dict[str, Any] = {"operationId": name, "summary": doc.split("\n")[0]}
+    if name in REQUIRES:
+        op["x-permission"] = REQUIRES[name]
+    params: list[dict[str, Any]] = [
+        {"name": n, "in": "path", "required": True, "schema": {"type": "string"}}
+        for n in re.findall(r"\{(\w+)\}", path)]
+    for query in handler.opt.get("query", ()):
+        params += QUERY.get(query, [{"name": query, "in": "query", "required": False,
+                                     "schema": {"type": "string"}}])
     if path.startswith("/api/agent/"):
         op["security"] = [{"agentCredential": []}]
     if path.startswith(("/v1/contexts", "/v1/namespaces/", "/v1/workspaces", "/api/w/")):
-        params.append({"name": "X-Context-Subject", "in": "header", "required": False,
-                       "schema": {"type": "string"}, "description": "kind:name of the caller"})
+        params.append({"name": SUBJECT_HEADER, "in": "header", "required": False,
+                       "schema": SUBJECT_VALUE, "description": "kind:name of the caller"})
     if params:
         op["parameters"] = params
     body = handler.opt.get("body")
     if body is not None:
-        op["requestBody"] = {"required": True, "content": {"application/json": {
-            "schema": {"$ref": f"#/components/schemas/{body.__name__}"}}}}
+        schema = BODIES.get(name, {"$ref": f"#/components/schemas/{body.__name__}"})
+        op["requestBody"] = {"required": True,
+                             "content": {"application/json": {"schema": schema}}}
     status = str(handler.opt.get("status", handler.status_code))
-    success: dict[str, Any] = {"description": "success"}
-    if status != "204":
-        success["content"] = {"application/json": {"schema": {"type": "object"}}}
-    family = "ApiError" if path.startswith("/api/") else "Error"
     error = {"description": "error", "content": {"application/json": {
-        "schema": {"$ref": f"#/components/schemas/{family}"}}}}
-    op["responses"] = {status: success}
+        "schema": {"$ref": f"#/components/schemas/{error_schema(path)}"}}}}
+    responses: dict[str, Any] = {}
+    if int(status) >= 400:  # what this backend always answers; the shape is another backend's
+        responses[status] = {**error, "description": "not supported by this backend"}
+        status = "200"
+    success: dict[str, Any] = {"description": "success"}
+    shape = SUCCESS.get(name, {"type": "object"})
+    if status != "204" and shape is not None:
+        success["content"] = {"application/json": {"schema": shape}}
+    if method != "GET":
+        success["headers"] = POSITION_HEADER
     for code, description in handler.opt.get("errors", {}).items():  # statuses worth naming
-        op["responses"][code] = {**error, "description": description}
-    op["responses"]["default"] = error
+        responses[code] = {**error, "description": description}
+    op["responses"] = {status: success, **responses, "default": error}
     return op
 
 

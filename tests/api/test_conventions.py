@@ -256,3 +256,41 @@ def test_options_is_not_a_method_of_the_api(api: Api) -> None:
     assert r.status_code == 405
     assert r.json() == {"error": "method_not_allowed", "message": "method not allowed"}
     assert r.headers["allow"] == "GET, PUT, DELETE"
+
+
+# --- strings PostgreSQL cannot store ------------------------------------------------------------
+
+NUL_BODIES = [
+    ("POST", CTX + "/revisions", {**REVISION, "producer": "a\u0000b"}, "$.producer"),
+    ("POST", CTX + "/revisions",
+     {**REVISION, "sources": [{"context": "c", "type": "t\u0000", "revision": "b" * 64}]},
+     "$.sources[0].type"),
+    ("PUT", CTX + "/grants", {"subject": {"kind": "agent", "name": "x\u0000"},
+                              "permissions": ["read"]}, "$.subject.name"),
+    ("PUT", CTX + "/consumers", {"kind": "agent", "name": "n\u0000", "accessMode": "readOnly"},
+     "$.name"),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "body", "where"), NUL_BODIES)
+def test_a_string_holding_nul_is_refused_and_the_views_keep_working(
+        ctx: Api, method: str, path: str, body: dict[str, Any], where: str) -> None:
+    """A NUL reaching the log would stop every view that stores the string (PostgreSQL text
+    cannot hold it): it is refused at decoding, and reads go on answering."""
+    assert_error(ctx.request(method, path, body), 400, "invalid_request",
+                 f'strings cannot contain U+0000 at "{where}"')
+    assert ctx.get(CTX).status_code == 200
+    assert ctx.post(CTX + "/revisions", REVISION).status_code == 201
+    assert ctx.get(CTX + "/revisions").json()["items"][-1]["id"] == REVISION["id"]
+
+
+@pytest.mark.parametrize("query", ["asOfPosition=\u00b2", "asOfPosition=99999999999999999999",
+                                   "asOfPosition="])
+def test_a_position_that_is_not_a_log_position_is_invalid(ctx: Api, query: str) -> None:
+    assert_error(ctx.get(CTX + "?" + query), 400, "invalid_request",
+                 "asOfPosition must be a non-negative integer")
+
+
+def test_a_limit_of_other_digits_is_invalid(ctx: Api) -> None:
+    assert_error(ctx.get(CTX + "/history?limit=\u00b2"), 400, "invalid_request",
+                 "limit must be between 1 and 1000")

@@ -2,11 +2,26 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 
 from context_service import bootstrap
 from context_service.http.openapi import openapi_path
 from tests.api.conftest import Api
+
+
+def _properties(schema: dict[str, Any]) -> set[str]:
+    found = set(schema.get("properties", {}))
+    for key in ("allOf", "anyOf", "oneOf"):
+        for part in schema.get(key, ()):
+            found |= _properties(part)
+    return found
+
+
+def _fields(body: type[msgspec.Struct]) -> set[str]:
+    _, components = msgspec.json.schema_components([body])
+    return set(components[body.__name__]["properties"])
 
 
 def test_every_route_and_body_is_documented(api: Api, container: bootstrap.Container) -> None:
@@ -27,10 +42,27 @@ def test_every_route_and_body_is_documented(api: Api, container: bootstrap.Conta
                 if body is None:
                     assert "requestBody" not in op
                     continue
-                ref = op["requestBody"]["content"]["application/json"]["schema"]["$ref"]
-                name = ref.rsplit("/", 1)[1]
-                _, expected = msgspec.json.schema_components(
-                    [body], ref_template="#/components/schemas/{name}")
-                assert doc["components"]["schemas"][name] == expected[name]
+                schema = op["requestBody"]["content"]["application/json"]["schema"]
+                if "$ref" in schema:
+                    schema = doc["components"]["schemas"][schema["$ref"].rsplit("/", 1)[1]]
+                # the documented fields are exactly those the route decodes
+                assert _properties(schema) == _fields(body), op["operationId"]
     assert documented == served
     assert ("/v1/contexts", "post") in served
+
+
+def test_create_operations_link_to_what_they_make_reachable(api: Api) -> None:
+    doc = api.get("/schema/openapi.json").json()
+    created = doc["paths"]["/v1/contexts"]["post"]["responses"]["201"]["links"]
+    context_ops = {op["operationId"] for path, ops in doc["paths"].items()
+                   if path.startswith("/v1/namespaces/{namespace}/contexts/{name}")
+                   and "{snapshot}" not in path for op in ops.values()}
+    assert context_ops <= set(created)
+    link = created["get_context"]
+    assert link["parameters"] == {"path.namespace": "$response.body#/namespace",
+                                  "path.name": "$response.body#/name"}
+    pool = doc["paths"]["/v1/sandbox-pools"]["post"]["responses"]["201"]["links"]
+    assert set(pool) == {"get_pool", "release_pool"}
+    snapshot = doc["paths"]["/v1/namespaces/{namespace}/contexts/{name}/snapshots"]["post"]
+    assert snapshot["responses"]["201"]["links"]["create_clone"]["requestBody"] == {
+        "snapshot": "$response.body#/name"}

@@ -134,3 +134,29 @@ def test_a_batch_larger_than_the_socket_buffer_is_sent_whole(
     assert recorded.position == position
     assert isinstance(recorded.event, RevisionPublished)
     assert recorded.event.revision.parameters["blob"] == blob
+
+
+def test_an_append_left_without_an_answer_fails_and_the_next_one_gets_through(
+        idle_container: bootstrap.Container, database_url: str) -> None:
+    """A server that stops answering (here: the event table held by another session) fails
+    the waiting writers after the group's timeout instead of leaving them waiting for ever; once
+    the server answers again, the next write commits on a fresh connection."""
+    app = idle_container.contexts
+
+    async def scenario() -> None:
+        await app.execute_async("team", "a", create("a"))
+        group = app.store._loop_group()
+        group.timeout = 0.5
+        with psycopg.connect(database_url) as blocker:
+            blocker.execute("LOCK TABLE stored_events IN ACCESS EXCLUSIVE MODE")
+            started = asyncio.get_running_loop().time()
+            with pytest.raises(OperationalError):
+                await asyncio.wait_for(app.execute_async("team", "b", create("b")), 5)
+            assert asyncio.get_running_loop().time() - started < 3
+            blocker.rollback()
+        outcome = await asyncio.wait_for(app.execute_async("team", "c", create("c")), 5)
+        assert outcome.position > 0
+        await app.store.close_async()
+
+    asyncio.run(scenario())
+    assert ContextApplication(idle_container.store).load("team", "c")[0] == 1

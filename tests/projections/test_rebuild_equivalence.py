@@ -3,8 +3,6 @@ resumed from any checkpoint; re-delivering a tracked position changes nothing.""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from eventsourcing.persistence import IntegrityError, Tracking
 from hypothesis import HealthCheck, given, settings
@@ -14,19 +12,9 @@ from context_service.bootstrap import Container
 from tests.projections.access_history import write_access_history
 from tests.projections.history import write_history
 from tests.projections.set_history import write_set_history
+from tests.support.views import snapshot
 
 pytestmark = pytest.mark.postgres
-
-
-def snapshot(container: Container) -> dict[str, list[Any]]:
-    tables: dict[str, list[Any]] = {}
-    with container.datastore.transaction(commit=False) as cur:
-        for runner in container.runners.values():
-            for table in [t for p, _ in runner.projections for t in p.tables]:
-                cur.execute(f"SELECT * FROM {table}")
-                rows = [tuple(sorted((k, str(v)) for k, v in r.items())) for r in cur.fetchall()]
-                tables[table] = sorted(rows)
-    return tables
 
 
 def catch_up_all(container: Container) -> None:

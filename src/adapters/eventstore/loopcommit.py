@@ -8,7 +8,9 @@ interface (``psycopg.pq``) with its socket registered on the loop: a driver roun
 per transaction would cost loop turns, and under load each turn is long.
 
 Conflicts are handled as in ``GroupCommit``: a refused shared transaction is retried request by
-request, so only the writer that actually conflicted sees the error.
+request, so only the writer that actually conflicted sees the error. A transaction that gets no
+answer within ``timeout`` seconds (a server that went away without the socket saying so) fails its
+writers and the connection is replaced, so writes never wait forever.
 """
 
 from __future__ import annotations
@@ -64,10 +66,13 @@ def append_params(channel: str, stored: Sequence[StoredEvent]) -> list[bytes]:
 
 
 class LoopGroupCommit:
-    def __init__(self, connect: Connect, channel: str) -> None:
+    def __init__(self, connect: Connect, channel: str, timeout: float = 10.0) -> None:
         self._connect = connect
         self._channel = channel
+        self.timeout = timeout
         self._conn: psycopg.AsyncConnection[Any] | None = None
+        self._fd = -1  # the connection's socket, kept: libpq forgets it when the link breaks
+        self._deadline: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._connecting: asyncio.Task[None] | None = None
         self._queue: list[_Request] = []
@@ -102,6 +107,7 @@ class LoopGroupCommit:
         if conn is not None:
             self._unwatch(conn)
             await conn.close()
+        self._disarm()
 
     def discard(self) -> None:
         """Close the connection from outside its loop (which may be gone already)."""
@@ -120,14 +126,18 @@ class LoopGroupCommit:
         finally:
             self._connecting = None
         conn.pgconn.nonblocking = 1
-        self._conn, self._loop = conn, loop
-        loop.add_reader(conn.pgconn.socket, self._readable)
+        self._conn, self._loop, self._fd = conn, loop, conn.pgconn.socket
+        loop.add_reader(self._fd, self._readable)
         self._next()
 
     def _unwatch(self, conn: psycopg.AsyncConnection[Any]) -> None:
-        if self._loop is not None and not self._loop.is_closed() and not conn.closed:
-            self._loop.remove_reader(conn.pgconn.socket)
-            self._loop.remove_writer(conn.pgconn.socket)
+        """Stop watching the socket before it is closed (also when libpq already found the link
+        broken): a watch left behind would outlive its socket and be taken for the next one."""
+        self._disarm()
+        if self._loop is not None and not self._loop.is_closed() and self._fd >= 0:
+            self._loop.remove_reader(self._fd)
+            self._loop.remove_writer(self._fd)
+        self._fd = -1
 
     def _broken(self, exc: Exception) -> None:
         """The connection failed: its transaction's writers get the error; the next write
@@ -160,6 +170,8 @@ class LoopGroupCommit:
             pgconn.send_query_params(APPEND_SQL, append_params(self._channel, stored),
                                      _TYPES, _FORMATS, _TEXT)
             self._inflight, self._results, self._started = batch, [], time.perf_counter()
+            assert self._loop is not None
+            self._deadline = self._loop.call_later(self.timeout, self._expired, batch)
             self._flush()
         except psycopg.Error as exc:
             self._inflight = batch
@@ -167,11 +179,10 @@ class LoopGroupCommit:
 
     def _flush(self) -> None:
         assert self._conn is not None and self._loop is not None
-        socket = self._conn.pgconn.socket
         if self._conn.pgconn.flush() == 0:
-            self._loop.remove_writer(socket)
+            self._loop.remove_writer(self._fd)
         else:  # a large batch: the rest goes out when the socket can take it
-            self._loop.add_writer(socket, self._writable)
+            self._loop.add_writer(self._fd, self._writable)
 
     def _writable(self) -> None:
         try:
@@ -194,7 +205,17 @@ class LoopGroupCommit:
         except psycopg.Error as exc:
             self._broken(exc)
 
+    def _expired(self, batch: list[_Request]) -> None:
+        if self._inflight is batch:
+            self._broken(OperationalError(f"no answer to an append within {self.timeout}s"))
+
+    def _disarm(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
     def _finished(self) -> None:
+        self._disarm()
         batch, self._inflight = self._inflight or [], None
         self.batches += 1
         self.requests += len(batch)

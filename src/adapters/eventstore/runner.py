@@ -1,12 +1,8 @@
-"""The batched projection runner.
-
-One runner drives a group of projections over one read of the log: each batch (a page of the
-log) is applied to every projection and their tracking rows are written in one transaction, so a
-view never holds half a batch and a re-delivered position fails its tracking insert and changes
-nothing. Projection transactions commit asynchronously (``synchronous_commit = off``): a crash
-can only lose whole batches together with their tracking rows, which are then applied again.
-When caught up the runner sleeps until the log head moves (LISTEN/NOTIFY or a local append).
-"""
+"""The batched projection runner: each page of the log is applied to every projection of a
+group, and their tracking rows advance in the same transaction (``synchronous_commit = off``),
+only from the positions the rows hold (compare and set): a runner whose memory disagrees with
+them (another instance moved them, a crash lost batches it had committed) changes nothing and
+reads them again. When caught up it sleeps until the log head moves."""
 
 from __future__ import annotations
 
@@ -107,20 +103,27 @@ class ProjectionRunner:
             self._changed.notify_all()
 
     def _track(self, cur: Any, names: list[str], position: int) -> None:
-        """Advance every named projection's tracking row to ``position`` in one statement;
-        a row already at or past it (a re-delivery) fails the whole batch, as the library's
-        single-row tracking does."""
+        """Advance every named projection's tracking row to ``position`` in one statement,
+        from exactly the position this runner applied it to: a row anywhere else (another
+        instance moved it, or the database lost batches this runner remembers committing)
+        fails the whole batch, and the runner reads its positions again."""
         if not names:
             return
         table = self.tracking.tracking_table_name
+        expected = [self._positions[n] for n in names]
         cur.execute(
-            f"INSERT INTO {table} (application_name, notification_id)"
-            " SELECT n, %b::int8 FROM unnest(%b::text[]) AS t(n)"
-            " ON CONFLICT (application_name) DO UPDATE SET notification_id ="
-            f" EXCLUDED.notification_id WHERE {table}.notification_id < EXCLUDED.notification_id"
-            " RETURNING application_name", (position, names))
+            f"WITH want(n, was) AS (SELECT * FROM unnest(%b::text[], %b::int8[])),"
+            f" moved AS (UPDATE {table} t SET notification_id = %b::int8 FROM want"
+            "  WHERE t.application_name = want.n AND t.notification_id = want.was"
+            "  RETURNING t.application_name),"
+            f" added AS (INSERT INTO {table} (application_name, notification_id)"
+            "  SELECT n, %b::int8 FROM want WHERE was = 0"
+            "  ON CONFLICT (application_name) DO NOTHING RETURNING application_name)"
+            " SELECT application_name FROM moved UNION ALL SELECT application_name FROM added",
+            (names, expected, position, position))
         if len(cur.fetchall()) != len(names):
-            raise IntegrityError(f"failed to record tracking of {names} at {position}")
+            raise IntegrityError(f"tracking of {names} is no longer at {expected}: "
+                                 f"batch up to {position} refused")
 
     def catch_up(self, progress: Progress | None = None) -> int:
         """Apply the log up to its current head. The next page is read (and decoded) on another

@@ -68,6 +68,7 @@ class EventStore:
         conninfo = pool.conninfo() if callable(pool.conninfo) else pool.conninfo
         kwargs = pool.kwargs() if callable(pool.kwargs) else pool.kwargs
         params = {k: v for k, v in (kwargs or {}).items() if k != "row_factory"}
+        params.setdefault("connect_timeout", 10)  # a server that never answers is an error
         return await psycopg.AsyncConnection.connect(conninfo, autocommit=True, **params)
 
     def groups(self) -> list[GroupCommit | LoopGroupCommit]:

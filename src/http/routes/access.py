@@ -58,7 +58,7 @@ async def set_grant(request: Request[Any, Any, Any]) -> Response[bytes]:
     actor = caller(request)
     found = services(request)
     await found.contexts.authorize_async(namespace, name, actor, "administer")
-    req = decode(body, SetGrantRequest)
+    req = decode(body, SetGrantRequest, refuse_nul=True)
     timestamp(req.created_at, "createdAt")  # may be sent; it is ignored
     command = GrantAccess(actor=actor, subject=_subject(req.subject),
                           permissions=tuple(req.permissions or ()))
@@ -104,7 +104,7 @@ def _consumer_command(request: Request[Any, Any, Any], namespace: str, name: str
     actor = caller(request)
     found = services(request)
     found.contexts.authorize(namespace, name, actor, "attach")
-    req = decode(body, ConsumerRequest)
+    req = decode(body, ConsumerRequest, refuse_nul=True)
     timestamp(req.since, "since")  # may be sent; it is overwritten
     subject = _subject(req.subject)
     command: AttachConsumer | DetachConsumer

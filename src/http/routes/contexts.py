@@ -32,7 +32,7 @@ async def create_context(request: Request[Any, Any, Any]) -> Response[bytes]:
     """Create a named context; the caller becomes its owner."""
     body = await request.body()  # cheaper than a RawBody parameter on this hot path
     actor = caller(request)
-    req = decode(body, CreateContextRequest)
+    req = decode(body, CreateContextRequest, refuse_nul=True)
     storage = req.storage or StorageBody()
     command = CreateContext(
         actor=actor, name=req.name or "", namespace=req.namespace or "", type=req.type or "",

@@ -45,7 +45,7 @@ async def publish_revision(request: Request[Any, Any, Any]) -> Response[bytes]:
     namespace = request.path_params["namespace"]
     name = request.path_params["name"]
     actor = caller(request)
-    req = decode(body, PublishRevisionRequest)
+    req = decode(body, PublishRevisionRequest, refuse_nul=True)
     created_at = timestamp(req.created_at, "createdAt")
     sources = tuple(SourceRef(s.context or "", s.type or "", s.revision or "")
                     for s in req.sources or ())

@@ -145,7 +145,7 @@ def create_snapshot(request: Request[Any, Any, Any], body: RawBody) -> Response[
     namespace, name, actor = _target(request)
     found = services(request)
     state = _visible(request, "write")
-    req = decode(body, CreateSnapshotRequest)
+    req = decode(body, CreateSnapshotRequest, refuse_nul=True)
     snapshot = req.name or ""
     lc.validate_snapshot_name(snapshot)
     cluster = _cluster(found)
@@ -188,7 +188,7 @@ def create_clone(request: Request[Any, Any, Any], body: RawBody) -> Response[byt
     namespace, name, actor = _target(request)
     found = services(request)
     state = _visible(request, "derive")
-    req = decode(body, CloneRequest)
+    req = decode(body, CloneRequest, refuse_nul=True)
     target, snapshot = req.name or "", req.snapshot or ""
     lc.validate_clone(target, snapshot)
     source = lc.clone_source(state, snapshot)
@@ -207,7 +207,7 @@ def restore(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
     """Restore in place: not supported by the PVC backend (requires write)."""
     namespace, name, actor = _target(request)
     services(request).contexts.authorize(namespace, name, actor, "write")
-    req = decode(body, RestoreRequest)
+    req = decode(body, RestoreRequest, refuse_nul=True)
     lc.validate_snapshot_name(req.snapshot or "")
     raise LifecycleUnsupportedError(lc.RESTORE_DETAIL)
 
@@ -222,7 +222,7 @@ def set_retention(request: Request[Any, Any, Any], body: RawBody) -> Response[by
     namespace, name, actor = _target(request)
     found = services(request)
     found.contexts.authorize(namespace, name, actor, "administer")
-    req = decode(body, RetentionRequest)
+    req = decode(body, RetentionRequest, refuse_nul=True)
     command = lc.SetRetention(actor=actor, keep_last=req.keep_last or 0,
                               max_age=req.max_age or "")
     outcome = found.contexts.execute(namespace, name, command)

@@ -80,7 +80,7 @@ def render(state: PoolState) -> dict[str, Any]:
 def create_pool(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
     """Create an allocation: sandboxes with a declared workspace topology."""
     pools = _pools(request)
-    req = decode(body, CreatePoolRequest)
+    req = decode(body, CreatePoolRequest, refuse_nul=True)
     ws = req.workspace or WorkspaceBody()
     command = RequestPool(
         name=req.name or "", replicas=req.replicas, sandbox_profile=req.sandbox_profile or "",

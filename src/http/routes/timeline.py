@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -18,6 +19,8 @@ from context_service.domain.registry import event_name
 from context_service.domain.stream import Recorded
 from context_service.domain.values import format_timestamp, parse_timestamp
 from context_service.http.common import caller, json, services, threaded
+
+_POSITION = re.compile(r"[0-9]{1,19}")
 
 PATH = "/v1/namespaces/{namespace:str}/contexts/{name:str}"
 
@@ -50,7 +53,8 @@ def as_of(request: Request[Any, Any, Any]) -> AsOf | None:
     if raw_time is not None and raw_position is not None:
         raise RequestInvalidError("asOf and asOfPosition cannot be combined")
     if raw_position is not None:
-        if not raw_position.isdigit():
+        # ASCII digits within a log position's range ("²".isdigit() holds, int() refuses it)
+        if _POSITION.fullmatch(raw_position) is None or int(raw_position) >= 2**63:
             raise RequestInvalidError("asOfPosition must be a non-negative integer")
         return AsOf(position=int(raw_position))
     assert raw_time is not None
@@ -125,7 +129,7 @@ def read_history(request: Request[Any, Any, Any]) -> Response[bytes]:
     limit: int | None = None
     raw_limit = request.query_params.get("limit")
     if raw_limit is not None:
-        limit = int(raw_limit) if raw_limit.isdigit() else 0
+        limit = int(raw_limit) if _POSITION.fullmatch(raw_limit) else 0
         if not 1 <= limit <= 1000:
             raise RequestInvalidError("limit must be between 1 and 1000")
     reads = timeline(request)

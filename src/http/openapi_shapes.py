@@ -1,0 +1,204 @@
+"""The documented shapes: value rules as JSON Schema, and every response body as rendered.
+
+These state what the service enforces and writes (spec sections 1 and 2), so a client or a fuzzer
+reading the document sends requests the service accepts and can check every answer. Values whose
+full rule no regular expression states (sizes, durations) are documented by a pattern every value
+of which is valid.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Schema = dict[str, Any]
+
+NAME: Schema = {"type": "string", "maxLength": 50, "pattern": "^[a-z0-9](?:[-a-z0-9]*[a-z0-9])?$"}
+LABEL: Schema = {"type": "string", "maxLength": 63, "pattern": "^[a-z0-9](?:[-a-z0-9]*[a-z0-9])?$"}
+SUBDOMAIN: Schema = {"type": "string", "maxLength": 253, "pattern":
+                     "^[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*$"}
+SIZE: Schema = {"type": "string", "pattern": "^[1-9][0-9]{0,3}(?:Ki|Mi|Gi|Ti)?$",
+                "description": "a positive Kubernetes quantity"}
+DURATION: Schema = {"type": "string", "pattern": "^(?:0|[1-9][0-9]{0,3}(?:h|m|s|ms))$",
+                    "description": "a non-negative duration (Go syntax, no day unit)"}
+DIGEST: Schema = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
+# Strings never hold U+0000 (PostgreSQL text cannot store it; the service refuses it).
+FREE: Schema = {"type": "string", "pattern": "^[^\\u0000]*$"}
+TEXT: Schema = {"type": "string", "pattern": "^[^\\u0000]*[^\\u0000\\s][^\\u0000]*$"}  # not blank
+TIMESTAMP: Schema = {"type": "string", "pattern":
+                     "^(?:19|20)[0-9]{2}-(?:0[1-9]|1[0-2])-(?:0[1-9]|1[0-9]|2[0-8])"
+                     "T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\\.[0-9]{1,6})?Z$"}
+INT64: Schema = {"type": "integer", "minimum": -(2**63), "maximum": 2**63 - 1}
+POSITION: Schema = {"type": "string", "pattern": "^[0-9]{1,18}$"}
+PERMISSION: Schema = {"type": "string",
+                      "enum": ["read", "write", "attach", "derive", "administer"]}
+KIND: Schema = {"type": "string", "enum": ["user", "agent", "workload", "service"]}
+SUBJECT_VALUE: Schema = {"type": "string",
+                          "pattern": "^(?:user|agent|workload|service):[!-~]{1,64}$"}
+STRINGS: Schema = {"type": "object", "additionalProperties": FREE, "propertyNames": FREE}
+
+
+def obj(required: dict[str, Schema], optional: dict[str, Schema] | None = None) -> Schema:
+    """A closed object: these keys only, the required ones always present."""
+    properties = {**required, **(optional or {})}
+    out: Schema = {"type": "object", "properties": properties, "additionalProperties": False}
+    if required:
+        out["required"] = list(required)
+    return out
+
+
+def items(schema: Schema, **more: Schema) -> Schema:
+    return obj({"items": {"type": "array", "items": schema}}, more)
+
+
+def ref(name: str) -> Schema:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+SUBJECT = obj({"kind": KIND, "name": TEXT})
+SOURCE = obj({"context": {"type": "string"}, "type": {"type": "string"},
+              "revision": {"type": "string"}})
+_STAMP = {"type": "string", "format": "date-time"}
+
+RESPONSES: dict[str, Schema] = {
+    "Subject": obj({"kind": {"type": "string"}, "name": {"type": "string"}}),
+    "Revision": obj(
+        {"id": {"type": "string"}, "createdAt": _STAMP, "operation": {"type": "string"},
+         "files": INT64, "bytes": INT64},
+        {"producer": {"type": "string"}, "parameters": STRINGS,
+         "sources": {"type": "array", "items": SOURCE}}),
+    "Grant": obj({"subject": ref("Subject"), "permissions": {"type": "array",
+                                                               "items": {"type": "string"}},
+                  "createdAt": _STAMP}),
+    "Consumer": obj({"subject": ref("Subject"), "kind": {"type": "string"},
+                     "name": {"type": "string"},
+                     "accessMode": {"type": "string", "enum": ["readOnly", "readWrite"]},
+                     "active": {"type": "boolean"}, "desired": {"type": "boolean"},
+                     "since": _STAMP}),
+    "ContextResource": obj(
+        {"name": {"type": "string"}, "namespace": {"type": "string"},
+         "type": {"type": "string"},
+         "status": {"type": "string", "enum": ["provisioning", "ready"]},
+         "storage": obj({"backend": {"type": "string"}, "size": {"type": "string"},
+                         "accessMode": {"type": "string"}},
+                        {"storageClass": {"type": "string"}}),
+         "attachment": obj({"kind": {"const": "pvc"}, "claimName": {"type": "string"}})},
+        {"currentRevision": {"type": "string"},
+         "revisions": {"type": "array", "items": ref("Revision")},
+         "effectiveAccess": {"type": "array", "items": PERMISSION},
+         "consumers": {"type": "array", "items": ref("Consumer")}}),
+    "AuditEvent": obj({"time": _STAMP, "action": {"type": "string"}, "subject": ref("Subject")},
+                      {"target": ref("Subject")}),
+    "HistoryEvent": obj({"position": {"type": "integer", "minimum": 1}, "time": _STAMP,
+                         "name": {"type": "string"}, "actor": {"type": "string"},
+                         "data": {"type": "object"}}),
+    "Snapshot": obj(
+        {"name": {"type": "string"}, "contextName": {"type": "string"},
+         "namespace": {"type": "string"},
+         "status": {"type": "string", "enum": ["creating", "ready", "failed"]},
+         "snapshotName": {"type": "string"}, "sourceClaimName": {"type": "string"},
+         "createdAt": _STAMP},
+        {"revision": {"type": "string"}, "snapshotClass": {"type": "string"},
+         "protected": {"const": True}, "labels": STRINGS, "error": {"type": "string"}}),
+    "GarbageCollection": obj({"dryRun": {"type": "boolean"}},
+                             {"deleted": {"type": "array", "items": ref("Snapshot")},
+                              "kept": {"type": "array", "items": ref("Snapshot")}}),
+    "Capabilities": obj({"snapshots": {"type": "boolean"}, "clones": {"type": "boolean"},
+                         "restore": {"type": "boolean"}},
+                        {"driver": {"type": "string"}, "snapshotClass": {"type": "string"},
+                         "reason": {"type": "string"}}),
+    "QueryRecord": obj({"id": {"type": "string"}, "context": {"type": "string"},
+                        "type": {"type": "string"}, "revision": {"type": "string"},
+                        "text": {"type": "string"}, "source": SOURCE},
+                       {"title": {"type": "string"},
+                        "keywords": {"type": "array", "items": {"type": "string"}},
+                        "file": {"type": "string"}}),
+    "QueryResult": obj({"score": {"type": "integer", "minimum": 1},
+                        "record": ref("QueryRecord")}),
+    "QueryResponse": items(ref("QueryResult"), nextCursor={"type": "string"},
+                           unavailable={"type": "array", "items": {"type": "string"}}),
+    "StorageClass": obj({"name": {"type": "string"}, "default": {"type": "boolean"},
+                         "provisioner": {"type": "string"},
+                         "volumeBindingMode": {"type": "string"},
+                         "reclaimPolicy": {"type": "string"},
+                         "allowVolumeExpansion": {"type": "boolean"}}),
+    "Pool": obj(
+        {"name": {"type": "string"},
+         "status": {"type": "string", "enum": ["provisioning", "ready"]},
+         "replicas": {"type": "integer"}, "readyReplicas": {"type": "integer"},
+         "sandboxSelector": {"type": "string"},
+         "workspace": obj({"size": {"type": "string"}, "accessMode": {"type": "string"}},
+                          {"storageClass": {"type": "string"}, "claimName": {"type": "string"},
+                           "readOnly": {"type": "boolean"}})},
+        {"sandboxProfile": {"type": "string"}, "warmPoolRef": {"type": "string"},
+         "resources": {"type": "array", "items": obj({"kind": {"type": "string"},
+                                                       "name": {"type": "string"},
+                                                       "status": {"type": "string"}})}}),
+    "Health": obj({"status": {"const": "ok"}}),
+}
+
+# operationId -> success body (None: no body; absent: an undescribed object)
+SUCCESS: dict[str, Schema | None] = {
+    "healthz": ref("Health"),
+    "create_context": ref("ContextResource"),
+    "list_contexts": items(ref("ContextResource")),
+    "get_context": ref("ContextResource"),
+    "delete_context": None,
+    "list_revisions": items(ref("Revision")),
+    "publish_revision": ref("ContextResource"),
+    "publish_query_index": None,
+    "query": ref("QueryResponse"),
+    "list_grants": items(ref("Grant")),
+    "set_grant": ref("ContextResource"),
+    "revoke_grant": ref("ContextResource"),
+    "list_consumers": items(ref("Consumer")),
+    "attach_consumer": ref("ContextResource"),
+    "detach_consumer": ref("ContextResource"),
+    "read_audit": items(ref("AuditEvent"), nextCursor={"type": "string"}),
+    "read_history": items(ref("HistoryEvent"), nextCursor={"type": "string"}),
+    "create_snapshot": ref("Snapshot"),
+    "list_snapshots": items(ref("Snapshot")),
+    "get_snapshot": ref("Snapshot"),
+    "create_clone": ref("ContextResource"),
+    "restore": ref("ContextResource"),
+    "set_retention": ref("ContextResource"),
+    "collect_garbage": ref("GarbageCollection"),
+    "capabilities": ref("Capabilities"),
+    "create_pool": ref("Pool"),
+    "list_pools": items(ref("Pool")),
+    "get_pool": ref("Pool"),
+    "release_pool": None,
+    "storage_classes": items(ref("StorageClass")),
+}
+
+ERROR_CODES = ["invalid_request", "unauthenticated", "not_found", "method_not_allowed",
+               "already_exists", "in_use", "internal_error", "unsupported", "unavailable"]
+# The /v1 family (spec 1.1.7) and the /api family (the Agent Context API) answer errors
+# with different bodies.
+ERRORS: dict[str, Schema] = {
+    "Error": obj({"error": {"type": "string", "enum": ERROR_CODES},
+                  "message": {"type": "string"}}),
+    # agent-context-api.md 1.3
+    "ApiError": obj({"code": {"type": "string", "pattern": "^[A-Z][A-Z_]*$"},
+                     "message": {"type": "string"}},
+                    {"details": {"oneOf": [
+                        {"type": "array", "items": obj({"path": {"type": "string"},
+                                                        "message": {"type": "string"}})},
+                        {"type": "object"}]}}),
+}
+
+
+def error_schema(path: str) -> str:
+    """The error body of a path's family."""
+    return "ApiError" if path.startswith("/api/") else "Error"
+
+# operationId -> the permission on the named context it requires (spec 1.2); the document
+# states it as ``x-permission``. Lists and the query judge each context on its own.
+REQUIRES: dict[str, str] = {
+    "get_context": "read", "delete_context": "administer", "list_revisions": "read",
+    "publish_revision": "write", "publish_query_index": "write", "list_grants": "administer",
+    "set_grant": "administer", "revoke_grant": "administer", "list_consumers": "read",
+    "attach_consumer": "attach", "detach_consumer": "attach", "read_audit": "administer",
+    "read_history": "administer", "create_snapshot": "write", "list_snapshots": "read",
+    "get_snapshot": "read", "create_clone": "derive", "restore": "write",
+    "set_retention": "administer", "collect_garbage": "administer", "capabilities": "read",
+}
