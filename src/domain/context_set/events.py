@@ -32,7 +32,9 @@ class RequiredEvidence(msgspec.Struct, frozen=True, kw_only=True):
     query: str = ""
 
 
-class ContextSetCreated(Event, frozen=True, tag="ContextSetCreated"):
+class ContextSetVersion(Event, frozen=True):
+    """The whole content of one version of a set (the data of both events below)."""
+
     id: str
     version: int
     name: str
@@ -45,19 +47,12 @@ class ContextSetCreated(Event, frozen=True, tag="ContextSetCreated"):
     query_templates: tuple[str, ...]
 
 
-class ContextSetReplaced(Event, frozen=True, tag="ContextSetReplaced"):
+class ContextSetCreated(ContextSetVersion, frozen=True, tag="ContextSetCreated"):
+    """Version 1."""
+
+
+class ContextSetReplaced(ContextSetVersion, frozen=True, tag="ContextSetReplaced"):
     """A new version: the whole content, replacing the previous version's."""
-
-    id: str
-    version: int
-    name: str
-    description: str
-    collections: tuple[str, ...]
-    verified_answers: tuple[VerifiedAnswer, ...]
-    definitions: tuple[Definition, ...]
-    instructions: tuple[Instruction, ...]
-    required_evidence: tuple[RequiredEvidence, ...]
-    query_templates: tuple[str, ...]
 
 
 class ContextSetArchived(Event, frozen=True, tag="ContextSetArchived"):
