@@ -12,6 +12,7 @@ missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
 [ -d /usr/share/fonts/opentype/inter ] || missing+=(fonts-inter)
+command -v npm >/dev/null 2>&1 || missing+=(npm)  # packs axe-core from the npm registry
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then sudo=(); elif command -v sudo >/dev/null 2>&1; then sudo=(sudo); else
     echo "browser tests need: apt-get install ${missing[*]} (run as root)" >&2
