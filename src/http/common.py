@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ParamSpec, TypeVar
 
@@ -52,6 +52,16 @@ def wait_for_views(request: Request[Any, Any, Any], views: Sequence[str]) -> Non
     if not found.consistency.wait(views, found.read_wait_seconds):
         raise HttpError(503, "unavailable",
                         "the read model has not caught up with the event log; retry shortly")
+
+
+def from_browser(headers: Iterable[tuple[bytes, bytes]]) -> bool:
+    """The request carries a header only browsers send: ``Origin`` (any value) or any
+    ``Sec-Fetch-*`` (ASGI header names; compared case-insensitively)."""
+    for name, _ in headers:
+        lowered = name.lower()
+        if lowered == b"origin" or lowered.startswith(b"sec-fetch-"):
+            return True
+    return False
 
 
 async def raw_body(request: Request[Any, Any, Any]) -> bytes:

@@ -26,9 +26,9 @@ from context_service.domain.events import ADMIN, Subject
 from context_service.domain.workspace.roles import SCOPES, role_permits, subject_permits
 from context_service.http.agent import render
 from context_service.http.agent.body import ApiBody, Violations, check_range, check_text, decode
-from context_service.http.agent.errors import ApiError, api_json, api_no_content, unavailable
+from context_service.http.agent.errors import ApiError, api_json, api_no_content
 from context_service.http.agent.pipeline import agent_services
-from context_service.http.common import services, threaded
+from context_service.http.common import services, threaded, wait_for_views
 from context_service.http.errors import HttpError
 from context_service.http.ports import AgentServices
 from context_service.http.subject import HEADER, parse_subject
@@ -112,12 +112,6 @@ def _validate(req: CreateCredentialRequest) -> None:
     v.raise_if_any()
 
 
-def _wait(request: Request[Any, Any, Any]) -> None:
-    found = services(request)
-    if not found.consistency.wait(VIEWS, found.read_wait_seconds):
-        raise unavailable()
-
-
 @post(PATH, status_code=201, opt={"body": CreateCredentialRequest})
 @threaded
 def create_credential(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
@@ -160,7 +154,7 @@ def create_credential(request: Request[Any, Any, Any], body: RawBody) -> Respons
 def list_credentials(request: Request[Any, Any, Any]) -> Response[bytes]:
     """Every credential of the workspace, of every status, newest first (no tokens)."""
     workspace, _, agent, _ = _manager(request)
-    _wait(request)
+    wait_for_views(request, VIEWS)
     now = agent.clock()
     return api_json({"items": [render.credential(c, now)
                                for c in agent.reads.credentials(workspace)]})
@@ -178,7 +172,7 @@ def _recorded(agent: AgentServices, workspace: str, credential_id: str) -> Any:
 def get_credential(request: Request[Any, Any, Any]) -> Response[bytes]:
     """One credential of the workspace (no token)."""
     workspace, _, agent, _ = _manager(request)
-    _wait(request)
+    wait_for_views(request, VIEWS)
     credential = _recorded(agent, workspace, request.path_params["id"])
     return api_json(render.credential(credential, agent.clock()))
 

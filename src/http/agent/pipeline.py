@@ -19,8 +19,8 @@ from context_service.domain.agent_credentials.token import bearer_token, token_i
 from context_service.domain.events import ADMIN, Subject
 from context_service.domain.values import quote
 from context_service.domain.workspace.roles import role_permits
-from context_service.http.agent.errors import ApiError, unavailable
-from context_service.http.common import services
+from context_service.http.agent.errors import ApiError
+from context_service.http.common import from_browser, services, wait_for_views
 from context_service.http.ports import AgentServices
 
 ACCESS_VIEWS = ("agent_credentials", "workspace_members")
@@ -52,10 +52,8 @@ def agent_services(request: Request[Any, Any, Any]) -> AgentServices:
 
 
 def refuse_browser(scope_headers: Iterable[tuple[bytes, bytes]]) -> None:
-    for name, _ in scope_headers:
-        lowered = name.lower()
-        if lowered == b"origin" or lowered.startswith(b"sec-fetch-"):
-            raise BROWSER_REFUSED
+    if from_browser(scope_headers):
+        raise BROWSER_REFUSED
 
 
 def _unauthorized(message: str) -> ApiError:
@@ -79,9 +77,7 @@ def authenticate(request: Request[Any, Any, Any], scope: str,
     refuse_browser(request.scope["headers"])
     token = presented_token(request)
     agent = agent_services(request)
-    found = services(request)
-    if not found.consistency.wait((*ACCESS_VIEWS, *views), found.read_wait_seconds):
-        raise unavailable()
+    wait_for_views(request, (*ACCESS_VIEWS, *views))  # answered in the /api/ body on /api/
     credential_id = token_id(token)
     assert credential_id is not None
     credential = agent.directory.credential(credential_id)

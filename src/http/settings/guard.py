@@ -27,6 +27,7 @@ from litestar.types import (
     Send,
 )
 
+from context_service.http.common import from_browser
 from context_service.http.settings import csrf
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -46,15 +47,6 @@ HEADERS = (
     (b"permissions-policy", b"camera=(), microphone=(), geolocation=(), payment=()"),
 )
 _enc = msgspec.json.Encoder()
-
-
-def from_browser(headers: Iterable[tuple[bytes, bytes]]) -> bool:
-    """The request carries a header only browsers send (the agent API's own test)."""
-    for name, _ in headers:
-        lowered = name.lower()
-        if lowered == b"origin" or lowered.startswith(b"sec-fetch-"):
-            return True
-    return False
 
 
 def is_settings(path: str) -> bool:
