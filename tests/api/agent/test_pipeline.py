@@ -231,3 +231,20 @@ def test_an_api_replica_without_the_projection_worker_sees_revocations(
             expect(probe(other, adams), 403, {**GONE, "message": GONE["message"]})
     finally:
         replica.close()
+
+
+def test_views_behind_the_log_answer_503_in_the_api_body(
+        owner: Api, container: bootstrap.Container) -> None:
+    token = token_of(owner)
+    services = owner.client.app.state.services
+    container.runner("agent_credentials").stop()
+    try:
+        token_of(owner)  # an event the stopped views will not reach
+        services.read_wait_seconds = 0.05
+        resp = probe(owner, token)
+        expect(resp, 503, {"code": "SERVICE_UNAVAILABLE",
+                           "message": "the service could not catch up with the log in time"})
+        assert resp.headers["Retry-After"] == "1"
+        assert resp.headers["Cache-Control"] == "no-store"
+    finally:
+        services.read_wait_seconds = 5.0
