@@ -49,6 +49,23 @@ class Revision(msgspec.Struct, frozen=True):
     bytes: int = 0
 
 
+class FieldSpan(msgspec.Struct, frozen=True):
+    """Code-point offsets into the record's text (0-based, ``end`` exclusive)."""
+
+    start: int
+    end: int
+
+
+class RecordField(msgspec.Struct, frozen=True, omit_defaults=True):
+    """A studied field of a record (agent-context-api §5.1): ``value`` is a JSON number, a
+    ``{"amount","currency"}`` object, a ``YYYY-MM-DD`` string, a bool or a string, by type."""
+
+    name: str
+    type: str
+    value: object
+    span: FieldSpan | None = None
+
+
 class QueryRecord(msgspec.Struct, frozen=True):
     id: str
     context: str
@@ -59,6 +76,12 @@ class QueryRecord(msgspec.Struct, frozen=True):
     keywords: tuple[str, ...] = ()
     source: SourceRef = SourceRef("", "", "")
     file: str = ""
+    # The extended record (agent-context-api §5.1); stored events leave these out when empty.
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    supersedes: tuple[str, ...] = ()
+    fact_key: str = ""
+    fields: tuple[RecordField, ...] = ()
 
 
 class CloneSource(msgspec.Struct, frozen=True):
@@ -101,7 +124,23 @@ class RevisionPublished(Event, frozen=True, tag="RevisionPublished"):
 
 
 class QueryIndexPublished(Event, frozen=True, tag="QueryIndexPublished"):
+    """The context's index became current. With ``upload_id`` empty, ``records`` is the whole
+    index; otherwise the index is the records of that upload's staged parts 1..``parts`` in part
+    order (``records`` is empty), so no single event outgrows a message of the bus."""
+
     revision: str
+    records: tuple[QueryRecord, ...]
+    upload_id: str = ""
+    parts: int = 0
+
+
+class QueryIndexPartStaged(Event, frozen=True, tag="QueryIndexPartStaged"):
+    """One part of a multi-part index upload, not yet current (it never shows on its own)."""
+
+    revision: str
+    upload_id: str
+    part: int  # 1-based
+    parts: int
     records: tuple[QueryRecord, ...]
 
 
