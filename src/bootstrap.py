@@ -10,6 +10,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from eventsourcing.postgres import PostgresDatastore, PostgresTrackingRecorder
@@ -22,6 +23,7 @@ from context_service.adapters.eventstore.application import (
     utc_now,
 )
 from context_service.adapters.eventstore.consistency import LogConsistency
+from context_service.adapters.eventstore.context_packs import ContextPackApplication
 from context_service.adapters.eventstore.context_sets import ContextSetApplication
 from context_service.adapters.eventstore.runner import ProjectionRunner
 from context_service.adapters.eventstore.store import EventStore
@@ -35,6 +37,10 @@ from context_service.adapters.postgres.views.agent_access import (
     CredentialsSql,
     MembersSql,
     credential_key,
+)
+from context_service.adapters.postgres.views.context_pack_replays import (
+    ReplayReadsSql,
+    ReplaySql,
 )
 from context_service.adapters.postgres.views.context_sets import (
     ContextSetReadsSql,
@@ -56,6 +62,8 @@ from context_service.adapters.postgres.views.workspaces import WorkspacesSql
 from context_service.config import Settings
 from context_service.domain.cluster import Cluster
 from context_service.domain.reconcile.guard import ClaimNameGuard
+from context_service.http.agent.pack_services import KEY as PACKS
+from context_service.http.agent.pack_services import PackServices
 from context_service.http.agent.ratelimit import RateLimiter
 from context_service.http.app import create_app
 from context_service.http.ports import (
@@ -71,6 +79,7 @@ from context_service.projections.agent_access.projection import AgentCredentials
 from context_service.projections.audit_log.projection import AuditLog
 from context_service.projections.base import Projection
 from context_service.projections.context_catalog.projection import ContextCatalog
+from context_service.projections.context_pack_replays.projection import ContextPackReplays
 from context_service.projections.context_sets.projection import ContextSets
 from context_service.projections.pool_status.projection import PoolStatus
 from context_service.projections.query_index.projection import QueryIndex
@@ -118,6 +127,7 @@ def projection_workers() -> dict[str, list[tuple[Projection, Callable[[Any], Any
             (WorkspaceMembers(), MembersSql),
             (AgentCredentials(), CredentialsSql),
             (ContextSets(), ContextSetSql),
+            (ContextPackReplays(), ReplaySql),
         ],
         "query-index": [(QueryIndex(), QueryIndexSql)],
     }
@@ -136,6 +146,7 @@ class Container:
     credentials: CredentialApplication
     access: AccessDirectory
     context_sets: ContextSetApplication
+    context_packs: ContextPackApplication
     runners: dict[str, ProjectionRunner] = field(default_factory=dict)
     started: list[Any] = field(default_factory=list)
     cluster: Cluster | None = None
@@ -296,7 +307,7 @@ def build(settings: Settings, url: str | None = None, pool_size: int = 8) -> Con
     container = Container(settings, url, datastore, store, tracking, ContextApplication(store),
                           PoolApplication(store), WorkspaceApplication(store),
                           CredentialApplication(store), access,
-                          ContextSetApplication(store), runners)
+                          ContextSetApplication(store), ContextPackApplication(store), runners)
     if owned:
         container.servers["postgres"] = functools.partial(embedded.stop, settings.data_dir)
     for worker, group in projection_workers().items():
@@ -316,6 +327,13 @@ def agent_services(container: Container) -> AgentServices:
         key=credential_key(container.datastore, settings.credential_key),
         limiter=RateLimiter(settings.agent_rate_per_second, settings.agent_rate_burst),
         clock=utc_now, context_sets=container.context_sets)
+
+
+def pack_services(container: Container) -> PackServices:
+    """The pack and replay routes' ports (the pack-input reads join when they are wired)."""
+    return PackServices(ports=None, commands=container.context_packs,
+                        replays=ReplayReadsSql(container.datastore), head=container.store.head,
+                        retention=timedelta(seconds=container.settings.replay_retention_seconds))
 
 
 def services(container: Container) -> Services:
@@ -339,6 +357,7 @@ def services(container: Container) -> Services:
                     extra={"query": QueryIndexReadsSql(container.datastore),
                            "timeline": Timeline(container.store),
                            "gauges": container.gauges,
+                           PACKS: pack_services(container),
                            "readiness": functools.partial(schema_problem, container.url),
                            SETTINGS_UI: SettingsUi(
                                WorkspacesSql(container.datastore),

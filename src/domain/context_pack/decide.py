@@ -12,8 +12,8 @@ from datetime import datetime
 import msgspec
 
 from context_service.domain.context_pack.commands import RecordReplay, ReleasePack
-from context_service.domain.context_pack.state import ReplayState
 from context_service.domain.context_pack.errors import ReplayExpiredError, ReplayNotFoundError
+from context_service.domain.context_pack.state import ReplayState
 from context_service.domain.errors import DomainError
 from context_service.domain.events import Event
 from context_service.domain.values import format_timestamp
@@ -24,9 +24,9 @@ def decide(command: object, state: ReplayState, now: datetime) -> list[Event]:
         case ReleasePack():
             if state.released:
                 return []
-            release = msgspec.structs.replace(command.release, at=now,
-                                              expires_at=now + command.retention)
-            return [release]
+            recorded = msgspec.structs.replace(command.release, at=now,
+                                               expires_at=now + command.retention)
+            return [recorded]
         case RecordReplay():
             release = state.release
             if release is None or release.replay_id != command.run.replay_id:
