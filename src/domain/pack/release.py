@@ -52,7 +52,7 @@ def release(request: PackRequest, as_of: AsOf, packed: Packed, head: list[Missin
     kept: list[Item] = []
     for item in packed.items:
         if item_ok(item):
-            kept.append(_scrubbed(item, ref_ok))
+            kept.append(scrubbed(item, ref_ok))
     released = {i.id for i in kept}
     missing = [m for m in head if
                (m.kind == "collection" and readable(m.collection_id))
@@ -78,7 +78,7 @@ def release(request: PackRequest, as_of: AsOf, packed: Packed, head: list[Missin
                 merkle_root=merkle_root(digests))
 
 
-def _scrubbed(item: Item, ref_ok: Callable[[str], bool]) -> Item:
+def scrubbed(item: Item, ref_ok: Callable[[str], bool]) -> Item:
     """The item without references to collections not readable now (flags keep their value)."""
     absorbed = tuple(i for i in item.absorbed if ref_ok(i.removeprefix("psg:")))
     flags = item.flags

@@ -3,7 +3,7 @@ definitions whose term or alias occurs in it, and every instruction; all ``appro
 
 from __future__ import annotations
 
-from context_service.domain.context_set.events import Definition, VerifiedAnswer
+from context_service.domain.context_set.events import Definition, Instruction, VerifiedAnswer
 from context_service.domain.context_set.state import ContextSetState
 from context_service.domain.library.matching import match_answers
 from context_service.domain.pack.items import (
@@ -42,10 +42,21 @@ def _item(s: ContextSetState, id_: str, cls: str, text: str, score: int,
                 tokens=count(text) + FRAMING_TOKENS, score=score, source=set_source(s))
 
 
+def answer_item(s: ContextSetState, a: VerifiedAnswer, score: int, count: TokenCount) -> Item:
+    return _item(s, f"answer/{a.id}", VERIFIED_ANSWERS, answer_text(a), score, count)
+
+
+def definition_item(s: ContextSetState, d: Definition, count: TokenCount) -> Item:
+    return _item(s, f"definition/{d.term}", DEFINITIONS, definition_text(d), ONE, count)
+
+
+def instruction_item(s: ContextSetState, i: Instruction, count: TokenCount) -> Item:
+    return _item(s, f"instruction/{i.id}", INSTRUCTIONS, i.text, ONE, count)
+
+
 def verified_answers(s: ContextSetState, task: str, count: TokenCount) -> list[Item]:
     """Answers scoring at least 0.5 against the task, in match order (§9.2)."""
-    return [_item(s, f"answer/{m.answer.id}", VERIFIED_ANSWERS, answer_text(m.answer), m.score,
-                  count)
+    return [answer_item(s, m.answer, m.score, count)
             for m in match_answers(task, [s]) if m.score >= ANSWER_THRESHOLD]
 
 
@@ -62,11 +73,9 @@ def definitions(s: ContextSetState, task: str, count: TokenCount) -> list[Item]:
     keyed = [((pos, normalised(d.term)), d) for d in s.definitions
              if (pos := definition_position(d, task_tokens)) >= 0]
     keyed.sort(key=lambda pair: pair[0])
-    return [_item(s, f"definition/{d.term}", DEFINITIONS, definition_text(d), ONE, count)
-            for _, d in keyed]
+    return [definition_item(s, d, count) for _, d in keyed]
 
 
 def instructions(s: ContextSetState, count: TokenCount) -> list[Item]:
     """Every instruction, in set order."""
-    return [_item(s, f"instruction/{i.id}", INSTRUCTIONS, i.text, ONE, count)
-            for i in s.instructions]
+    return [instruction_item(s, i, count) for i in s.instructions]
