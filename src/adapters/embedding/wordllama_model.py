@@ -1,0 +1,123 @@
+"""Token counts and embeddings of texts (agent-context-api 7.5, 7.6) with ``wordllama``'s
+``l2_supercat`` model at 256 dimensions, read from the installed package's own files.
+
+The embedding of a text is the mean of its tokens' rows of the model's embedding matrix (no
+special tokens, no truncation), scaled to unit length; a text without tokens has none. Loaded
+once per process, on first use.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from context_service.projections.passage_features.features import Feature
+
+CONFIG = "l2_supercat"
+DIM = 256
+UNAVAILABLE = f"wordllama model {CONFIG} ({DIM}) is not available offline"
+
+Vector = npt.NDArray[np.float32]
+
+
+class ModelUnavailable(RuntimeError):
+    """The model's files are not installed; nothing is ever downloaded instead."""
+
+
+class Embedder:
+    """The tokenizer and embedding matrix of the model (thread-safe: both are read-only)."""
+
+    def __init__(self, tokenizer: Any, matrix: npt.NDArray[np.float32]) -> None:
+        self._tokenizer = tokenizer
+        self._matrix = matrix
+
+    def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        encoded = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
+        return [list(e.ids) for e in encoded]
+
+    def count(self, text: str) -> int:
+        return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+
+    def counts(self, texts: Sequence[str]) -> list[int]:
+        return [len(ids) for ids in self.token_ids(texts)] if texts else []
+
+    def embed(self, text: str) -> Vector | None:
+        return self.embed_ids(self.token_ids([text])[0])
+
+    def embed_ids(self, ids: Sequence[int]) -> Vector | None:
+        """Mean of the tokens' vectors (in float64), scaled to unit length, as float32."""
+        if not ids:
+            return None
+        mean = self._matrix[np.asarray(ids, dtype=np.intp)].astype(np.float64).mean(axis=0)
+        norm = float(np.linalg.norm(mean))
+        if norm == 0.0:
+            return None
+        unit: Vector = (mean / norm).astype(np.float32)
+        return unit
+
+
+_lock = threading.Lock()
+_loaded: Embedder | None = None
+
+
+def load(cache_dir: str | None = None) -> Embedder:
+    """The process's model, loaded on first call; ``ModelUnavailable`` when its files are
+    missing (``cache_dir`` defaults to the installed package's folder)."""
+    global _loaded
+    with _lock:
+        if _loaded is None or cache_dir is not None:
+            embedder = _load(cache_dir)
+            if cache_dir is not None:
+                return embedder
+            _loaded = embedder
+        return _loaded
+
+
+def _load(cache_dir: str | None) -> Embedder:
+    try:
+        import wordllama
+        from wordllama import WordLlama
+    except ImportError as error:
+        raise ModelUnavailable(UNAVAILABLE) from error
+    folder = cache_dir or os.path.dirname(wordllama.__file__)
+    try:
+        model = WordLlama.load(config=CONFIG, dim=DIM, cache_dir=folder, disable_download=True)
+    except Exception as error:  # the library raises various errors for missing files
+        raise ModelUnavailable(UNAVAILABLE) from error
+    matrix = np.ascontiguousarray(model.embedding, dtype=np.float32)
+    if matrix.ndim != 2 or matrix.shape[1] != DIM:
+        raise ModelUnavailable(UNAVAILABLE)
+    return Embedder(model.tokenizer, matrix)
+
+
+def vector_bytes(vector: Vector | None) -> bytes | None:
+    """The vector as 256 big-endian float32 (how views store and send it)."""
+    return None if vector is None else vector.astype(">f4").tobytes()
+
+
+class TextFeaturesModel:
+    """``TextFeatures`` over the process's model (loaded on first use)."""
+
+    def __init__(self, embedder: Embedder | None = None) -> None:
+        self._embedder = embedder
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = load()
+        return self._embedder
+
+    def counts(self, texts: Sequence[str]) -> list[int]:
+        return self.embedder.counts(texts)
+
+    def features(self, texts: Sequence[str]) -> list[Feature]:
+        if not texts:
+            return []
+        embedder = self.embedder
+        return [Feature(len(ids), vector_bytes(embedder.embed_ids(ids)))
+                for ids in embedder.token_ids(texts)]
