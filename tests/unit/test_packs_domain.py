@@ -75,7 +75,7 @@ def test_a_release_is_recorded_with_its_expiry_then_never_again() -> None:
 
 
 def test_a_replay_run_needs_a_recorded_release_that_has_not_expired() -> None:
-    with pytest.raises(ReplayNotFoundError, match="^replay not found$"):
+    with pytest.raises(ReplayNotFoundError, match=r"^replay not found$"):
         decide(RecordReplay(run=run()), ReplayState(), T0)
     state = fold(decide(ReleasePack(release=released(), retention=timedelta(seconds=90)),
                         ReplayState(), T0))
@@ -151,5 +151,5 @@ def test_replay_retention_setting(raw: str, seconds: float) -> None:
 
 @pytest.mark.parametrize("raw", ["0", "-5s", "30", "soon", "0s"])
 def test_replay_retention_must_be_positive(raw: str) -> None:
-    with pytest.raises(SettingsError, match="^CS_REPLAY_RETENTION must be a positive duration$"):
+    with pytest.raises(SettingsError, match=r"^CS_REPLAY_RETENTION must be a positive duration$"):
         Settings.from_env({"CS_REPLAY_RETENTION": raw})
