@@ -13,7 +13,6 @@ from typing import Any
 from context_service.domain.pack.engine import assemble
 from context_service.domain.pack.items import Pack
 from context_service.domain.pack.render import (
-    pack_body,
     pack_digest,
     pack_id,
     render,
