@@ -92,7 +92,11 @@ def _load(cache_dir: str | None) -> Embedder:
     matrix = np.ascontiguousarray(model.embedding, dtype=np.float32)
     if matrix.ndim != 2 or matrix.shape[1] != DIM:
         raise ModelUnavailable(UNAVAILABLE)
-    return Embedder(model.tokenizer, matrix)
+    tokenizer = model.tokenizer
+    # The library pads batches and truncates long texts; counts and vectors need neither.
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    return Embedder(tokenizer, matrix)
 
 
 def vector_bytes(vector: Vector | None) -> bytes | None:

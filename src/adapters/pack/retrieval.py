@@ -7,7 +7,7 @@ earlier position)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -23,7 +23,7 @@ MIN_COSINE_MICROS = 250_000
 _SLACK = 1e-6  # raw scores within this of the cut may round to the cut's score
 _MARGIN = 64  # rows fetched past the cut, so ties in rounding are usually settled in one go
 
-Embed = Callable[[str], Sequence[float] | None]
+Embed = Callable[[str], Iterable[float] | None]
 
 
 class FastRetrieval:
