@@ -1,5 +1,5 @@
 """A small workspace for the pack and replay API tests: ``acme`` with one member per role,
-the knowledge context ``company-facts`` (alice's, readable by mia) with a CFO history, and the
+the knowledge context ``company-facts`` (alice's, readable by adam) with a CFO history, and the
 memory context ``notes`` (alice's only), each with a published index."""
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ VALID = "2025-01-01T00:00:00Z"
 
 
 def facts_records(cfo_2024: str = "Acme appointed Priya Raman as CFO effective 1 July 2024, "
-                                  "succeeding Dana Lee.") -> list[dict[str, Any]]:
-    r = FACTS_REV
+                                  "succeeding Dana Lee.",
+                  r: str = FACTS_REV) -> list[dict[str, Any]]:
     return [
         record("cfo-2021", FACTS, r, "Dana Lee was appointed CFO of Acme on 1 March 2021.",
                title="CFO appointment 2021", file="press/2021-03-cfo.md"),
@@ -44,7 +44,7 @@ def seed_corpus(api: Api) -> None:
     seed_workspace(api)
     create_context(api, FACTS)
     publish(api, FACTS, FACTS_REV, facts_records())
-    grant(api, FACTS, "user:mia", "read")
+    grant(api, FACTS, "user:adam", "read")
     create_context(api, NOTES, "memory")
     publish(api, NOTES, NOTES_REV, notes_records())
 

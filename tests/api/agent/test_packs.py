@@ -82,7 +82,7 @@ def test_the_position_is_the_latest_pack_input_event(alice: Agent, api: Api) -> 
     first = alice.pack(pack_body()).json()["asOf"]
     token(api)  # a credential event is not a pack input: the position stays
     assert alice.pack(pack_body()).json()["asOf"] == first
-    publish(api, FACTS, "5" * 64, facts_records("Acme appointed Priya Raman as CFO."))
+    publish(api, FACTS, "5" * 64, facts_records("Acme appointed Priya Raman as CFO.", "5" * 64))
     moved = alice.pack(pack_body()).json()["asOf"]
     assert moved["position"] > first["position"]
     assert moved["systemTime"] >= first["systemTime"]
@@ -128,18 +128,18 @@ def test_the_stream_carries_the_same_pack(alice: Agent, container: bootstrap.Con
 
 
 def test_named_collections_must_be_readable_now(alice: Agent, api: Api) -> None:
-    mia = Agent(api, token(api, creator="user:mia"))
+    adam = Agent(api, token(api, creator="user:adam"))
     for agent, named, missing in ((alice, [FACTS, "nope"], "nope"),
-                                  (mia, [FACTS, NOTES], NOTES),
-                                  (mia, ["", FACTS], None)):
+                                  (adam, [FACTS, NOTES], NOTES),
+                                  (adam, ["", FACTS], None)):
         resp = agent.post(PACKS, pack_body(filters={"collectionIds": named}))
         if missing is None:
             assert resp.status_code == 400
             continue
         assert (resp.status_code, resp.json()) == (404, {
             "code": "NOT_FOUND", "message": f'collection "{missing}" not found'})
-    # without the filter, mia's pack leaves the unreadable collection out silently
-    items = mia.pack(pack_body()).json()["items"]
+    # without the filter, adam's pack leaves the unreadable collection out silently
+    items = adam.pack(pack_body()).json()["items"]
     assert items and all(i["source"]["collectionId"] == FACTS for i in items)
     only = alice.pack(pack_body(filters={"collectionIds": [NOTES, NOTES]})).json()["items"]
     assert only and all(i["source"]["collectionId"] == NOTES for i in only)
@@ -182,7 +182,7 @@ class RevokingRetrieval:
 def test_the_release_check_drops_items_of_a_collection_just_ungranted(
         api: Api, container: bootstrap.Container) -> None:
     seed_corpus(api)
-    mia = Agent(api, token(api, creator="user:mia"))
+    adam = Agent(api, token(api, creator="user:adam"))
     packs = pack_services(api)
     assert packs.ports is not None
     revoked: list[int] = []
@@ -190,13 +190,13 @@ def test_the_release_check_drops_items_of_a_collection_just_ungranted(
     def revoke() -> None:
         if not revoked:
             outcome = container.contexts.execute(
-                "acme", FACTS, RevokeAccess(actor=ADMIN, subject=Subject("user", "mia")))
+                "acme", FACTS, RevokeAccess(actor=ADMIN, subject=Subject("user", "adam")))
             revoked.append(outcome.position)
 
     original = packs.ports
     packs.ports = replace(original, retrieval=RevokingRetrieval(original.retrieval, revoke))
     try:
-        body = mia.pack(pack_body()).json()
+        body = adam.pack(pack_body()).json()
     finally:
         packs.ports = original
     assert revoked

@@ -99,7 +99,7 @@ def test_verify_after_a_context_was_deleted_reports_its_items_unavailable(
 def test_recompute_reproduces_the_pack_with_an_empty_diff(
         alice: Agent, api: Api, container: bootstrap.Container) -> None:
     pack = alice.pack(pack_body()).json()
-    publish(api, FACTS, "6" * 64, facts_records(CHANGED_TEXT))  # the head moves; P does not
+    publish(api, FACTS, "6" * 64, facts_records(CHANGED_TEXT, "6" * 64))  # the head moves; P does not
     answer = replay(alice, pack["replayId"], mode="recompute", task=TASK)
     assert list(answer) == ["replayId", "mode", "engineVersion", "pack", "diff"]
     assert answer["engineVersion"] == {"recorded": "pack-engine/1", "current": "pack-engine/1"}
@@ -114,8 +114,8 @@ def test_recompute_reproduces_the_pack_with_an_empty_diff(
 
 def test_any_credential_of_the_workspace_may_replay(alice: Agent, api: Api) -> None:
     pack = alice.pack(pack_body()).json()
-    mia = Agent(api, token(api, creator="user:mia"))
-    answer = replay(mia, pack["replayId"], mode="verify")
+    adam = Agent(api, token(api, creator="user:adam"))
+    answer = replay(adam, pack["replayId"], mode="verify")
     assert answer["summary"]["unavailable"] == sum(
         1 for i in pack["items"] if "notes" in i["id"] or i["source"].get("collectionId")
         == "notes")
