@@ -19,6 +19,14 @@ from context_service.http.common import threaded_body
 
 PATH = "/api/agent/v1/context-packs"
 NDJSON = "application/x-ndjson"
+ERRORS = {"400": "INVALID_REQUEST or VALIDATION_ERROR (details: every violated field rule)",
+          "401": "UNAUTHORIZED or EXPIRED_CREDENTIAL",
+          "403": "AGENT_BROWSER_REQUEST_REFUSED, FORBIDDEN (scope; a bound credential naming "
+                 "another context set) or AGENT_CREDENTIAL_AUTHORITY_LOST",
+          "404": 'NOT_FOUND: context set not found, collection "<c>" not found',
+          "422": "AGENT_PACK_INCOMPLETE (require_complete; details.missing)",
+          "429": "RATE_LIMITED (Retry-After)",
+          "503": "SERVICE_UNAVAILABLE: the views could not catch up with the log in time"}
 
 
 def _headers(released: Released) -> dict[str, str]:
@@ -26,7 +34,7 @@ def _headers(released: Released) -> dict[str, str]:
             "Server-Timing": released.timings.header()}
 
 
-@post(PATH, status_code=200, opt={"body": shapes.PackBody})
+@post(PATH, status_code=200, opt={"body": shapes.PackBody, "errors": ERRORS})
 @threaded_body
 def context_pack(request: Request[Any, Any, Any], body: bytes) -> Response[bytes]:
     """A ranked, deduplicated, cited pack of evidence for a task within a token budget,
@@ -37,7 +45,7 @@ def context_pack(request: Request[Any, Any, Any], body: bytes) -> Response[bytes
                     headers=_headers(released))
 
 
-@post(PATH + "/stream", status_code=200, opt={"body": shapes.PackBody})
+@post(PATH + "/stream", status_code=200, opt={"body": shapes.PackBody, "errors": ERRORS})
 @threaded_body
 def context_pack_stream(request: Request[Any, Any, Any], body: bytes) -> Response[Any]:
     """The same pack as ``application/x-ndjson``: a header line, one line per item, a footer."""

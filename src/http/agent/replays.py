@@ -38,7 +38,15 @@ from context_service.http.agent.pack_services import PackServices, pack_services
 from context_service.http.agent.pipeline import AgentCaller, agent_services, authenticate
 from context_service.http.common import threaded_body
 
-PATH = "/api/agent/v1/replays/{replay_id:str}"
+PATH = "/api/agent/v1/replays/{replayId:str}"
+ERRORS = {"400": "INVALID_REQUEST or VALIDATION_ERROR (recompute without task included)",
+          "401": "UNAUTHORIZED or EXPIRED_CREDENTIAL",
+          "403": "AGENT_BROWSER_REQUEST_REFUSED, FORBIDDEN (scope; recompute of another "
+                 "context set's pack by a bound credential) or AGENT_CREDENTIAL_AUTHORITY_LOST",
+          "404": "NOT_FOUND: replay not found (unknown or of another workspace)",
+          "409": "AGENT_REPLAY_TASK_MISMATCH", "410": "AGENT_REPLAY_EXPIRED",
+          "429": "RATE_LIMITED (Retry-After)",
+          "503": "SERVICE_UNAVAILABLE: the views could not catch up with the log in time"}
 
 
 def recorded_items(release: ContextPackReleased) -> list[RecordedItem]:
@@ -131,7 +139,7 @@ def _recompute(packs: PackServices, access: Access, release: ContextPackReleased
     return body, run
 
 
-@post(PATH, status_code=200, opt={"body": shapes.ReplayBody})
+@post(PATH, status_code=200, opt={"body": shapes.ReplayBody, "errors": ERRORS})
 @threaded_body
 def replay(request: Request[Any, Any, Any], body: bytes) -> Response[bytes]:
     """Verify a released pack's items against the current state, or recompute the pack."""
@@ -140,7 +148,7 @@ def replay(request: Request[Any, Any, Any], body: bytes) -> Response[bytes]:
     caller = authenticate(request, SCOPE, (*VIEWS, *packs.wait_views()))
     req = decode(body, shapes.ReplayBody)
     mode = shapes.check_replay(req)
-    replay_id = str(request.path_params["replay_id"])
+    replay_id = str(request.path_params["replayId"])
     found = packs.replays.get(caller.workspace, replay_id)
     if found is None:
         raise ApiError(404, "NOT_FOUND", "replay not found")

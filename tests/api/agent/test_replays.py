@@ -99,7 +99,8 @@ def test_verify_after_a_context_was_deleted_reports_its_items_unavailable(
 def test_recompute_reproduces_the_pack_with_an_empty_diff(
         alice: Agent, api: Api, container: bootstrap.Container) -> None:
     pack = alice.pack(pack_body()).json()
-    publish(api, FACTS, "6" * 64, facts_records(CHANGED_TEXT, "6" * 64))  # the head moves; P does not
+    # the head moves; the recorded position does not
+    publish(api, FACTS, "6" * 64, facts_records(CHANGED_TEXT, "6" * 64))
     answer = replay(alice, pack["replayId"], mode="recompute", task=TASK)
     assert list(answer) == ["replayId", "mode", "engineVersion", "pack", "diff"]
     assert answer["engineVersion"] == {"recorded": "pack-engine/1", "current": "pack-engine/1"}
