@@ -49,6 +49,7 @@ from context_service.http.agent.body import decode
 from context_service.http.agent.errors import ApiError
 from context_service.http.agent.pack_services import PackServices, pack_services
 from context_service.http.agent.pipeline import (
+    ACCESS_VIEWS,
     AgentCaller,
     agent_services,
     authenticate,
@@ -233,6 +234,7 @@ def release(request: Request[Any, Any, Any], raw: bytes) -> Released:
     deadline = timings.started + pack_request.max_latency_ms / 1000
     pack, set_version = build_pack(packs, access, pack_request, active, as_of, timings,
                                    deadline)
+    wait_for_views(request, ACCESS_VIEWS)  # a revocation during retrieval is seen here
     recheck(request, caller, SCOPE)
     if pack.refused:
         raise ApiError(422, "AGENT_PACK_INCOMPLETE", "the pack is incomplete",

@@ -4,6 +4,7 @@ reported in order, the same rules on the stream route, and the 403/404 of contex
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -148,3 +149,14 @@ def test_unknown_and_archived_sets_are_not_found(api: Api) -> None:
         for path in (PACKS, STREAM):
             resp = agent.post(path, _task(contextSetId=named))
             assert (resp.status_code, resp.json()) == (404, SET_NOT_FOUND), (named, resp.text)
+
+
+def test_nul_and_unusual_strings_answer_without_failing(agent: Agent) -> None:
+    """Strings the views could not hold as text are only compared, never stored or queried."""
+    cases = [_task(task="a\u0000b"), _task(filters={"collectionIds": ["a\u0000"]}),
+             _task(filters={"documentIds": ["a/\u0000", "\u0000/#x"]}),
+             _task(contextSetId="\u0000"), _task(task="\ud800 lone surrogate"),
+             _task(budget={"maxTokens": 10**30})]
+    for body in cases:
+        resp = agent.post(PACKS, raw=json.dumps(body).encode())
+        assert resp.status_code in (200, 400, 404), resp.text
