@@ -26,7 +26,7 @@ from tests.api.agent.packs_corpus import FACTS, NOTES, TASK, facts_records, pack
 from tests.api.agent.packs_support import PACKS, STREAM, Agent, publish
 from tests.api.agent.packs_support import settings as settings  # the fixture
 from tests.api.conftest import Api
-from tests.api.sets_support import token
+from tests.api.sets_support import create_set, token
 
 pytestmark = pytest.mark.postgres
 TIMING = re.compile(r"^wait;dur=\d+\.\d, retrieve;dur=\d+\.\d, pack;dur=\d+\.\d, "
@@ -104,6 +104,37 @@ def test_the_same_request_answers_the_same_bytes_and_records_once(
     fourth = alice.pack(pack_body(retrieval="lexical"))
     assert fourth.json()["replayId"] != first.json()["replayId"]
     assert len(releases(container)) == 2
+
+
+def test_the_same_bytes_after_every_view_is_rebuilt(alice: Agent,
+                                                     container: bootstrap.Container) -> None:
+    first = alice.pack(pack_body())
+    for runner in container.runners.values():
+        runner.stop()
+        runner.rebuild()
+        runner.start()
+    # a new app: new corpus and pack-input caches, everything read again from the views
+    with TestClient(app=bootstrap.app(container)) as other:
+        again = other.post(PACKS, json=pack_body(),
+                           headers={"Authorization": f"Bearer {alice.token}"})
+    assert again.status_code == 200, again.text
+    assert again.content == first.content
+    assert again.headers["X-Context-Position"] == first.headers["X-Context-Position"]
+    assert len(releases(container)) == 1
+
+
+def test_the_order_of_the_route_checks(api: Api) -> None:
+    """Set before position, collections before retrieval, completeness last."""
+    seed_corpus(api)
+    create_set(api, "finance", collections=[FACTS])
+    bound = Agent(api, token(api, context_set_id="finance"))
+    resp = bound.post(PACKS, pack_body(contextSetId="legal",
+                                       filters={"collectionIds": ["nope"]}))
+    assert resp.status_code == 403
+    resp = bound.post(PACKS, pack_body(filters={"collectionIds": [NOTES]},
+                                       budget={"maxTokens": 2000,
+                                               "coverage": "require_complete"}))
+    assert (resp.status_code, resp.json()["message"]) == (404, f'collection "{NOTES}" not found')
 
 
 def test_the_stream_carries_the_same_pack(alice: Agent, container: bootstrap.Container) -> None:
