@@ -18,6 +18,7 @@ Goals: hybrid p95 < 100 ms and <= 3x the query route's p95; verify p95 < 50 ms.
 from __future__ import annotations
 
 import argparse
+import logging
 import random
 import sys
 import time
@@ -34,7 +35,12 @@ ADMIN = {"X-Context-Subject": "service:context-service-admin"}
 VALID = "2025-01-01T00:00:00Z"
 
 
-def timed(send: Callable[[str], httpx.Response], texts: list[str]) -> list[float]:
+PARTS: dict[str, list[float]] = {}
+
+
+def timed(send: Callable[[str], httpx.Response], texts: list[str],
+          label: str = "") -> list[float]:
+    """Client-side seconds per request; the service's Server-Timing parts kept by label."""
     out = []
     for text in texts:
         started = time.perf_counter()
@@ -42,6 +48,9 @@ def timed(send: Callable[[str], httpx.Response], texts: list[str]) -> list[float
         out.append(time.perf_counter() - started)
         if response.status_code != 200:
             raise RuntimeError(response.text)
+        for part in filter(None, response.headers.get("Server-Timing", "").split(", ")):
+            name, _, dur = part.partition(";dur=")
+            PARTS.setdefault(f"{label} {name}", []).append(float(dur) / 1000)
     return out
 
 
@@ -73,6 +82,7 @@ def main() -> None:
     parser.add_argument("--replays", type=int, default=40)
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
+    logging.getLogger("httpx").setLevel(logging.WARNING)
     rng = random.Random(args.seed)
     vocab = vocabulary(rng, args.vocabulary)
     data = corpus(rng, args.records, args.contexts, vocab)
@@ -104,8 +114,8 @@ def main() -> None:
                                    headers={"X-Context-Subject": OWNER.key})
 
             timed(pack("hybrid"), tasks[:10])  # warm: the corpus loads once per publication
-            hybrid = timed(pack("hybrid"), tasks)
-            lexical = timed(pack("lexical"), tasks)
+            hybrid = timed(pack("hybrid"), tasks, "hybrid")
+            lexical = timed(pack("lexical"), tasks, "lexical")
             timed(query, tasks[:10])
             queried = timed(query, tasks)
             big = [pack("hybrid", 32000)(t).json() for t in tasks[:args.replays]]
@@ -115,13 +125,15 @@ def main() -> None:
                 return client.post(f"/api/agent/v1/replays/{replay_id}", headers=bearer,
                                    json={"mode": "verify"})
 
-            verified = timed(verify, [p["replayId"] for p in big])
+            verified = timed(verify, [p["replayId"] for p in big], "verify")
     print(line("pack hybrid", hybrid))
     print(line("pack lexical", lexical))
     print(line("query route", queried))
     ratio = percentile(hybrid, 95) / percentile(queried, 95)
     print(f"hybrid p95 / query p95: {ratio:.2f}x (goal <= 3x)")
     print(line(f"verify ({items[len(items) // 2]} items)", verified))
+    for label, values in PARTS.items():
+        print(line(f"  server {label}", values))
     sys.stdout.flush()
 
 
