@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+import msgspec
+
 from context_service.domain.context.state import ContextState
 from context_service.domain.context_set.state import ContextSetState
 from context_service.domain.errors import ContextSetNotFoundError, DomainError
-from context_service.domain.events import Subject
+from context_service.domain.events import ADMIN, Subject
 from context_service.domain.values import quote
 
 COLLECTION_TYPES = ("memory", "knowledge")
@@ -25,18 +27,36 @@ class BoundToOtherSetError(DomainError):
         super().__init__(f"agent credential is bound to context set {quote(bound)}")
 
 
+class Readable(msgspec.Struct, frozen=True):
+    """The collections readable now, asked with ``name in readable``. ``names`` None means any
+    name (the bootstrap administrator, who reads every context, deleted ones included, §3.4
+    rule 2); ``limit`` is a bound credential's set (§3.4 rule 3), None when unbound."""
+
+    names: frozenset[str] | None
+    limit: frozenset[str] | None = None
+
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, str):
+            return False
+        if self.limit is not None and name not in self.limit:
+            return False
+        return self.names is None or name in self.names
+
+
 def readable_collections(creator: Subject, contexts: Iterable[ContextState], bound: str,
-                         bound_set: ContextSetState | None) -> frozenset[str]:
-    """Names of the live memory/knowledge contexts on which ``creator`` holds ``read`` now,
-    limited to the bound set's current collections (the last version's when it is archived;
-    none at all when a bound set cannot be found)."""
-    names = {c.name for c in contexts
-             if c.live and c.type in COLLECTION_TYPES and "read" in c.permissions_of(creator)}
+                         bound_set: ContextSetState | None) -> Readable:
+    """The live memory/knowledge contexts on which ``creator`` holds ``read`` now (any context
+    for the bootstrap administrator), limited to the bound set's current collections (the last
+    version's when it is archived; none at all when a bound set cannot be found)."""
+    limit: frozenset[str] | None = None
     if bound:
-        limit = set(bound_set.collections) if bound_set is not None and bound_set.exists \
-            else set()
-        names &= limit
-    return frozenset(names)
+        limit = frozenset(bound_set.collections) if bound_set is not None and bound_set.exists \
+            else frozenset()
+    if creator == ADMIN:
+        return Readable(None, limit)
+    names = frozenset(c.name for c in contexts if c.live and c.type in COLLECTION_TYPES
+                      and "read" in c.permissions_of(creator))
+    return Readable(names, limit)
 
 
 def active_set(bound: str, requested: str | None,

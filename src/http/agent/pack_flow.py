@@ -26,6 +26,7 @@ from context_service.domain.context_pack.events import (
 )
 from context_service.domain.context_pack.readable import (
     BoundToOtherSetError,
+    Readable,
     active_set,
     readable_collections,
 )
@@ -124,8 +125,8 @@ class Access:
         reads, workspace = found.reads, self.caller.workspace
         return lambda set_id: reads.get(workspace, set_id)
 
-    def readable(self) -> frozenset[str]:
-        """Names of the collections readable now (one read of the catalog)."""
+    def readable(self) -> Readable:
+        """The collections readable now (one read of the catalog)."""
         creator, bound = self.caller.creator, self.caller.context_set_id
         listed = services(self.request).reads.list(self.caller.workspace, None)
         bound_set = self.sets()(bound) if bound else None
@@ -161,7 +162,7 @@ def build_pack(packs: PackServices, access: Access, request: PackRequest,
         raise collection_not_found(scope.not_found)
     corpus = ports.corpus.corpus(scope.usable)
     timings.retrieve += (time.monotonic() - started) * 1000
-    release_access: list[frozenset[str]] = []
+    release_access: list[Readable] = []
 
     def readable_at_release(name: str) -> bool:
         if not release_access:  # read once, when the engine first asks at release

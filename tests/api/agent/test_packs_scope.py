@@ -185,3 +185,24 @@ def test_nats_carries_hashes_and_identities_only(
     payloads = b"\n".join(m.payload for m in published)
     for text in [TASK, *(i["text"] for i in body["items"])]:
         assert json.dumps(text)[1:-1].encode() not in payloads
+
+
+def test_time_travel_never_resurrects_access_except_the_administrators(corpus: Api) -> None:
+    """A context deleted since ``systemTime`` is not readable now — except by the bootstrap
+    administrator, who reads deleted contexts too (§3.4 rule 2)."""
+    alice = Agent(corpus, token(corpus))
+    admin = Agent(corpus, token(corpus, creator="service:context-service-admin"))
+    before = alice.pack(pack_body()).json()
+    assert any(i["source"].get("collectionId") == FACTS for i in before["items"])
+    time.sleep(1.1)
+    resp = corpus.as_("user:alice").delete(f"/v1/namespaces/acme/contexts/{FACTS}")
+    assert resp.status_code == 204, resp.text
+    past = pack_body(asOf={"validTime": "2025-01-01T00:00:00Z",
+                           "systemTime": before["asOf"]["systemTime"]})
+    mine = alice.pack(past).json()
+    assert mine["asOf"] == before["asOf"]
+    assert not any(i["source"].get("collectionId") == FACTS for i in mine["items"])
+    assert alice.post(PACKS, {**past, "filters": {"collectionIds": [FACTS]}}).status_code == 404
+    admins = admin.pack(past).json()
+    assert [i for i in admins["items"] if i["source"].get("collectionId") == FACTS] == [
+        i for i in before["items"] if i["source"].get("collectionId") == FACTS]
