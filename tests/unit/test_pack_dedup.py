@@ -15,13 +15,15 @@ from context_service.domain.pack.ranking import Candidate, Walk
 from context_service.domain.pack.text import normalised, shingles
 
 T = datetime(2025, 1, 1, tzinfo=UTC)
-BASE = "the quarterly report of acme shows strong growth in lisbon and porto offices".split()
+BASE = ("the quarterly report of acme shows strong growth in lisbon and porto offices while "
+        "the board expects the new finance team to keep costs flat through the next two years "
+        "as the company opens more sites").split()
 
 
 @st.composite
 def texts(draw: st.DrawFn) -> str:
     """Variations of one sentence, so that near duplicates are common."""
-    words = list(BASE[:draw(st.integers(1, len(BASE)))])
+    words = list(BASE[:draw(st.sampled_from((3, 30, len(BASE) - 4, len(BASE))))])
     for _ in range(draw(st.integers(0, 3))):
         at = draw(st.integers(0, len(words)))
         words.insert(at, draw(st.sampled_from(("really", "acme", "Report", "q3"))))
