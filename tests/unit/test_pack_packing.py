@@ -129,6 +129,16 @@ def test_the_release_check_drops_and_scrubs_an_ungranted_collection() -> None:
 
 def test_the_release_check_scrubs_budget_ids_and_missing() -> None:
     corpus, collections = with_mirror()
+    tight = PackRequest(task=ex.TASK, max_tokens=256)
+    granted = run(tight, corpus=corpus, collections=collections)
+    assert "psg:mirror/b1" in granted.omitted.budget_ids
+    mirror_facts = [i for i in granted.items if "mirror" in i.concerns]  # a contradiction
+    pack = run(tight, corpus=corpus, collections=collections, at_release=lambda c: c != "mirror")
+    assert pack.omitted.budget_count == granted.omitted.budget_count
+    assert pack.omitted.budget_ids == tuple(i for i in granted.omitted.budget_ids
+                                            if i != "psg:mirror/b1"
+                                            and i != "gph:076e20afdee2229861204973")
+    assert pack.omitted.access_count == len(mirror_facts) == 1
     request = PackRequest(task=ex.TASK, max_tokens=256,
                           document_ids=("mirror/none.md", "company-facts/org/chart.md"))
     granted = run(request, corpus=corpus, collections=collections)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from context_service.domain.context.events import QueryRecord
@@ -24,6 +24,10 @@ from context_service.domain.pack.scope import pack_scope
 WORDS = ("cfo", "acme", "board", "lisbon", "office", "report", "budget", "dana", "priya", "q3")
 BASE = datetime(2024, 1, 1, tzinfo=UTC)
 T = BASE + timedelta(days=180)
+
+
+CLASSES = ["verified_answers", "definitions", "instructions", "required_evidence", "evidence",
+           "whole_document"]
 
 
 def cost(text: str) -> int:
@@ -92,6 +96,7 @@ def build(case: dict[str, Any]) -> Pack:
                     ReferenceRetrieval(case["cosines"]), cost, lambda c: True, lambda: False)
 
 
+@settings(max_examples=60)
 @given(inputs())
 def test_the_budget_holds_and_items_are_whole_and_offered_once(case: dict[str, Any]) -> None:
     pack = build(case)
@@ -114,14 +119,24 @@ def test_the_budget_holds_and_items_are_whole_and_offered_once(case: dict[str, A
     for i in pack.items:
         assert set(i.absorbed) <= set(pack.omitted.duplicate_ids)
     assert pack.complete == (pack.missing == ())
+    ranks = [CLASSES.index(i.cls) for i in pack.items]
+    assert ranks == sorted(ranks)  # set-first: classes never go back
+    assert all((i.trust == "approved") == (CLASSES.index(i.cls) < 3) for i in pack.items)
+    request: PackRequest = case["request"]
+    kinds = {i.id.partition(":")[0] for i in pack.items}
+    assert ("psg" in kinds) <= request.wants("passages")
+    assert ("gph" in kinds) <= request.wants("graph")
+    assert ("doc" in kinds) <= request.wants("documents")
 
 
+@settings(max_examples=60)
 @given(inputs())
 def test_the_same_inputs_give_the_same_bytes(case: dict[str, Any]) -> None:
     first = render(build(case), "rp_x", T)
     assert render(build(case), "rp_x", T) == first
 
 
+@settings(max_examples=60)
 @given(inputs())
 def test_a_larger_budget_packs_everything_offered(case: dict[str, Any]) -> None:
     roomy = dict(case, request=PackRequest(**{

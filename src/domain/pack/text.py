@@ -20,10 +20,14 @@ def normalised(text: str) -> str:
 
 def shingles(text: str) -> frozenset[Shingle]:
     """The distinct runs of 5 consecutive tokens; one shingle (every token) when fewer."""
-    tokens = tokenize(text)
+    return shingles_of(tokenize(text))
+
+
+def shingles_of(tokens: list[str]) -> frozenset[Shingle]:
+    """``shingles`` of an already tokenized text."""
     if len(tokens) < SHINGLE:
         return frozenset((tuple(tokens),))
-    return frozenset(tuple(tokens[i:i + SHINGLE]) for i in range(len(tokens) - SHINGLE + 1))
+    return frozenset(zip(tokens, tokens[1:], tokens[2:], tokens[3:], tokens[4:], strict=False))
 
 
 def jaccard(a: frozenset[Shingle], b: frozenset[Shingle]) -> Fraction:
