@@ -105,7 +105,7 @@ def test_namespace_at_equals_the_fold_of_the_raw_log(container: Container) -> No
     inputs = [r for r in log if r.stream.namespace == "ns" and isinstance(r.event, PACK_INPUTS)]
     assert len(inputs) > 30
     rng = random.Random(1)
-    for position in sorted(rng.sample(range(1, head + 1), 12)) + [head]:
+    for position in [*sorted(rng.sample(range(1, head + 1), 12)), head]:
         before = [r for r in inputs if r.position <= position]
         p, when = ports.inputs.resolve("ns", position, None)
         assert p == (before[-1].position if before else 0)

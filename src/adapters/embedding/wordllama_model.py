@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from context_service.projections.passage_features.features import Feature
+from context_service.adapters.embedding.pieces import WordPieces
+from context_service.projections.passage_features.features import Feature, Text
 
 CONFIG = "l2_supercat"
 DIM = 256
@@ -35,16 +36,39 @@ class Embedder:
     def __init__(self, tokenizer: Any, matrix: npt.NDArray[np.float32]) -> None:
         self._tokenizer = tokenizer
         self._matrix = matrix
+        self._pieces = WordPieces(tokenizer) if WordPieces.applies(tokenizer) else None
 
     def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        if not texts:
+            return []
+        if self._pieces is not None:
+            return self._pieces.ids(texts)
+        return self.full_token_ids(texts)
+
+    def full_token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """The tokenizer's own ids (the reference the word-by-word ids equal)."""
         encoded = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
         return [list(e.ids) for e in encoded]
 
     def count(self, text: str) -> int:
-        return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+        return len(self.token_ids([text])[0])
 
     def counts(self, texts: Sequence[str]) -> list[int]:
-        return [len(ids) for ids in self.token_ids(texts)] if texts else []
+        if self._pieces is not None:
+            return self._pieces.counts(texts)
+        return [len(ids) for ids in self.token_ids(texts)]
+
+    def features(self, texts: Sequence[Text]) -> list[Feature]:
+        """Token counts, and vectors of the texts to embed (as ``vector_bytes``)."""
+        if not texts:
+            return []
+        if self._pieces is not None:
+            results = self._pieces.joined(texts)
+        else:
+            full = self.full_token_ids([t.text for t in texts])
+            results = [ids if t.embed else len(ids) for t, ids in zip(texts, full, strict=True)]
+        return [Feature(r, None) if isinstance(r, int)
+                else Feature(len(r), vector_bytes(self.embed_ids(r))) for r in results]
 
     def embed(self, text: str) -> Vector | None:
         return self.embed_ids(self.token_ids([text])[0])
@@ -53,7 +77,8 @@ class Embedder:
         """Mean of the tokens' vectors (in float64), scaled to unit length, as float32."""
         if not ids:
             return None
-        mean = self._matrix[np.asarray(ids, dtype=np.intp)].astype(np.float64).mean(axis=0)
+        rows = self._matrix[np.fromiter(ids, dtype=np.intp, count=len(ids))]
+        mean = rows.sum(axis=0, dtype=np.float64) / len(ids)
         norm = float(np.linalg.norm(mean))
         if norm == 0.0:
             return None
@@ -119,9 +144,5 @@ class TextFeaturesModel:
     def counts(self, texts: Sequence[str]) -> list[int]:
         return self.embedder.counts(texts)
 
-    def features(self, texts: Sequence[str]) -> list[Feature]:
-        if not texts:
-            return []
-        embedder = self.embedder
-        return [Feature(len(ids), vector_bytes(embedder.embed_ids(ids)))
-                for ids in embedder.token_ids(texts)]
+    def features(self, texts: Sequence[Text]) -> list[Feature]:
+        return self.embedder.features(texts)

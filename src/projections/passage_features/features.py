@@ -17,13 +17,25 @@ class Feature(NamedTuple):
     vector: bytes | None  # 256 float32, big-endian; None: not embedded, or no tokens
 
 
+class Text(NamedTuple):
+    """A published text as ``separator.join(parts)``: a record's text (one part), its embedded
+    text (title and text, joined by a line feed) or a document (its passages' texts, joined by
+    two). The parts let the model reuse the work of one text for the texts it is part of."""
+
+    parts: tuple[str, ...]
+    separator: str = ""
+    embed: bool = False  # whether a vector is wanted, besides the token count
+
+    @property
+    def text(self) -> str:
+        return self.separator.join(self.parts)
+
+
 class TextFeatures(Protocol):
     """Computes features (the embedding adapter implements it; pure functions of the text)."""
 
-    def counts(self, texts: Sequence[str]) -> list[int]: ...
-
-    def features(self, texts: Sequence[str]) -> list[Feature]:
-        """Token count and unit vector of each text."""
+    def features(self, texts: Sequence[Text]) -> list[Feature]:
+        """Token count of each text and, where ``embed``, its unit vector."""
 
 
 def text_hash(text: str) -> bytes:
@@ -56,21 +68,28 @@ def documents(collection: str, passages: Sequence[tuple[int, QueryRecord]],
             for doc, members in grouped.items()}
 
 
+def embedded_parts(record: QueryRecord) -> Text:
+    if record.title:
+        return Text((record.title, record.text), "\n", embed=True)
+    return Text((record.text,), embed=True)
+
+
 class PublishedTexts:
     """The distinct texts of indexes, by hash: which need a vector and which only a count."""
 
     def __init__(self) -> None:
-        self.embedded: dict[bytes, str] = {}
-        self.counted: dict[bytes, str] = {}
+        self.embedded: dict[bytes, Text] = {}
+        self.counted: dict[bytes, Text] = {}
 
     def add_index(self, collection: str, records: Sequence[QueryRecord]) -> None:
         passages = first_per_id(records)
         for record in records:
-            self.counted.setdefault(text_hash(record.text), record.text)
-            embedded = embedded_text(record)
-            self.embedded.setdefault(text_hash(embedded), embedded)
-        for _, text in documents(collection, passages).values():
-            self.counted.setdefault(text_hash(text), text)
+            self.counted.setdefault(text_hash(record.text), Text((record.text,)))
+            embedded = embedded_parts(record)
+            self.embedded.setdefault(text_hash(embedded.text), embedded)
+        for members, text in documents(collection, passages).values():
+            self.counted.setdefault(text_hash(text),
+                                    Text(tuple(r.text for r in members), "\n\n"))
 
     @property
     def hashes(self) -> set[bytes]:

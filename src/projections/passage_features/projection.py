@@ -44,8 +44,5 @@ def compute(features: TextFeatures, texts: PublishedTexts,
     """Features of the texts ``known`` lacks (a vector where one is needed and missing)."""
     embed = {h: t for h, t in texts.embedded.items() if not known.get(h, False)}
     count = {h: t for h, t in texts.counted.items() if h not in known and h not in embed}
-    out: dict[bytes, Feature] = dict(zip(embed, features.features(list(embed.values())),
-                                         strict=True))
-    for h, tokens in zip(count, features.counts(list(count.values())), strict=True):
-        out[h] = Feature(tokens, None)
-    return out
+    wanted = {**count, **embed}
+    return dict(zip(wanted, features.features(list(wanted.values())), strict=True))
