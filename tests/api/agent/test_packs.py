@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import re
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -255,3 +256,38 @@ def test_a_release_records_hashes_and_identities_only(
     for text in texts:
         assert text.encode() not in stored
         assert msgspec.json.encode(text)[1:-1] not in packs_exported
+
+
+@pytest.fixture(scope="module")
+def tokenizer() -> Any:
+    """The model's own tokenizer file, read directly (not through the service's adapter)."""
+    import wordllama
+    from tokenizers import Tokenizer
+
+    path = Path(wordllama.__file__).parent / "tokenizers" / "l2_supercat_tokenizer_config.json"
+    loaded = Tokenizer.from_file(str(path))
+    loaded.no_padding()
+    loaded.no_truncation()
+    return loaded
+
+
+def test_budgets_hold_and_costs_are_the_tokenizers(alice: Agent, api: Api,
+                                                   tokenizer: Any) -> None:
+    """Every released item costs its text's tokens + 16; a budget smaller than the whole pack
+    skips items instead of exceeding it."""
+    texts = [f"The CFO signed contract {n} for the finance team's quarterly audit cycle."
+             for n in range(12)]
+    publish(api, NOTES, "8" * 64, [
+        {"id": f"c{n}", "context": NOTES, "type": "memory", "revision": "8" * 64, "text": t,
+         "source": {"context": "", "type": "", "revision": ""}} for n, t in enumerate(texts)])
+    whole = alice.pack(pack_body(budget={"maxTokens": 32000})).json()
+    assert whole["budget"]["usedTokens"] > 256
+    for max_tokens in (256, 300, 420, whole["budget"]["usedTokens"], 32000):
+        body = alice.pack(pack_body(budget={"maxTokens": max_tokens})).json()
+        used = body["budget"]["usedTokens"]
+        assert used == sum(i["tokens"] for i in body["items"]) <= max_tokens
+        for item in body["items"]:
+            count = len(tokenizer.encode(item["text"], add_special_tokens=False).ids)
+            assert item["tokens"] == count + 16, item["id"]
+        skipped = body["omitted"]["budget"]["count"]
+        assert (skipped > 0) == (max_tokens < whole["budget"]["usedTokens"]), max_tokens
