@@ -150,8 +150,10 @@ def test_field_types_and_values(api: Api, facts: str) -> None:
     mismatches = [
         ("number", True), ("number", "5"), ("number", None), ("number", [1]),
         ("number", 10 ** 400),
-        ("money", {"amount": "1", "currency": "usd"}), ("money", {"amount": 1, "currency": "USD"}),
-        ("money", {"amount": "1.", "currency": "USD"}), ("money", {"amount": "+1", "currency": "USD"}),
+        ("money", {"amount": "1", "currency": "usd"}),
+        ("money", {"amount": 1, "currency": "USD"}),
+        ("money", {"amount": "1.", "currency": "USD"}),
+        ("money", {"amount": "+1", "currency": "USD"}),
         ("money", {"amount": "1" * 21, "currency": "USD"}),
         ("money", {"amount": "1." + "0" * 19, "currency": "USD"}),
         ("money", {"amount": "1", "currency": "USDX"}),
@@ -233,3 +235,24 @@ def test_unknown_keys_in_extended_shapes_fail_decoding(api: Api, facts: str) -> 
         assert response.status_code == 400, record
         assert response.json()["error"] == "invalid_request"
         assert not response.json()["message"].startswith("invalid context resource")
+
+
+def test_history_shows_the_new_fields_as_stored_and_leaves_out_empty_ones(api: Api,
+                                                                          facts: str) -> None:
+    accepted(api, rec(validFrom="2026-02-01T00:00:00Z", factKey="officer/cfo",
+                      fields=[field("holder", "text", "Dana", {"start": 0, "end": 4})]),
+             rec("r2"))
+    items = api.get(f"/v1/namespaces/{NS}/contexts/{NAME}/history").json()["items"]
+    data = items[-1]["data"]
+    assert items[-1]["name"] == "QueryIndexPublished"
+    assert list(data) == ["revision", "records"]  # upload_id and parts left out when empty
+    source = {"context": "", "type": "", "revision": ""}
+    assert data["records"] == [
+        {"id": "r1", "context": NAME, "type": "knowledge", "revision": REV,
+         "text": "Dana Reyes is the CFO", "title": "", "keywords": [], "source": source,
+         "file": "", "valid_from": "2026-02-01T00:00:00Z", "fact_key": "officer/cfo",
+         "fields": [{"name": "holder", "type": "text", "value": "Dana",
+                     "span": {"start": 0, "end": 4}}]},
+        {"id": "r2", "context": NAME, "type": "knowledge", "revision": REV,
+         "text": "Dana Reyes is the CFO", "title": "", "keywords": [], "source": source,
+         "file": ""}]

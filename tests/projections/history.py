@@ -3,6 +3,7 @@ application, so projections see the event mix that production produces."""
 
 from __future__ import annotations
 
+import contextlib
 import random
 from datetime import UTC, datetime
 
@@ -63,11 +64,9 @@ def write_history(app: ContextApplication, seed: int, steps: int) -> int:
         _, state = app.load("ns", name)
         if state.live and state.type in ("memory", "knowledge") and state.current_revision:
             for _ in range(rng.choice([0, 1, 4, 8])):
-                try:
+                with contextlib.suppress(DomainError):
                     app.execute("ns", name, _publish(rng, name, state.type,
                                                      state.current_revision))
-                except DomainError:
-                    pass
     return written + _upload_tail(app, rng)
 
 
