@@ -29,9 +29,9 @@ from tests.projections.pack_support import (
     WORDS,
     collection,
     digest,
+    formula_bm25,
     publish,
     random_records,
-    formula_bm25,
 )
 from tests.projections.set_history import write_set_history
 
