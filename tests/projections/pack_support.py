@@ -54,7 +54,7 @@ def random_records(rng: random.Random, name: str, revision: str,
         for _ in range(count))
 
 
-def reference_bm25(query: str, corpus: Corpus,
+def formula_bm25(query: str, corpus: Corpus,
                    eligible: frozenset[str] | None) -> list[tuple[str, str, int]]:
     """(collection, record id, score in millionths) per spec, straight from the formula."""
     tfs = {}

@@ -95,48 +95,76 @@ class WordPieces:
 
     def joined(self, texts: Sequence[Text]) -> list[list[int] | int]:
         """For each text, its ids when it is to be embedded, else its token count."""
-        parts = {p: None for t in texts for p in t.parts}
-        split, cache = self._split(list(parts))
+        parts = list({p: None for t in texts for p in t.parts})
+        split, cache = self._split(parts)
         words = dict(zip(parts, split, strict=True))
-        plans: list[list[str] | None] = []
-        joints: set[str] = set()
-        for text in texts:
-            plan = self._plan(text, words)
-            plans.append(plan)
-            if plan is not None:
-                joints.update(w for w in plan if w not in cache)
+        plans = [self._plan(text, words) for text in texts]
+        joints = sorted({w for plan in plans if plan is not None for w in plan
+                         if isinstance(w, str) and w not in cache})
         if joints:
-            _, cache = self._split_words(sorted(joints), cache)
+            _, cache = self._split_words(joints, cache)
+        totals: dict[str, int] = {}
         out: list[list[int] | int] = []
         for text, plan in zip(texts, plans, strict=True):
             if plan is None:
-                ids = self.ids([text.text])[0]
-                out.append(ids if text.embed else len(ids))
+                whole = self.ids([text.text])[0]
+                out.append(whole if text.embed else len(whole))
             elif text.embed:
-                out.append(list(itertools.chain.from_iterable(map(cache.__getitem__, plan))))
+                ids: list[int] = []
+                for w in plan:
+                    if isinstance(w, str):
+                        ids.extend(cache[w])
+                    else:
+                        run = words[w[0]]
+                        assert run is not None
+                        ids.extend(itertools.chain.from_iterable(
+                            map(cache.__getitem__, run[w[1]:w[2]])))
+                out.append(ids)
             else:
-                out.append(sum(map(len, map(cache.__getitem__, plan))))
+                count = 0
+                for w in plan:
+                    if isinstance(w, str):
+                        count += len(cache[w])
+                        continue
+                    part, lo, hi = w
+                    ws = words[part]
+                    assert ws is not None
+                    if part not in totals:
+                        totals[part] = sum(map(len, map(cache.__getitem__, ws)))
+                    count += (totals[part] - (len(cache[ws[0]]) if lo else 0)
+                              - (len(cache[ws[-1]]) if hi < len(ws) else 0))
+                out.append(count)
         return out
 
-    def _plan(self, text: Text, words: dict[str, list[str] | None]) -> list[str] | None:
-        """The words of the joined text, from those of its parts (None: split it whole)."""
+    def _plan(self, text: Text, words: dict[str, list[str] | None],
+              ) -> list[str | tuple[str, int, int]] | None:
+        """The words of the joined text as runs of its parts' words, ``(part, lo, hi)``, and
+        the words formed where parts meet (None: split the joined text itself)."""
         sep = text.separator
         if " " in sep or "▁" in sep or any(s in text.text for s in self._specials):
             return None
-        first = words[text.parts[0]]
-        if first is None or not text.parts[0].strip(" ▁"):
+        first = text.parts[0]
+        ws = words[first]
+        if ws is None or not first.strip(" ▁"):
             return None
-        plan = list(first)
+        plan: list[str | tuple[str, int, int]] = [(first, 0, len(ws) - 1)]
+        pending = ws[-1]  # the last word so far, which the next part may extend
         for part in text.parts[1:]:
             following = words[part]
             if following is None or not part.strip(" ▁"):
                 return None
-            head = plan.pop() + sep
+            head = pending + sep
             if part[0] in " ▁" and head.strip("▁"):  # the part's first word starts anew
-                plan.extend((head, following[0][1:]))
+                plan.append(head)
+                start = following[0][1:]
             else:
-                plan.append(head + following[0][1:])
-            plan.extend(following[1:])
+                start = head + following[0][1:]
+            if len(following) == 1:
+                pending = start
+                continue
+            plan.extend((start, (part, 1, len(following) - 1)))
+            pending = following[-1]
+        plan.append(pending)
         return plan
 
     def _split_words(self, words: list[str], cache: dict[str, tuple[int, ...]],
