@@ -219,12 +219,16 @@ class Container:
             self._lead("relay", relay)
 
     def _query_mirror(self) -> Any:
+        from context_service.adapters.eventstore.indexes import index_records
         from context_service.adapters.eventstore.outbox import TrackedPosition
         from context_service.adapters.kubernetes.query_mirror import QueryMirror
 
         assert self.cluster is not None
         checkpoint = TrackedPosition(self.tracking, "query-mirror")
-        return QueryMirror(self.cluster, self.store, checkpoint).start()
+        store = self.store
+        return QueryMirror(self.cluster, store, checkpoint,
+                           lambda stream_id, position: index_records(store, stream_id,
+                                                                     position)).start()
 
     def _lead(self, name: str, start: Callable[[], Any]) -> None:
         self.started.append(LeaderWorker(self.url, f"worker:{name}", start).start())

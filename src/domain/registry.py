@@ -45,3 +45,9 @@ def event_name(event: Event) -> str:
     tag = type(event).__struct_config__.tag
     assert isinstance(tag, str)
     return tag
+
+
+def event_name_of(cls: type[Event]) -> str:
+    tag = cls.__struct_config__.tag
+    assert isinstance(tag, str)
+    return tag

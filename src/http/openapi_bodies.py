@@ -42,6 +42,41 @@ _WORKSPACE_MANAGED = obj({"size": SIZE, "accessMode": _ACCESS},
 _WORKSPACE_CLAIM = obj({"claimName": SUBDOMAIN, "readOnly": {"type": "boolean"}})
 _POOL = {"name": NAME, "replicas": {"type": "integer", "minimum": 1, "maximum": 100}}
 
+_SPAN = obj({"start": {"type": "integer", "minimum": 0},
+             "end": {"type": "integer", "minimum": 1}})
+_FIELD_NAME = {"type": "string", "pattern": "^[a-z][a-z0-9_]{0,62}$"}
+_FIELD = {"oneOf": [
+    obj({"name": _FIELD_NAME, "type": {"const": "number"}, "value": {"type": "number"}},
+        {"span": _SPAN}),
+    obj({"name": _FIELD_NAME, "type": {"const": "money"}, "value": obj({
+        "amount": {"type": "string", "pattern": "^-?[0-9]{1,20}(\\.[0-9]{1,18})?$"},
+        "currency": {"type": "string", "pattern": "^[A-Z]{3}$"}})}, {"span": _SPAN}),
+    obj({"name": _FIELD_NAME, "type": {"const": "date"},
+         "value": {"type": "string", "format": "date",
+                   "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"}}, {"span": _SPAN}),
+    obj({"name": _FIELD_NAME, "type": {"const": "boolean"}, "value": {"type": "boolean"}},
+        {"span": _SPAN}),
+    obj({"name": _FIELD_NAME, "type": {"const": "text"},
+         "value": {"type": "string", "maxLength": 1000}}, {"span": _SPAN})]}
+_INDEX_RECORD = obj(
+    {"id": {"type": "string", "minLength": 1}, "context": NAME,
+     "type": {"type": "string", "enum": ["memory", "knowledge"]}, "revision": DIGEST,
+     "text": {"type": "string", "pattern": "\\S"}},
+    {"title": _ANY, "keywords": {"type": "array", "items": _ANY},
+     "source": obj({}, {"context": _ANY, "type": _ANY, "revision": _ANY}),
+     "file": _ANY,
+     "validFrom": TIMESTAMP, "validTo": TIMESTAMP,
+     "supersedes": {"type": "array", "uniqueItems": True,
+                    "items": {"type": "string", "minLength": 1},
+                    "description": "ids of other records of the context"},
+     "factKey": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": "\\S"},
+     "fields": {"type": "array", "maxItems": 50, "items": _FIELD,
+                "description": "distinct names; one type per name across the index"}})
+_UPLOAD: dict[str, Schema] = {
+    "uploadId": {"type": "string", "pattern": "^[A-Za-z0-9._-]{1,64}$"},
+    "part": {"type": "integer", "minimum": 1, "maximum": 10000},
+    "parts": {"type": "integer", "minimum": 1, "maximum": 10000}}
+
 BODIES: dict[str, Schema] = {
     "create_context": obj({
         "name": NAME, "namespace": LABEL,
@@ -54,13 +89,14 @@ BODIES: dict[str, Schema] = {
         {"producer": FREE, "parameters": STRINGS,
          "sources": {"type": "array", "items": _SOURCE}, "files": INT64, "bytes": INT64}),
     # the query index stores any string (U+0000 included)
-    "publish_query_index": obj({"revision": DIGEST, "records": {"type": "array", "items": obj(
-        {"id": {"type": "string", "minLength": 1}, "context": NAME,
-         "type": {"type": "string", "enum": ["memory", "knowledge"]}, "revision": DIGEST,
-         "text": {"type": "string", "pattern": "\\S"}},
-        {"title": _ANY, "keywords": {"type": "array", "items": _ANY},
-         "source": obj({}, {"context": _ANY, "type": _ANY, "revision": _ANY}),
-         "file": _ANY})}}),
+    "publish_query_index": {
+        **obj({"revision": DIGEST, "records": {"type": "array", "items": _INDEX_RECORD}},
+              _UPLOAD),
+        "dependentRequired": {key: [k for k in _UPLOAD if k != key] for key in _UPLOAD},
+        "description": "The whole index in one body, or one part of a multi-part upload"
+                       " (uploadId, part and parts together; part at most parts; the index"
+                       " becomes current when the last missing part arrives; a part's records"
+                       " must encode to at most 960 KiB). See docs/query-index-uploads.md."},
     "query": {"allOf": [
         obj({}, {"contexts": {"type": "array", "items": _ANY},
                  "types": {"type": "array", "items": _ANY},

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import msgspec
 
@@ -63,6 +63,18 @@ class PublishRevisionRequest(_Body):
     bytes: int | None = None
 
 
+class SpanBody(_Body):
+    start: int | None = None
+    end: int | None = None
+
+
+class RecordFieldBody(_Body):
+    name: str | None = None
+    type: str | None = None
+    value: Any = None  # its type is the field's; checked by the domain (agent api 5.1 check 8)
+    span: SpanBody | None = None
+
+
 class QueryRecordBody(_Body):
     id: str | None = None
     context: str | None = None
@@ -73,11 +85,19 @@ class QueryRecordBody(_Body):
     keywords: list[str] | None = None
     source: SourceBody | None = None
     file: str | None = None
+    valid_from: str | None = None
+    valid_to: str | None = None
+    supersedes: list[str] | None = None
+    fact_key: str | None = None
+    fields: list[RecordFieldBody] | None = None
 
 
 class PublishQueryIndexRequest(_Body):
     revision: str | None = None
     records: list[QueryRecordBody] | None = None
+    upload_id: str | None = None
+    part: int | None = None
+    parts: int | None = None
 
 
 class QueryRequest(_Body):

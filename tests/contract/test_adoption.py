@@ -57,7 +57,11 @@ def test_context_claims_are_imported_once_with_their_history(
         P + "revisions": json.dumps(revisions), P + "current-revision": DIGEST})
     _pvc(kube_rest, kube_ns, "open", {})
     record = {"id": "r1", "context": "notes", "type": "memory", "revision": DIGEST,
-              "text": "release schedule", "source": {"context": "", "type": "", "revision": ""}}
+              "text": "release schedule", "source": {"context": "", "type": "", "revision": ""},
+              "validFrom": "2026-02-01T00:00:00Z", "validTo": "2027-02-01T00:00:00.5Z",
+              "supersedes": ["r0"], "factKey": "release/cadence",
+              "fields": [{"name": "weekday", "type": "text", "value": "Friday",
+                          "span": {"start": 0, "end": 7}}]}
     kube_rest.create(CONFIG_MAPS.path(kube_ns), {
         "apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": query_mirror_name("notes"),
@@ -87,7 +91,7 @@ def test_context_claims_are_imported_once_with_their_history(
                                                                    "grant.set"]
     found = client.post(f"/v1/namespaces/{kube_ns}/query", headers=alice,
                         json={"contexts": ["notes"], "query": "release"}).json()
-    assert [(i["score"], i["record"]["id"]) for i in found["items"]] == [(1, "r1")], found
+    assert [(i["score"], i["record"]) for i in found["items"]] == [(1, record)], found
     assert client.get(base + "/open").status_code == 200  # no annotation: user:anonymous
     assert client.get(base + "/closed").status_code == 404  # "[]": nobody
     assert client.get(base + "/stray").status_code == 404

@@ -4,23 +4,23 @@ arrives once per position, in order, on its subject; a killed relay resumes with
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from pathlib import Path
 
 import jsonschema
 import pytest
+from litestar.testing import TestClient
 
+from context_service import bootstrap
 from context_service.adapters.eventstore.outbox import LogFeed, TrackedPosition
 from context_service.adapters.nats.relay import Relay, RelaySettings
+from context_service.adapters.nats.server import probe
 from context_service.adapters.nats.stream import StreamSpec
 from context_service.bootstrap import Container
-from context_service.domain.context import commands as c
-from context_service.domain.context.events import QueryRecord
-from context_service.domain.events import ADMIN
 from tests.projections.history import write_history
 from tests.support.nats_fixtures import NatsServerHandle, positions_of, read_stream, wait_until
 
 pytestmark = [pytest.mark.nats, pytest.mark.postgres]
+ALICE = {"X-Context-Subject": "user:alice"}
 SCHEMA = json.loads((Path(__file__).parents[2] / "docs" / "event-envelope.schema.json")
                     .read_text())
 
@@ -75,26 +75,53 @@ def test_killed_relay_resumes_without_gaps(idle_container: Container,
     assert positions == [r.position for r in idle_container.store.read(0, 100_000)]
 
 
-def test_an_event_near_the_body_limit_is_published(idle_container: Container,
-                                                   nats_server: NatsServerHandle,
-                                                   nats_stream: StreamSpec) -> None:
-    app = idle_container.contexts
-    app.execute("ns", "big", c.CreateContext(actor=ADMIN, name="big", namespace="ns",
-                                             type="memory", backend="pvc", size="1Gi",
-                                             access_mode="ReadWriteOnce"))
+def test_a_one_mib_index_body_reaches_a_server_with_the_default_payload_limit(
+        idle_container: Container, nats_server: NatsServerHandle,
+        nats_stream: StreamSpec) -> None:
+    info = probe("127.0.0.1", int(nats_server.url.rsplit(":", 1)[1]))
+    assert info is not None and info["max_payload"] == 1024 * 1024  # the server's default
     rev = "ab" * 32
-    app.execute("ns", "big", c.PublishRevision(actor=ADMIN, id=rev, operation="sync",
-                                               created_at=datetime(2026, 1, 1, tzinfo=UTC)))
-    records = tuple(QueryRecord(id=f"r{i}", context="big", type="memory", revision=rev,
-                                text="word " * 300) for i in range(700))
-    app.execute("ns", "big", c.PublishQueryIndex(actor=ADMIN, revision=rev, records=records))
+    records = []
+    for i in range(3000):
+        records.append({"id": f"r{i}", "context": "big", "type": "memory", "revision": rev,
+                        "text": f"record {i} " + "word " * 60, "title": f"Title {i}",
+                        "keywords": ["k"], "factKey": f"fact/{i % 7}",
+                        "fields": [{"name": "n", "type": "number", "value": i}]})
+        body = json.dumps({"revision": rev, "records": records}).encode()
+        if len(body) > 1024 * 1024 - 400:
+            records.pop()
+            break
+    body = json.dumps({"revision": rev, "records": records}).encode()
+    assert 1024 * 1024 - 1000 < len(body) <= 1024 * 1024
+    with TestClient(app=bootstrap.app(idle_container)) as client:
+        assert client.post("/v1/contexts", json={
+            "name": "big", "namespace": "ns", "type": "memory",
+            "storage": {"backend": "pvc", "size": "1Gi", "accessMode": "ReadWriteOnce"}},
+            headers=ALICE).status_code == 201
+        assert client.post("/v1/namespaces/ns/contexts/big/revisions", json={
+            "id": rev, "createdAt": "2026-01-01T00:00:00Z", "operation": "sync"},
+            headers=ALICE).status_code in (200, 201)
+        answer = client.put("/v1/namespaces/ns/contexts/big/query-index", content=body,
+                            headers=ALICE)
+        assert answer.status_code == 204, answer.text
     head = idle_container.store.head()
     relay = _relay(idle_container, nats_server.url, nats_stream)
     relay.start()
     try:
-        wait_until(lambda: relay.stats.last_position >= head, what="large event published")
+        wait_until(lambda: relay.stats.last_position >= head, what="large index published")
     finally:
         relay.stop()
+    assert relay.stats.errors == 0
     messages = read_stream(nats_server.url, nats_stream)
-    assert len(messages[-1].payload) > 1024 * 1024
-    assert messages[-1].json["name"] == "QueryIndexPublished"
+    assert positions_of(messages) == [r.position for r in idle_container.store.read(0, 100_000)]
+    index = [m.json for m in messages if m.json["aggregateId"].endswith("big")
+             and m.json["name"].startswith("QueryIndex")]
+    assert [m["name"] for m in index] == ["QueryIndexPartStaged"] * (len(index) - 1) + [
+        "QueryIndexPublished"]
+    assert len(index) >= 3
+    assert max(len(m.payload) for m in messages) < 1024 * 1024
+    sent = [(r["id"], r["text"], r["factKey"]) for r in records]
+    relayed = [(r["id"], r["text"], r["fact_key"]) for m in index[:-1]
+               for r in m["data"]["records"]]
+    assert relayed == sent
+    assert index[-1]["data"]["records"] == [] and index[-1]["data"]["parts"] == len(index) - 1

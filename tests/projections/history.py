@@ -3,12 +3,14 @@ application, so projections see the event mix that production produces."""
 
 from __future__ import annotations
 
+import contextlib
 import random
 from datetime import UTC, datetime
 
 from context_service.adapters.eventstore.application import ContextApplication
 from context_service.domain.context import commands as c
-from context_service.domain.context.events import QueryRecord, SourceRef
+from context_service.domain.context.events import QueryRecord, RecordField, SourceRef
+from context_service.domain.context.index_upload import UploadPart
 from context_service.domain.errors import DomainError
 from context_service.domain.events import ADMIN, Subject
 
@@ -59,11 +61,50 @@ def write_history(app: ContextApplication, seed: int, steps: int) -> int:
         except DomainError:
             continue
         written += outcome.position > 0
-        if rng.random() < 0.1:
-            _, state = app.load("ns", name)
-            if state.live and state.type in ("memory", "knowledge") and state.current_revision:
-                record = QueryRecord(id="r1", context=name, type=state.type,
-                                     revision=state.current_revision, text="hello world")
-                app.execute("ns", name, c.PublishQueryIndex(
-                    actor=ADMIN, revision=state.current_revision, records=(record,)))
-    return written
+        _, state = app.load("ns", name)
+        if state.live and state.type in ("memory", "knowledge") and state.current_revision:
+            for _ in range(rng.choice([0, 1, 4, 8])):
+                with contextlib.suppress(DomainError):
+                    app.execute("ns", name, _publish(rng, name, state.type,
+                                                     state.current_revision))
+    return written + _upload_tail(app, rng)
+
+
+def _upload_tail(app: ContextApplication, rng: random.Random) -> int:
+    """End with contexts whose index came in parts: one complete upload after a replaced one,
+    then an open upload that never completes (it must not show)."""
+    tag = f"{rng.getrandbits(40):010x}"
+    for name in (f"uploads-{tag}-a", f"uploads-{tag}-b"):
+        app.execute("ns", name, c.CreateContext(
+            actor=ADMIN, name=name, namespace="ns", type="knowledge", backend="pvc", size="1Gi",
+            access_mode="ReadWriteOnce"))
+        revision = _digest(rng)
+        app.execute("ns", name, c.PublishRevision(
+            actor=ADMIN, id=revision, operation="sync",
+            created_at=datetime(2026, 1, 1, tzinfo=UTC)))
+        steps = [("old", 1, 3), ("new", 2, 2), ("new", 2, 2), ("new", 1, 2), ("open", 1, 2)]
+        for upload_id, part, parts in steps:
+            records = tuple(QueryRecord(id=f"{upload_id}-{part}-{k}", context=name,
+                                        type="knowledge", revision=revision, text="hello world")
+                            for k in range(rng.randrange(1, 4)))
+            app.execute("ns", name, c.PublishQueryIndex(
+                actor=ADMIN, revision=revision, records=records,
+                upload=UploadPart(upload_id, part, parts)))
+    return 2
+
+
+def _publish(rng: random.Random, name: str, kind: str, revision: str) -> c.PublishQueryIndex:
+    """One whole index, or one part of a multi-part upload (some never complete, some are
+    replaced by a newer upload, some parts are sent twice)."""
+    records = tuple(
+        QueryRecord(id=f"r{rng.randrange(20)}", context=name, type=kind, revision=revision,
+                    text=rng.choice(["hello world", "release schedule", "quarterly revenue"]),
+                    fact_key=rng.choice(["", "fact/a"]),
+                    fields=(RecordField("amount", "number", rng.randrange(100)),)
+                    if rng.random() < 0.3 else ())
+        for _ in range(rng.randrange(0, 4)))
+    if rng.random() < 0.4:
+        return c.PublishQueryIndex(actor=ADMIN, revision=revision, records=records)
+    upload_id, parts = rng.choice([("u1", 2), ("u2", 3), ("u3", 1)])
+    return c.PublishQueryIndex(actor=ADMIN, revision=revision, records=records,
+                               upload=UploadPart(upload_id, rng.randint(1, parts), parts))

@@ -3,12 +3,21 @@ resumed from any checkpoint; re-delivering a tracked position changes nothing.""
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 from eventsourcing.persistence import IntegrityError, Tracking
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from context_service.adapters.eventstore.indexes import index_records
 from context_service.bootstrap import Container
+from context_service.domain.context.events import (
+    ContextCreated,
+    ContextDeleted,
+    QueryIndexPublished,
+    QueryRecord,
+)
+from context_service.domain.query.index import layout
 from tests.projections.access_history import write_access_history
 from tests.projections.history import write_history
 from tests.projections.set_history import write_set_history
@@ -33,10 +42,35 @@ def test_live_views_equal_rebuilt_views(container: Container) -> None:
     assert live["context_catalog"], "the history should leave contexts behind"
     assert live["workspace_members"] and live["agent_credentials"]
     assert live["context_sets"], "the history should leave context sets behind"
+    assert_indexes_assemble_from_the_log(container)
     for runner in container.runners.values():
         runner.stop()
         runner.rebuild()
     assert snapshot(container) == live
+
+
+def assert_indexes_assemble_from_the_log(container: Container) -> None:
+    """Each context's searchable records are the records of its last publication as read from
+    the log (multi-part uploads assembled), and the history held multi-part publications."""
+    published = {}
+    uploads = 0
+    for recorded in container.store.read(0, 100_000):
+        if isinstance(recorded.event, QueryIndexPublished):
+            published[recorded.stream.id] = recorded.position
+            uploads += bool(recorded.event.upload_id)
+        elif isinstance(recorded.event, ContextDeleted | ContextCreated):
+            published.pop(recorded.stream.id, None)
+    assert uploads >= 3, "the history should complete several multi-part uploads"
+    decoder = msgspec.json.Decoder(QueryRecord)
+    with container.datastore.transaction(commit=False) as cur:
+        cur.execute("SELECT stream_id, doc FROM query_records ORDER BY stream_id, ord")
+        stored: dict[object, list[QueryRecord]] = {}
+        for row in cur.fetchall():
+            stored.setdefault(row["stream_id"], []).append(decoder.decode(row["doc"]))
+    assert stored, "the history should leave searchable records behind"
+    for stream_id, records in stored.items():
+        expected = layout(index_records(container.store, stream_id, published[stream_id]))
+        assert records == expected.records
 
 
 @settings(max_examples=6, deadline=None,

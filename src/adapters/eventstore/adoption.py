@@ -14,7 +14,9 @@ from eventsourcing.persistence import IntegrityError
 from context_service.adapters.eventstore.store import EventStore
 from context_service.domain.cluster import NAME_LABEL, Cluster, ClusterError, SnapshotInfo
 from context_service.domain.context.adoption import adopt_claim, is_context_claim
-from context_service.domain.context.events import QueryIndexPublished, QueryRecord
+from context_service.domain.context.events import QueryRecord, RecordField, SourceRef
+from context_service.domain.context.index_upload import body_events
+from context_service.domain.errors import ContextInvalidError
 from context_service.domain.events import Event
 from context_service.domain.pool.adoption import group_pools
 from context_service.domain.stream import StreamRef, context_stream
@@ -41,20 +43,47 @@ def _record(store: EventStore, stream: StreamRef, *events: Event) -> bool:
     return True
 
 
+class _MirroredRecord(msgspec.Struct, rename="camel"):
+    """A record document of the mirror (api 1.7, agent api 5.1: camelCase, empty omitted)."""
+
+    id: str
+    context: str
+    type: str
+    revision: str
+    text: str
+    title: str = ""
+    keywords: tuple[str, ...] = ()
+    source: SourceRef = SourceRef("", "", "")
+    file: str = ""
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    supersedes: tuple[str, ...] = ()
+    fact_key: str = ""
+    fields: tuple[RecordField, ...] = ()
+
+    def record(self) -> QueryRecord:
+        return QueryRecord(
+            id=self.id, context=self.context, type=self.type, revision=self.revision,
+            text=self.text, title=self.title or "", keywords=self.keywords or (),
+            source=self.source, file=self.file or "", valid_from=self.valid_from,
+            valid_to=self.valid_to, supersedes=self.supersedes or (),
+            fact_key=self.fact_key or "", fields=self.fields or ())
+
+
 class _MirroredIndex(msgspec.Struct):
     revision: str
-    records: list[QueryRecord] = []
+    records: list[_MirroredRecord] = []
 
 
 def _mirrored_index(cluster: Cluster, namespace: str, name: str,
-                    now: datetime) -> QueryIndexPublished | None:
-    """The query-index ConfigMap mirror (spec 6.5), imported as the published index."""
+                    now: datetime) -> list[Event]:
+    """The query-index ConfigMap mirror (spec 6.5), imported as the published index (in parts
+    when its records would not fit one event)."""
     raw = cluster.get_query_mirror(namespace, name)
     if raw is None:
-        return None
+        return []
     index = msgspec.json.decode(raw, type=_MirroredIndex)
-    return QueryIndexPublished(at=now, actor=ACTOR, revision=index.revision,
-                               records=tuple(index.records))
+    return body_events(now, ACTOR, index.revision, tuple(r.record() for r in index.records))
 
 
 def _snapshots(cluster: Cluster, namespace: str, context: str) -> list[SnapshotInfo]:
@@ -79,16 +108,15 @@ def adopt(cluster: Cluster, store: EventStore, pool_namespace: str,
         try:
             event = adopt_claim(claim, snapshots, now, ACTOR)
             index = _mirrored_index(cluster, claim.namespace, name, now)
-        except (msgspec.DecodeError, msgspec.ValidationError, KeyError, IndexError) as exc:
+        except (msgspec.DecodeError, msgspec.ValidationError, KeyError, IndexError,
+                ContextInvalidError) as exc:
             report.not_imported.append(f"{label}: unreadable annotation or mirror: {exc}")
             continue
         skipped = len(snapshots) - len(event.snapshots)
         if skipped:
             report.not_imported.append(f"{label}: {skipped} VolumeSnapshot(s) without the "
                                        "type, size or access-mode annotation")
-        events: list[Event] = [event]
-        if index is not None:
-            events.append(index)
+        events: list[Event] = [event, *index]
         if _record(store, context_stream(claim.namespace, event.name), *events):
             report.contexts.append(label)
         else:

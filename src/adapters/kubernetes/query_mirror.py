@@ -2,24 +2,32 @@
 
 Follows the log from its own checkpoint: each index publication writes the context's mirror
 (server-side apply, safe to repeat) and each context deletion removes it; the checkpoint moves
-only after the cluster accepted. Queries never read the mirror.
+only after the cluster accepted. A multi-part upload is mirrored when its publication arrives,
+with the records read back from the log; an index too large for one ConfigMap removes the
+mirror (a stale one would show an index that is no longer current). Queries never read it.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import uuid
+from collections.abc import Callable
 from typing import Protocol
 
 import msgspec
 
 from context_service.domain.cluster import Cluster, QueryIndexMirror
-from context_service.domain.context.events import ContextDeleted, QueryIndexPublished
+from context_service.domain.context.events import ContextDeleted, QueryIndexPublished, QueryRecord
 from context_service.domain.query.record import record_document
 from context_service.domain.stream import Recorded
 from context_service.projections.outbox import PositionStore
 
 log = logging.getLogger(__name__)
+# ConfigMaps hold at most 1 MiB of data; leave room for the object's metadata.
+MAX_MIRROR_BYTES = 1_000_000
+IndexRecords = Callable[[uuid.UUID, int], tuple[QueryRecord, ...]]
+"""The records of the publication at a log position of a stream (``eventstore.indexes``)."""
 
 
 class LogReader(Protocol):
@@ -32,9 +40,10 @@ class LogReader(Protocol):
 
 
 class QueryMirror:
-    def __init__(self, cluster: Cluster, log_reader: LogReader,
-                 checkpoint: PositionStore) -> None:
+    def __init__(self, cluster: Cluster, log_reader: LogReader, checkpoint: PositionStore,
+                 index_records: IndexRecords) -> None:
         self.cluster = cluster
+        self.index_records = index_records
         self.store = log_reader
         self.checkpoint = checkpoint
         self._stop = threading.Event()
@@ -45,12 +54,21 @@ class QueryMirror:
         if stream.kind != "context":
             return
         if isinstance(event, QueryIndexPublished):
+            records = (self.index_records(stream.id, recorded.position) if event.upload_id
+                       else event.records)
             index = {"revision": event.revision,
-                     "records": [record_document(r) for r in event.records]}
-            kind = event.records[0].type if event.records else ""
+                     "records": [record_document(r) for r in records]}
+            text = msgspec.json.encode(index).decode()
+            if len(text.encode()) > MAX_MIRROR_BYTES:
+                log.warning("query index too large for its ConfigMap mirror; mirror removed",
+                            extra={"namespace": stream.namespace, "context": stream.key,
+                                   "records": len(records)})
+                self.cluster.delete_query_mirror(stream.namespace, stream.key)
+                return
+            kind = records[0].type if records else ""
             self.cluster.apply_query_mirror(QueryIndexMirror(
                 namespace=stream.namespace, context=stream.key, type=kind,
-                revision=event.revision, index_json=msgspec.json.encode(index).decode()))
+                revision=event.revision, index_json=text))
         elif isinstance(event, ContextDeleted):
             self.cluster.delete_query_mirror(stream.namespace, stream.key)
 

@@ -9,6 +9,7 @@ from datetime import datetime
 import msgspec
 
 from context_service.domain.context.events import Consumer, QueryRecord, SourceRef
+from context_service.domain.context.index_upload import UploadPart
 from context_service.domain.events import Subject
 
 
@@ -63,6 +64,8 @@ class PublishRevision(Command, frozen=True):
 class PublishQueryIndex(Command, frozen=True):
     revision: str
     records: tuple[QueryRecord, ...]
+    upload: UploadPart | None = None  # one part of a multi-part upload; None: the whole index
+    blank_fact_key: bool = False  # a record sent ``factKey: ""`` (present, hence checked)
 
 
 class DeleteContext(Command, frozen=True):

@@ -32,11 +32,12 @@ from context_service.domain.context.events import (
     ContextDeleted,
     Grant,
     PodConsumersObserved,
-    QueryIndexPublished,
     Revision,
     RevisionPublished,
     Storage,
 )
+from context_service.domain.context.index_checks import QUERYABLE_TYPES, check_records
+from context_service.domain.context.index_upload import body_events, open_upload, part_events
 from context_service.domain.context.state import PERMISSIONS, ContextState
 from context_service.domain.context.validation import (
     valid_subject,
@@ -54,9 +55,7 @@ from context_service.domain.errors import (
     RequestInvalidError,
 )
 from context_service.domain.events import Event, Subject
-from context_service.domain.values import canonical_quantity
-
-QUERYABLE_TYPES = ("memory", "knowledge")
+from context_service.domain.values import canonical_quantity, quote
 
 
 def authorize(state: ContextState, actor: Subject, permission: str) -> None:
@@ -99,9 +98,7 @@ def decide(command: Command, state: ContextState, now: datetime) -> list[Event]:
             return [RevisionPublished(at=now, actor=actor, revision=revision, appended=True)]
         case PublishQueryIndex():
             authorize(state, command.actor, "write")
-            _check_index(command, state)
-            return [QueryIndexPublished(at=now, actor=actor, revision=command.revision,
-                                        records=command.records)]
+            return _publish_index(command, state, now)
         case DeleteContext():
             authorize(state, command.actor, "administer")
             consumers = state.consumers()
@@ -152,18 +149,29 @@ def _consumer(command: AttachConsumer | DetachConsumer, state: ContextState,
     return [ConsumerAttached(at=now, actor=actor.key, consumer=consumer)]
 
 
-def _check_index(command: PublishQueryIndex, state: ContextState) -> None:
+def _publish_index(command: PublishQueryIndex, state: ContextState,
+                   now: datetime) -> list[Event]:
     if state.type not in QUERYABLE_TYPES:
         raise ContextInvalidError("query indexes require memory or knowledge contexts")
     if not command.revision or command.revision != state.current_revision:
         raise ContextInvalidError("query index revision must match the current context revision")
-    for record in command.records:
-        if not record.id or not record.text.strip():
-            raise ContextInvalidError("query records require id and text")
-    for record in command.records:
-        if (record.context != state.name or record.type != state.type
-                or record.revision != command.revision):
-            raise ContextInvalidError("query record identity does not match its context")
+    part = command.upload
+    upload = state.upload
+    continued = (open_upload(upload, command.revision, part.upload_id)
+                 if part is not None else None)
+    check_records(command.records, name=state.name, type=state.type, revision=command.revision,
+                  blank_fact_key=command.blank_fact_key,
+                  known_types=continued.types() if continued is not None else None)
+    actor = command.actor.key
+    if part is None:
+        return body_events(now, actor, command.revision, command.records)
+    if (continued is None and state.index_revision == command.revision
+            and state.index_upload == part.upload_id):
+        return []  # a part of the upload that is already current, sent again
+    if part.upload_id in state.replaced_uploads:
+        raise ContextInvalidError(
+            f"query index upload {quote(part.upload_id)} was replaced by a newer upload")
+    return part_events(now, actor, command.revision, command.records, part, upload)
 
 
-__all__ = ["PERMISSIONS", "Revision", "authorize", "decide"]
+__all__ = ["PERMISSIONS", "QUERYABLE_TYPES", "Revision", "authorize", "decide"]

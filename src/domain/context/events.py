@@ -66,16 +66,28 @@ class RecordField(msgspec.Struct, frozen=True, omit_defaults=True):
     span: FieldSpan | None = None
 
 
-class QueryRecord(msgspec.Struct, frozen=True):
+def _no_source() -> SourceRef:
+    return SourceRef("", "", "")
+
+
+def _no_keywords() -> tuple[str, ...]:
+    return ()  # a function, not ``tuple``: msgspec would turn ``tuple`` into a plain default
+
+
+class QueryRecord(msgspec.Struct, frozen=True, omit_defaults=True):
+    """A record of a published index. Stored events always carry the original fields (their
+    defaults come from factories, which ``omit_defaults`` never treats as defaults) and leave the
+    extended ones out when empty, so a record without them encodes exactly as it always did."""
+
     id: str
     context: str
     type: str
     revision: str
     text: str
-    title: str = ""
-    keywords: tuple[str, ...] = ()
-    source: SourceRef = SourceRef("", "", "")
-    file: str = ""
+    title: str = msgspec.field(default_factory=str)
+    keywords: tuple[str, ...] = msgspec.field(default_factory=_no_keywords)
+    source: SourceRef = msgspec.field(default_factory=_no_source)
+    file: str = msgspec.field(default_factory=str)
     # The extended record (agent-context-api §5.1); stored events leave these out when empty.
     valid_from: datetime | None = None
     valid_to: datetime | None = None
@@ -123,7 +135,7 @@ class RevisionPublished(Event, frozen=True, tag="RevisionPublished"):
     appended: bool
 
 
-class QueryIndexPublished(Event, frozen=True, tag="QueryIndexPublished"):
+class QueryIndexPublished(Event, frozen=True, tag="QueryIndexPublished", omit_defaults=True):
     """The context's index became current. With ``upload_id`` empty, ``records`` is the whole
     index; otherwise the index is the records of that upload's staged parts 1..``parts`` in part
     order (``records`` is empty), so no single event outgrows a message of the bus."""
@@ -169,6 +181,7 @@ CONTEXT_EVENTS: tuple[type[Event], ...] = (
     ConsumerDetached,
     RevisionPublished,
     QueryIndexPublished,
+    QueryIndexPartStaged,
     ContextDeleted,
     ClaimObserved,
     PodConsumersObserved,

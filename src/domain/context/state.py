@@ -24,11 +24,13 @@ from context_service.domain.context.events import (
     ContextDeleted,
     Grant,
     PodConsumersObserved,
+    QueryIndexPartStaged,
     QueryIndexPublished,
     Revision,
     RevisionPublished,
     Storage,
 )
+from context_service.domain.context.index_upload import IndexUpload, replaced, staged
 from context_service.domain.context.lifecycle import (
     LifecycleEvent,
     Retention,
@@ -60,6 +62,9 @@ class ContextState(msgspec.Struct, frozen=True):
     snapshots: tuple[SnapshotRecord, ...] = ()  # in recording order; GC removes
     retention: Retention = Retention()
     last_collection: tuple[SnapshotRecord, ...] = ()  # what the latest GC run deleted
+    upload: IndexUpload | None = None  # the open multi-part index upload
+    index_upload: str = ""  # the upload that made the current index ("" for one body)
+    replaced_uploads: tuple[str, ...] = ()  # uploads of the current revision a newer one replaced
 
     @property
     def status(self) -> str:
@@ -123,10 +128,22 @@ def evolve(state: ContextState, event: Event) -> ContextState:
         case RevisionPublished():
             history = (*state.revisions, event.revision) if event.appended else state.revisions
             return msgspec.structs.replace(
-                state, revisions=history, current_revision=event.revision.id
-            )
+                state, revisions=history, current_revision=event.revision.id,
+                upload=None, index_upload="", replaced_uploads=())
+        case QueryIndexPartStaged():
+            before = state.upload
+            upload = staged(before, event)
+            gone = state.replaced_uploads
+            if before is not None and before.upload_id != event.upload_id:
+                gone = replaced(gone, before.upload_id)
+            return msgspec.structs.replace(state, upload=upload, replaced_uploads=gone)
         case QueryIndexPublished():
-            return msgspec.structs.replace(state, index_revision=event.revision)
+            gone = state.replaced_uploads
+            if state.upload is not None and state.upload.upload_id != event.upload_id:
+                gone = replaced(gone, state.upload.upload_id)
+            return msgspec.structs.replace(state, index_revision=event.revision, upload=None,
+                                           index_upload=event.upload_id,
+                                           replaced_uploads=gone)
         case ContextDeleted():
             return ContextState(live=False, generation=state.generation,
                                 namespace=state.namespace, name=state.name)

@@ -8,9 +8,7 @@ from typing import Any, cast
 from litestar import Request, Response, post, put
 from litestar.params import RawBody
 
-from context_service.domain.context.commands import PublishQueryIndex
 from context_service.domain.context.decide import QUERYABLE_TYPES
-from context_service.domain.context.events import QueryRecord, SourceRef
 from context_service.domain.context.state import ContextState
 from context_service.domain.errors import ContextNotFoundError
 from context_service.domain.events import ADMIN, Subject
@@ -27,7 +25,8 @@ from context_service.http.common import (
     threaded,
     wait_for_views,
 )
-from context_service.http.schemas import PublishQueryIndexRequest, QueryRecordBody, QueryRequest
+from context_service.http.index_body import publish_command
+from context_service.http.schemas import PublishQueryIndexRequest, QueryRequest
 from context_service.projections.query_index.reads import Hit, QueryReads, Search, SearchPage
 from context_service.projections.reads import ContextReads
 
@@ -45,9 +44,7 @@ def publish_query_index(request: Request[Any, Any, Any], body: RawBody) -> Respo
     actor = caller(request)
     found = services(request)
     found.contexts.authorize(namespace, name, actor, "write")
-    req = decode(body, PublishQueryIndexRequest)
-    command = PublishQueryIndex(actor=actor, revision=req.revision or "",
-                                records=tuple(_record(r) for r in req.records or ()))
+    command = publish_command(actor, decode(body, PublishQueryIndexRequest))
     outcome = found.contexts.execute(namespace, name, command)
     return no_content(outcome.position)
 
@@ -82,17 +79,6 @@ def resolve(reads: ContextReads, namespace: str, actor: Subject,
             raise ContextNotFoundError()
         states.append(entry.state)
     return tuple(sorted(s.name for s in states if s.type in QUERYABLE_TYPES))
-
-
-def _record(body: QueryRecordBody) -> QueryRecord:
-    source = body.source
-    return QueryRecord(
-        id=body.id or "", context=body.context or "", type=body.type or "",
-        revision=body.revision or "", text=body.text or "", title=body.title or "",
-        keywords=tuple(body.keywords or ()),
-        source=SourceRef(source.context or "", source.type or "", source.revision or "")
-        if source is not None else SourceRef("", "", ""),
-        file=body.file or "")
 
 
 def _input(req: QueryRequest) -> QueryInput:

@@ -1,8 +1,10 @@
 """query_index: folds context events into each context's latest index and its search rows.
 
 Per batch, each touched context is folded once: only the last index published in the batch is
-laid out and written, and a deletion (or a new generation of the name) drops the records. Laying
-out (tokenizing, inverting) runs one index ahead of the writes, on a helper thread.
+laid out and written, and a deletion (or a new generation of the name) drops the records. The
+parts of an open multi-part upload are kept in the view until its publication assembles them
+(``staging``). Laying out (tokenizing, inverting) runs one index ahead of the writes, on a
+helper thread.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from context_service.domain.context.adoption import ContextAdopted
 from context_service.domain.context.events import (
     ContextCreated,
     ContextDeleted,
+    QueryIndexPartStaged,
     QueryIndexPublished,
     QueryRecord,
     RevisionPublished,
@@ -26,10 +29,15 @@ from context_service.domain.context.events import (
 from context_service.domain.events import Event
 from context_service.domain.query.index import IndexLayout, layout
 from context_service.domain.stream import Recorded
+from context_service.projections.query_index.staging import FetchParts, Staging
 from context_service.projections.query_index.view import IndexedContext, QueryIndexView
 
 _RELEVANT = (ContextCreated, ContextAdopted, ContextDeleted, QueryIndexPublished,
-             RevisionPublished)
+             QueryIndexPartStaged, RevisionPublished)
+
+
+def _no_parts(numbers: Sequence[int]) -> dict[int, tuple[QueryRecord, ...]]:
+    return {}
 
 
 @dataclass(slots=True)
@@ -40,6 +48,7 @@ class Folded:
     context: IndexedContext | None
     records: tuple[QueryRecord, ...] | None = None
     reset: bool = False
+    staging: Staging | None = None
 
     @property
     def relaid(self) -> bool:
@@ -47,15 +56,21 @@ class Folded:
         return self.context is not None and (self.records is not None or self.reset)
 
 
-def fold(context: IndexedContext | None, events: Sequence[Event]) -> Folded:
-    folded = Folded(context)
+def fold(context: IndexedContext | None, events: Sequence[Event],
+         fetch: FetchParts = _no_parts) -> Folded:
+    """``fetch``: the records of parts the view holds for the context's open upload."""
+    folded = Folded(context, staging=Staging(context.upload if context is not None else None))
     for event in events:
-        _step(folded, event)
+        _step(folded, event, fetch)
     return folded
 
 
-def _step(folded: Folded, event: Event) -> None:
+def _step(folded: Folded, event: Event, fetch: FetchParts) -> None:
     context = folded.context
+    staging = folded.staging
+    assert staging is not None
+    if not isinstance(event, QueryIndexPartStaged | QueryIndexPublished):
+        staging.close()
     match event:
         case ContextCreated():
             revision = event.revision.id if event.revision is not None else ""
@@ -70,15 +85,19 @@ def _step(folded: Folded, event: Event) -> None:
         case RevisionPublished() if context is not None:
             folded.context = msgspec.structs.replace(context,
                                                      current_revision=event.revision.id)
+        case QueryIndexPartStaged() if context is not None:
+            staging.stage(event)
         case QueryIndexPublished() if context is not None:
+            records = staging.publish(event, fetch)
             folded.context = msgspec.structs.replace(
-                context, index_revision=event.revision, records=len(event.records))
-            folded.records = event.records
+                context, index_revision=event.revision, records=len(records))
+            folded.records = records
 
 
 class QueryIndex:
     name = "query_index"
-    tables: tuple[str, ...] = ("query_contexts", "query_records", "query_postings")
+    tables: tuple[str, ...] = ("query_contexts", "query_records", "query_postings",
+                               "query_staged_parts")
 
     def __init__(self) -> None:
         self.indexed = 0  # records laid out and written by this instance (rebuilds report it)
@@ -91,7 +110,8 @@ class QueryIndex:
         if not touched:
             return
         current = view.load(touched.keys())
-        folded = {sid: fold(current.get(sid), events) for sid, events in touched.items()}
+        folded = {sid: fold(current.get(sid), events, _fetcher(view, sid))
+                  for sid, events in touched.items()}
         layouts = _laid_out([(sid, f.records or ()) for sid, f in folded.items() if f.relaid])
         for stream_id, one in folded.items():
             index = None
@@ -100,6 +120,12 @@ class QueryIndex:
                 assert laid_id == stream_id
                 self.indexed += len(index.records)
             _write(view, stream_id, current.get(stream_id), one, index)
+
+
+def _fetcher(view: QueryIndexView, stream_id: uuid.UUID) -> FetchParts:
+    def fetch(numbers: Sequence[int]) -> dict[int, tuple[QueryRecord, ...]]:
+        return view.staged_parts(stream_id, numbers)
+    return fetch
 
 
 def _laid_out(items: Sequence[tuple[uuid.UUID, Sequence[QueryRecord]]],
@@ -130,5 +156,12 @@ def _write(view: QueryIndexView, stream_id: uuid.UUID, before: IndexedContext | 
     if index is not None:
         view.replace_records(stream_id, index)
         context = msgspec.structs.replace(context, max_weight=index.max_weight)
+    staging = folded.staging
+    if staging is not None:
+        if staging.void:
+            view.drop_staged(stream_id)
+        for part, records in staging.parts.items():
+            view.stage(stream_id, part, records)
+        context = msgspec.structs.replace(context, upload=staging.key)
     if context != before:
         view.save(stream_id, context)

@@ -7,11 +7,12 @@ records. ``current_revision`` is kept here too, so index validity is decided fro
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 import msgspec
 
+from context_service.domain.context.events import QueryRecord
 from context_service.domain.query.index import IndexLayout
 
 
@@ -23,6 +24,7 @@ class IndexedContext(msgspec.Struct, frozen=True):
     index_revision: str | None = None  # None: no index published for this generation
     records: int = 0
     max_weight: int = 0  # bounds every score term, so the search can use 32-bit arithmetic
+    upload: tuple[str, str] | None = None  # (revision, upload id) of the parts the view holds
 
 
 class QueryIndexView(Protocol):
@@ -36,3 +38,13 @@ class QueryIndexView(Protocol):
 
     def replace_records(self, stream_id: uuid.UUID, index: IndexLayout) -> None:
         """Drop the context's records and store ``index`` instead."""
+
+    def staged_parts(self, stream_id: uuid.UUID,
+                     numbers: Sequence[int]) -> dict[int, tuple[QueryRecord, ...]]:
+        """The records of the context's staged parts among ``numbers``."""
+
+    def stage(self, stream_id: uuid.UUID, part: int, records: tuple[QueryRecord, ...]) -> None:
+        """Keep (or replace) one part of the context's open upload."""
+
+    def drop_staged(self, stream_id: uuid.UUID) -> None:
+        """Forget every staged part of the context."""

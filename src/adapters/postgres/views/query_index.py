@@ -26,6 +26,7 @@ from context_service.projections.query_index.view import IndexedContext
 
 _enc = msgspec.json.Encoder()
 _record = msgspec.json.Decoder(QueryRecord)
+_records = msgspec.json.Decoder(tuple[QueryRecord, ...])
 _COPY_CHUNK = 1 << 20
 
 
@@ -38,27 +39,48 @@ class QueryIndexSql:
     def load(self, stream_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, IndexedContext]:
         self.cur.execute(
             "SELECT stream_id, namespace, name, type, current_revision, index_revision, records,"
-            " max_weight FROM query_contexts WHERE stream_id = ANY(%s)", (list(stream_ids),))
-        return {r["stream_id"]: IndexedContext(r["namespace"], r["name"], r["type"],
-                                               r["current_revision"], r["index_revision"],
-                                               r["records"], r["max_weight"])
-                for r in self.cur.fetchall()}
+            " max_weight, upload_revision, upload_id FROM query_contexts"
+            " WHERE stream_id = ANY(%s)", (list(stream_ids),))
+        return {r["stream_id"]: IndexedContext(
+            r["namespace"], r["name"], r["type"], r["current_revision"], r["index_revision"],
+            r["records"], r["max_weight"],
+            None if r["upload_id"] is None else (r["upload_revision"], r["upload_id"]))
+            for r in self.cur.fetchall()}
 
     def save(self, stream_id: uuid.UUID, context: IndexedContext) -> None:
         self.cur.execute(
             "INSERT INTO query_contexts (stream_id, namespace, name, type, current_revision,"
-            " index_revision, records, max_weight) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
+            " index_revision, records, max_weight, upload_revision, upload_id)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
             " ON CONFLICT (stream_id) DO UPDATE SET namespace = EXCLUDED.namespace,"
             " name = EXCLUDED.name, type = EXCLUDED.type,"
             " current_revision = EXCLUDED.current_revision,"
             " index_revision = EXCLUDED.index_revision, records = EXCLUDED.records,"
-            " max_weight = EXCLUDED.max_weight",
+            " max_weight = EXCLUDED.max_weight, upload_revision = EXCLUDED.upload_revision,"
+            " upload_id = EXCLUDED.upload_id",
             (stream_id, context.namespace, context.name, context.type, context.current_revision,
-             context.index_revision, context.records, context.max_weight))
+             context.index_revision, context.records, context.max_weight,
+             *(context.upload or (None, None))))
 
     def remove(self, stream_id: uuid.UUID) -> None:
         self._drop_records(stream_id)
+        self.drop_staged(stream_id)
         self.cur.execute("DELETE FROM query_contexts WHERE stream_id = %s", (stream_id,))
+
+    def staged_parts(self, stream_id: uuid.UUID,
+                     numbers: Sequence[int]) -> dict[int, tuple[QueryRecord, ...]]:
+        self.cur.execute("SELECT part, records FROM query_staged_parts"
+                         " WHERE stream_id = %s AND part = ANY(%s)", (stream_id, list(numbers)))
+        return {r["part"]: _records.decode(r["records"]) for r in self.cur.fetchall()}
+
+    def stage(self, stream_id: uuid.UUID, part: int, records: tuple[QueryRecord, ...]) -> None:
+        self.cur.execute(
+            "INSERT INTO query_staged_parts (stream_id, part, records) VALUES (%s, %s, %s)"
+            " ON CONFLICT (stream_id, part) DO UPDATE SET records = EXCLUDED.records",
+            (stream_id, part, _enc.encode(records)))
+
+    def drop_staged(self, stream_id: uuid.UUID) -> None:
+        self.cur.execute("DELETE FROM query_staged_parts WHERE stream_id = %s", (stream_id,))
 
     def replace_records(self, stream_id: uuid.UUID, index: IndexLayout) -> None:
         self._drop_records(stream_id)
