@@ -134,7 +134,44 @@ RESPONSES: dict[str, Schema] = {
                                                        "name": {"type": "string"},
                                                        "status": {"type": "string"}})}}),
     "Health": obj({"status": {"const": "ok"}}),
+    # agent-context-api.md 3.3, 6.1, 4.1
+    "Member": obj({"subject": ref("Subject"),
+                   "role": {"type": "string", "enum": ["owner", "admin", "member", "viewer"]},
+                   "since": _STAMP}),
+    "ContextSet": obj(
+        {"id": {"type": "string"}, "name": {"type": "string"},
+         "status": {"type": "string", "enum": ["active", "archived"]},
+         "version": {"type": "integer", "minimum": 1},
+         "collections": {"type": "array", "items": {"type": "string"}},
+         "createdAt": _STAMP, "updatedAt": _STAMP},
+        {"description": {"type": "string"},
+         "verifiedAnswers": {"type": "array", "minItems": 1, "items": obj(
+             {"id": {"type": "string"}, "question": {"type": "string"},
+              "answer": {"type": "string"}},
+             {"citations": {"type": "array", "minItems": 1, "items": {"type": "string"}}})},
+         "definitions": {"type": "array", "minItems": 1, "items": obj(
+             {"term": {"type": "string"}, "definition": {"type": "string"}},
+             {"aliases": {"type": "array", "minItems": 1, "items": {"type": "string"}}})},
+         "instructions": {"type": "array", "minItems": 1, "items": obj(
+             {"id": {"type": "string"}, "text": {"type": "string"}})},
+         "requiredEvidence": {"type": "array", "minItems": 1, "items": obj(
+             {"id": {"type": "string"}, "description": {"type": "string"},
+              "query": {"type": "string"}})},
+         "queryTemplates": {"type": "array", "minItems": 1, "items": {"type": "string"}}}),
+    "Credential": obj(
+        {"id": {"type": "string", "pattern": "^[0-9a-f]{16}$"}, "name": {"type": "string"},
+         "scopes": {"type": "array", "minItems": 1,
+                    "items": {"type": "string", "enum": ["context:read", "queries:run"]}},
+         "createdBy": {"type": "string"}, "createdAt": _STAMP, "expiresAt": _STAMP,
+         "status": {"type": "string", "enum": ["active", "expired", "revoked"]}},
+        {"contextSetId": {"type": "string"}, "revokedAt": _STAMP,
+         "revokedBy": {"type": "string"}}),
 }
+# the create answer alone carries the token (agent-context-api.md 4.1)
+RESPONSES["CreatedCredential"] = {**RESPONSES["Credential"], "required": [
+    *RESPONSES["Credential"]["required"], "token"], "properties": {
+    **RESPONSES["Credential"]["properties"],
+    "token": {"type": "string", "pattern": "^bdk_[0-9a-f]{16}_[A-Za-z0-9_-]{43}$"}}}
 
 # operationId -> success body (None: no body; absent: an undescribed object)
 SUCCESS: dict[str, Schema | None] = {
@@ -168,10 +205,23 @@ SUCCESS: dict[str, Schema | None] = {
     "get_pool": ref("Pool"),
     "release_pool": None,
     "storage_classes": items(ref("StorageClass")),
+    "list_members": items(ref("Member")),
+    "set_member": ref("Member"),
+    "remove_member": None,
+    "create_context_set": ref("ContextSet"),
+    "list_context_sets": items(ref("ContextSet")),
+    "get_context_set": ref("ContextSet"),
+    "replace_context_set": ref("ContextSet"),
+    "archive_context_set": None,
+    "create_credential": ref("CreatedCredential"),
+    "list_credentials": items(ref("Credential")),
+    "get_credential": ref("Credential"),
+    "revoke_credential": None,
 }
 
 ERROR_CODES = ["invalid_request", "unauthenticated", "not_found", "method_not_allowed",
-               "already_exists", "in_use", "internal_error", "unsupported", "unavailable"]
+               "already_exists", "in_use", "internal_error", "unsupported", "unavailable",
+               "conflict"]  # workspace routes (agent-context-api.md 3.3)
 # The /v1 family (spec 1.1.7) and the /api family (the Agent Context API) answer errors
 # with different bodies.
 ERRORS: dict[str, Schema] = {

@@ -5,6 +5,10 @@
   integers.
 - Contexts are created with the storage class the test put in the cluster (with a matching
   snapshot class), so snapshots can be taken and cloned from.
+- Agent routes carry, as schemathesis's authentication, the bearer credential the test
+  created for ``user:fuzz`` (``CS_FUZZ_TOKEN``).
+- ``user:fuzz`` stays the seeded workspace's owner: a generated member change naming it is
+  made about another subject, so the run cannot lock itself out.
 """
 
 from __future__ import annotations
@@ -13,6 +17,9 @@ import os
 from typing import Any
 
 import schemathesis
+
+FUZZ = {"kind": "user", "name": "fuzz"}
+STAND_IN = "fuzz-stand-in"
 
 
 def _integral(value: Any) -> Any:
@@ -25,11 +32,39 @@ def _integral(value: Any) -> Any:
     return value
 
 
+def _path(context: Any) -> str:
+    operation = getattr(context, "operation", None)
+    return "" if operation is None else str(operation.path)
+
+
 @schemathesis.hook
 def map_body(context: Any, body: Any) -> Any:
     body = _integral(body)
-    operation = getattr(context, "operation", None)
+    path = _path(context)
     storage = body.get("storage") if isinstance(body, dict) else None
-    if operation is not None and operation.path == "/v1/contexts" and isinstance(storage, dict):
+    if path == "/v1/contexts" and isinstance(storage, dict):
         storage["storageClass"] = os.environ["CS_FUZZ_STORAGE_CLASS"]
+    if path.endswith("/members") and isinstance(body, dict) and body.get("subject") == FUZZ:
+        body["subject"] = {**FUZZ, "name": STAND_IN}
     return body
+
+
+@schemathesis.hook
+def map_path_parameters(context: Any, path_parameters: Any) -> Any:
+    if isinstance(path_parameters, dict) and path_parameters.get("member") == "user:fuzz":
+        path_parameters["member"] = f"user:{STAND_IN}"
+    return path_parameters
+
+
+@schemathesis.auth(refresh_interval=None, retry_on=[]).apply_to(path_regex="^/api/agent/")
+class AgentCredential:
+    """The bearer credential of the agent routes; schemathesis knows it is the authentication,
+    so it also sends requests without it and with a wrong one (which must answer 401)."""
+
+    def get(self, case: Any, ctx: Any) -> str:
+        return os.environ["CS_FUZZ_TOKEN"]
+
+    def set(self, case: Any, data: str, ctx: Any) -> None:
+        case.headers = {k: v for k, v in (case.headers or {}).items()
+                        if k.lower() != "authorization"}
+        case.headers["Authorization"] = f"Bearer {data}"
