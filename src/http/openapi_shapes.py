@@ -241,8 +241,9 @@ def error_schema(path: str) -> str:
     """The error body of a path's family."""
     return "ApiError" if path.startswith("/api/") else "Error"
 
-# operationId -> the permission on the named context it requires (spec 1.2); the document
-# states it as ``x-permission``. Lists and the query judge each context on its own.
+# operationId -> the permission on the named context it requires (spec 1.2), or on a workspace
+# route the workspace permission (``kind:action``); the document states it as ``x-permission``.
+# Lists and the query judge each context on its own.
 REQUIRES: dict[str, str] = {
     "get_context": "read", "delete_context": "administer", "list_revisions": "read",
     "publish_revision": "write", "publish_query_index": "write", "list_grants": "administer",
@@ -251,4 +252,11 @@ REQUIRES: dict[str, str] = {
     "read_history": "administer", "create_snapshot": "write", "list_snapshots": "read",
     "get_snapshot": "read", "create_clone": "derive", "restore": "write",
     "set_retention": "administer", "collect_garbage": "administer", "capabilities": "read",
+    # workspace routes: the caller's workspace permission (agent-context-api.md 2, 3.2)
+    "list_members": "context:read", "set_member": "members:manage",
+    "remove_member": "members:manage", "create_context_set": "context_set:manage",
+    "list_context_sets": "context:read", "get_context_set": "context:read",
+    "replace_context_set": "context_set:manage", "archive_context_set": "context_set:manage",
+    "create_credential": "agent_credential:manage", "list_credentials": "agent_credential:manage",
+    "get_credential": "agent_credential:manage", "revoke_credential": "agent_credential:manage",
 }
