@@ -35,7 +35,8 @@ class Resource:
 
 _CONTEXT = Resource(
     ("/v1/namespaces/{namespace}/contexts", "/v1/namespaces/{namespace}/query", *WORKSPACE),
-    {"namespace": _body("/namespace"), "name": _body("/name"), "wsId": _body("/namespace")})
+    {"namespace": _body("/namespace"), "name": _body("/name"), "wsId": _body("/namespace")},
+    {"revision": _body("/currentRevision")})  # what a query index is published for
 _CREDENTIAL = Resource(("/api/w/{wsId}/agent-credentials/{id}",),
                        {"wsId": "$request.path.wsId", "id": _body("/id")})
 # resource schema -> resource
