@@ -97,7 +97,7 @@ BODIES: dict[str, Schema] = {
 
 
 def _text(high: int) -> Schema:
-    return {**TEXT, "maxLength": high}
+    return {**TEXT, "minLength": 1, "maxLength": high}
 
 
 def _labelled(**fields: Schema) -> Schema:
@@ -126,6 +126,7 @@ _SET_REQUIRED: dict[str, Schema] = {
     "collections": {"type": "array", "maxItems": 50, "uniqueItems": True, "items": NAME}}
 _SET_ID: Schema = {"type": "string", "minLength": 1}
 _LIMIT_OF = {"type": "integer", "minimum": 1}
+_MATCHES = {**_LIMIT_OF, "maximum": 50, "default": 5}
 
 BODIES.update({
     "set_member": obj({"subject": SUBJECT,
@@ -141,12 +142,12 @@ BODIES.update({
          "expiresInDays": {"type": "integer", "minimum": 1, "maximum": 365}},
         {"contextSetId": _SET_ID}),
     "agent_list_context_sets": obj({}, {"query": {"type": "string", "maxLength": 200},
-                                        "limit": {**_LIMIT_OF, "maximum": 100}}),
+                                        "limit": {**_LIMIT_OF, "maximum": 100, "default": 20}}),
     "agent_get_context_set": obj({}, {"contextSetId": _SET_ID}),
     "agent_lookup": obj({"term": _text(200)},
-                        {"contextSetId": _SET_ID, "limit": {**_LIMIT_OF, "maximum": 50}}),
+                        {"contextSetId": _SET_ID, "limit": _MATCHES}),
     "agent_match": obj({"question": _text(4000)},
-                       {"contextSetId": _SET_ID, "limit": {**_LIMIT_OF, "maximum": 50}}),
+                       {"contextSetId": _SET_ID, "limit": _MATCHES}),
 })
 # path parameters narrower than any string
 PATH_PARAMS: dict[str, Schema] = {"member": SUBJECT_VALUE}

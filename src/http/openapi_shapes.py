@@ -58,6 +58,19 @@ SUBJECT = obj({"kind": KIND, "name": TEXT})
 SOURCE = obj({"context": {"type": "string"}, "type": {"type": "string"},
               "revision": {"type": "string"}})
 _STAMP = {"type": "string", "format": "date-time"}
+_STR: Schema = {"type": "string"}
+_SOME_STRINGS: Schema = {"type": "array", "minItems": 1, "items": _STR}  # omitted when empty
+_SCORE: Schema = {"type": "number", "minimum": 0, "maximum": 1}
+# a context set's curated items, each omitted when empty (agent-context-api.md 6.1)
+_SET_ITEMS: dict[str, Schema] = {
+    "verifiedAnswers": {"type": "array", "minItems": 1, "items": obj(
+        {"id": _STR, "question": _STR, "answer": _STR}, {"citations": _SOME_STRINGS})},
+    "definitions": {"type": "array", "minItems": 1, "items": obj(
+        {"term": _STR, "definition": _STR}, {"aliases": _SOME_STRINGS})},
+    "instructions": {"type": "array", "minItems": 1, "items": obj({"id": _STR, "text": _STR})},
+    "requiredEvidence": {"type": "array", "minItems": 1, "items": obj(
+        {"id": _STR, "description": _STR, "query": _STR})},
+}
 
 RESPONSES: dict[str, Schema] = {
     "Subject": obj({"kind": {"type": "string"}, "name": {"type": "string"}}),
@@ -139,25 +152,33 @@ RESPONSES: dict[str, Schema] = {
                    "role": {"type": "string", "enum": ["owner", "admin", "member", "viewer"]},
                    "since": _STAMP}),
     "ContextSet": obj(
-        {"id": {"type": "string"}, "name": {"type": "string"},
+        {"id": _STR, "name": _STR,
          "status": {"type": "string", "enum": ["active", "archived"]},
          "version": {"type": "integer", "minimum": 1},
-         "collections": {"type": "array", "items": {"type": "string"}},
+         "collections": {"type": "array", "items": _STR},
          "createdAt": _STAMP, "updatedAt": _STAMP},
-        {"description": {"type": "string"},
-         "verifiedAnswers": {"type": "array", "minItems": 1, "items": obj(
-             {"id": {"type": "string"}, "question": {"type": "string"},
-              "answer": {"type": "string"}},
-             {"citations": {"type": "array", "minItems": 1, "items": {"type": "string"}}})},
-         "definitions": {"type": "array", "minItems": 1, "items": obj(
-             {"term": {"type": "string"}, "definition": {"type": "string"}},
-             {"aliases": {"type": "array", "minItems": 1, "items": {"type": "string"}}})},
-         "instructions": {"type": "array", "minItems": 1, "items": obj(
-             {"id": {"type": "string"}, "text": {"type": "string"}})},
-         "requiredEvidence": {"type": "array", "minItems": 1, "items": obj(
-             {"id": {"type": "string"}, "description": {"type": "string"},
-              "query": {"type": "string"}})},
-         "queryTemplates": {"type": "array", "minItems": 1, "items": {"type": "string"}}}),
+        {"description": _STR, **_SET_ITEMS, "queryTemplates": _SOME_STRINGS}),
+    # agent-context-api.md 9.1
+    "AgentContextSet": obj(
+        {"id": _STR, "name": _STR, "version": {"type": "integer", "minimum": 1},
+         "updatedAt": _STAMP, "collections": {"type": "array", "items": _STR}},
+        {"description": _STR, **_SET_ITEMS, "queryTemplates": {
+            "type": "array", "minItems": 1, "items": obj(
+                {"id": _STR, "description": _STR, "parameters": {},
+                 "maxRows": {"type": "integer"}, "timeoutMs": {"type": "integer"}})}}),
+    "ContextSetSummary": obj(
+        {"id": _STR, "name": _STR, "version": {"type": "integer", "minimum": 1},
+         "collections": {"type": "array", "items": _STR}},
+        {"description": _STR, "score": _SCORE}),
+    "DefinitionMatch": obj(
+        {"contextSetId": _STR, "term": _STR, "definition": _STR,
+         "match": {"type": "string", "enum": ["exact_term", "exact_alias", "words"]},
+         "score": _SCORE},
+        {"aliases": _SOME_STRINGS}),
+    "AnswerMatch": obj(
+        {"contextSetId": _STR, "id": _STR, "question": _STR, "answer": _STR,
+         "match": {"type": "string", "enum": ["exact", "words"]}, "score": _SCORE},
+        {"citations": _SOME_STRINGS}),
     "Credential": obj(
         {"id": {"type": "string", "pattern": "^[0-9a-f]{16}$"}, "name": {"type": "string"},
          "scopes": {"type": "array", "minItems": 1,
@@ -217,6 +238,10 @@ SUCCESS: dict[str, Schema | None] = {
     "list_credentials": items(ref("Credential")),
     "get_credential": ref("Credential"),
     "revoke_credential": None,
+    "agent_list_context_sets": items(ref("ContextSetSummary")),
+    "agent_get_context_set": ref("AgentContextSet"),
+    "agent_lookup": items(ref("DefinitionMatch")),
+    "agent_match": items(ref("AnswerMatch")),
 }
 
 ERROR_CODES = ["invalid_request", "unauthenticated", "not_found", "method_not_allowed",
