@@ -169,7 +169,8 @@ def test_another_workspaces_credential_sees_none_of_its_sets(api: Api, hidden: H
         body = dict(AGENT_BODIES.get(op["operationId"], {}))
         for named in (True, False):
             sent = {**body, "contextSetId": SET_ID} if named else body
-            response = api.request(method, path, sent, headers=headers)
+            response = api.request(method, re.sub(r"\{\w+\}", SET_ID, path), sent,
+                                   headers=headers)
             assert response.status_code < 500, (path, response.text)
             assert leaked(response, hidden.secrets) == [], (path, named, response.text)
             schema = op.get("requestBody", {}).get("content", {}).get("application/json", {})
