@@ -238,6 +238,8 @@ SUCCESS: dict[str, Schema | None] = {
     "list_credentials": items(ref("Credential")),
     "get_credential": ref("Credential"),
     "revoke_credential": None,
+    "list_workspaces": obj({"subject": ref("Subject"), "items": {"type": "array", "items": obj(
+        {"namespace": _STR, "role": RESPONSES["Member"]["properties"]["role"]})}}),
     "agent_list_context_sets": items(ref("ContextSetSummary")),
     "agent_get_context_set": ref("AgentContextSet"),
     "agent_lookup": items(ref("DefinitionMatch")),
