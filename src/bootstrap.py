@@ -15,6 +15,7 @@ from typing import Any
 from eventsourcing.postgres import PostgresDatastore, PostgresTrackingRecorder
 from litestar import Litestar
 
+from context_service.adapters.embedding.wordllama_model import TextFeaturesModel, load
 from context_service.adapters.eventstore.access import CredentialApplication, WorkspaceApplication
 from context_service.adapters.eventstore.application import (
     ContextApplication,
@@ -26,6 +27,8 @@ from context_service.adapters.eventstore.context_sets import ContextSetApplicati
 from context_service.adapters.eventstore.runner import ProjectionRunner
 from context_service.adapters.eventstore.store import EventStore
 from context_service.adapters.eventstore.timeline import Timeline
+from context_service.adapters.pack.corpus import CorpusLoader
+from context_service.adapters.pack.retrieval import FastRetrieval
 from context_service.adapters.postgres import embedded
 from context_service.adapters.postgres.database import open_datastore
 from context_service.adapters.postgres.lock import LeaderWorker
@@ -46,6 +49,8 @@ from context_service.adapters.postgres.views.contexts import (
     ContextReadsSql,
     RevisionSql,
 )
+from context_service.adapters.postgres.views.features import AgentDataSql, PassageFeaturesSql
+from context_service.adapters.postgres.views.pack_inputs import PackInputReadsSql, PackInputsSql
 from context_service.adapters.postgres.views.pools import PoolReadsSql, PoolSql
 from context_service.adapters.postgres.views.query_index import QueryIndexReadsSql, QueryIndexSql
 from context_service.adapters.postgres.views.snapshots import (
@@ -68,10 +73,14 @@ from context_service.http.settings import KEY as SETTINGS_UI
 from context_service.http.settings import SettingsUi
 from context_service.projections.agent_access.directory import AccessDirectory
 from context_service.projections.agent_access.projection import AgentCredentials, WorkspaceMembers
+from context_service.projections.agent_data.projection import AgentData
 from context_service.projections.audit_log.projection import AuditLog
 from context_service.projections.base import Projection
 from context_service.projections.context_catalog.projection import ContextCatalog
 from context_service.projections.context_sets.projection import ContextSets
+from context_service.projections.pack_inputs.projection import PackInputs
+from context_service.projections.pack_inputs.reads import PackPorts
+from context_service.projections.passage_features.projection import PassageFeatures
 from context_service.projections.pool_status.projection import PoolStatus
 from context_service.projections.query_index.projection import QueryIndex
 from context_service.projections.revision_history.projection import RevisionHistory
@@ -81,6 +90,8 @@ log = logging.getLogger(__name__)
 TRACKING_TABLE = "projection_tracking"
 # Embedded servers stop after every worker, dependents first; PostgreSQL goes last.
 SERVER_ORDER = ("kubernetes", "nats", "postgres")
+# Views fed by whole query indexes: their workers read fewer events at once.
+INDEX_VIEWS = ("query_index", "passage_features", "agent_data")
 
 
 def database_url(settings: Settings) -> str:
@@ -106,8 +117,10 @@ def _step(step: str, action: Callable[[], object], quiet: bool = False, **extra:
 def projection_workers() -> dict[str, list[tuple[Projection, Callable[[Any], Any]]]]:
     """Every projection with the factory of its SQL view, grouped by the worker that runs it.
 
-    A worker applies one read of the log to all its projections in one transaction.
+    A worker applies one read of the log to all its projections in one transaction. The
+    embedding model loads on the first text it is given.
     """
+    features = TextFeaturesModel()
     return {
         "projections": [
             (ContextCatalog(), CatalogSql),
@@ -118,8 +131,12 @@ def projection_workers() -> dict[str, list[tuple[Projection, Callable[[Any], Any
             (WorkspaceMembers(), MembersSql),
             (AgentCredentials(), CredentialsSql),
             (ContextSets(), ContextSetSql),
+            (PackInputs(), PackInputsSql),
         ],
-        "query-index": [(QueryIndex(), QueryIndexSql)],
+        # features before agent_data: in one transaction, agent_data reads what they stored
+        "query-index": [(QueryIndex(), QueryIndexSql),
+                        (PassageFeatures(features), PassageFeaturesSql),
+                        (AgentData(features), AgentDataSql)],
     }
 
 
@@ -154,7 +171,7 @@ class Container:
         """A fresh runner over just these views (rebuilding one view leaves the others)."""
         chosen = [(p, v) for group in projection_workers().values() for p, v in group
                   if p.name in views]
-        batch = 100 if "query_index" in views else 2000
+        batch = 100 if set(INDEX_VIEWS) & set(views) else 2000
         return ProjectionRunner(self.store, self.tracking, chosen, batch_size=batch)
 
     @property
@@ -312,6 +329,25 @@ def build(settings: Settings, url: str | None = None, pool_size: int = 8) -> Con
     return container
 
 
+def check_model() -> None:
+    """Load the embedding model now (``ModelUnavailable`` when its files are missing)."""
+    load()
+
+
+def pack_ports(container: Container) -> PackPorts:
+    """The read ports of packs over this container's database and the embedding model."""
+    embedder = TextFeaturesModel()
+
+    def count(text: str) -> int:
+        return embedder.embedder.count(text)
+
+    loader = CorpusLoader(container.datastore, count)
+    return PackPorts(inputs=PackInputReadsSql(container.datastore), corpus=loader,
+                     retrieval=FastRetrieval(loader, container.datastore,
+                                             lambda text: embedder.embedder.embed(text)),
+                     count_tokens=count)
+
+
 def agent_services(container: Container) -> AgentServices:
     settings = container.settings
     return AgentServices(
@@ -342,6 +378,7 @@ def services(container: Container) -> Services:
                         reads=ContextSetReadsSql(container.datastore)),
                     extra={"query": QueryIndexReadsSql(container.datastore),
                            "timeline": Timeline(container.store),
+                           "pack_ports": pack_ports(container),
                            "gauges": container.gauges,
                            "readiness": functools.partial(schema_problem, container.url),
                            SETTINGS_UI: SettingsUi(
