@@ -29,6 +29,7 @@ from context_service.adapters.eventstore.store import EventStore
 from context_service.adapters.eventstore.timeline import Timeline
 from context_service.adapters.pack.corpus import CorpusLoader
 from context_service.adapters.pack.retrieval import FastRetrieval
+from context_service.adapters.pack.warmer import CorpusWarmer
 from context_service.adapters.postgres import embedded
 from context_service.adapters.postgres.database import open_datastore
 from context_service.adapters.postgres.lock import LeaderWorker
@@ -334,14 +335,19 @@ def check_model() -> None:
     load()
 
 
-def pack_ports(container: Container) -> PackPorts:
-    """The read ports of packs over this container's database and the embedding model."""
+def pack_ports(container: Container, warm: bool = False) -> PackPorts:
+    """The read ports of packs over this container's database and the embedding model;
+    ``warm``: keep the corpus cache loaded with the current indexes (stopped with the
+    container)."""
     embedder = TextFeaturesModel()
 
     def count(text: str) -> int:
         return embedder.embedder.count(text)
 
     loader = CorpusLoader(container.datastore, count)
+    if warm:
+        warmer = CorpusWarmer(loader).start()
+        container.closers.append(warmer.stop)
     return PackPorts(inputs=PackInputReadsSql(container.datastore), corpus=loader,
                      retrieval=FastRetrieval(loader, container.datastore,
                                              lambda text: embedder.embedder.embed(text)),
@@ -378,7 +384,7 @@ def services(container: Container) -> Services:
                         reads=ContextSetReadsSql(container.datastore)),
                     extra={"query": QueryIndexReadsSql(container.datastore),
                            "timeline": Timeline(container.store),
-                           "pack_ports": pack_ports(container),
+                           "pack_ports": pack_ports(container, warm=True),
                            "gauges": container.gauges,
                            "readiness": functools.partial(schema_problem, container.url),
                            SETTINGS_UI: SettingsUi(
