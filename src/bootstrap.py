@@ -10,6 +10,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from eventsourcing.postgres import PostgresDatastore, PostgresTrackingRecorder
@@ -23,6 +24,7 @@ from context_service.adapters.eventstore.application import (
     utc_now,
 )
 from context_service.adapters.eventstore.consistency import LogConsistency
+from context_service.adapters.eventstore.context_packs import ContextPackApplication
 from context_service.adapters.eventstore.context_sets import ContextSetApplication
 from context_service.adapters.eventstore.runner import ProjectionRunner
 from context_service.adapters.eventstore.store import EventStore
@@ -39,6 +41,10 @@ from context_service.adapters.postgres.views.agent_access import (
     CredentialsSql,
     MembersSql,
     credential_key,
+)
+from context_service.adapters.postgres.views.context_pack_replays import (
+    ReplayReadsSql,
+    ReplaySql,
 )
 from context_service.adapters.postgres.views.context_sets import (
     ContextSetReadsSql,
@@ -62,6 +68,8 @@ from context_service.adapters.postgres.views.workspaces import WorkspacesSql
 from context_service.config import Settings
 from context_service.domain.cluster import Cluster
 from context_service.domain.reconcile.guard import ClaimNameGuard
+from context_service.http.agent.pack_services import KEY as PACKS
+from context_service.http.agent.pack_services import PackServices
 from context_service.http.agent.ratelimit import RateLimiter
 from context_service.http.app import create_app
 from context_service.http.ports import (
@@ -78,6 +86,7 @@ from context_service.projections.agent_data.projection import AgentData
 from context_service.projections.audit_log.projection import AuditLog
 from context_service.projections.base import Projection
 from context_service.projections.context_catalog.projection import ContextCatalog
+from context_service.projections.context_pack_replays.projection import ContextPackReplays
 from context_service.projections.context_sets.projection import ContextSets
 from context_service.projections.pack_inputs.projection import PackInputs
 from context_service.projections.pack_inputs.reads import PackPorts
@@ -133,6 +142,7 @@ def projection_workers() -> dict[str, list[tuple[Projection, Callable[[Any], Any
             (AgentCredentials(), CredentialsSql),
             (ContextSets(), ContextSetSql),
             (PackInputs(), PackInputsSql),
+            (ContextPackReplays(), ReplaySql),
         ],
         # features before agent_data: in one transaction, agent_data reads what they stored
         "query-index": [(QueryIndex(), QueryIndexSql),
@@ -154,6 +164,7 @@ class Container:
     credentials: CredentialApplication
     access: AccessDirectory
     context_sets: ContextSetApplication
+    context_packs: ContextPackApplication
     runners: dict[str, ProjectionRunner] = field(default_factory=dict)
     started: list[Any] = field(default_factory=list)
     cluster: Cluster | None = None
@@ -318,7 +329,7 @@ def build(settings: Settings, url: str | None = None, pool_size: int = 8) -> Con
     container = Container(settings, url, datastore, store, tracking, ContextApplication(store),
                           PoolApplication(store), WorkspaceApplication(store),
                           CredentialApplication(store), access,
-                          ContextSetApplication(store), runners)
+                          ContextSetApplication(store), ContextPackApplication(store), runners)
     if owned:
         container.servers["postgres"] = functools.partial(embedded.stop, settings.data_dir)
     for worker, group in projection_workers().items():
@@ -364,12 +375,20 @@ def agent_services(container: Container) -> AgentServices:
         clock=utc_now, context_sets=container.context_sets)
 
 
+def pack_services(container: Container, ports: PackPorts) -> PackServices:
+    """The pack and replay routes' ports: the pack-input reads, the replay stream and view."""
+    return PackServices(ports=ports, commands=container.context_packs,
+                        replays=ReplayReadsSql(container.datastore), head=container.store.head,
+                        retention=timedelta(seconds=container.settings.replay_retention_seconds))
+
+
 def services(container: Container) -> Services:
     reads = ContextReadsSql(container.datastore)
     consistency = LogConsistency(container.store, container.tracking, container.view_runners())
     extra: dict[str, Any] = {}
     if container.cluster is not None:
         extra["name_guard"] = ClaimNameGuard(container.cluster)
+    ports = pack_ports(container, warm=True)
     return Services(contexts=container.contexts, reads=reads, consistency=consistency,
                     require_subject=container.settings.require_subject,
                     read_wait_seconds=container.settings.read_wait_seconds,
@@ -384,8 +403,9 @@ def services(container: Container) -> Services:
                         reads=ContextSetReadsSql(container.datastore)),
                     extra={"query": QueryIndexReadsSql(container.datastore),
                            "timeline": Timeline(container.store),
-                           "pack_ports": pack_ports(container, warm=True),
+                           "pack_ports": ports,
                            "gauges": container.gauges,
+                           PACKS: pack_services(container, ports),
                            "readiness": functools.partial(schema_problem, container.url),
                            SETTINGS_UI: SettingsUi(
                                WorkspacesSql(container.datastore),

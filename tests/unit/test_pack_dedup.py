@@ -51,7 +51,7 @@ def test_the_walk_absorbs_what_brute_force_would(all_texts: list[str], lists: in
                for i, t in enumerate(all_texts)]
     corpus = CollectionCorpus("c", "1", 1, records, len)
     candidates = [Candidate(p, 0, 0) for p in corpus.passages]
-    walk = Walk()
+    walk = Walk({"c": corpus})
     size = max(1, len(candidates) // lists)
     for start in range(0, len(candidates), size):  # several lists, walked in order
         walk.visit(candidates[start:start + size])

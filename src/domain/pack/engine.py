@@ -127,7 +127,7 @@ def assemble(request: PackRequest, as_of: AsOf, scope: PackScope, corpus: Corpus
     task_list = lists(request.task, False) or []
     requirements: list[tuple[RequiredEvidence, list[Candidate] | None]] = [
         (r, lists(r.query, True)) for r in (s.required_evidence if s is not None else ())]
-    walk = Walk()
+    walk = Walk(corpus)
     for _, found in requirements:
         walk.visit(found or [])
     from_requirements = len(walk.order)

@@ -6,14 +6,13 @@ list, and absorbs each passage whose text duplicates a candidate kept earlier.""
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from fractions import Fraction
 from typing import NamedTuple
 
 from context_service.domain.pack.model import Corpus, Passage, Scored
 from context_service.domain.pack.records import Judge
-from context_service.domain.pack.text import Shingle, shingles_of
+from context_service.domain.pack.text import Shingle, shingles
 from context_service.domain.query.tokenizer import tokenize
 from context_service.domain.score import to_micros
 
@@ -73,19 +72,6 @@ def ranked(corpus: Corpus, judge: Judge, lexical: Sequence[Scored],
     return out
 
 
-def _prefix(mine: frozenset[Shingle]) -> list[int]:
-    """The prefix-filter signature of a shingle set for Jaccard >= 4/5, as shingle hashes.
-
-    Two sets with J >= 4/5 share at least ceil(4/5 max(|A|, |B|)) shingles, so, with shingles
-    ordered by hash, the first |A| - ceil(4|A|/5) + 1 of A and the first |B| - ceil(4|B|/5) + 1
-    of B contain the hash of their shared shingle of least hash (the prefix takes every shingle
-    whose hash is at most the last one's, so hash ties cannot hide it). Candidates the filter
-    finds are then compared exactly, shingle by shingle."""
-    hashes = sorted(map(hash, mine))
-    last = hashes[len(hashes) - (4 * len(hashes) + 4) // 5]
-    return [h for h in hashes if h <= last]
-
-
 def rrf_micros(ranks: Sequence[int]) -> int:
     """The sum of 1 / (60 + rank) over the lists, in millionths, rounded exactly, ties to even."""
     total = Fraction(0)
@@ -95,16 +81,19 @@ def rrf_micros(ranks: Sequence[int]) -> int:
 
 
 class Walk:
-    """Candidates in walk order (first encounter), with deduplication as they are met."""
+    """Candidates in walk order (first encounter), with deduplication as they are met.
 
-    def __init__(self) -> None:
+    Exact duplicates have equal shingle sets, so the near-duplicate test finds them too."""
+
+    def __init__(self, corpus: Corpus) -> None:
+        self.corpus = corpus
         self.order: list[Candidate] = []  # every candidate, first encounter, absorbed included
         self.seen: set[str] = set()
         self.keeper_of: dict[str, str] = {}  # absorbed ref -> keeper ref
         self.absorbed: dict[str, list[str]] = {}  # keeper ref -> absorbed refs, in order
         self.duplicates: list[str] = []  # absorbed refs, in order
-        self._kept: list[tuple[str, frozenset[Shingle]]] = []
-        self._by_sha: dict[bytes, int] = {}
+        self._kept: list[tuple[str, Passage]] = []
+        self._shingles: dict[int, frozenset[Shingle]] = {}  # kept index -> shingles
         self._by_prefix: dict[int, list[int]] = {}
 
     def visit(self, candidates: Sequence[Candidate]) -> None:
@@ -114,27 +103,34 @@ class Walk:
                 continue
             self.seen.add(ref)
             self.order.append(c)
-            self._dedup(c, ref)
+            self._dedup(c.passage, ref)
 
     def is_absorbed(self, ref: str) -> bool:
         return ref in self.keeper_of
 
-    def _dedup(self, c: Candidate, ref: str) -> None:
-        tokens = tokenize(c.passage.record.text)
-        sha = hashlib.sha256(" ".join(tokens).encode()).digest()
-        mine = shingles_of(tokens)
-        prefix = _prefix(mine)
-        keeper = self._by_sha.get(sha)
+    def _kept_shingles(self, k: int) -> frozenset[Shingle]:
+        found = self._shingles.get(k)
+        if found is None:
+            found = self._shingles[k] = shingles(self._kept[k][1].record.text)
+        return found
+
+    def _dedup(self, p: Passage, ref: str) -> None:
+        prefix = self.corpus[p.collection].prefix(p.record.id)
+        by_prefix = self._by_prefix
         probed: set[int] = set()
-        for s in prefix:
-            probed.update(self._by_prefix.get(s, ()))
-        for k in probed:  # Jaccard >= 4/5, exactly
-            if keeper is not None and k >= keeper:
-                continue
-            other = self._kept[k][1]
-            shared = len(mine & other)
-            if 5 * shared >= 4 * (len(mine) + len(other) - shared):
-                keeper = k
+        for h in prefix:
+            found = by_prefix.get(h)
+            if found is not None:
+                probed.update(found)
+        keeper: int | None = None
+        if probed:
+            mine = shingles(p.record.text)
+            for k in sorted(probed):  # the earliest kept candidate that is a near duplicate
+                other = self._kept_shingles(k)
+                shared = len(mine & other)
+                if 5 * shared >= 4 * (len(mine) + len(other) - shared):  # Jaccard >= 4/5
+                    keeper = k
+                    break
         if keeper is not None:
             keeper_ref = self._kept[keeper][0]
             self.keeper_of[ref] = keeper_ref
@@ -142,7 +138,6 @@ class Walk:
             self.duplicates.append(ref)
             return
         index = len(self._kept)
-        self._kept.append((ref, mine))
-        self._by_sha.setdefault(sha, index)
-        for s in prefix:
-            self._by_prefix.setdefault(s, []).append(index)
+        self._kept.append((ref, p))
+        for h in prefix:
+            by_prefix.setdefault(h, []).append(index)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from array import array
 from fractions import Fraction
 
 from context_service.domain.query.tokenizer import tokenize
@@ -55,3 +56,17 @@ def occurs_in(phrase: list[str], tokens: list[str]) -> int:
         if tokens[i:i + n] == phrase:
             return i
     return -1
+
+
+def prefix_signature(text: str) -> array[int]:
+    """The prefix-filter signature of the text's shingles for Jaccard >= 4/5: sorted hashes.
+
+    Two sets with J >= 4/5 share at least ceil(4/5 max(|A|, |B|)) shingles, so, with shingles
+    ordered by hash, the first |A| - ceil(4|A|/5) + 1 of A and the first |B| - ceil(4|B|/5) + 1
+    of B contain the hash of their shared shingle of least hash (the prefix takes every shingle
+    whose hash is at most the last one's, so hash ties cannot hide it). A pair whose signatures
+    share a hash is then compared exactly. Hashes are those of this process: a signature is
+    never stored or compared across processes."""
+    hashes = sorted(map(hash, shingles(text)))
+    last = hashes[len(hashes) - (4 * len(hashes) + 4) // 5]
+    return array("q", (h for h in hashes if h <= last))
