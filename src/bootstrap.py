@@ -31,6 +31,7 @@ from context_service.adapters.eventstore.store import EventStore
 from context_service.adapters.eventstore.timeline import Timeline
 from context_service.adapters.pack.corpus import CorpusLoader
 from context_service.adapters.pack.retrieval import FastRetrieval
+from context_service.adapters.pack.warmer import CorpusWarmer
 from context_service.adapters.postgres import embedded
 from context_service.adapters.postgres.database import open_datastore
 from context_service.adapters.postgres.lock import LeaderWorker
@@ -345,14 +346,19 @@ def check_model() -> None:
     load()
 
 
-def pack_ports(container: Container) -> PackPorts:
-    """The read ports of packs over this container's database and the embedding model."""
+def pack_ports(container: Container, warm: bool = False) -> PackPorts:
+    """The read ports of packs over this container's database and the embedding model;
+    ``warm``: keep the corpus cache loaded with the current indexes (stopped with the
+    container)."""
     embedder = TextFeaturesModel()
 
     def count(text: str) -> int:
         return embedder.embedder.count(text)
 
     loader = CorpusLoader(container.datastore, count)
+    if warm:
+        warmer = CorpusWarmer(loader).start()
+        container.closers.append(warmer.stop)
     return PackPorts(inputs=PackInputReadsSql(container.datastore), corpus=loader,
                      retrieval=FastRetrieval(loader, container.datastore,
                                              lambda text: embedder.embedder.embed(text)),
@@ -382,7 +388,7 @@ def services(container: Container) -> Services:
     extra: dict[str, Any] = {}
     if container.cluster is not None:
         extra["name_guard"] = ClaimNameGuard(container.cluster)
-    ports = pack_ports(container)
+    ports = pack_ports(container, warm=True)
     return Services(contexts=container.contexts, reads=reads, consistency=consistency,
                     require_subject=container.settings.require_subject,
                     read_wait_seconds=container.settings.read_wait_seconds,

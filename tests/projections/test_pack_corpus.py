@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 
 from context_service.adapters.embedding.wordllama_model import load
+from context_service.adapters.pack.corpus import CorpusLoader
+from context_service.adapters.pack.warmer import CorpusWarmer
 from context_service.bootstrap import Container, pack_ports
 from context_service.domain.context import commands as c
 from context_service.domain.context.events import QueryRecord, SourceRef
@@ -240,3 +242,15 @@ def test_vector_list_orders_by_cosine_and_cuts_at_a_quarter(container: Container
     assert [s for s in got if corpus[s.collection].document_of[s.record_id] in eligible] == \
         restricted[:len([s for s in got
                          if corpus[s.collection].document_of[s.record_id] in eligible])]
+
+
+def test_the_warmer_loads_current_indexes_before_any_pack(container: Container) -> None:
+    _generated_corpus(container, 2)
+    ports = pack_ports(container)
+    loader = ports.corpus
+    assert isinstance(loader, CorpusLoader)
+    assert CorpusWarmer(loader).warm() == 4
+    assert CorpusWarmer(loader).warm() == 0  # nothing new
+    p, _ = ports.inputs.resolve("ns", None, None)
+    corpus = loader.corpus(list(ports.inputs.namespace_at("ns", p).collections.values()))
+    assert len(corpus) == 4 and loader.loads == 4  # every index came from the warm cache

@@ -33,7 +33,7 @@ class CorpusLoader:
     (the features view behind the log); packs wait for that view, so normally never."""
 
     def __init__(self, datastore: PostgresDatastore, count: TokenCount,
-                 max_records: int = 500_000) -> None:
+                 max_records: int = 200_000) -> None:
         self.datastore = datastore
         self.count = count
         self.max_records = max_records
@@ -41,6 +41,14 @@ class CorpusLoader:
         self._records = 0
         self._lock = threading.Lock()
         self.loads = 0  # indexes read from the log (misses)
+
+    def holds(self, publication: int) -> bool:
+        with self._lock:
+            return publication in self._cache
+
+    def has_room(self) -> bool:
+        with self._lock:
+            return self._records < self.max_records
 
     def corpus(self, collections: Sequence[CollectionAt]) -> Corpus:
         return {c.name: self.cached(c).corpus for c in collections if c.usable}

@@ -7,6 +7,7 @@ order as the reference, and added per record in query-term order (first appearan
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterable
 
@@ -23,7 +24,9 @@ Floats = npt.NDArray[np.float64]
 
 
 class LexicalIndex:
-    """The postings of one collection corpus (immutable, built once per publication)."""
+    """The postings of one collection corpus (immutable, built once per publication): per term,
+    the rows of the records holding it (ascending) and its weighted frequency there, as one
+    pair of arrays sorted by term with each term's range."""
 
     def __init__(self, corpus: CollectionCorpus) -> None:
         self.collection = corpus.collection
@@ -33,24 +36,44 @@ class LexicalIndex:
         self.documents = documents
         self.document_rows = np.array([number[corpus.document_of[rid]]
                                        for rid in self.record_ids], dtype=np.int64)
-        rows: dict[str, list[int]] = {}
-        freqs: dict[str, list[int]] = {}
-        lengths = []
+        terms: dict[str, int] = {}
+        numbers = itertools.count()  # unique (not dense) term numbers: one per look-up
+        flat_terms: list[int] = []
+        flat_tf: list[int] = []
+        counts: list[int] = []
+        lengths = np.zeros(len(self.record_ids), dtype=np.float64)
         for row, passage in enumerate(corpus.passages):
             r = passage.record
             weights = weighted_terms(r.title, r.keywords, r.text)
-            lengths.append(sum(weights.values()))
-            for term, tf in weights.items():
-                rows.setdefault(term, []).append(row)
-                freqs.setdefault(term, []).append(tf)
-        self.lengths: Floats = np.array(lengths, dtype=np.float64)
-        self.total_length = sum(lengths)
-        self.postings: dict[str, tuple[Rows, Floats]] = {
-            t: (np.array(rows[t], dtype=np.int64), np.array(freqs[t], dtype=np.float64))
-            for t in rows}
+            flat_terms.extend(map(terms.setdefault, weights, numbers))
+            flat_tf.extend(weights.values())
+            counts.append(len(weights))
+            lengths[row] = sum(weights.values())
+        flat = np.array(flat_terms, dtype=np.int64)
+        rows = np.repeat(np.arange(len(counts), dtype=np.int64),
+                         np.array(counts, dtype=np.int64))
+        order = np.argsort(flat, kind="stable")  # by term, rows ascending within a term
+        ordered = flat[order]
+        self._rows: Rows = rows[order]
+        self._tf: Floats = np.array(flat_tf, dtype=np.float64)[order]
+        starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]) if len(ordered) \
+            else np.zeros(0, dtype=np.int64)
+        ends = np.r_[starts[1:], len(ordered)]
+        ranges = dict(zip(ordered[starts].tolist(),
+                          zip(starts.tolist(), ends.tolist(), strict=True), strict=True))
+        self._ranges: dict[str, tuple[int, int]] = {t: ranges[i] for t, i in terms.items()}
+        self.lengths: Floats = lengths
+        self.total_length = int(lengths.sum())
 
     def __len__(self) -> int:
         return len(self.record_ids)
+
+    def posting(self, term: str) -> tuple[Rows, Floats] | None:
+        found = self._ranges.get(term)
+        if found is None:
+            return None
+        lo, hi = found
+        return self._rows[lo:hi], self._tf[lo:hi]
 
     def mask(self, eligible: frozenset[str]) -> npt.NDArray[np.bool_]:
         wanted = np.array([doc in eligible for doc in self.documents], dtype=np.bool_)
@@ -71,13 +94,13 @@ def bm25(query: str, indexes: Iterable[LexicalIndex],
     avgdl = sum(i.total_length for i in chosen) / n_records
     idf = {}
     for term in terms:
-        n = sum(len(i.postings[term][0]) for i in chosen if term in i.postings)
+        n = sum(len(p[0]) for p in (i.posting(term) for i in chosen) if p is not None)
         idf[term] = math.log(1 + (n_records - n + 0.5) / (n + 0.5))
     out: list[tuple[LexicalIndex, Floats]] = []
     for index in chosen:
         scores = np.zeros(len(index), dtype=np.float64)
         for term, qtf in terms.items():
-            posting = index.postings.get(term)
+            posting = index.posting(term)
             if posting is None:
                 continue
             rows, tf = posting

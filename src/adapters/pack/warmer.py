@@ -1,0 +1,66 @@
+"""Keeps the corpus cache warm: loads every current usable index (``agent_collections``) that
+the cache lacks, at start and after each publication, so the first pack after a publication
+does not pay for reading and laying out the index."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from context_service.adapters.pack.corpus import CorpusLoader
+from context_service.domain.pack.model import CollectionAt
+
+log = logging.getLogger(__name__)
+
+
+class CorpusWarmer:
+    def __init__(self, loader: CorpusLoader, interval: float = 2.0) -> None:
+        self.loader = loader
+        self.interval = interval
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def current(self) -> list[CollectionAt]:
+        with self.loader.datastore.transaction(commit=False) as cur:
+            cur.execute("SELECT name, type, current_revision, index_revision, publication"
+                        " FROM agent_collections WHERE usable ORDER BY publication DESC")
+            return [CollectionAt(name=r["name"], live=True, type=r["type"],
+                                 current_revision=r["current_revision"],
+                                 index_revision=r["index_revision"],
+                                 publication=r["publication"]) for r in cur.fetchall()]
+
+    def warm(self) -> int:
+        """Load the current indexes not cached yet, newest first, while the cache has room;
+        return how many were loaded."""
+        loaded = 0
+        for collection in self.current():
+            if self._stop.is_set() or not self.loader.has_room():
+                break
+            if not self.loader.holds(collection.publication):
+                self.loader.cached(collection)
+                loaded += 1
+        return loaded
+
+    def start(self) -> CorpusWarmer:
+        self._thread = threading.Thread(target=self._run, name="corpus-warmer", daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            started = time.monotonic()
+            try:
+                loaded = self.warm()
+            except Exception:  # the database may be restarting; try again later
+                log.warning("corpus warming failed", exc_info=True)
+                loaded = 0
+            if loaded:
+                log.info("corpus cache warmed", extra={
+                    "indexes": loaded, "seconds": round(time.monotonic() - started, 3)})
+            self._stop.wait(self.interval)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
