@@ -20,6 +20,8 @@ BENCHES = {
     "pools": "POST /v1/sandbox-pools to ready vs creating the objects directly",
     "resync": "reconciler resync over 1,000 unchanged pools (time, API calls, writes)",
     "agent": "credential creates vs context creates; agent read latency vs the /v1 read",
+    "corpus": "index publication with vs without features; pack retrieval lists vs query search",
+    "packs": "context packs (hybrid, lexical) vs the query route; replay verify, over HTTP",
 }
 
 

@@ -10,11 +10,13 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from eventsourcing.postgres import PostgresDatastore, PostgresTrackingRecorder
 from litestar import Litestar
 
+from context_service.adapters.embedding.wordllama_model import TextFeaturesModel, load
 from context_service.adapters.eventstore.access import CredentialApplication, WorkspaceApplication
 from context_service.adapters.eventstore.application import (
     ContextApplication,
@@ -22,10 +24,13 @@ from context_service.adapters.eventstore.application import (
     utc_now,
 )
 from context_service.adapters.eventstore.consistency import LogConsistency
+from context_service.adapters.eventstore.context_packs import ContextPackApplication
 from context_service.adapters.eventstore.context_sets import ContextSetApplication
 from context_service.adapters.eventstore.runner import ProjectionRunner
 from context_service.adapters.eventstore.store import EventStore
 from context_service.adapters.eventstore.timeline import Timeline
+from context_service.adapters.pack.corpus import CorpusLoader
+from context_service.adapters.pack.retrieval import FastRetrieval
 from context_service.adapters.postgres import embedded
 from context_service.adapters.postgres.database import open_datastore
 from context_service.adapters.postgres.lock import LeaderWorker
@@ -35,6 +40,10 @@ from context_service.adapters.postgres.views.agent_access import (
     CredentialsSql,
     MembersSql,
     credential_key,
+)
+from context_service.adapters.postgres.views.context_pack_replays import (
+    ReplayReadsSql,
+    ReplaySql,
 )
 from context_service.adapters.postgres.views.context_sets import (
     ContextSetReadsSql,
@@ -46,6 +55,8 @@ from context_service.adapters.postgres.views.contexts import (
     ContextReadsSql,
     RevisionSql,
 )
+from context_service.adapters.postgres.views.features import AgentDataSql, PassageFeaturesSql
+from context_service.adapters.postgres.views.pack_inputs import PackInputReadsSql, PackInputsSql
 from context_service.adapters.postgres.views.pools import PoolReadsSql, PoolSql
 from context_service.adapters.postgres.views.query_index import QueryIndexReadsSql, QueryIndexSql
 from context_service.adapters.postgres.views.snapshots import (
@@ -56,6 +67,8 @@ from context_service.adapters.postgres.views.workspaces import WorkspacesSql
 from context_service.config import Settings
 from context_service.domain.cluster import Cluster
 from context_service.domain.reconcile.guard import ClaimNameGuard
+from context_service.http.agent.pack_services import KEY as PACKS
+from context_service.http.agent.pack_services import PackServices
 from context_service.http.agent.ratelimit import RateLimiter
 from context_service.http.app import create_app
 from context_service.http.ports import (
@@ -68,10 +81,15 @@ from context_service.http.settings import KEY as SETTINGS_UI
 from context_service.http.settings import SettingsUi
 from context_service.projections.agent_access.directory import AccessDirectory
 from context_service.projections.agent_access.projection import AgentCredentials, WorkspaceMembers
+from context_service.projections.agent_data.projection import AgentData
 from context_service.projections.audit_log.projection import AuditLog
 from context_service.projections.base import Projection
 from context_service.projections.context_catalog.projection import ContextCatalog
+from context_service.projections.context_pack_replays.projection import ContextPackReplays
 from context_service.projections.context_sets.projection import ContextSets
+from context_service.projections.pack_inputs.projection import PackInputs
+from context_service.projections.pack_inputs.reads import PackPorts
+from context_service.projections.passage_features.projection import PassageFeatures
 from context_service.projections.pool_status.projection import PoolStatus
 from context_service.projections.query_index.projection import QueryIndex
 from context_service.projections.revision_history.projection import RevisionHistory
@@ -81,6 +99,8 @@ log = logging.getLogger(__name__)
 TRACKING_TABLE = "projection_tracking"
 # Embedded servers stop after every worker, dependents first; PostgreSQL goes last.
 SERVER_ORDER = ("kubernetes", "nats", "postgres")
+# Views fed by whole query indexes: their workers read fewer events at once.
+INDEX_VIEWS = ("query_index", "passage_features", "agent_data")
 
 
 def database_url(settings: Settings) -> str:
@@ -106,8 +126,10 @@ def _step(step: str, action: Callable[[], object], quiet: bool = False, **extra:
 def projection_workers() -> dict[str, list[tuple[Projection, Callable[[Any], Any]]]]:
     """Every projection with the factory of its SQL view, grouped by the worker that runs it.
 
-    A worker applies one read of the log to all its projections in one transaction.
+    A worker applies one read of the log to all its projections in one transaction. The
+    embedding model loads on the first text it is given.
     """
+    features = TextFeaturesModel()
     return {
         "projections": [
             (ContextCatalog(), CatalogSql),
@@ -118,8 +140,13 @@ def projection_workers() -> dict[str, list[tuple[Projection, Callable[[Any], Any
             (WorkspaceMembers(), MembersSql),
             (AgentCredentials(), CredentialsSql),
             (ContextSets(), ContextSetSql),
+            (PackInputs(), PackInputsSql),
+            (ContextPackReplays(), ReplaySql),
         ],
-        "query-index": [(QueryIndex(), QueryIndexSql)],
+        # features before agent_data: in one transaction, agent_data reads what they stored
+        "query-index": [(QueryIndex(), QueryIndexSql),
+                        (PassageFeatures(features), PassageFeaturesSql),
+                        (AgentData(features), AgentDataSql)],
     }
 
 
@@ -136,6 +163,7 @@ class Container:
     credentials: CredentialApplication
     access: AccessDirectory
     context_sets: ContextSetApplication
+    context_packs: ContextPackApplication
     runners: dict[str, ProjectionRunner] = field(default_factory=dict)
     started: list[Any] = field(default_factory=list)
     cluster: Cluster | None = None
@@ -154,7 +182,7 @@ class Container:
         """A fresh runner over just these views (rebuilding one view leaves the others)."""
         chosen = [(p, v) for group in projection_workers().values() for p, v in group
                   if p.name in views]
-        batch = 100 if "query_index" in views else 2000
+        batch = 100 if set(INDEX_VIEWS) & set(views) else 2000
         return ProjectionRunner(self.store, self.tracking, chosen, batch_size=batch)
 
     @property
@@ -300,7 +328,7 @@ def build(settings: Settings, url: str | None = None, pool_size: int = 8) -> Con
     container = Container(settings, url, datastore, store, tracking, ContextApplication(store),
                           PoolApplication(store), WorkspaceApplication(store),
                           CredentialApplication(store), access,
-                          ContextSetApplication(store), runners)
+                          ContextSetApplication(store), ContextPackApplication(store), runners)
     if owned:
         container.servers["postgres"] = functools.partial(embedded.stop, settings.data_dir)
     for worker, group in projection_workers().items():
@@ -310,6 +338,25 @@ def build(settings: Settings, url: str | None = None, pool_size: int = 8) -> Con
         runners[worker] = ProjectionRunner(store, tracking, group, batch_size=batch,
                                            listeners=listeners)
     return container
+
+
+def check_model() -> None:
+    """Load the embedding model now (``ModelUnavailable`` when its files are missing)."""
+    load()
+
+
+def pack_ports(container: Container) -> PackPorts:
+    """The read ports of packs over this container's database and the embedding model."""
+    embedder = TextFeaturesModel()
+
+    def count(text: str) -> int:
+        return embedder.embedder.count(text)
+
+    loader = CorpusLoader(container.datastore, count)
+    return PackPorts(inputs=PackInputReadsSql(container.datastore), corpus=loader,
+                     retrieval=FastRetrieval(loader, container.datastore,
+                                             lambda text: embedder.embedder.embed(text)),
+                     count_tokens=count)
 
 
 def agent_services(container: Container) -> AgentServices:
@@ -322,12 +369,20 @@ def agent_services(container: Container) -> AgentServices:
         clock=utc_now, context_sets=container.context_sets)
 
 
+def pack_services(container: Container, ports: PackPorts) -> PackServices:
+    """The pack and replay routes' ports: the pack-input reads, the replay stream and view."""
+    return PackServices(ports=ports, commands=container.context_packs,
+                        replays=ReplayReadsSql(container.datastore), head=container.store.head,
+                        retention=timedelta(seconds=container.settings.replay_retention_seconds))
+
+
 def services(container: Container) -> Services:
     reads = ContextReadsSql(container.datastore)
     consistency = LogConsistency(container.store, container.tracking, container.view_runners())
     extra: dict[str, Any] = {}
     if container.cluster is not None:
         extra["name_guard"] = ClaimNameGuard(container.cluster)
+    ports = pack_ports(container)
     return Services(contexts=container.contexts, reads=reads, consistency=consistency,
                     require_subject=container.settings.require_subject,
                     read_wait_seconds=container.settings.read_wait_seconds,
@@ -342,7 +397,9 @@ def services(container: Container) -> Services:
                         reads=ContextSetReadsSql(container.datastore)),
                     extra={"query": QueryIndexReadsSql(container.datastore),
                            "timeline": Timeline(container.store),
+                           "pack_ports": ports,
                            "gauges": container.gauges,
+                           PACKS: pack_services(container, ports),
                            "readiness": functools.partial(schema_problem, container.url),
                            SETTINGS_UI: SettingsUi(
                                WorkspacesSql(container.datastore),

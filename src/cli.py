@@ -76,7 +76,14 @@ def _serve(settings: Settings) -> int:
     import uvicorn
 
     from context_service import bootstrap
+    from context_service.adapters.embedding.wordllama_model import ModelUnavailable
     from context_service.http.shutdown import Drain, Server
+
+    try:
+        bootstrap.check_model()
+    except ModelUnavailable as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
 
     _stop_on_signals()
     container = None

@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from context_service.domain.values import parse_duration_ns
+
 
 class SettingsError(ValueError):
     """A setting is missing or malformed."""
@@ -66,6 +68,7 @@ class Settings:
     credential_key: str = ""  # CS_CREDENTIAL_KEY; empty: generated once and kept in the database
     agent_rate_per_second: float = 5.0  # 0 turns the per-credential limit off
     agent_rate_burst: int = 20
+    replay_retention_seconds: float = 720 * 3600.0  # CS_REPLAY_RETENTION (default 720h)
     settings_dev_subject: bool = False  # the settings pages let the person type the subject
     extra: Mapping[str, str] = field(default_factory=dict)
 
@@ -127,4 +130,14 @@ class Settings:
         if not burst_raw.isdigit() or int(burst_raw) < 1:
             raise SettingsError("CS_AGENT_RATE_BURST must be a positive integer")
         return {"credential_key": key, "agent_rate_per_second": rate,
-                "agent_rate_burst": int(burst_raw)}
+                "agent_rate_burst": int(burst_raw),
+                "replay_retention_seconds": _retention(env.get("CS_REPLAY_RETENTION", ""))}
+
+
+def _retention(raw: str) -> float:
+    """``CS_REPLAY_RETENTION``: a positive Go-style duration (``720h``, ``90s``)."""
+    text = raw.strip() or "720h"
+    nanos = parse_duration_ns(text)
+    if nanos is None or nanos <= 0:
+        raise SettingsError("CS_REPLAY_RETENTION must be a positive duration")
+    return nanos / 1e9

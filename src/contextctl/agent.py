@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from context_service.contextctl import library, output
+from context_service.contextctl import library, output, packs
 from context_service.contextctl.client import segment
 from context_service.contextctl.context_sets import sets
 from context_service.contextctl.options import (
@@ -25,13 +25,13 @@ SCOPES = ("context:read", "queries:run")
 TOKEN_WARNING = ("Store this token now: it is shown only once and the service cannot show it "
                  "again.")
 
-agent = group("agent", "Workspace members, agent credentials, context sets and the library "
-              "agents read.")
+agent = group("agent", "Workspace members, agent credentials, context sets, the library "
+              "agents read, context packs and their replays.")
 members = group("members", "Who belongs to a workspace, with which role.",
                 aliases={"ls": "list", "rm": "remove"})
 credentials = group("credentials", "Scoped bdk_ credentials for agents.",
                     aliases={"ls": "list", "rm": "revoke"})
-for _command in (members, credentials, sets, *library.COMMANDS):
+for _command in (members, credentials, sets, *library.COMMANDS, *packs.COMMANDS):
     agent.add_command(_command)
 
 

@@ -10,6 +10,7 @@ from context_service.domain.agent_credentials.events import CREDENTIAL_EVENTS
 from context_service.domain.context.adoption import ContextAdopted
 from context_service.domain.context.events import CONTEXT_EVENTS
 from context_service.domain.context.lifecycle import LIFECYCLE_EVENTS
+from context_service.domain.context_pack.events import CONTEXT_PACK_EVENTS
 from context_service.domain.context_set.events import CONTEXT_SET_EVENTS
 from context_service.domain.events import Event
 from context_service.domain.pool.events import POOL_EVENTS
@@ -17,7 +18,7 @@ from context_service.domain.workspace.events import WORKSPACE_EVENTS
 
 _ALL: tuple[type[Event], ...] = (*CONTEXT_EVENTS, ContextAdopted, *LIFECYCLE_EVENTS,
                                   *POOL_EVENTS, *WORKSPACE_EVENTS, *CREDENTIAL_EVENTS,
-                                  *CONTEXT_SET_EVENTS)
+                                  *CONTEXT_SET_EVENTS, *CONTEXT_PACK_EVENTS)
 
 
 def _build(classes: tuple[type[Event], ...]) -> dict[str, type[Event]]:

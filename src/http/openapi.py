@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 from litestar.handlers import HTTPRouteHandler
 
-from context_service.http.openapi_bodies import BODIES, QUERY
+from context_service.http.openapi_bodies import BODIES, PATH_PARAMS, QUERY
 from context_service.http.openapi_links import add_links
 from context_service.http.openapi_shapes import (
     ERRORS,
@@ -42,10 +42,19 @@ def openapi_path(path: str) -> str:
     return _PARAM.sub(r"{\1}", path)
 
 
+def operation_id(handler: HTTPRouteHandler, path: str) -> str:
+    """The handler's name; agent routes get an ``agent_`` prefix, since their handlers are
+    named like the ``/v1`` routes they mirror (``get_context_set``) and ids must be unique."""
+    name = handler.handler_name
+    if path.startswith("/api/agent/") and not name.startswith("agent_"):
+        return "agent_" + name
+    return name
+
+
 def build(handlers: Iterable[HTTPRouteHandler], title: str, version: str) -> dict[str, Any]:
     handlers = list(handlers)
-    undocumented = [h.opt["body"] for h in handlers
-                    if h.opt.get("body") is not None and h.handler_name not in BODIES]
+    undocumented = [h.opt["body"] for h in handlers if h.opt.get("body") is not None
+                    and not {operation_id(h, openapi_path(p)) for p in h.paths} <= set(BODIES)]
     _, components = msgspec.json.schema_components(
         undocumented, ref_template="#/components/schemas/{name}")
     components.update(RESPONSES)
@@ -65,12 +74,13 @@ def build(handlers: Iterable[HTTPRouteHandler], title: str, version: str) -> dic
 
 def _operation(handler: HTTPRouteHandler, path: str, method: str) -> dict[str, Any]:
     doc = inspect.getdoc(handler.fn) or ""
-    name = handler.handler_name
+    name = operation_id(handler, path)
     op: dict[str, Any] = {"operationId": name, "summary": doc.split("\n")[0]}
     if name in REQUIRES:
         op["x-permission"] = REQUIRES[name]
     params: list[dict[str, Any]] = [
-        {"name": n, "in": "path", "required": True, "schema": {"type": "string"}}
+        {"name": n, "in": "path", "required": True,
+         "schema": PATH_PARAMS.get(n, {"type": "string"})}
         for n in re.findall(r"\{(\w+)\}", path)]
     for query in handler.opt.get("query", ()):
         params += QUERY.get(query, [{"name": query, "in": "query", "required": False,

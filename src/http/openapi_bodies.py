@@ -21,6 +21,7 @@ from context_service.http.openapi_shapes import (
     STRINGS,
     SUBDOMAIN,
     SUBJECT,
+    SUBJECT_VALUE,
     TEXT,
     TIMESTAMP,
     Schema,
@@ -129,6 +130,63 @@ BODIES: dict[str, Schema] = {
         obj({**_POOL, "workspace": _WORKSPACE_CLAIM}, {"sandboxProfile": SUBDOMAIN}),
         obj({**_POOL, "warmPoolRef": SUBDOMAIN}, {"workspace": obj({})})]},
 }
+
+
+def _text(high: int) -> Schema:
+    return {**TEXT, "minLength": 1, "maxLength": high}
+
+
+def _labelled(**fields: Schema) -> Schema:
+    return {"type": "array", "items": obj({"id": LABEL, **fields})}
+
+
+# agent-context-api.md 6.3: what a schema can state. Distinct ids, distinct normalised terms,
+# citations inside the set's collections and a query with a word are the domain's to refuse.
+_SET_ITEMS: dict[str, Schema] = {
+    "description": {"type": "string", "maxLength": 2000},
+    "verifiedAnswers": {"type": "array", "maxItems": 200, "items": obj(
+        {"id": LABEL, "question": _text(1000), "answer": _text(8000)},
+        {"citations": {"type": "array", "maxItems": 20,
+                       "items": {"type": "string", "pattern": "^[^/]+/.+$"}}})},
+    "definitions": {"type": "array", "maxItems": 500, "items": obj(
+        {"term": _text(200), "definition": _text(4000)},
+        {"aliases": {"type": "array", "maxItems": 20, "items": _text(200)}})},
+    "instructions": {**_labelled(text=_text(4000)), "maxItems": 50},
+    "requiredEvidence": {**_labelled(description=_text(1000), query=_text(1000)),
+                         "maxItems": 20},
+    "queryTemplates": {"type": "array", "maxItems": 50, "uniqueItems": True,
+                       "items": {"type": "string"}},
+}
+_SET_REQUIRED: dict[str, Schema] = {
+    "name": _text(100),
+    "collections": {"type": "array", "maxItems": 50, "uniqueItems": True, "items": NAME}}
+_SET_ID: Schema = {"type": "string", "minLength": 1}
+_LIMIT_OF = {"type": "integer", "minimum": 1}
+_MATCHES = {**_LIMIT_OF, "maximum": 50, "default": 5}
+
+BODIES.update({
+    "set_member": obj({"subject": SUBJECT,
+                       "role": {"type": "string",
+                                "enum": ["owner", "admin", "member", "viewer"]}}),
+    "create_context_set": obj({"id": LABEL, **_SET_REQUIRED}, _SET_ITEMS),
+    "replace_context_set": obj(_SET_REQUIRED, {"id": LABEL, **_SET_ITEMS}),
+    # agent-context-api.md 4.2, 9.1
+    "create_credential": obj(
+        {"name": _text(100),
+         "scopes": {"type": "array", "minItems": 1, "uniqueItems": True,
+                    "items": {"type": "string", "enum": ["context:read", "queries:run"]}},
+         "expiresInDays": {"type": "integer", "minimum": 1, "maximum": 365}},
+        {"contextSetId": _SET_ID}),
+    "agent_list_context_sets": obj({}, {"query": {"type": "string", "maxLength": 200},
+                                        "limit": {**_LIMIT_OF, "maximum": 100, "default": 20}}),
+    "agent_get_context_set": obj({}, {"contextSetId": _SET_ID}),
+    "agent_lookup": obj({"term": _text(200)},
+                        {"contextSetId": _SET_ID, "limit": _MATCHES}),
+    "agent_match": obj({"question": _text(4000)},
+                       {"contextSetId": _SET_ID, "limit": _MATCHES}),
+})
+# path parameters narrower than any string
+PATH_PARAMS: dict[str, Schema] = {"member": SUBJECT_VALUE}
 
 # The points in time a read may be asked for: at most one of them (an exploded object).
 _AS_OF: Schema = {

@@ -2,25 +2,62 @@
 every operation whose path parameters that resource names, so a client (or a stateful fuzzer)
 can go from a create to everything that can be done with what it created.
 
-A resource names parameters only below a path prefix (a pool's ``name`` is not a context's).
+A resource names parameters only below a path prefix (a pool's ``name`` is not a context's); a
+namespace is a workspace's too, so a context or a member leads to the workspace routes.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
-# resource schema -> (path prefixes the parameters belong to, parameter -> JSON pointer); a
-# namespace holding a context is not a workspace (members, context sets) yet
-RESOURCES: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
-    "ContextResource": (("/v1/namespaces/{namespace}/contexts", "/v1/namespaces/{namespace}/query"),
-                        {"namespace": "/namespace", "name": "/name"}),
-    "Snapshot": (("/v1/namespaces/{namespace}/contexts/{name}",),
-                 {"namespace": "/namespace", "name": "/contextName", "snapshot": "/name"}),
-    "Pool": (("/v1/sandbox-pools",), {"name": "/name"}),
+WORKSPACE = ("/v1/namespaces/{namespace}/members", "/v1/namespaces/{namespace}/context-sets",
+             "/v1/namespaces/{namespace}/query-templates", "/api/w/{wsId}")
+
+
+def _body(pointer: str) -> str:
+    return f"$response.body#{pointer}"
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """Where a resource's parameters apply, and the runtime expression of each."""
+
+    prefixes: tuple[str, ...]
+    parameters: dict[str, str]
+    # request body fields it fills (the snapshot a clone starts from), on any route
+    body: dict[str, str] = field(default_factory=dict)
+    # a parameter a path link must use: the operations of what the resource belongs to are
+    # linked from that owner already
+    anchor: str | None = None
+
+
+_CONTEXT = Resource(
+    ("/v1/namespaces/{namespace}/contexts", "/v1/namespaces/{namespace}/query", *WORKSPACE),
+    {"namespace": _body("/namespace"), "name": _body("/name"), "wsId": _body("/namespace")},
+    {"revision": _body("/currentRevision")})  # what a query index is published for
+_CREDENTIAL = Resource(("/api/w/{wsId}/agent-credentials/{id}",),
+                       {"wsId": "$request.path.wsId", "id": _body("/id")})
+# resource schema -> resource
+RESOURCES: dict[str, Resource] = {
+    "ContextResource": _CONTEXT,
+    "Snapshot": Resource(("/v1/namespaces/{namespace}/contexts/{name}",),
+                         {"namespace": _body("/namespace"), "name": _body("/contextName"),
+                          "snapshot": _body("/name")},
+                         {"snapshot": _body("/name")}, anchor="snapshot"),
+    "Pool": Resource(("/v1/sandbox-pools",), {"name": _body("/name")}),
+    # a member's answer carries no namespace: it is the request's
+    "Member": Resource(WORKSPACE, {
+        "namespace": "$request.path.namespace", "wsId": "$request.path.namespace",
+        "member": "{$response.body#/subject/kind}:{$response.body#/subject/name}"}),
+    "ContextSet": Resource(("/v1/namespaces/{namespace}/context-sets/{id}",),
+                           {"namespace": "$request.path.namespace", "id": _body("/id"),
+                            "wsId": "$request.path.namespace"},
+                           {"contextSetId": _body("/id")}, anchor="id"),
+    "Credential": _CREDENTIAL,
+    "CreatedCredential": _CREDENTIAL,
 }
-# request body fields a resource fills (the snapshot a clone or restore starts from)
-BODY_FIELDS: dict[str, dict[str, str]] = {"Snapshot": {"snapshot": "/name"}}
 
 
 def add_links(paths: dict[str, dict[str, Any]]) -> None:
@@ -38,34 +75,62 @@ def add_links(paths: dict[str, dict[str, Any]]) -> None:
                     links[target["operationId"]] = link
             if links:
                 response["links"] = links
+    for path, ops in paths.items():
+        _link_removal(path, ops)
 
 
-def _resource_of(response: dict[str, Any]) -> str | None:
-    schema = response.get("content", {}).get("application/json", {}).get("schema", {})
-    name = schema.get("$ref", "").rsplit("/", 1)[-1]
-    return name if name in RESOURCES else None
-
-
-def _link(resource: str, path: str, target: dict[str, Any]) -> dict[str, Any] | None:
-    prefixes, pointers = RESOURCES[resource]
+def _link_removal(path: str, ops: dict[str, Any]) -> None:
+    """A ``DELETE`` whose body names what the ``PUT`` of the same path set (a grant's subject,
+    a consumer) is linked from that ``PUT`` with the names its request used."""
+    put, remove = ops.get("put"), ops.get("delete")
+    if put is None or remove is None or "requestBody" not in remove:
+        return
+    sent = _properties(_body_schema(put))
+    fields = {}
+    for name in _body_schema(remove).get("required", ()):
+        if name in sent:
+            fields[name] = f"$request.body#/{name}"
+        elif "subject" in sent:
+            fields[name] = f"$request.body#/subject/{name}"
     wanted = re.findall(r"\{(\w+)\}", path)
-    if not path.startswith(prefixes) or not wanted or not set(wanted) <= set(pointers):
+    link = {"operationId": remove["operationId"],
+            "parameters": {f"path.{n}": f"$request.path.{n}" for n in wanted},
+            "requestBody": fields}
+    for status, response in put["responses"].items():
+        if status.startswith("2"):
+            response.setdefault("links", {})[remove["operationId"]] = link
+
+
+def _resource_of(response: dict[str, Any]) -> Resource | None:
+    schema = response.get("content", {}).get("application/json", {}).get("schema", {})
+    return RESOURCES.get(schema.get("$ref", "").rsplit("/", 1)[-1])
+
+
+def _link(resource: Resource, path: str, target: dict[str, Any]) -> dict[str, Any] | None:
+    wanted = re.findall(r"\{(\w+)\}", path)
+    if not set(wanted) <= set(resource.parameters):
         return None
-    if resource == "Snapshot" and "snapshot" not in wanted and not _body_fields(resource, target):
-        return None  # the context's own operations are linked from the context already
-    link: dict[str, Any] = {"operationId": target["operationId"], "parameters": {
-        f"path.{name}": f"$response.body#{pointers[name]}" for name in wanted}}
     fields = _body_fields(resource, target)
+    by_path = (path.startswith(resource.prefixes) and bool(wanted)
+               and (resource.anchor is None or resource.anchor in wanted))
+    if not by_path and not fields:
+        return None
+    link: dict[str, Any] = {"operationId": target["operationId"]}
+    if wanted:
+        link["parameters"] = {f"path.{name}": resource.parameters[name] for name in wanted}
     if fields:
-        link["requestBody"] = {k: f"$response.body#{v}" for k, v in fields.items()}
+        link["requestBody"] = fields
     return link
 
 
-def _body_fields(resource: str, target: dict[str, Any]) -> dict[str, str]:
-    fields = BODY_FIELDS.get(resource, {})
-    body = target.get("requestBody", {}).get("content", {}).get("application/json", {})
-    properties = _properties(body.get("schema", {}))
-    return {k: v for k, v in fields.items() if k in properties}
+def _body_schema(operation: dict[str, Any]) -> dict[str, Any]:
+    body = operation.get("requestBody", {}).get("content", {}).get("application/json", {})
+    return dict(body.get("schema", {}))
+
+
+def _body_fields(resource: Resource, target: dict[str, Any]) -> dict[str, str]:
+    properties = _properties(_body_schema(target))
+    return {k: v for k, v in resource.body.items() if k in properties}
 
 
 def _properties(schema: dict[str, Any]) -> set[str]:

@@ -58,6 +58,19 @@ SUBJECT = obj({"kind": KIND, "name": TEXT})
 SOURCE = obj({"context": {"type": "string"}, "type": {"type": "string"},
               "revision": {"type": "string"}})
 _STAMP = {"type": "string", "format": "date-time"}
+_STR: Schema = {"type": "string"}
+_SOME_STRINGS: Schema = {"type": "array", "minItems": 1, "items": _STR}  # omitted when empty
+_SCORE: Schema = {"type": "number", "minimum": 0, "maximum": 1}
+# a context set's curated items, each omitted when empty (agent-context-api.md 6.1)
+_SET_ITEMS: dict[str, Schema] = {
+    "verifiedAnswers": {"type": "array", "minItems": 1, "items": obj(
+        {"id": _STR, "question": _STR, "answer": _STR}, {"citations": _SOME_STRINGS})},
+    "definitions": {"type": "array", "minItems": 1, "items": obj(
+        {"term": _STR, "definition": _STR}, {"aliases": _SOME_STRINGS})},
+    "instructions": {"type": "array", "minItems": 1, "items": obj({"id": _STR, "text": _STR})},
+    "requiredEvidence": {"type": "array", "minItems": 1, "items": obj(
+        {"id": _STR, "description": _STR, "query": _STR})},
+}
 
 RESPONSES: dict[str, Schema] = {
     "Subject": obj({"kind": {"type": "string"}, "name": {"type": "string"}}),
@@ -145,7 +158,52 @@ RESPONSES: dict[str, Schema] = {
                                                        "name": {"type": "string"},
                                                        "status": {"type": "string"}})}}),
     "Health": obj({"status": {"const": "ok"}}),
+    # agent-context-api.md 3.3, 6.1, 4.1
+    "Member": obj({"subject": ref("Subject"),
+                   "role": {"type": "string", "enum": ["owner", "admin", "member", "viewer"]},
+                   "since": _STAMP}),
+    "ContextSet": obj(
+        {"id": _STR, "name": _STR,
+         "status": {"type": "string", "enum": ["active", "archived"]},
+         "version": {"type": "integer", "minimum": 1},
+         "collections": {"type": "array", "items": _STR},
+         "createdAt": _STAMP, "updatedAt": _STAMP},
+        {"description": _STR, **_SET_ITEMS, "queryTemplates": _SOME_STRINGS}),
+    # agent-context-api.md 9.1
+    "AgentContextSet": obj(
+        {"id": _STR, "name": _STR, "version": {"type": "integer", "minimum": 1},
+         "updatedAt": _STAMP, "collections": {"type": "array", "items": _STR}},
+        {"description": _STR, **_SET_ITEMS, "queryTemplates": {
+            "type": "array", "minItems": 1, "items": obj(
+                {"id": _STR, "description": _STR, "parameters": {},
+                 "maxRows": {"type": "integer"}, "timeoutMs": {"type": "integer"}})}}),
+    "ContextSetSummary": obj(
+        {"id": _STR, "name": _STR, "version": {"type": "integer", "minimum": 1},
+         "collections": {"type": "array", "items": _STR}},
+        {"description": _STR, "score": _SCORE}),
+    "DefinitionMatch": obj(
+        {"contextSetId": _STR, "term": _STR, "definition": _STR,
+         "match": {"type": "string", "enum": ["exact_term", "exact_alias", "words"]},
+         "score": _SCORE},
+        {"aliases": _SOME_STRINGS}),
+    "AnswerMatch": obj(
+        {"contextSetId": _STR, "id": _STR, "question": _STR, "answer": _STR,
+         "match": {"type": "string", "enum": ["exact", "words"]}, "score": _SCORE},
+        {"citations": _SOME_STRINGS}),
+    "Credential": obj(
+        {"id": {"type": "string", "pattern": "^[0-9a-f]{16}$"}, "name": {"type": "string"},
+         "scopes": {"type": "array", "minItems": 1,
+                    "items": {"type": "string", "enum": ["context:read", "queries:run"]}},
+         "createdBy": {"type": "string"}, "createdAt": _STAMP, "expiresAt": _STAMP,
+         "status": {"type": "string", "enum": ["active", "expired", "revoked"]}},
+        {"contextSetId": {"type": "string"}, "revokedAt": _STAMP,
+         "revokedBy": {"type": "string"}}),
 }
+# the create answer alone carries the token (agent-context-api.md 4.1)
+RESPONSES["CreatedCredential"] = {**RESPONSES["Credential"], "required": [
+    *RESPONSES["Credential"]["required"], "token"], "properties": {
+    **RESPONSES["Credential"]["properties"],
+    "token": {"type": "string", "pattern": "^bdk_[0-9a-f]{16}_[A-Za-z0-9_-]{43}$"}}}
 
 # operationId -> success body (None: no body; absent: an undescribed object)
 SUCCESS: dict[str, Schema | None] = {
@@ -179,10 +237,29 @@ SUCCESS: dict[str, Schema | None] = {
     "get_pool": ref("Pool"),
     "release_pool": None,
     "storage_classes": items(ref("StorageClass")),
+    "list_members": items(ref("Member")),
+    "set_member": ref("Member"),
+    "remove_member": None,
+    "create_context_set": ref("ContextSet"),
+    "list_context_sets": items(ref("ContextSet")),
+    "get_context_set": ref("ContextSet"),
+    "replace_context_set": ref("ContextSet"),
+    "archive_context_set": None,
+    "create_credential": ref("CreatedCredential"),
+    "list_credentials": items(ref("Credential")),
+    "get_credential": ref("Credential"),
+    "revoke_credential": None,
+    "list_workspaces": obj({"subject": ref("Subject"), "items": {"type": "array", "items": obj(
+        {"namespace": _STR, "role": RESPONSES["Member"]["properties"]["role"]})}}),
+    "agent_list_context_sets": items(ref("ContextSetSummary")),
+    "agent_get_context_set": ref("AgentContextSet"),
+    "agent_lookup": items(ref("DefinitionMatch")),
+    "agent_match": items(ref("AnswerMatch")),
 }
 
 ERROR_CODES = ["invalid_request", "unauthenticated", "not_found", "method_not_allowed",
-               "already_exists", "in_use", "internal_error", "unsupported", "unavailable"]
+               "already_exists", "in_use", "internal_error", "unsupported", "unavailable",
+               "conflict"]  # workspace routes (agent-context-api.md 3.3)
 # The /v1 family (spec 1.1.7) and the /api family (the Agent Context API) answer errors
 # with different bodies.
 ERRORS: dict[str, Schema] = {
@@ -202,8 +279,9 @@ def error_schema(path: str) -> str:
     """The error body of a path's family."""
     return "ApiError" if path.startswith("/api/") else "Error"
 
-# operationId -> the permission on the named context it requires (spec 1.2); the document
-# states it as ``x-permission``. Lists and the query judge each context on its own.
+# operationId -> the permission on the named context it requires (spec 1.2), or on a workspace
+# route the workspace permission (``kind:action``); the document states it as ``x-permission``.
+# Lists and the query judge each context on its own.
 REQUIRES: dict[str, str] = {
     "get_context": "read", "delete_context": "administer", "list_revisions": "read",
     "publish_revision": "write", "publish_query_index": "write", "list_grants": "administer",
@@ -212,4 +290,11 @@ REQUIRES: dict[str, str] = {
     "read_history": "administer", "create_snapshot": "write", "list_snapshots": "read",
     "get_snapshot": "read", "create_clone": "derive", "restore": "write",
     "set_retention": "administer", "collect_garbage": "administer", "capabilities": "read",
+    # workspace routes: the caller's workspace permission (agent-context-api.md 2, 3.2)
+    "list_members": "context:read", "set_member": "members:manage",
+    "remove_member": "members:manage", "create_context_set": "context_set:manage",
+    "list_context_sets": "context:read", "get_context_set": "context:read",
+    "replace_context_set": "context_set:manage", "archive_context_set": "context_set:manage",
+    "create_credential": "agent_credential:manage", "list_credentials": "agent_credential:manage",
+    "get_credential": "agent_credential:manage", "revoke_credential": "agent_credential:manage",
 }

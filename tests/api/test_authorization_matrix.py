@@ -3,7 +3,9 @@ asked by a subject without the permission it needs, by a subject with no grant a
 holding every permission on the same name in another namespace, answers 404 like an absent
 context, writes nothing, and lets no body, header or list show the hidden context's name, its
 grants or its records. Routes added later are covered by the same rules; the permission a route
-needs is the document's ``x-permission``."""
+needs is the document's ``x-permission``. Every documented route belongs to a family of
+``authorization_routes`` (workspace routes: test_authorization_workspaces.py); a route of none
+fails."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from context_service.domain.context import commands as c
 from context_service.domain.context import lifecycle as lc
 from context_service.domain.context.events import QueryRecord, SourceRef
 from context_service.domain.events import Subject
+from tests.api.authorization_routes import family, leaked, routes_of
 
 pytestmark = pytest.mark.postgres
 NS, OTHER = "vault", "elsewhere"
@@ -91,10 +94,7 @@ def hide_a_context(container: bootstrap.Container) -> None:
 
 def context_routes(client: TestClient[Any]) -> list[tuple[str, str, dict[str, Any]]]:
     """(method, path, operation) of every documented operation under a context path."""
-    doc = client.get("/schema/openapi.json").json()
-    return [(method.upper(), path, op) for path, ops in doc["paths"].items()
-            for method, op in ops.items()
-            if path.startswith("/v1/namespaces/{namespace}/contexts/{name}")]
+    return routes_of(client.get("/schema/openapi.json").json(), "context")
 
 
 def concrete(path: str) -> str:
@@ -102,9 +102,8 @@ def concrete(path: str) -> str:
 
 
 def assert_no_leak(response: Any) -> None:
-    shown = response.text + " ".join(f"{k}: {v}" for k, v in response.headers.items())
-    leaked = [s for s in SECRETS if s in shown]
-    assert leaked == [], (response.request.method, response.request.url, leaked, shown[:300])
+    shown = leaked(response, SECRETS)
+    assert shown == [], (response.request.method, response.request.url, shown, response.text)
 
 
 @pytest.fixture
@@ -112,6 +111,13 @@ def client(container: bootstrap.Container) -> Any:
     hide_a_context(container)
     with TestClient(app=bootstrap.app(container)) as found:
         yield found
+
+
+def test_the_matrix_knows_every_route(client: TestClient[Any]) -> None:
+    """A route registered in no family (a new prefix) fails here until the matrix covers it."""
+    doc = client.get("/schema/openapi.json").json()
+    unknown = sorted(path for path in doc["paths"] if family(path) is None)
+    assert unknown == [], "add each to authorization_routes.FAMILIES with its rules"
 
 
 def test_the_matrix_covers_every_context_route(client: TestClient[Any]) -> None:

@@ -340,18 +340,21 @@ def test_routes_are_documented_with_their_constraints(api: Api) -> None:
             "$ref": "#/components/schemas/ApiError"}
     assert doc["components"]["securitySchemes"]["agentCredential"]["scheme"] == "bearer"
     assert schemas["ApiError"]["required"] == ["code", "message"]
-    term = schemas["LookupDefinitionsRequest"]["properties"]["term"]["anyOf"][0]
+    def body(path: str) -> Any:
+        return doc["paths"][path]["post"]["requestBody"]["content"]["application/json"][
+            "schema"]["properties"]
+
+    term = body(LOOKUP)["term"]
     assert (term["minLength"], term["maxLength"]) == (1, 200)
-    limit = schemas["ListContextSetsRequest"]["properties"]["limit"]["anyOf"][0]
+    limit = body(LIST)["limit"]
     assert (limit["minimum"], limit["maximum"], limit["default"]) == (1, 100, 20)
-    question = schemas["MatchVerifiedAnswersRequest"]["properties"]["question"]["anyOf"][0]
-    assert question["maxLength"] == 4000
-    body = schemas["ContextSetRequest"]["properties"]
-    assert body["id"]["anyOf"][0]["maxLength"] == 63
-    assert body["collections"]["anyOf"][0]["maxItems"] == 50
-    assert body["verifiedAnswers"]["anyOf"][0]["maxItems"] == 200
-    answer = schemas["VerifiedAnswerBody"]["properties"]
-    assert answer["answer"]["anyOf"][0]["maxLength"] == 8000
+    assert body(MATCH)["question"]["maxLength"] == 4000
+    sets_body = body("/v1/namespaces/{namespace}/context-sets")
+    assert sets_body["id"]["maxLength"] == 63
+    assert sets_body["collections"]["maxItems"] == 50
+    assert sets_body["verifiedAnswers"]["maxItems"] == 200
+    answer = sets_body["verifiedAnswers"]["items"]["properties"]["answer"]
+    assert answer["maxLength"] == 8000
     sets = doc["paths"]["/v1/namespaces/{namespace}/context-sets/{id}"]
     assert set(sets) == {"get", "put", "delete"}
     assert sets["put"]["responses"]["default"]["content"]["application/json"]["schema"] == {

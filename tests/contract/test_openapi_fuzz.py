@@ -1,8 +1,8 @@
 """Schemathesis against the served OpenAPI document: generated requests for every operation
 (examples, coverage, fuzzing and the stateful phase that follows the document's links) find no
 5xx, no response the document does not describe (status, content type, headers, body), no valid
-request refused and no invalid one accepted; and the stateful phase reaches every operation past
-a 404."""
+request refused and no invalid one accepted; and the run reaches every operation past a 404 or
+401, workspace and agent routes included (as the seeded workspace's owner and its credential)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import os
 import re
 import subprocess
 import sys
-from collections import defaultdict
+import tomllib
+from collections import Counter, defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,12 @@ ROOT = Path(__file__).parents[2]
 # use_after_free: DELETE .../grants and .../consumers remove one entry, the list stays.
 EXCLUDED = "negative_data_rejection,use_after_free"
 CONFIG = Path(__file__).with_name("schemathesis.toml")
+ADMIN = {"X-Context-Subject": "service:context-service-admin"}
+# what a request that never got in answers: the resource is absent or hidden, or no credential
+SHUT_OUT = {401, 404, 405}
+# the seeded context's revision: the digest schemathesis sends first, so a query index is
+# published for it (a revision published during the run is found only by a link, if followed)
+ZERO_DIGEST = "0" * 64
 
 
 @pytest.fixture
@@ -56,7 +63,8 @@ def served(tmp_path: Path, database_url: str, kubeconfig: Path, kube_ns: str
            ) -> Iterator[ServerProcess]:
     proc = ServerProcess(tmp_path, env={
         "CS_KUBE": "kubeconfig", "KUBECONFIG": str(kubeconfig), "CS_NAMESPACE": kube_ns,
-        "CS_WORKERS": "projections,query-index", "CS_READ_WAIT_SECONDS": "5"})
+        "CS_WORKERS": "projections,query-index", "CS_READ_WAIT_SECONDS": "5",
+        "CS_AGENT_RATE_PER_SECOND": "0"})  # the limit has tests of its own
     proc.env["CS_DATABASE_URL"] = database_url
     proc.start()
     yield proc
@@ -65,7 +73,7 @@ def served(tmp_path: Path, database_url: str, kubeconfig: Path, kube_ns: str
 
 def test_every_operation_conforms_to_the_document(served: ServerProcess, storage_class: str,
                                                   tmp_path: Path) -> None:
-    _seed(served, storage_class)
+    token = _seed(served, storage_class)
     reports = tmp_path / "reports"
     output = tmp_path / "schemathesis.txt"
     with output.open("w") as out:
@@ -77,33 +85,53 @@ def test_every_operation_conforms_to_the_document(served: ServerProcess, storage
              "--request-timeout", "20", "--report", "har", "--report-dir", str(reports)],
             stdout=out, stderr=subprocess.STDOUT, timeout=240, cwd=tmp_path,  # its cache too
             env={**os.environ, "PYTHONPATH": str(ROOT), "CS_FUZZ_STORAGE_CLASS": storage_class,
-                 "SCHEMATHESIS_HOOKS": "tests.contract.schemathesis_hooks"})
+                 "CS_FUZZ_TOKEN": token, "SCHEMATHESIS_HOOKS": "tests.contract.schemathesis_hooks"})
     assert run.returncode == 0, output.read_text()[-20000:]
     document = httpx.get(served.url + "/schema/openapi.json").json()
     reached = _statuses_per_operation(document, next(reports.glob("har-*.json")))
-    assert set(reached) == {op["operationId"] for ops in document["paths"].values()
-                            for op in ops.values()}
+    operations = [op["operationId"] for ops in document["paths"].values() for op in ops.values()]
+    assert len(set(operations)) == len(operations), "operation ids are not unique"
+    assert set(reached) == set(operations)
+    print(_figures(reached))  # shown with -s: how far each operation got
     hidden = sorted(op for op, statuses in reached.items()
-                    if statuses <= {404, 405} and op in _reachable(document))
-    assert hidden == [], f"never past a 404: {hidden}"
+                    if set(statuses) <= SHUT_OUT and op in _reachable(document))
+    assert hidden == [], f"never past a 404 or 401: {hidden}\n{_figures(reached)}"
 
 
 def _reachable(document: dict[str, Any]) -> set[str]:
-    """Operations a run must get past 404: those without path parameters and those some link
-    leads to (an operation added without a resource in ``openapi_links`` is fuzzed all the
-    same, but nothing in the document says how to reach it)."""
+    """Operations a run must get past 404 and 401: those without path parameters, those some
+    link leads to and those whose every path parameter schemathesis.toml fixes (an operation
+    added without a resource in ``openapi_links`` is fuzzed all the same, but nothing in the
+    document says how to reach it)."""
+    pinned = [(re.compile(entry["include-path-regex"]), set(entry["parameters"]))
+              for entry in tomllib.loads(CONFIG.read_text()).get("operations", ())
+              if "include-path-regex" in entry and "parameters" in entry]
     found = set()
     for path, ops in document["paths"].items():
+        wanted = {f"path.{name}" for name in re.findall(r"\{(\w+)\}", path)}
+        fixed = any(pattern.search(path) and wanted <= names for pattern, names in pinned)
         for op in ops.values():
-            if "{" not in path:
+            if not wanted or fixed:
                 found.add(op["operationId"])
             for response in op["responses"].values():
                 found.update(link["operationId"] for link in response.get("links", {}).values())
     return found
 
 
-def _seed(served: ServerProcess, storage_class: str) -> None:
-    """The context and snapshot schemathesis.toml names for reading one snapshot."""
+def _figures(reached: dict[str, Counter[int]]) -> str:
+    """Per operation: generated cases, those past 404/401, those answered 2xx."""
+    lines = [f"{'operation':28} {'cases':>6} {'past':>6} {'2xx':>6}"]
+    for op, statuses in sorted(reached.items()):
+        past = sum(n for status, n in statuses.items() if status not in SHUT_OUT)
+        ok = sum(n for status, n in statuses.items() if 200 <= status < 300)
+        lines.append(f"{op:28} {statuses.total():6} {past:6} {ok:6}")
+    return "\n".join(lines)
+
+
+def _seed(served: ServerProcess, storage_class: str) -> str:
+    """The context, revision and snapshot schemathesis.toml names; the workspace
+    ``fuzz`` with ``user:fuzz`` its owner and a context set; and an agent credential of that
+    owner (returned: its token), so agent routes get past 401."""
     headers = {"X-Context-Subject": "user:fuzz"}
     body = {"name": "seeded", "namespace": "fuzz", "type": "memory", "storage": {
         "backend": "pvc", "size": "1Gi", "accessMode": "ReadWriteOnce",
@@ -113,18 +141,34 @@ def _seed(served: ServerProcess, storage_class: str) -> None:
         taken = http.post("/v1/namespaces/fuzz/contexts/seeded/snapshots",
                           json={"name": "seeded-snap"})
         assert taken.status_code == 201, taken.text
+        published = http.post("/v1/namespaces/fuzz/contexts/seeded/revisions", json={
+            "id": ZERO_DIGEST, "createdAt": "2026-01-01T00:00:00Z", "operation": "sync"})
+        assert published.status_code == 201, published.text
+        owner = http.put("/v1/namespaces/fuzz/members", headers=ADMIN,
+                         json={"subject": {"kind": "user", "name": "fuzz"}, "role": "owner"})
+        assert owner.status_code == 200, owner.text
+        curated = http.post("/v1/namespaces/fuzz/context-sets", json={
+            "id": "seeded-set", "name": "seeded", "collections": ["seeded"],
+            "definitions": [{"term": "fuzz", "definition": "generated input"}],
+            "verifiedAnswers": [{"id": "who", "question": "who fuzzes", "answer": "schemathesis"}]})
+        assert curated.status_code == 201, curated.text
+        credential = http.post("/api/w/fuzz/agent-credentials", json={
+            "name": "fuzz", "scopes": ["context:read", "queries:run"], "expiresInDays": 1})
+        assert credential.status_code == 201, credential.text
+        return str(credential.json()["token"])
 
 
-def _statuses_per_operation(document: dict[str, Any], har: Path) -> dict[str, set[int]]:
-    """The statuses each documented operation answered during the run."""
+def _statuses_per_operation(document: dict[str, Any], har: Path) -> dict[str, Counter[int]]:
+    """How often each documented operation answered each status during the run."""
     routes = [(method.upper(), re.compile("^" + re.sub(r"\\\{\w+\\\}", "[^/]+", re.escape(path))
                                           + "$"), op["operationId"])
               for path, ops in document["paths"].items() for method, op in ops.items()]
-    found: dict[str, set[int]] = defaultdict(set)
+    found: dict[str, Counter[int]] = defaultdict(Counter)
     for entry in json.loads(har.read_text())["log"]["entries"]:
         request = entry["request"]
         path = urlsplit(request["url"]).path
         for method, pattern, operation in routes:
             if request["method"] == method and pattern.match(path):
-                found[operation].add(entry["response"]["status"])
+                found[operation][entry["response"]["status"]] += 1
+                break
     return found

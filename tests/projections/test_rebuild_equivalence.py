@@ -42,6 +42,7 @@ def test_live_views_equal_rebuilt_views(container: Container) -> None:
     assert live["context_catalog"], "the history should leave contexts behind"
     assert live["workspace_members"] and live["agent_credentials"]
     assert live["context_sets"], "the history should leave context sets behind"
+    assert live["passage_features"] and live["pack_inputs"], "features and pack inputs too"
     assert_indexes_assemble_from_the_log(container)
     for runner in container.runners.values():
         runner.stop()

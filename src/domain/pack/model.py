@@ -7,6 +7,7 @@ scan); the engine (``engine.py``) only reads them.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import NamedTuple, Protocol
@@ -15,6 +16,7 @@ import msgspec
 
 from context_service.domain.context.events import QueryRecord, SourceRef
 from context_service.domain.context_set.state import ContextSetState
+from context_service.domain.pack.text import prefix_signature
 
 ENGINE_VERSION = "pack-engine/1"
 SOURCES = ("passages", "graph", "documents")
@@ -98,7 +100,9 @@ def document_text(texts: Sequence[str]) -> str:
 class CollectionCorpus:
     """One usable index, with the lookups packing needs precomputed once per publication.
 
-    Immutable once built, so adapters may cache it by ``publication`` (a log position)."""
+    Immutable once built, so adapters may cache it by ``publication`` (a log position); the
+    deduplication signatures of its passages are memoised as packs first need them (``warm``
+    computes them all, for a loader that prefers paying once at load)."""
 
     def __init__(self, collection: str, revision: str, publication: int,
                  records: Sequence[QueryRecord], tokens: TokenCount) -> None:
@@ -133,6 +137,20 @@ class CollectionCorpus:
             docs[doc] = Document(document_id=doc, collection=collection, record_ids=tuple(ids),
                                  text=text, tokens=tokens(text))
         self.documents = docs
+        self._prefixes: dict[str, array[int]] = {}
+
+    def prefix(self, record_id: str) -> array[int]:
+        """The deduplication signature of a passage's text (``text.prefix_signature``)."""
+        found = self._prefixes.get(record_id)
+        if found is None:
+            found = prefix_signature(self.by_id[record_id].record.text)
+            self._prefixes[record_id] = found
+        return found
+
+    def warm(self) -> None:
+        """Compute every passage's deduplication signature now."""
+        for p in self.passages:
+            self.prefix(p.record.id)
 
 
 Corpus = Mapping[str, CollectionCorpus]

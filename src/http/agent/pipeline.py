@@ -118,3 +118,16 @@ def _check_authority(agent: AgentServices, credential: Credential, creator: Subj
         raise ApiError(403, "AGENT_CREDENTIAL_AUTHORITY_LOST",
                        f"the credential's creator no longer holds {quote(permission)} in "
                        f"workspace {quote(workspace)}")
+
+
+def recheck(request: Request[Any, Any, Any], caller: AgentCaller, scope: str) -> None:
+    """Steps 2-4 of §1.5 again, against the access directory now (the release check of a pack,
+    §7.9): a credential revoked or expired, or a creator who lost the permission meanwhile, gets
+    the same answer as at the start."""
+    agent = agent_services(request)
+    credential = agent.directory.credential(caller.credential.id)
+    if credential is None or credential.revoked_at is not None:
+        raise _unauthorized("agent credential is not valid")
+    if agent.clock() >= credential.expires_at:
+        raise ApiError(401, "EXPIRED_CREDENTIAL", "agent credential has expired")
+    _check_authority(agent, credential, caller.creator, scope)

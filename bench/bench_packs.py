@@ -1,0 +1,141 @@
+"""Context packs and replays through HTTP, against the query route on the same terms, in the
+same run.
+
+    python -m bench.bench_packs [--records 100000] [--contexts 50] [--tasks 200]
+
+The data is ``bench_query``'s (records of 50 to 500 words, Zipf-distributed vocabulary), its
+indexes published through the command layer and their features computed by the query-index
+worker before anything is timed. ``context-service serve`` then runs as its own process
+(rate limit off) and one keep-alive client sends:
+
+- packs: ``--tasks`` varied tasks (1 to 3 terms, as the query benchmark draws them) with a
+  4,000-token budget, ``hybrid`` then ``lexical``: p50/p95/p99, and the query route's p95 on the
+  same terms for the ratio;
+- replays: ``verify`` of packs of about 50 items (a 32,000-token budget): p50/p95/p99.
+Goals: hybrid p95 < 100 ms and <= 3x the query route's p95; verify p95 < 50 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import random
+import sys
+import time
+from collections.abc import Callable
+
+import httpx
+
+from bench.bench_query import NS, OWNER, corpus, queries, seed, vocabulary
+from bench.harness import percentile, postgres, served
+from context_service import bootstrap
+from context_service.config import Settings
+
+ADMIN = {"X-Context-Subject": "service:context-service-admin"}
+VALID = "2025-01-01T00:00:00Z"
+
+
+PARTS: dict[str, list[float]] = {}
+
+
+def timed(send: Callable[[str], httpx.Response], texts: list[str],
+          label: str = "") -> list[float]:
+    """Client-side seconds per request; the service's Server-Timing parts kept by label."""
+    out = []
+    for text in texts:
+        started = time.perf_counter()
+        response = send(text)
+        out.append(time.perf_counter() - started)
+        if response.status_code != 200:
+            raise RuntimeError(response.text)
+        for part in filter(None, response.headers.get("Server-Timing", "").split(", ")):
+            name, _, dur = part.partition(";dur=")
+            PARTS.setdefault(f"{label} {name}", []).append(float(dur) / 1000)
+    return out
+
+
+def line(label: str, values: list[float]) -> str:
+    ms = [v * 1000 for v in values]
+    return (f"{label:<24} n={len(ms):<4} p50 {percentile(ms, 50):7.1f} ms  "
+            f"p95 {percentile(ms, 95):7.1f} ms  p99 {percentile(ms, 99):7.1f} ms")
+
+
+def credential(client: httpx.Client) -> str:
+    member = client.put(f"/v1/namespaces/{NS}/members", headers=ADMIN,
+                        json={"subject": {"kind": OWNER.kind, "name": OWNER.name},
+                              "role": "owner"})
+    assert member.status_code == 200, member.text
+    made = client.post(f"/api/w/{NS}/agent-credentials",
+                       headers={"X-Context-Subject": OWNER.key},
+                       json={"name": "bench", "scopes": ["context:read"], "expiresInDays": 1})
+    assert made.status_code == 201, made.text
+    token: str = made.json()["token"]
+    return token
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=100_000)
+    parser.add_argument("--contexts", type=int, default=50)
+    parser.add_argument("--vocabulary", type=int, default=30_000)
+    parser.add_argument("--tasks", type=int, default=200)
+    parser.add_argument("--replays", type=int, default=40)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    rng = random.Random(args.seed)
+    vocab = vocabulary(rng, args.vocabulary)
+    data = corpus(rng, args.records, args.contexts, vocab)
+    tasks = queries(rng, vocab, args.tasks, head=False)
+    with postgres() as (url, dirs):
+        container = bootstrap.build(Settings(), url=url)
+        try:
+            started = time.perf_counter()
+            seed(container, data)
+            for runner in container.runners.values():
+                runner.catch_up()
+            print(f"{args.records} records over {args.contexts} contexts seeded, features "
+                  f"computed in {time.perf_counter() - started:.1f}s", flush=True)
+        finally:
+            container.close()
+        env = {"CS_AGENT_RATE_PER_SECOND": "0", "CS_READ_WAIT_SECONDS": "30"}
+        with served(url, dirs, workers="projections,query-index", env=env) as server, \
+                httpx.Client(base_url=server.url, timeout=60) as client:
+            bearer = {"Authorization": f"Bearer {credential(client)}"}
+
+            def pack(retrieval: str, max_tokens: int = 4000) -> Callable[[str], httpx.Response]:
+                return lambda task: client.post(
+                    "/api/agent/v1/context-packs", headers=bearer,
+                    json={"task": task, "budget": {"maxTokens": max_tokens},
+                          "asOf": {"validTime": VALID}, "retrieval": retrieval})
+
+            def query(text: str) -> httpx.Response:
+                return client.post(f"/v1/namespaces/{NS}/query", json={"query": text},
+                                   headers={"X-Context-Subject": OWNER.key})
+
+            timed(pack("hybrid"), tasks[:10])  # warm: the corpus loads once per publication
+            hybrid = timed(pack("hybrid"), tasks, "hybrid")
+            lexical = timed(pack("lexical"), tasks, "lexical")
+            timed(query, tasks[:10])
+            queried = timed(query, tasks)
+            big = [pack("hybrid", 32000)(t).json() for t in tasks[:args.replays]]
+            items = sorted(len(p["items"]) for p in big)
+
+            def verify(replay_id: str) -> httpx.Response:
+                return client.post(f"/api/agent/v1/replays/{replay_id}", headers=bearer,
+                                   json={"mode": "verify"})
+
+            verified = timed(verify, [p["replayId"] for p in big], "verify")
+    print(line("pack hybrid", hybrid))
+    print(line("pack lexical", lexical))
+    print(line("query route", queried))
+    ratio = percentile(hybrid, 95) / percentile(queried, 95)
+    print(f"hybrid p95 / query p95: {ratio:.2f}x (goal <= 3x)")
+    print(line(f"verify ({items[len(items) // 2]} items)", verified))
+    for label, values in PARTS.items():
+        print(line(f"  server {label}", values))
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

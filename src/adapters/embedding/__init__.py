@@ -1,0 +1,1 @@
+"""The embedding model: wordllama's static word vectors and Llama-2 tokenizer, loaded offline."""

@@ -1,0 +1,148 @@
+"""Token counts and embeddings of texts (agent-context-api 7.5, 7.6) with ``wordllama``'s
+``l2_supercat`` model at 256 dimensions, read from the installed package's own files.
+
+The embedding of a text is the mean of its tokens' rows of the model's embedding matrix (no
+special tokens, no truncation), scaled to unit length; a text without tokens has none. Loaded
+once per process, on first use.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from context_service.adapters.embedding.pieces import WordPieces
+from context_service.projections.passage_features.features import Feature, Text
+
+CONFIG = "l2_supercat"
+DIM = 256
+UNAVAILABLE = f"wordllama model {CONFIG} ({DIM}) is not available offline"
+
+Vector = npt.NDArray[np.float32]
+
+
+class ModelUnavailable(RuntimeError):
+    """The model's files are not installed; nothing is ever downloaded instead."""
+
+
+class Embedder:
+    """The tokenizer and embedding matrix of the model (thread-safe: both are read-only)."""
+
+    def __init__(self, tokenizer: Any, matrix: npt.NDArray[np.float32]) -> None:
+        self._tokenizer = tokenizer
+        self._matrix = matrix
+        self._pieces = WordPieces(tokenizer) if WordPieces.applies(tokenizer) else None
+
+    def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        if not texts:
+            return []
+        if self._pieces is not None:
+            return self._pieces.ids(texts)
+        return self.full_token_ids(texts)
+
+    def full_token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """The tokenizer's own ids (the reference the word-by-word ids equal)."""
+        encoded = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
+        return [list(e.ids) for e in encoded]
+
+    def count(self, text: str) -> int:
+        return len(self.token_ids([text])[0])
+
+    def counts(self, texts: Sequence[str]) -> list[int]:
+        if self._pieces is not None:
+            return self._pieces.counts(texts)
+        return [len(ids) for ids in self.token_ids(texts)]
+
+    def features(self, texts: Sequence[Text]) -> list[Feature]:
+        """Token counts, and vectors of the texts to embed (as ``vector_bytes``)."""
+        if not texts:
+            return []
+        if self._pieces is not None:
+            results = self._pieces.joined(texts)
+        else:
+            full = self.full_token_ids([t.text for t in texts])
+            results = [ids if t.embed else len(ids) for t, ids in zip(texts, full, strict=True)]
+        return [Feature(r, None) if isinstance(r, int)
+                else Feature(len(r), vector_bytes(self.embed_ids(r))) for r in results]
+
+    def embed(self, text: str) -> Vector | None:
+        return self.embed_ids(self.token_ids([text])[0])
+
+    def embed_ids(self, ids: Sequence[int]) -> Vector | None:
+        """Mean of the tokens' vectors (in float64), scaled to unit length, as float32."""
+        if not ids:
+            return None
+        rows = self._matrix[np.fromiter(ids, dtype=np.intp, count=len(ids))]
+        mean = rows.sum(axis=0, dtype=np.float64) / len(ids)
+        norm = float(np.linalg.norm(mean))
+        if norm == 0.0:
+            return None
+        unit: Vector = (mean / norm).astype(np.float32)
+        return unit
+
+
+_lock = threading.Lock()
+_loaded: Embedder | None = None
+
+
+def load(cache_dir: str | None = None) -> Embedder:
+    """The process's model, loaded on first call; ``ModelUnavailable`` when its files are
+    missing (``cache_dir`` defaults to the installed package's folder)."""
+    global _loaded
+    with _lock:
+        if _loaded is None or cache_dir is not None:
+            embedder = _load(cache_dir)
+            if cache_dir is not None:
+                return embedder
+            _loaded = embedder
+        return _loaded
+
+
+def _load(cache_dir: str | None) -> Embedder:
+    try:
+        import wordllama
+        from wordllama import WordLlama
+    except ImportError as error:
+        raise ModelUnavailable(UNAVAILABLE) from error
+    folder = cache_dir or os.path.dirname(wordllama.__file__)
+    try:
+        model = WordLlama.load(config=CONFIG, dim=DIM, cache_dir=folder, disable_download=True)
+    except Exception as error:  # the library raises various errors for missing files
+        raise ModelUnavailable(UNAVAILABLE) from error
+    matrix = np.ascontiguousarray(model.embedding, dtype=np.float32)
+    if matrix.ndim != 2 or matrix.shape[1] != DIM:
+        raise ModelUnavailable(UNAVAILABLE)
+    tokenizer = model.tokenizer
+    # The library pads batches and truncates long texts; counts and vectors need neither.
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    return Embedder(tokenizer, matrix)
+
+
+def vector_bytes(vector: Vector | None) -> bytes | None:
+    """The vector as 256 big-endian float32 (how views store and send it)."""
+    return None if vector is None else vector.astype(">f4").tobytes()
+
+
+class TextFeaturesModel:
+    """``TextFeatures`` over the process's model (loaded on first use)."""
+
+    def __init__(self, embedder: Embedder | None = None) -> None:
+        self._embedder = embedder
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = load()
+        return self._embedder
+
+    def counts(self, texts: Sequence[str]) -> list[int]:
+        return self.embedder.counts(texts)
+
+    def features(self, texts: Sequence[Text]) -> list[Feature]:
+        return self.embedder.features(texts)

@@ -1,0 +1,169 @@
+"""The replay route (agent-context-api.md §8): ``verify`` rebuilds each recorded item from the
+current state and compares hashes; ``recompute`` rebuilds the whole pack at the recorded
+position and valid time and diffs it. Each run is recorded as ``ContextPackReplayed``.
+
+Access is always the calling credential's access now.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import msgspec
+from litestar import Request, Response, post
+
+from context_service.domain.context_pack.commands import RecordReplay
+from context_service.domain.context_pack.errors import ReplayExpiredError, ReplayNotFoundError
+from context_service.domain.context_pack.events import ContextPackReleased, ContextPackReplayed
+from context_service.domain.context_pack.readable import BoundToOtherSetError
+from context_service.domain.context_set.state import ContextSetState
+from context_service.domain.pack.items import Source
+from context_service.domain.pack.model import ENGINE_VERSION
+from context_service.domain.pack.render import pack_body
+from context_service.domain.pack.replay import (
+    CurrentState,
+    RecordedItem,
+    diff,
+    verification_json,
+    verify,
+)
+from context_service.domain.pack.request import AsOf, PackRequest, task_sha256
+from context_service.domain.values import format_timestamp
+from context_service.http.agent import packs_shapes as shapes
+from context_service.http.agent.body import decode
+from context_service.http.agent.errors import ApiError, api_json
+from context_service.http.agent.pack_flow import SCOPE, VIEWS, Access, Timings, build_pack
+from context_service.http.agent.pack_services import PackServices, pack_services
+from context_service.http.agent.pipeline import AgentCaller, agent_services, authenticate
+from context_service.http.common import threaded_body
+
+PATH = "/api/agent/v1/replays/{replayId:str}"
+ERRORS = {"400": "INVALID_REQUEST or VALIDATION_ERROR (recompute without task included)",
+          "401": "UNAUTHORIZED or EXPIRED_CREDENTIAL",
+          "403": "AGENT_BROWSER_REQUEST_REFUSED, FORBIDDEN (scope; recompute of another "
+                 "context set's pack by a bound credential) or AGENT_CREDENTIAL_AUTHORITY_LOST",
+          "404": "NOT_FOUND: replay not found (unknown or of another workspace)",
+          "409": "AGENT_REPLAY_TASK_MISMATCH", "410": "AGENT_REPLAY_EXPIRED",
+          "429": "RATE_LIMITED (Retry-After)",
+          "503": "SERVICE_UNAVAILABLE: the views could not catch up with the log in time"}
+
+
+def recorded_items(release: ContextPackReleased) -> list[RecordedItem]:
+    return [RecordedItem(id=i.id, cls=i.class_, hash=i.hash, source=Source(
+        kind=i.source.kind, collection_id=i.source.collection_id,
+        document_id=i.source.document_id, record_id=i.source.record_id,
+        revision=i.source.revision, context_set_id=i.source.context_set_id,
+        context_set_version=i.source.context_set_version)) for i in release.items]
+
+
+def _run(caller: AgentCaller, release: ContextPackReleased, mode: str, position: int,
+         merkle_root: str, **counts: int) -> ContextPackReplayed:
+    values = {"unchanged": 0, "changed": 0, "unavailable": 0, "added": 0, "removed": 0,
+              **counts}
+    return ContextPackReplayed(
+        at=release.at, actor=caller.creator.key, replay_id=release.replay_id, mode=mode,
+        credential_id=caller.credential.id, created_by=caller.creator.key, position=position,
+        engine_version=ENGINE_VERSION, merkle_root=merkle_root, **values)
+
+
+def _record(packs: PackServices, caller: AgentCaller, run: ContextPackReplayed) -> int:
+    try:
+        outcome = packs.commands.execute(caller.workspace, run.replay_id,
+                                         RecordReplay(run=run))
+    except ReplayNotFoundError as exc:
+        raise ApiError(404, "NOT_FOUND", exc.message) from exc
+    except ReplayExpiredError as exc:
+        raise ApiError(410, "AGENT_REPLAY_EXPIRED", exc.message) from exc
+    return outcome.position
+
+
+def _verify(packs: PackServices, access: Access, release: ContextPackReleased,
+            head: int) -> tuple[dict[str, Any], ContextPackReplayed]:
+    caller = access.caller
+    ports = packs.configured()
+    position, _ = ports.inputs.resolve(caller.workspace, head, None)
+    ns = ports.inputs.namespace_at(caller.workspace, position)
+    items = recorded_items(release)
+    named = sorted({i.source.collection_id for i in items if i.source.collection_id})
+    corpus = ports.corpus.corpus([ns.collections[c] for c in named
+                                        if c in ns.collections])
+    get = access.sets()
+    sets = {sid: found for sid in {i.source.context_set_id for i in items
+                                   if i.source.context_set_id}
+            if (found := get(sid)) is not None}
+    readable = access.readable()
+    state = CurrentState(ns=ns, corpus=corpus, sets=sets, valid_time=release.valid_time,
+                         readable_now=readable.__contains__,
+                         bound_set=caller.context_set_id)
+    checked = verify(items, release.merkle_root, state)
+    run = _run(caller, release, "verify", position, checked.current_merkle_root,
+               unchanged=checked.unchanged, changed=checked.changed,
+               unavailable=checked.unavailable)
+    return verification_json(release.replay_id, position, checked), run
+
+
+def _recompute(packs: PackServices, access: Access, release: ContextPackReleased,
+               task: str | None) -> tuple[dict[str, Any], ContextPackReplayed]:
+    caller = access.caller
+    if task is None:
+        raise shapes.recompute_needs_task()
+    if task_sha256(task) != release.task_sha256:
+        raise ApiError(409, "AGENT_REPLAY_TASK_MISMATCH",
+                       "task does not match the recorded task hash")
+    p = release.parameters
+    bound = caller.context_set_id
+    if p.context_set_id and bound and p.context_set_id != bound:
+        raise ApiError(403, "FORBIDDEN", BoundToOtherSetError(bound).message)
+    active: ContextSetState | None = None
+    if p.context_set_id:
+        active = access.sets()(p.context_set_id) or ContextSetState(id=p.context_set_id)
+    request = PackRequest(task=task, max_tokens=p.max_tokens, max_latency_ms=p.max_latency_ms,
+                          coverage=p.coverage, collection_ids=p.collection_ids,
+                          document_ids=p.document_ids, sources=p.sources,
+                          retrieval=p.retrieval, context_set_id=p.context_set_id)
+    as_of = AsOf(valid_time=release.valid_time, system_time=release.system_time,
+                 position=release.position)
+    timings = Timings()
+    pack, _ = build_pack(packs, access, request, active, as_of, timings,
+                         time.monotonic() + p.max_latency_ms / 1000)
+    changes = diff(recorded_items(release), pack)
+    body = {"replayId": release.replay_id, "mode": "recompute",
+            "engineVersion": {"recorded": release.engine_version, "current": ENGINE_VERSION},
+            "pack": pack_body(pack),
+            "diff": {"added": list(changes.added), "removed": list(changes.removed),
+                     "changed": list(changes.changed), "unchanged": changes.unchanged}}
+    run = _run(caller, release, "recompute", release.position, pack.merkle_root,
+               unchanged=changes.unchanged, changed=len(changes.changed),
+               added=len(changes.added), removed=len(changes.removed))
+    return body, run
+
+
+@post(PATH, status_code=200, opt={"body": shapes.ReplayBody, "errors": ERRORS})
+@threaded_body
+def replay(request: Request[Any, Any, Any], body: bytes) -> Response[bytes]:
+    """Verify a released pack's items against the current state, or recompute the pack."""
+    packs = pack_services(request)
+    head = packs.head()
+    caller = authenticate(request, SCOPE, (*VIEWS, *packs.wait_views()))
+    req = decode(body, shapes.ReplayBody)
+    mode = shapes.check_replay(req)
+    replay_id = str(request.path_params["replayId"])
+    found = packs.replays.get(caller.workspace, replay_id)
+    if found is None:
+        raise ApiError(404, "NOT_FOUND", "replay not found")
+    release = found.release
+    if agent_services(request).clock() >= release.expires_at:
+        raise ApiError(410, "AGENT_REPLAY_EXPIRED",
+                       f"replay {replay_id} expired at {format_timestamp(release.expires_at)}")
+    access = Access(request, caller)
+    if mode == "verify":
+        answer, run = _verify(packs, access, release, head)
+    else:
+        answer, run = _recompute(packs, access, release, req.task)
+    position = _record(packs, caller, msgspec.structs.replace(
+        run, at=agent_services(request).clock()))
+    return api_json(answer, position=position)
+
+
+ROUTES = [replay]

@@ -1,0 +1,134 @@
+"""agent_data: folds context events into each live context's latest index, laid out as packs
+at the head read it: the first record per id with its features (the embedding copied onto the
+row for the vector scan) and the documents with their token counts.
+
+Features come from ``passage_features`` (applied before this view in the same worker and
+transaction); a text it lacks is computed and stored here, so this view never reads a count or
+vector that the features table would not hold.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+
+import msgspec
+
+from context_service.domain.context.adoption import ContextAdopted
+from context_service.domain.context.events import (
+    ContextCreated,
+    ContextDeleted,
+    QueryIndexPublished,
+    RevisionPublished,
+)
+from context_service.domain.stream import Recorded
+from context_service.projections.agent_data.view import (
+    AgentCollection,
+    AgentDataView,
+    DocumentRow,
+    PassageRow,
+)
+from context_service.projections.passage_features.features import (
+    PublishedTexts,
+    TextFeatures,
+    documents,
+    embedded_text,
+    first_per_id,
+    text_hash,
+)
+from context_service.projections.passage_features.projection import compute
+
+_RELEVANT = (ContextCreated, ContextAdopted, ContextDeleted, QueryIndexPublished,
+             RevisionPublished)
+
+
+def step(collection: AgentCollection | None, recorded: Recorded) -> AgentCollection | None:
+    event = recorded.event
+    match event:
+        case ContextCreated():
+            revision = event.revision.id if event.revision is not None else ""
+            return AgentCollection(namespace=event.namespace, name=event.name, type=event.type,
+                                   current_revision=revision)
+        case ContextAdopted():
+            return AgentCollection(namespace=event.namespace, name=event.name, type=event.type,
+                                   current_revision=event.current_revision)
+        case ContextDeleted():
+            return None
+        case RevisionPublished() if collection is not None:
+            return msgspec.structs.replace(collection, current_revision=event.revision.id)
+        case QueryIndexPublished() if collection is not None:
+            return msgspec.structs.replace(collection, index_revision=event.revision,
+                                           publication=recorded.position)
+    return collection
+
+
+class AgentData:
+    name = "agent_data"
+    tables: tuple[str, ...] = ("agent_collections", "agent_passages", "agent_documents")
+
+    def __init__(self, features: TextFeatures) -> None:
+        self.features = features
+
+    def apply(self, view: AgentDataView, batch: Sequence[Recorded]) -> None:
+        touched: dict[uuid.UUID, list[Recorded]] = {}
+        for recorded in batch:
+            if recorded.stream.kind == "context" and isinstance(recorded.event, _RELEVANT):
+                touched.setdefault(recorded.stream.id, []).append(recorded)
+        if not touched:
+            return
+        current = view.load(touched.keys())
+        for stream_id, events in touched.items():
+            before = current.get(stream_id)
+            after: AgentCollection | None = before
+            laid: Recorded | None = None  # the last publication of the batch still standing
+            for recorded in events:
+                after = step(after, recorded)
+                if isinstance(recorded.event, QueryIndexPublished) and after is not None:
+                    laid = recorded
+                elif not isinstance(recorded.event, RevisionPublished):
+                    laid = None
+            self._write(view, stream_id, before, after, laid)
+
+    def _write(self, view: AgentDataView, stream_id: uuid.UUID, before: AgentCollection | None,
+               after: AgentCollection | None, laid: Recorded | None) -> None:
+        old = before.publication if before is not None else 0
+        if after is None:
+            if before is not None:
+                view.remove(stream_id, old)
+            return
+        if old and after.publication != old:
+            view.drop_index(old)
+        if laid is not None:
+            passages, docs = self._layout(view, laid)
+            view.store_index(laid.position, passages, docs)
+        if after != before:
+            view.save(stream_id, after)
+
+    def _layout(self, view: AgentDataView,
+                recorded: Recorded) -> tuple[list[PassageRow], list[DocumentRow]]:
+        collection = recorded.stream.key
+        records = view.records(recorded)
+        texts = PublishedTexts()
+        texts.add_index(collection, records)
+        stored = view.features(texts.hashes)
+        missing = compute(self.features, texts,
+                          {h: f.vector is not None for h, f in stored.items()})
+        if missing:
+            view.store_features(missing)
+            stored.update(missing)
+        passages = first_per_id(records)
+        docs = documents(collection, passages)
+        document_of = {r.id: doc for doc, (members, _) in docs.items() for r in members}
+        rows = []
+        for ord_, record in passages:
+            own = text_hash(record.text)
+            rows.append(PassageRow(
+                ord=ord_, collection=collection, record_id=record.id,
+                document_id=document_of[record.id], text_hash=own,
+                tokens=stored[own].tokens, valid_from=record.valid_from,
+                valid_to=record.valid_to, fact_key=record.fact_key,
+                embedding=stored[text_hash(embedded_text(record))].vector))
+        doc_rows = [DocumentRow(document_id=doc, text_hash=text_hash(text),
+                                tokens=stored[text_hash(text)].tokens, passages=len(members))
+                    for doc, (members, text) in docs.items()]
+        return rows, doc_rows

@@ -1,0 +1,1 @@
+"""pack_inputs: the pack-input events of each namespace, and the fold to a position."""

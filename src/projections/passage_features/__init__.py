@@ -1,0 +1,1 @@
+"""passage_features: token counts and embeddings of every published text, by text hash."""

@@ -1,0 +1,208 @@
+"""Packs within context sets, in time and under the deadline (agent-context-api.md §3.5, §7.3,
+§7.5, §7.8, §7.9, §7.13): approved set items first, a bound credential packing in its set, an
+archived bound set packing without one, ``asOf.systemTime`` reading the log as it was, the
+latency deadline cutting retrieval short, a credential revoked before release, and the NATS
+stream carrying hashes and identities only."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from context_service import bootstrap
+from context_service.adapters.eventstore.outbox import LogFeed
+from context_service.adapters.nats.relay import Relay, RelaySettings
+from context_service.adapters.nats.stream import StreamSpec
+from context_service.domain.pack.model import Corpus, Retrieval, Scored
+from context_service.http.agent.pack_services import KEY as PACKS_KEY
+from context_service.http.agent.pack_services import PackServices
+from context_service.projections.outbox import MemoryPositionStore
+from tests.api.agent.packs_corpus import FACTS, TASK, facts_records, pack_body, seed_corpus
+from tests.api.agent.packs_support import PACKS, Agent, publish
+from tests.api.agent.packs_support import settings as settings  # the fixture
+from tests.api.conftest import Api
+from tests.api.sets_support import CFO_ANSWER, CREDENTIALS, archive_set, create_set, token
+from tests.support.nats_fixtures import NatsServerHandle, read_stream, wait_until
+
+pytestmark = pytest.mark.postgres
+FINANCE = {"collections": [FACTS], "verifiedAnswers": [CFO_ANSWER],
+           "definitions": [{"term": "CFO", "definition": "the executive responsible for "
+                            "Acme's finances.", "aliases": ["Chief Financial Officer"]}],
+           "instructions": [{"id": "cite", "text": "Cite the record id of every fact."}],
+           "requiredEvidence": [{"id": "appointment", "description": "CFO appointment",
+                                 "query": "CFO appointment"}]}
+CLASSES = ["verified_answers", "definitions", "instructions", "required_evidence", "evidence",
+           "whole_document"]
+
+
+@pytest.fixture
+def corpus(api: Api) -> Api:
+    seed_corpus(api)
+    return api
+
+
+def packs_of(api: Api) -> PackServices:
+    found = api.client.app.state.services.extra[PACKS_KEY]
+    assert isinstance(found, PackServices)
+    return found
+
+
+class Wrapped:
+    """Retrieval with a hook run before each lexical list."""
+
+    def __init__(self, inner: Retrieval, before: Any) -> None:
+        self.inner = inner
+        self.before = before
+
+    def lexical(self, query: str, corpus: Corpus,
+                eligible: frozenset[str] | None) -> list[Scored]:
+        self.before()
+        return self.inner.lexical(query, corpus, eligible)
+
+    def vector(self, query: str, corpus: Corpus,
+               eligible: frozenset[str] | None) -> list[Scored]:
+        return self.inner.vector(query, corpus, eligible)
+
+
+def with_hook(api: Api, before: Any, body: dict[str, Any], agent: Agent) -> Any:
+    packs = packs_of(api)
+    assert packs.ports is not None
+    original = packs.ports
+    packs.ports = replace(original, retrieval=Wrapped(original.retrieval, before))
+    try:
+        return agent.post(PACKS, body)
+    finally:
+        packs.ports = original
+
+
+def test_a_set_pack_puts_approved_items_first_in_class_order(corpus: Api) -> None:
+    create_set(corpus, "finance", **FINANCE)
+    for agent in (Agent(corpus, token(corpus)),
+                  Agent(corpus, token(corpus, context_set_id="finance"))):
+        body = agent.pack(pack_body(contextSetId="finance")).json()
+        items = body["items"]
+        assert [i["id"] for i in items[:3]] == ["set:finance/answer/current-cfo",
+                                                 "set:finance/definition/CFO",
+                                                 "set:finance/instruction/cite"]
+        assert all(i["trust"] == "approved" and "validity" not in i for i in items[:3])
+        assert all(i["trust"] == "untrusted" for i in items[3:])
+        ranks = [CLASSES.index(i["class"]) for i in items]
+        assert ranks == sorted(ranks)
+        required = [i for i in items if i["class"] == "required_evidence"]
+        assert required and all(i["requirementIds"] == ["appointment"] for i in required)
+        assert items[0]["source"] == {"kind": "context_set", "contextSetId": "finance",
+                                      "contextSetVersion": 1}
+        assert body["complete"] is True and body["missing"] == []
+
+
+def test_a_bound_credential_packs_in_its_set_until_it_is_archived(corpus: Api) -> None:
+    create_set(corpus, "finance", **FINANCE)
+    bound = Agent(corpus, token(corpus, context_set_id="finance"))
+    within = bound.pack(pack_body()).json()
+    assert within["items"][0]["id"] == "set:finance/answer/current-cfo"
+    assert all(i["source"].get("collectionId") in (None, FACTS) for i in within["items"])
+    archive_set(corpus, "finance")
+    after = bound.pack(pack_body()).json()
+    assert after["items"] and not any(i["id"].startswith("set:") for i in after["items"])
+    # the archived set's last collections stay its limit: notes is never read
+    assert all(i["source"].get("collectionId") == FACTS for i in after["items"])
+
+
+def test_system_time_reads_the_log_as_it_was(corpus: Api) -> None:
+    agent = Agent(corpus, token(corpus))
+    before = agent.pack(pack_body()).json()
+    time.sleep(1.1)  # recorded times are the clock's: leave a second between the two states
+    changed = "Acme appointed Priya Raman as CFO, effective 1 July 2024."
+    publish(corpus, FACTS, "7" * 64, facts_records(changed, "7" * 64))
+    now = agent.pack(pack_body()).json()
+    past = agent.pack(pack_body(asOf={"validTime": "2025-01-01T00:00:00Z",
+                                      "systemTime": before["asOf"]["systemTime"]})).json()
+    assert now["asOf"]["position"] > before["asOf"]["position"]
+    assert past["asOf"] == before["asOf"]
+    assert past["items"] == before["items"] and past["receipt"] == before["receipt"]
+    text = {i["id"]: i["text"] for i in now["items"]}
+    assert text["psg:company-facts/cfo-2024"] == changed
+    epoch = agent.pack(pack_body(asOf={"systemTime": "2000-01-01T00:00:00Z"})).json()
+    assert epoch["asOf"]["position"] == 0 and epoch["items"] == []
+
+
+def test_the_deadline_cuts_retrieval_short(corpus: Api) -> None:
+    agent = Agent(corpus, token(corpus))
+    resp = with_hook(corpus, lambda: time.sleep(1.05),
+                     pack_body(budget={"maxTokens": 2000, "maxLatencyMs": 1000}), agent)
+    assert resp.status_code == 200, resp.text
+    body = resp.json()
+    assert body["missing"] == [{"kind": "deadline", "reason": "retrieval_cut_short"}]
+    assert body["complete"] is False
+
+
+def test_a_credential_revoked_before_release_is_refused_and_nothing_recorded(
+        corpus: Api, container: bootstrap.Container) -> None:
+    value = token(corpus)
+    agent = Agent(corpus, value)
+    head = container.store.head()
+    revoke_path = f"{CREDENTIALS}/{value.split('_')[1]}"
+
+    def revoke() -> None:
+        assert corpus.as_("user:alice").delete(revoke_path).status_code == 204
+
+    resp = with_hook(corpus, revoke, pack_body(), agent)
+    assert (resp.status_code, resp.json()) == (401, {"code": "UNAUTHORIZED",
+                                                     "message": "agent credential is not valid"})
+    names = [r.name for r in container.store.read(head, 100)]
+    assert "ContextPackReleased" not in names
+
+
+@pytest.mark.nats
+def test_nats_carries_hashes_and_identities_only(
+        corpus: Api, container: bootstrap.Container, nats_server: NatsServerHandle,
+        nats_stream: StreamSpec) -> None:
+    agent = Agent(corpus, token(corpus))
+    body = agent.pack(pack_body()).json()
+    resp = agent.post(f"/api/agent/v1/replays/{body['replayId']}",
+                      {"mode": "recompute", "task": TASK})
+    assert resp.status_code == 200, resp.text
+    relay = Relay(LogFeed(container.store), MemoryPositionStore(),
+                  RelaySettings(url=nats_server.url, stream=nats_stream))
+    head = container.store.head()
+    relay.start()
+    try:
+        wait_until(lambda: relay.stats.last_position >= head, what="relay catch-up")
+    finally:
+        relay.stop()
+    published = [m for m in read_stream(nats_server.url, nats_stream)
+                 if ".context_pack." in m.subject]
+    assert [m.subject.rsplit(".", 1)[1] for m in published] == ["ContextPackReleased",
+                                                                "ContextPackReplayed"]
+    assert published[0].subject == f"{nats_stream.subject_prefix}.acme.context_pack." \
+                                   "ContextPackReleased"
+    data = json.loads(published[0].payload)["data"]
+    assert data["replay_id"] == body["replayId"] and data["pack_id"] == body["packId"]
+    payloads = b"\n".join(m.payload for m in published)
+    for text in [TASK, *(i["text"] for i in body["items"])]:
+        assert json.dumps(text)[1:-1].encode() not in payloads
+
+
+def test_time_travel_never_resurrects_access_except_the_administrators(corpus: Api) -> None:
+    """A context deleted since ``systemTime`` is not readable now — except by the bootstrap
+    administrator, who reads deleted contexts too (§3.4 rule 2)."""
+    alice = Agent(corpus, token(corpus))
+    admin = Agent(corpus, token(corpus, creator="service:context-service-admin"))
+    before = alice.pack(pack_body()).json()
+    assert any(i["source"].get("collectionId") == FACTS for i in before["items"])
+    time.sleep(1.1)
+    resp = corpus.as_("user:alice").delete(f"/v1/namespaces/acme/contexts/{FACTS}")
+    assert resp.status_code == 204, resp.text
+    past = pack_body(asOf={"validTime": "2025-01-01T00:00:00Z",
+                           "systemTime": before["asOf"]["systemTime"]})
+    mine = alice.pack(past).json()
+    assert mine["asOf"] == before["asOf"]
+    assert not any(i["source"].get("collectionId") == FACTS for i in mine["items"])
+    assert alice.post(PACKS, {**past, "filters": {"collectionIds": [FACTS]}}).status_code == 404
+    admins = admin.pack(past).json()
+    assert [i for i in admins["items"] if i["source"].get("collectionId") == FACTS] == [
+        i for i in before["items"] if i["source"].get("collectionId") == FACTS]

@@ -1,0 +1,242 @@
+"""What packs read, over real PostgreSQL: features computed at publication, the namespace
+folded to a position (equal to folding the raw log), time travel, and the fast retrieval lists
+against the formula (BM25) and against cosines computed here (vector list)."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from context_service.adapters.embedding.wordllama_model import load
+from context_service.bootstrap import Container, pack_ports
+from context_service.domain.context import commands as c
+from context_service.domain.context.events import QueryRecord, SourceRef
+from context_service.domain.context.state import ContextState
+from context_service.domain.context.state import evolve as evolve_context
+from context_service.domain.context_set.state import ContextSetState
+from context_service.domain.context_set.state import evolve as evolve_set
+from context_service.domain.events import ADMIN
+from context_service.domain.pack.model import document_id
+from context_service.domain.pack.reference import ReferenceRetrieval
+from context_service.projections.pack_inputs.fold import EPOCH
+from context_service.projections.pack_inputs.view import PACK_INPUTS
+from context_service.projections.passage_features.features import text_hash
+from tests.projections.history import write_history
+from tests.projections.pack_support import (
+    WHEN,
+    WORDS,
+    collection,
+    digest,
+    formula_bm25,
+    publish,
+    random_records,
+)
+from tests.projections.set_history import write_set_history
+
+pytestmark = pytest.mark.postgres
+
+
+def _caught_up(container: Container) -> None:
+    head = container.store.head()
+    for runner in container.runners.values():
+        assert runner.wait_for(head, timeout=30)
+
+
+def test_features_and_agent_data_are_computed_at_publication(container: Container) -> None:
+    rev = "a" * 64
+    collection(container.contexts, "notes", rev)
+    records = (
+        QueryRecord(id="r1", context="notes", type="memory", revision=rev, title="CFO",
+                    text="Who is the current CFO, and since when?", file="board.md"),
+        QueryRecord(id="r2", context="notes", type="memory", revision=rev, text="Anna Berg.",
+                    file="board.md"),
+        QueryRecord(id="r1", context="notes", type="memory", revision=rev, text="ignored"))
+    position = publish(container.contexts, "notes", rev, records)
+    _caught_up(container)
+    model = load()
+    with container.datastore.transaction(commit=False) as cur:
+        cur.execute("SELECT hash, tokens, embedding IS NOT NULL AS v,"
+                    " vector_norm(embedding) AS norm FROM passage_features")
+        rows = {bytes(r["hash"]): r for r in cur.fetchall()}
+        cur.execute("SELECT record_id, ord, tokens, document_id, embedding IS NOT NULL AS v"
+                    " FROM agent_passages WHERE publication = %s ORDER BY ord", (position,))
+        passages = cur.fetchall()
+        cur.execute("SELECT tokens, passages FROM agent_documents WHERE publication = %s",
+                    (position,))
+        documents = cur.fetchall()
+    question = "Who is the current CFO, and since when?"
+    assert rows[text_hash(question)]["tokens"] == 11
+    embedded = rows[text_hash("CFO\n" + question)]
+    assert embedded["v"] and abs(embedded["norm"] - 1) < 1e-6
+    assert embedded["tokens"] == model.count("CFO\n" + question)
+    assert rows[text_hash("ignored")]["tokens"] == model.count("ignored")  # every text published
+    doc_text = question + "\n\nAnna Berg."
+    assert rows[text_hash(doc_text)]["tokens"] == model.count(doc_text)
+    assert [(bytes(p["record_id"]), p["ord"], p["tokens"]) for p in passages] == [
+        (b"r1", 0, 11), (b"r2", 1, model.count("Anna Berg."))]
+    assert {bytes(p["document_id"]) for p in passages} == {b"notes/board.md"}
+    assert all(p["v"] for p in passages)
+    assert [(d["tokens"], d["passages"]) for d in documents] == [(model.count(doc_text), 2)]
+
+
+def _fold_log(container: Container, namespace: str, position: int
+              ) -> tuple[dict[str, ContextState], dict[str, ContextSetState]]:
+    contexts: dict[str, ContextState] = {}
+    sets: dict[str, ContextSetState] = {}
+    for r in container.store.read(0, 1_000_000, stop=position):
+        if r.stream.namespace != namespace:
+            continue
+        if r.stream.kind == "context":
+            contexts[r.stream.key] = evolve_context(contexts.get(r.stream.key, ContextState()),
+                                                    r.event)
+        elif r.stream.kind == "context_set":
+            sets[r.stream.key] = evolve_set(sets.get(r.stream.key, ContextSetState()), r.event)
+    return contexts, sets
+
+
+def test_namespace_at_equals_the_fold_of_the_raw_log(container: Container) -> None:
+    write_history(container.contexts, seed=5, steps=150)
+    write_set_history(container.context_sets, seed=5, steps=60)
+    _caught_up(container)
+    ports = pack_ports(container)
+    log = container.store.read(0, 1_000_000)
+    head = log[-1].position
+    inputs = [r for r in log if r.stream.namespace == "ns" and isinstance(r.event, PACK_INPUTS)]
+    assert len(inputs) > 30
+    rng = random.Random(1)
+    for position in [*sorted(rng.sample(range(1, head + 1), 12)), head]:
+        before = [r for r in inputs if r.position <= position]
+        p, when = ports.inputs.resolve("ns", position, None)
+        assert p == (before[-1].position if before else 0)
+        assert when == (before[-1].event.at if before else EPOCH)
+        at = ports.inputs.namespace_at("ns", p)
+        contexts, sets = _fold_log(container, "ns", p)
+        assert set(at.collections) == set(contexts)
+        for name, state in contexts.items():
+            got = at.collections[name]
+            assert (got.live, got.type, got.current_revision, got.index_revision) == (
+                state.live, state.type, state.current_revision,
+                state.index_revision or "")
+            published = [r.position for r in before if r.stream.key == name
+                         and type(r.event).__name__ == "QueryIndexPublished"]
+            if got.publication:
+                assert got.publication == published[-1]
+        assert at.sets == {s.id: s for s in sets.values() if s.exists}
+    # with a system time: the latest pack input recorded at or before it
+    middle = inputs[len(inputs) // 2]
+    p, when = ports.inputs.resolve("ns", None, middle.event.at)
+    assert when == middle.event.at
+    assert p == max(r.position for r in inputs if r.event.at <= middle.event.at)
+    assert ports.inputs.resolve("nobody", None, None) == (0, EPOCH)
+
+
+def test_an_older_position_reads_the_older_index(container: Container) -> None:
+    first, second = "1" * 64, "2" * 64
+    source = SourceRef("upstream", "state", "3" * 64)
+    collection(container.contexts, "notes", first, sources=(source,))
+    old = (QueryRecord(id="a", context="notes", type="memory", revision=first,
+                       text="budget plan"),)
+    publish(container.contexts, "notes", first, old)
+    _caught_up(container)
+    ports = pack_ports(container)
+    p_old, _ = ports.inputs.resolve("ns", None, None)
+    container.contexts.execute("ns", "notes", c.PublishRevision(
+        actor=ADMIN, id=second, created_at=WHEN, operation="sync"))
+    new = (QueryRecord(id="b", context="notes", type="memory", revision=second,
+                       text="revenue growth"),)
+    publish(container.contexts, "notes", second, new)
+    _caught_up(container)
+    p_new, _ = ports.inputs.resolve("ns", None, None)
+    at_old = ports.inputs.namespace_at("ns", p_old)
+    at_new = ports.inputs.namespace_at("ns", p_new)
+    assert at_old.collections["notes"].sources == (source,)
+    assert at_new.collections["notes"].sources == ()
+    old_corpus = ports.corpus.corpus(list(at_old.collections.values()))
+    new_corpus = ports.corpus.corpus(list(at_new.collections.values()))
+    assert [p.record.id for p in old_corpus["notes"].passages] == ["a"]
+    assert [p.record.id for p in new_corpus["notes"].passages] == ["b"]
+    # the older index is no longer current: its vectors come from passage_features
+    assert [s.record_id for s in ports.retrieval.vector("budget plan", old_corpus, None)] == [
+        "a"]
+    assert [s.record_id for s in ports.retrieval.lexical("budget", old_corpus, None)] == ["a"]
+    assert ports.retrieval.lexical("budget", new_corpus, None) == []
+    # between the index's revision and its publication the index is unusable
+    middle = ports.inputs.namespace_at("ns", p_new - 1)
+    assert not middle.collections["notes"].usable
+    assert ports.corpus.corpus(list(middle.collections.values())) == {}
+
+
+def _generated_corpus(container: Container, seed: int) -> tuple[int, list[str]]:
+    rng = random.Random(seed)
+    names = [f"c{i}" for i in range(4)]
+    for name in names:
+        rev = digest(rng)
+        collection(container.contexts, name, rev)
+        publish(container.contexts, name, rev, random_records(rng, name, rev, 60))
+    _caught_up(container)
+    return container.store.head(), names
+
+
+@pytest.mark.parametrize("seed", [3, 8])
+def test_lexical_lists_equal_the_reference(container: Container, seed: int) -> None:
+    _generated_corpus(container, seed)
+    ports = pack_ports(container)
+    p, _ = ports.inputs.resolve("ns", None, None)
+    corpus = ports.corpus.corpus(list(ports.inputs.namespace_at("ns", p).collections.values()))
+    assert len(corpus) == 4
+    rng = random.Random(seed)
+    documents = sorted({d for one in corpus.values() for d in one.document_of.values()})
+    for _ in range(8):
+        query = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 4)))
+        eligible = (None if rng.random() < 0.5
+                    else frozenset(rng.sample(documents, len(documents) // 3)))
+        got = ports.retrieval.lexical(query, corpus, eligible)
+        assert got == ReferenceRetrieval().lexical(query, corpus, eligible)
+        assert [(s.collection, s.record_id, round(s.score * 1e6)) for s in got] == \
+            formula_bm25(query, corpus, eligible)
+        if eligible is not None:
+            assert all(corpus[s.collection].document_of[s.record_id] in eligible for s in got)
+    assert ports.retrieval.lexical("zzz unknown", corpus, None) == []
+
+
+def test_vector_list_orders_by_cosine_and_cuts_at_a_quarter(container: Container) -> None:
+    _generated_corpus(container, 4)
+    ports = pack_ports(container)
+    p, _ = ports.inputs.resolve("ns", None, None)
+    corpus = ports.corpus.corpus(list(ports.inputs.namespace_at("ns", p).collections.values()))
+    model = load()
+    query = "who was appointed cfo by the board"
+    task = model.embed(query)
+    assert task is not None
+    expected = []
+    for name, one in corpus.items():
+        for passage in one.passages:
+            r = passage.record
+            vector = model.embed(f"{r.title}\n{r.text}" if r.title else r.text)
+            if vector is not None:
+                cosine = float(np.dot(vector.astype(np.float64), task.astype(np.float64)))
+                expected.append((cosine, name, r.id))
+    got = ports.retrieval.vector(query, corpus, None)
+    assert got, "some records share words with the query"
+    assert len(got) <= 200
+    assert all(s.score >= 0.25 for s in got)
+    keys = [(-s.score, s.collection, s.record_id) for s in got]
+    assert keys == sorted(keys)
+    by_key = {(n, i): cos for cos, n, i in expected}
+    for s in got:
+        assert abs(by_key[(s.collection, s.record_id)] - s.score) < 2e-6
+    above = {(n, i) for cos, n, i in expected if cos >= 0.25 + 1e-5}
+    if len(above) <= 200:
+        assert above <= {(s.collection, s.record_id) for s in got}
+    assert all(cos < 0.25 + 1e-5 for cos, n, i in expected
+               if (n, i) not in {(s.collection, s.record_id) for s in got}) or len(got) == 200
+    eligible = frozenset(document_id(s.collection, corpus[s.collection].by_id[s.record_id].record)
+                         for s in got[:3])
+    restricted = ports.retrieval.vector(query, corpus, eligible)
+    assert restricted and all(corpus[s.collection].document_of[s.record_id] in eligible
+                              for s in restricted)
+    assert [s for s in got if corpus[s.collection].document_of[s.record_id] in eligible] == \
+        restricted[:len([s for s in got
+                         if corpus[s.collection].document_of[s.record_id] in eligible])]

@@ -1,0 +1,82 @@
+"""The embedding model, offline: token counts of the spec's examples, unit-length and
+deterministic embeddings equal to the mean of the token vectors, and the offline error."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from context_service.adapters.embedding.wordllama_model import (
+    UNAVAILABLE,
+    ModelUnavailable,
+    TextFeaturesModel,
+    load,
+    vector_bytes,
+)
+from context_service.projections.passage_features.features import Text
+
+
+def test_token_counts_follow_the_llama_tokenizer() -> None:
+    model = load()
+    assert model.count("Who is the current CFO, and since when?") == 11
+    assert model.count("") == 0
+    assert model.counts(["Who is the current CFO, and since when?", "", "CFO"]) == [
+        11, 0, model.count("CFO")]
+
+
+def test_embedding_is_the_unit_mean_of_the_token_vectors() -> None:
+    model = load()
+    text = "Anna Berg became CFO on 1 March 2025."
+    vector = model.embed(text)
+    assert vector is not None and vector.shape == (256,) and vector.dtype == np.float32
+    assert abs(float(np.linalg.norm(vector.astype(np.float64))) - 1.0) < 1e-6
+    ids = model.token_ids([text])[0]
+    mean = model._matrix[ids].astype(np.float64).mean(axis=0)
+    assert np.allclose(vector, mean / np.linalg.norm(mean), atol=1e-7)
+    assert np.array_equal(model.embed(text), vector)  # deterministic
+    assert model.embed("") is None  # no tokens, no vector
+
+
+def test_features_pair_counts_with_big_endian_vectors() -> None:
+    features = TextFeaturesModel().features([Text(("CFO appointment",), embed=True),
+                                             Text(("CFO", "appointment"), "\n\n")])
+    assert features[0].tokens == load().count("CFO appointment")
+    assert features[0].vector is not None and len(features[0].vector) == 256 * 4
+    restored = np.frombuffer(features[0].vector, dtype=">f4")
+    assert np.array_equal(restored, load().embed("CFO appointment"))
+    assert features[1] == (load().count("CFO\n\nappointment"), None)
+
+
+_PIECE = st.text(alphabet=st.sampled_from(list("ab Z9 .,\n\t▁<s>é东😀")), max_size=30)
+
+
+@settings(max_examples=300, deadline=None)
+@given(parts=st.lists(_PIECE, min_size=1, max_size=5), separator=st.sampled_from(
+    ["", "\n", "\n\n", " ", "▁"]), embed=st.booleans())
+def test_word_by_word_ids_equal_the_tokenizers(parts: list[str], separator: str,
+                                               embed: bool) -> None:
+    model = load()
+    text = Text(tuple(parts), separator, embed)
+    full = model.full_token_ids([text.text])[0]
+    assert model.token_ids([text.text])[0] == full
+    assert model.count(text.text) == len(full)
+    (feature,) = model.features([text])
+    assert feature.tokens == len(full)
+    if embed and full:
+        assert feature.vector == vector_bytes(model.embed_ids(full))
+
+
+def test_long_texts_are_neither_truncated_nor_padded() -> None:
+    model = load()
+    text = " ".join(f"word{i}" for i in range(3000))
+    assert model.count(text) == len(model.full_token_ids([text])[0]) > 3000
+    assert model.counts(["a", text]) == [model.count("a"), model.count(text)]
+
+
+def test_missing_model_files_are_reported_not_downloaded(tmp_path: object) -> None:
+    with pytest.raises(ModelUnavailable, match=r"^wordllama model l2_supercat \(256\) is not"
+                                               r" available offline$"):
+        load(str(tmp_path))
+    assert UNAVAILABLE == "wordllama model l2_supercat (256) is not available offline"
