@@ -100,7 +100,7 @@ json_values = st.recursive(
 
 def values_of(annotation: Any) -> st.SearchStrategy[Any]:
     """Every field filled (st.builds alone would leave each optional field at its default)."""
-    if annotation is Any:
+    if annotation is Any or annotation is object:  # a JSON value (RecordField.value)
         return json_values
     if annotation is datetime:
         return aware
