@@ -99,33 +99,36 @@ def part_events(now: datetime, actor: str, revision: str, records: tuple[QueryRe
 def body_events(now: datetime, actor: str, revision: str,
                 records: tuple[QueryRecord, ...]) -> list[Event]:
     """A whole index in one body: one event, or staged parts and the publication."""
-    whole = QueryIndexPublished(at=now, actor=actor, revision=revision, records=records)
-    if len(_encoder.encode(whole)) <= SPLIT_BYTES:
-        return [whole]
-    chunks = split(records)
+    if len(_encoder.encode(records)) <= SPLIT_BYTES:
+        return [QueryIndexPublished(at=now, actor=actor, revision=revision, records=records)]
+    sizes = [len(_encoder.encode(r)) + 1 for r in records]
+    # what a part event holds besides its records (timestamp, names, numbers), bounded
+    overhead = len(_encoder.encode(actor)) + len(_encoder.encode(revision)) + 512
+    for record, size in zip(records, sizes, strict=True):
+        if size + overhead > MAX_EVENT_BYTES:
+            raise ContextInvalidError(
+                f"query record {quote(record.id)} is too large to store"
+                f" (at most {MAX_EVENT_BYTES} bytes encoded)")
+    chunks = split(records, sizes)
     events: list[Event] = [
         QueryIndexPartStaged(at=now, actor=actor, revision=revision, upload_id=BODY_UPLOAD,
                              part=number, parts=len(chunks), records=chunk)
         for number, chunk in enumerate(chunks, 1)]
-    for event in events:
-        if len(_encoder.encode(event)) > MAX_EVENT_BYTES:
-            assert isinstance(event, QueryIndexPartStaged)
-            raise ContextInvalidError(
-                f"query record {quote(event.records[0].id)} is too large to store"
-                f" (at most {MAX_EVENT_BYTES} bytes encoded)")
     events.append(QueryIndexPublished(at=now, actor=actor, revision=revision, records=(),
                                       upload_id=BODY_UPLOAD, parts=len(chunks)))
     return events
 
 
-def split(records: Sequence[QueryRecord]) -> list[tuple[QueryRecord, ...]]:
+def split(records: Sequence[QueryRecord],
+          sizes: Sequence[int] | None = None) -> list[tuple[QueryRecord, ...]]:
     """Consecutive runs of records whose encoding stays within ``SPLIT_BYTES`` (a record
-    larger than that is a run of its own)."""
+    larger than that is a run of its own). ``sizes``: each record's encoded length plus one."""
+    if sizes is None:
+        sizes = [len(_encoder.encode(r)) + 1 for r in records]
     chunks: list[tuple[QueryRecord, ...]] = []
     run: list[QueryRecord] = []
     size = 0
-    for record in records:
-        length = len(_encoder.encode(record)) + 1
+    for record, length in zip(records, sizes, strict=True):
         if run and size + length > SPLIT_BYTES:
             chunks.append(tuple(run))
             run, size = [], 0
