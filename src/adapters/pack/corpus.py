@@ -24,6 +24,7 @@ class Cached:
     __slots__ = ("corpus", "lexical")
 
     def __init__(self, corpus: CollectionCorpus) -> None:
+        corpus.warm()  # deduplication signatures paid once at load, not by the first packs
         self.corpus = corpus
         self.lexical = LexicalIndex(corpus)
 

@@ -7,6 +7,7 @@ scan as the ``Retrieval`` port, access now as ``readable_now``."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 import msgspec
 
@@ -14,11 +15,17 @@ from context_service.domain.context_set.events import RequiredEvidence
 from context_service.domain.pack import set_items
 from context_service.domain.pack.evidence import document_item, fact_item, passage_item
 from context_service.domain.pack.graph import Fact, derived_from, facts_of_record
-from context_service.domain.pack.items import REQUIRED_EVIDENCE, Item, Missing, Pack
-from context_service.domain.pack.model import Corpus, Retrieval, Scored, TokenCount
+from context_service.domain.pack.items import (
+    FRAMING_TOKENS,
+    REQUIRED_EVIDENCE,
+    Item,
+    Missing,
+    Pack,
+)
+from context_service.domain.pack.model import Corpus, Document, Retrieval, Scored, TokenCount
 from context_service.domain.pack.ranking import Candidate, Walk, ranked
 from context_service.domain.pack.records import Judge
-from context_service.domain.pack.release import Packed, release
+from context_service.domain.pack.release import Packed, Skipped, release
 from context_service.domain.pack.request import HYBRID, AsOf, PackRequest, split_document_id
 from context_service.domain.pack.scope import PackScope, Readable
 
@@ -63,7 +70,7 @@ class _Packer:
         self.items: list[Item] = []
         self.index: dict[str, int] = {}  # packed id -> position in items
         self.offered: set[str] = set()
-        self.skipped: list[Item] = []
+        self.skipped: list[Skipped] = []
 
     def offer(self, item: Item) -> bool:
         self.offered.add(item.id)
@@ -72,8 +79,18 @@ class _Packer:
             self.index[item.id] = len(self.items)
             self.items.append(item)
             return True
-        self.skipped.append(item)
+        self.skipped.append(Skipped(item.id, item.concerns))
         return False
+
+    def offer_document(self, d: Document, build: Callable[[], Item]) -> None:
+        """``offer`` of a whole document's item, built only when it fits (a document's
+        flags read every record of it; skipping needs only its id and collection)."""
+        if d.tokens + FRAMING_TOKENS <= self.remaining:
+            self.offer(build())
+            return
+        item_id = f"doc:{d.document_id}"
+        self.offered.add(item_id)
+        self.skipped.append(Skipped(item_id, frozenset((d.collection,))))
 
 
 def _anchor_facts(walk: Walk, corpus: Corpus, judge: Judge,
@@ -184,8 +201,8 @@ def assemble(request: PackRequest, as_of: AsOf, scope: PackScope, corpus: Corpus
             packer.offer(passage(cand, "evidence"))
         offer_facts(cand.ref)
     if request.wants("documents") and deadline.allows():
-        for doc_item in _whole_documents(task_list, walk, packer, corpus, judge):
-            packer.offer(doc_item)
+        for d, score in _whole_documents(task_list, walk, packer, corpus):
+            packer.offer_document(d, partial(document_item, d, corpus, judge, score))
     packed = Packed(items=packer.items, skipped=packer.skipped, duplicates=walk.duplicates,
                     served=served, unmet=unmet,
                     requirement_order=[r.id for r, _ in requirements])
@@ -201,24 +218,24 @@ def _with_requirement(item: Item, requirement_id: str) -> Item:
                                    requirement_ids=(*item.requirement_ids, requirement_id))
 
 
-def _whole_documents(task_list: list[Candidate], walk: Walk, packer: _Packer, corpus: Corpus,
-                     judge: Judge) -> list[Item]:
+def _whole_documents(task_list: list[Candidate], walk: Walk, packer: _Packer,
+                     corpus: Corpus) -> list[tuple[Document, int]]:
     """Documents of at least two records, one in the task list, with a record neither packed
     nor absorbed by a packed item, by their best task-list position; the first five."""
     best: dict[str, Candidate] = {}
     for cand in task_list:
         c = corpus[cand.passage.collection]
         best.setdefault(c.document_of[cand.passage.record.id], cand)
-    out: list[Item] = []
+    out: list[tuple[Document, int]] = []
     for doc_id, cand in best.items():
         d = corpus[cand.passage.collection].documents[doc_id]
         if len(d.record_ids) < 2:
             continue
-        refs = [f"{d.collection}/{r}" for r in d.record_ids]
+        refs = (f"{d.collection}/{r}" for r in d.record_ids)
         if all(f"psg:{r}" in packer.index
                or f"psg:{walk.keeper_of.get(r, '')}" in packer.index for r in refs):
             continue
-        out.append(document_item(d, corpus, judge, cand.score))
+        out.append((d, cand.score))
         if len(out) == WHOLE_DOCUMENTS:
             break
     return out

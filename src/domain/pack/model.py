@@ -16,7 +16,7 @@ import msgspec
 
 from context_service.domain.context.events import QueryRecord, SourceRef
 from context_service.domain.context_set.state import ContextSetState
-from context_service.domain.pack.text import prefix_signature
+from context_service.domain.pack.text import signature
 
 ENGINE_VERSION = "pack-engine/1"
 SOURCES = ("passages", "graph", "documents")
@@ -137,20 +137,24 @@ class CollectionCorpus:
             docs[doc] = Document(document_id=doc, collection=collection, record_ids=tuple(ids),
                                  text=text, tokens=tokens(text))
         self.documents = docs
-        self._prefixes: dict[str, array[int]] = {}
+        self._signatures: dict[str, tuple[array[int], int]] = {}
 
     def prefix(self, record_id: str) -> array[int]:
         """The deduplication signature of a passage's text (``text.prefix_signature``)."""
-        found = self._prefixes.get(record_id)
+        return self.signature(record_id)[0]
+
+    def signature(self, record_id: str) -> tuple[array[int], int]:
+        """The passage's ``prefix`` and the number of its text's distinct shingles."""
+        found = self._signatures.get(record_id)
         if found is None:
-            found = prefix_signature(self.by_id[record_id].record.text)
-            self._prefixes[record_id] = found
+            found = signature(self.by_id[record_id].record.text)
+            self._signatures[record_id] = found
         return found
 
     def warm(self) -> None:
         """Compute every passage's deduplication signature now."""
         for p in self.passages:
-            self.prefix(p.record.id)
+            self.signature(p.record.id)
 
 
 Corpus = Mapping[str, CollectionCorpus]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import msgspec
 
@@ -14,12 +15,19 @@ from context_service.domain.pack.receipt import item_digest, merkle_root
 from context_service.domain.pack.request import AsOf, PackRequest, split_document_id
 
 
+class Skipped(NamedTuple):
+    """An item skipped for budget: what ``omitted`` and the release check read of it."""
+
+    id: str
+    concerns: frozenset[str]
+
+
 @dataclass(frozen=True, slots=True)
 class Packed:
     """Packing's outcome before the release check."""
 
     items: list[Item]  # pack order
-    skipped: list[Item]  # skipped for budget, in order
+    skipped: list[Skipped]  # skipped for budget, in order
     duplicates: list[str]  # absorbed record references, in order
     served: dict[str, list[str]]  # requirement id -> ids of the packed items serving it
     unmet: dict[str, str]  # requirement id -> reason, for requirements nothing was packed for
@@ -46,7 +54,7 @@ def release(request: PackRequest, as_of: AsOf, packed: Packed, head: list[Missin
     def ref_ok(ref: str) -> bool:
         return readable(ref.partition("/")[0])
 
-    def item_ok(item: Item) -> bool:
+    def item_ok(item: Item | Skipped) -> bool:
         return all(readable(c) for c in item.concerns)
 
     kept: list[Item] = []

@@ -67,6 +67,16 @@ def prefix_signature(text: str) -> array[int]:
     whose hash is at most the last one's, so hash ties cannot hide it). A pair whose signatures
     share a hash is then compared exactly. Hashes are those of this process: a signature is
     never stored or compared across processes."""
+    return signature(text)[0]
+
+
+def signature(text: str) -> tuple[array[int], int]:
+    """``prefix_signature`` of the text and the number of its distinct shingles."""
     hashes = sorted(map(hash, shingles(text)))
     last = hashes[len(hashes) - (4 * len(hashes) + 4) // 5]
-    return array("q", (h for h in hashes if h <= last))
+    return array("q", (h for h in hashes if h <= last)), len(hashes)
+
+
+def may_be_near(size_a: int, size_b: int) -> bool:
+    """Whether sets of these sizes can have Jaccard >= 4/5 (it is at most min / max)."""
+    return 5 * min(size_a, size_b) >= 4 * max(size_a, size_b)
