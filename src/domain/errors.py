@@ -15,6 +15,14 @@ class RequestInvalidError(DomainError):
     """Request-level validation failed (bare message, 400)."""
 
 
+class EventTooLargeError(RequestInvalidError):
+    """The request would record an event too large to publish (400, bare message)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"request would record an event larger than {limit} bytes")
+        self.limit = limit
+
+
 class ContextInvalidError(DomainError):
     """Domain-level check failed (400, ``invalid context resource: `` prefix)."""
 

@@ -9,6 +9,7 @@ from context_service.domain import errors as e
 
 STATUS: dict[type[e.DomainError], tuple[int, str]] = {
     e.RequestInvalidError: (400, "invalid_request"),
+    e.EventTooLargeError: (400, "invalid_request"),  # an event too large to publish
     e.ContextInvalidError: (400, "invalid_request"),
     e.PoolInvalidError: (400, "invalid_request"),
     e.PoolReferenceInvalidError: (400, "invalid_request"),

@@ -17,6 +17,7 @@ from typing import Any
 import msgspec
 from litestar.handlers import HTTPRouteHandler
 
+from context_service.http import openapi_packs as packs
 from context_service.http.openapi_bodies import BODIES, PATH_PARAMS, QUERY
 from context_service.http.openapi_links import add_links
 from context_service.http.openapi_shapes import (
@@ -28,6 +29,10 @@ from context_service.http.openapi_shapes import (
     error_schema,
 )
 
+# the entries of every operation; the pack and replay operations keep theirs in a module apart
+DOCUMENTED_BODIES = {**BODIES, **packs.BODIES}
+DOCUMENTED_SUCCESS = {**SUCCESS, **packs.SUCCESS}
+DOCUMENTED_PATH_PARAMS = {**PATH_PARAMS, **packs.PATH_PARAMS}
 _PARAM = re.compile(r"\{(\w+):\w+\}")
 ERROR_SCHEMA = ERRORS["Error"]
 BEARER = {"type": "http", "scheme": "bearer",
@@ -54,10 +59,12 @@ def operation_id(handler: HTTPRouteHandler, path: str) -> str:
 def build(handlers: Iterable[HTTPRouteHandler], title: str, version: str) -> dict[str, Any]:
     handlers = list(handlers)
     undocumented = [h.opt["body"] for h in handlers if h.opt.get("body") is not None
-                    and not {operation_id(h, openapi_path(p)) for p in h.paths} <= set(BODIES)]
+                    and not {operation_id(h, openapi_path(p)) for p in h.paths}
+                    <= set(DOCUMENTED_BODIES)]
     _, components = msgspec.json.schema_components(
         undocumented, ref_template="#/components/schemas/{name}")
     components.update(RESPONSES)
+    components.update(packs.RESPONSES)
     components.update(ERRORS)
     paths: dict[str, dict[str, Any]] = {}
     for handler in handlers:
@@ -80,7 +87,7 @@ def _operation(handler: HTTPRouteHandler, path: str, method: str) -> dict[str, A
         op["x-permission"] = REQUIRES[name]
     params: list[dict[str, Any]] = [
         {"name": n, "in": "path", "required": True,
-         "schema": PATH_PARAMS.get(n, {"type": "string"})}
+         "schema": DOCUMENTED_PATH_PARAMS.get(n, {"type": "string"})}
         for n in re.findall(r"\{(\w+)\}", path)]
     for query in handler.opt.get("query", ()):
         params += QUERY.get(query, [{"name": query, "in": "query", "required": False,
@@ -94,7 +101,7 @@ def _operation(handler: HTTPRouteHandler, path: str, method: str) -> dict[str, A
         op["parameters"] = params
     body = handler.opt.get("body")
     if body is not None:
-        schema = BODIES.get(name, {"$ref": f"#/components/schemas/{body.__name__}"})
+        schema = DOCUMENTED_BODIES.get(name, {"$ref": f"#/components/schemas/{body.__name__}"})
         op["requestBody"] = {"required": True,
                              "content": {"application/json": {"schema": schema}}}
     status = str(handler.opt.get("status", handler.status_code))
@@ -105,13 +112,18 @@ def _operation(handler: HTTPRouteHandler, path: str, method: str) -> dict[str, A
         responses[status] = {**error, "description": "not supported by this backend"}
         status = "200"
     success: dict[str, Any] = {"description": "success"}
-    shape = SUCCESS.get(name, {"type": "object"})
+    shape = DOCUMENTED_SUCCESS.get(name, {"type": "object"})
     if status != "204" and shape is not None:
-        success["content"] = {"application/json": {"schema": shape}}
+        success["content"] = {packs.MEDIA.get(name, "application/json"): {"schema": shape}}
     if method != "GET":
         success["headers"] = POSITION_HEADER
+    bodies = packs.ERRORS.get(name, {})  # an error body narrower than the family's
     for code, description in handler.opt.get("errors", {}).items():  # statuses worth naming
         responses[code] = {**error, "description": description}
+        if code in bodies:
+            responses[code]["content"] = {"application/json": {"schema": bodies[code]}}
+        if code in ("429", "503") and path.startswith("/api/"):
+            responses[code]["headers"] = packs.RETRY_AFTER
     op["responses"] = {status: success, **responses, "default": error}
     return op
 

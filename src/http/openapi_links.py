@@ -31,6 +31,8 @@ class Resource:
     # a parameter a path link must use: the operations of what the resource belongs to are
     # linked from that owner already
     anchor: str | None = None
+    # request body fields it fills on the operations its path links reach only
+    path_body: dict[str, str] = field(default_factory=dict)
 
 
 _CONTEXT = Resource(
@@ -57,6 +59,9 @@ RESOURCES: dict[str, Resource] = {
                            {"contextSetId": _body("/id")}, anchor="id"),
     "Credential": _CREDENTIAL,
     "CreatedCredential": _CREDENTIAL,
+    # a released pack leads to its replay, recomputed with the task it answered
+    "ContextPack": Resource(("/api/agent/v1/replays/{replayId}",),
+                            {"replayId": _body("/replayId")}, path_body={"task": _body("/task")}),
 }
 
 
@@ -113,6 +118,9 @@ def _link(resource: Resource, path: str, target: dict[str, Any]) -> dict[str, An
     fields = _body_fields(resource, target)
     by_path = (path.startswith(resource.prefixes) and bool(wanted)
                and (resource.anchor is None or resource.anchor in wanted))
+    if by_path:
+        properties = _properties(_body_schema(target))
+        fields |= {k: v for k, v in resource.path_body.items() if k in properties}
     if not by_path and not fields:
         return None
     link: dict[str, Any] = {"operationId": target["operationId"]}

@@ -38,7 +38,9 @@ BODIES: dict[str, Any] = {
 }
 # agent bodies valid but for the set they name
 AGENT_BODIES: dict[str, Any] = {"agent_lookup": {"term": TERM},
-                                "agent_match": {"question": "who holds the watermark"}}
+                                "agent_match": {"question": "who holds the watermark"},
+                                "agent_context_pack": {"task": "who holds the watermark"},
+                                "agent_context_pack_stream": {"task": "who holds the watermark"}}
 
 
 class Hidden:

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from typing import Any
@@ -81,3 +82,12 @@ class AgentCredential:
         case.headers = {k: v for k, v in (case.headers or {}).items()
                         if k.lower() != "authorization"}
         case.headers["Authorization"] = f"Bearer {data}"
+
+
+@schemathesis.deserializer("application/x-ndjson")
+def ndjson_lines(ctx: Any, response: Any) -> list[Any]:
+    """Every line one JSON value, each ending in LF (a last line without one is malformed)."""
+    text = response.content.decode("utf-8")
+    if text and not text.endswith("\n"):
+        raise ValueError("the last line does not end in LF")
+    return [json.loads(line) for line in text.split("\n")[:-1]]

@@ -16,6 +16,7 @@ from eventsourcing.persistence import StoredEvent
 from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
 from psycopg.rows import tuple_row
 
+from context_service.adapters.eventstore.event_size import check_relayable
 from context_service.adapters.eventstore.groupcommit import GroupCommit
 from context_service.adapters.eventstore.loopcommit import LoopGroupCommit
 from context_service.adapters.eventstore.mapper import from_stored, to_stored
@@ -43,7 +44,8 @@ class EventStore:
     # --- writing ------------------------------------------------------------------------------
 
     def append(self, stream: StreamRef, after_version: int, events: Sequence[Event]) -> int:
-        """Append events after ``after_version``; raise IntegrityError on a concurrent append.
+        """Append events after ``after_version``; raise IntegrityError on a concurrent append
+        and ``EventTooLargeError`` (nothing written) for an event too large to relay.
         Returns the log position of the last event."""
         return self._appended(self.group.append(self._stored(stream, after_version, events)))
 
@@ -84,7 +86,10 @@ class EventStore:
     @staticmethod
     def _stored(stream: StreamRef, after_version: int,
                 events: Sequence[Event]) -> list[StoredEvent]:
-        return [to_stored(stream, after_version + i + 1, e) for i, e in enumerate(events)]
+        """The rows of an append; ``EventTooLargeError`` when one could not be relayed."""
+        stored = [to_stored(stream, after_version + i + 1, e) for i, e in enumerate(events)]
+        check_relayable(stream, stored)
+        return stored
 
     def _appended(self, positions: list[int]) -> int:
         last = max(positions)

@@ -56,9 +56,11 @@ class LexicalIndex:
         ordered = flat[order]
         self._rows: Rows = rows[order]
         self._tf: Floats = np.array(flat_tf, dtype=np.float64)[order]
-        starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]) if len(ordered) \
-            else np.zeros(0, dtype=np.int64)
-        ends = np.r_[starts[1:], len(ordered)]
+        if len(ordered):
+            starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+            ends = np.r_[starts[1:], len(ordered)]
+        else:  # no record holds a term (texts of punctuation only): no postings at all
+            starts = ends = np.zeros(0, dtype=np.int64)
         ranges = dict(zip(ordered[starts].tolist(),
                           zip(starts.tolist(), ends.tolist(), strict=True), strict=True))
         self._ranges: dict[str, tuple[int, int]] = {t: ranges[i] for t, i in terms.items()}

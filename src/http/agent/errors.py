@@ -17,6 +17,7 @@ POSITION_HEADER = "X-Context-Position"
 
 STATUS: dict[type[e.DomainError], tuple[int, str]] = {
     e.RequestInvalidError: (400, "INVALID_REQUEST"),
+    e.EventTooLargeError: (400, "INVALID_REQUEST"),  # an event too large to publish
     e.WorkspaceNotFoundError: (404, "NOT_FOUND"),
     e.CredentialNotFoundError: (404, "NOT_FOUND"),
     e.ContextSetNotFoundError: (404, "NOT_FOUND"),
