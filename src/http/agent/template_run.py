@@ -29,7 +29,7 @@ from context_service.http.ports import QueryTemplateServices
 
 PATH = "/api/agent/v1/query-templates/run"
 SCOPE = "queries:run"
-VIEWS = ("context_catalog", "context_sets")
+VIEWS = ("context_catalog", "context_sets", "agent_data")
 ERRORS = {"400": "INVALID_REQUEST, VALIDATION_ERROR or AGENT_QUERY_FAILED (details.sqlstate)",
           "401": "UNAUTHORIZED or EXPIRED_CREDENTIAL",
           "403": "FORBIDDEN (scope; a bound credential naming another context set)",

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
+from psycopg import pq
 from eventsourcing.postgres import PostgresDatastore
 
 from context_service.adapters.postgres.sandbox.plan import plan_problem
@@ -26,6 +27,7 @@ from context_service.adapters.postgres.sandbox.values import (
     bound,
     declared,
     json_value,
+    oids,
     register_bound,
 )
 from context_service.domain.query_template.events import Parameter
@@ -144,11 +146,15 @@ class TemplateSandbox:
             cur = conn.cursor()
             rows: list[list[Any]] = []
             # the extended protocol: one statement only, its parameters typed as declared
+            columns: list[dict[str, str]] | None = None
             for row in cur.stream(statement, bound(parameters, values)):
+                if columns is None:  # the description of single-row results
+                    columns = self._columns(cur)
                 rows.append([json_value(v) for v in row])
                 if len(rows) > max_rows:
                     break
-            columns = self._columns(cur)
+            if columns is None:  # no rows: the statement's description, without running it
+                columns = self._described(conn, statement, parameters)
             truncated = len(rows) > max_rows
             _rollback(conn)
             if cancelled.is_set():
@@ -165,14 +171,25 @@ class TemplateSandbox:
 
     def _columns(self, cur: psycopg.Cursor[Any]) -> list[dict[str, str]]:
         result = cur.pgresult
-        if result is None or cur.description is None:
+        return [] if result is None else self._fields(result)
+
+    def _described(self, conn: psycopg.Connection[Any], statement: str,
+                   parameters: tuple[Parameter, ...]) -> list[dict[str, str]]:
+        pgconn = conn.pgconn
+        prepared = pgconn.prepare(b"cs_describe", statement.encode(), oids(parameters))
+        if prepared.status != pq.ExecStatus.COMMAND_OK:
             return []
+        return self._fields(pgconn.describe_prepared(b"cs_describe"))
+
+    def _fields(self, result: Any) -> list[dict[str, str]]:
         out = []
-        for i, column in enumerate(cur.description):
+        for i in range(result.nfields):
             key = (result.ftype(i), result.fmod(i))
             if key not in self._types:
                 self._types[key] = self._type_name(*key)
-            out.append({"name": column.name, "type": self._types[key]})
+            name = result.fname(i)
+            out.append({"name": name.decode() if name is not None else "",
+                        "type": self._types[key]})
         return out
 
     def _type_name(self, oid: int, modifier: int) -> str:

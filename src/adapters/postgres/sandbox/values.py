@@ -10,6 +10,7 @@ from typing import Any
 
 from psycopg import postgres
 from psycopg.adapt import AdaptersMap, Dumper
+from psycopg.types.string import TextLoader
 
 from context_service.domain.query_template.events import Parameter
 from context_service.domain.values import format_timestamp
@@ -49,9 +50,28 @@ _BOUND: dict[str, type[Bound]] = {
     kind: type(f"Bound_{kind}", (Bound,), {"type": kind}) for kind in SQL_TYPES}
 
 
+# loaded as their text output (spec 11.4 "anything else"): psycopg would make Python objects
+_AS_TEXT = ("interval", "time", "timetz", "bytea", "uuid", "inet", "cidr", "macaddr", "money",
+            "int4range", "int8range", "numrange", "daterange", "tsrange", "tstzrange", "xml",
+            "int4multirange", "int8multirange", "nummultirange", "datemultirange",
+            "tsmultirange", "tstzmultirange", "hstore", "point", "tsvector", "tsquery")
+
+
 def register_bound(adapters: AdaptersMap) -> None:
+    """Dumpers of the bound parameters and text loaders of the types shown as text."""
     for kind, cls in _BOUND.items():
         adapters.register_dumper(cls, _dumper(SQL_TYPES[kind]))
+    for name in _AS_TEXT:
+        info = postgres.types.get(name)
+        if info is None:
+            continue
+        for oid in (info.oid, info.array_oid):
+            if oid:
+                adapters.register_loader(oid, TextLoader)
+
+
+def oids(parameters: tuple[Parameter, ...]) -> list[int]:
+    return [postgres.types[SQL_TYPES[p.type]].oid for p in parameters]
 
 
 def bound(parameters: tuple[Parameter, ...], values: Sequence[Any]) -> list[Bound]:
