@@ -9,24 +9,27 @@ that far, to show the run-time layer holds on its own.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 import psycopg
 import pytest
 
 from context_service import bootstrap
+from context_service.adapters.eventstore.consistency import LogConsistency
 from context_service.adapters.postgres.sandbox.role import ROLE
 from tests.api.agent.packs_corpus import FACTS, NOTES
 from tests.api.agent.packs_support import Agent, create_context, publish, record
 from tests.api.agent.packs_support import settings as settings  # the fixture
-from tests.api.agent.templates_support import approve, register, registered, run, runner, seeded
+from tests.api.agent.templates_support import approve, register, registered, runner, seeded
+from tests.api.agent.templates_support import run as run_template
 from tests.api.conftest import Api
 
 pytestmark = pytest.mark.postgres
 # the log and the views' positions move by the run's own event; every other table must not
 MOVING = {"public.stored_events", "public.projection_tracking"}
 REFUSED = "invalid query template: "
+T = TypeVar("T")
 
 
 def checksums(container: bootstrap.Container) -> dict[str, str]:
@@ -45,14 +48,17 @@ def checksums(container: bootstrap.Container) -> dict[str, str]:
     return out
 
 
+_DB: dict[str, bootstrap.Container] = {}
+
+
 @pytest.fixture
 def corpus(api: Api, container: bootstrap.Container) -> Iterator[Api]:
+    _DB["container"] = container
     seeded(api)
     registered(api, "count-passages", "SELECT count(*) AS n FROM passages")
     approve(api, ["count-passages"])
-    before = checksums(container)
     yield api
-    assert checksums(container) == before
+    _DB.clear()
 
 
 def refused(api: Api, sql: str, message: str | None = None,
@@ -66,9 +72,26 @@ def refused(api: Api, sql: str, message: str | None = None,
     return found
 
 
+def unchanged(action: Callable[[], T]) -> T:
+    """``action``'s result, asserting that no table changed (the log and the views' positions
+    aside, which move by the run's own event)."""
+    container = _DB["container"]
+    settled = LogConsistency(container.store, container.tracking, container.view_runners())
+    assert settled.wait(container.view_names, 10)  # the views have applied everything
+    before = checksums(container)
+    result = action()
+    assert checksums(container) == before
+    return result
+
+
 def sandboxed(container: bootstrap.Container, sql: str, timeout_ms: int = 2000) -> Any:
     """The statement run directly in the sandbox, as if registration had let it through."""
-    return container.sandbox.run(sql, (), [], "acme", [FACTS], timeout_ms, 10)
+    return unchanged(lambda: container.sandbox.run(sql, (), [], "acme", [FACTS], timeout_ms,
+                                                   10))
+
+
+def run(agent: Agent, template_id: str, parameters: dict[str, Any] | None = None) -> Any:
+    return unchanged(lambda: run_template(agent, template_id, parameters))
 
 
 def approved_run(api: Api, sql: str, parameters: list[dict[str, Any]] | None = None,
@@ -114,11 +137,11 @@ def test_statements_that_are_not_a_select_are_refused_and_fail_in_the_sandbox(
         corpus: Api, container: bootstrap.Container, sql: str) -> None:
     refused(corpus, sql, NOT_SELECT)
     result = sandboxed(container, sql)
-    if sql.startswith(("RESET ROLE", "  /*")):  # harmless: still the restricted login
-        assert result.outcome == "ok"
+    if sql.startswith("  /*"):  # SHOW: harmless, a row of the login's own setting
+        assert (result.outcome, result.rows) == ("ok", [["agent"]])
     else:
         assert result.outcome == "failed", (sql, result)
-        assert result.sqlstate in {"25006", "42501", "0A000", "42P01", "42809", "58P01",
+        assert result.sqlstate in {"25006", "25001", "42501", "55000", "0A000", "42P01", "42809", "58P01",
                                    "42704", "2F003"}, (sql, result)
 
 
@@ -168,11 +191,9 @@ def test_catalog_reads_are_refused_although_the_login_could_plan_them(
     assert result.outcome == "ok" and result.rows == [[0]]
 
 
-def test_role_and_settings_cannot_be_changed(corpus: Api) -> None:
+def test_role_cannot_be_changed(corpus: Api) -> None:
     assert "permission denied to set role" in failed(
         approved_run(corpus, "SELECT set_config('role', 'postgres', false) AS r"), "42501")
-    approve(corpus, ["count-passages"])
-    corpus.as_("user:alice").delete("/v1/namespaces/acme/query-templates/escape")
 
 
 @pytest.mark.parametrize("sql", [
@@ -195,15 +216,12 @@ def test_another_scope_token_yields_no_rows(corpus: Api) -> None:
            " AS s(t), LATERAL (SELECT 1 FROM passages WHERE s.t IS NOT NULL OFFSET 0) p")
     agent = runner(corpus)
     assert run(agent, "count-passages").json()["rows"] == [[7]]
-    for guess in ["A" * 43, "", "x' OR true --"]:
-        resp = approved_run(corpus, sql, [{"name": "token", "type": "text"}],
-                            {"token": guess})
-        assert resp.status_code == 200, resp.text
-        assert resp.json()["rows"] == [[0]]
-        corpus.as_("user:alice").delete("/v1/namespaces/acme/query-templates/escape")
-        approve(corpus, ["count-passages"])
-        # the retired id stays taken: register the next one under a fresh id
-        sql = sql.replace(":token", ":token ")
+    resp = approved_run(corpus, sql, [{"name": "token", "type": "text"}], {"token": "A" * 43})
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["rows"] == [[0]]
+    for guess in ["", "x' OR true --", None]:
+        resp = run(agent, "escape", {"token": guess})
+        assert resp.status_code == 200 and resp.json()["rows"] == [[0]], resp.text
 
 
 def test_injection_through_parameters_is_only_ever_a_value(corpus: Api) -> None:

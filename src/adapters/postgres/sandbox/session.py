@@ -36,6 +36,8 @@ SCOPE_GRACE_MS = 5000
 CANCEL_GRACE_MS = 1000
 CHECK_TIMEOUT_MS = 5000
 TIMEOUT = "57014"  # query_canceled: statement_timeout or our cancel
+NO_ROWS = "0A000"  # feature_not_supported: a statement that is not a query
+LOST = "08006"  # connection_failure: the session ended without an error of the server
 
 
 @dataclass
@@ -161,10 +163,13 @@ class TemplateSandbox:
                 return RunResult("timeout", sqlstate=TIMEOUT)
             return RunResult("ok", columns, rows[:max_rows], truncated)
         except psycopg.Error as exc:
-            state = exc.sqlstate if isinstance(exc, psycopg.errors.Error) else None
-            if cancelled.is_set() or state == TIMEOUT:
+            if cancelled.is_set() or exc.sqlstate == TIMEOUT:
                 return RunResult("timeout", sqlstate=TIMEOUT)
-            return RunResult("failed", sqlstate=state or "08006", message=_primary(exc))
+            if exc.sqlstate is None and isinstance(exc, psycopg.ProgrammingError):
+                # answered without rows (not a query): refused client-side, nothing committed
+                return RunResult("failed", sqlstate=NO_ROWS, message="the statement returns"
+                                 " no rows")
+            return RunResult("failed", sqlstate=exc.sqlstate or LOST, message=_primary(exc))
         finally:
             timer.cancel()
             conn.close()
