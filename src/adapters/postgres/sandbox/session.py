@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
-from psycopg import pq
 from eventsourcing.postgres import PostgresDatastore
+from psycopg import pq
 
 from context_service.adapters.postgres.sandbox.plan import plan_problem
 from context_service.adapters.postgres.sandbox.values import (
