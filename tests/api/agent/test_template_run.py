@@ -3,15 +3,22 @@ to the run's scope, typed parameters, value conversion, limits and the recorded 
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any
 
 import pytest
 
 from context_service import bootstrap
+from context_service.adapters.eventstore.outbox import LogFeed
+from context_service.adapters.nats.relay import Relay, RelaySettings
+from context_service.adapters.nats.stream import StreamSpec
+from context_service.projections.outbox import MemoryPositionStore
 from tests.api.agent.packs_corpus import FACTS, NOTES
 from tests.api.agent.packs_support import settings as settings  # the fixture
 from tests.api.agent.templates_support import approve, registered, run, runner, seeded
 from tests.api.conftest import Api
+from tests.support.nats_fixtures import NatsServerHandle, read_stream, wait_until
 
 pytestmark = pytest.mark.postgres
 PASSAGES = ("SELECT collection_id, record_id, ordinal, title FROM passages"
@@ -104,3 +111,36 @@ def test_every_run_is_recorded_without_parameter_values(
     assert len(event.parameters_sha256) == 64 and len(event.run_id) == 16
     assert event.created_by == "user:alice"
     assert "secret-value-x" not in repr(event)
+
+
+def test_nats_carries_the_run_without_parameter_values(
+        corpus: Api, container: bootstrap.Container, nats_server: NatsServerHandle,
+        nats_stream: StreamSpec) -> None:
+    agent = runner(corpus)
+    assert run(agent, "passages", {"collection": "value-never-published"}).status_code == 200
+    relay = Relay(LogFeed(container.store), MemoryPositionStore(),
+                  RelaySettings(url=nats_server.url, stream=nats_stream))
+    head = container.store.head()
+    relay.start()
+    try:
+        wait_until(lambda: relay.stats.last_position >= head, what="relay catch-up")
+    finally:
+        relay.stop()
+    published = [m for m in read_stream(nats_server.url, nats_stream)
+                 if ".query_run." in m.subject]
+    assert [m.subject for m in published] == [
+        f"{nats_stream.subject_prefix}.acme.query_run.QueryTemplateRun"]
+    data = json.loads(published[0].payload)["data"]
+    assert list(data) == ["run_id", "template_id", "template_version", "context_set_id",
+                          "credential_id", "created_by", "parameters_sha256", "outcome",
+                          "sqlstate", "row_count", "truncated", "duration_ms"]
+    assert data["parameters_sha256"] == hashlib.sha256(
+        b'{"collection":"value-never-published"}').hexdigest()
+    assert b"value-never-published" not in published[0].payload
+    assert b"SELECT" not in published[0].payload
+
+
+def test_an_empty_result_still_names_its_columns(corpus: Api) -> None:
+    body = run(runner(corpus), "passages", {"collection": "nothing-here"}).json()
+    assert body["rows"] == [] and [c["name"] for c in body["columns"]] == [
+        "collection_id", "record_id", "ordinal", "title"]
