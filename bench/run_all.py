@@ -22,6 +22,7 @@ BENCHES = {
     "agent": "credential creates vs context creates; agent read latency vs the /v1 read",
     "corpus": "index publication with vs without features; pack retrieval lists vs query search",
     "packs": "context packs (hybrid, lexical) vs the query route; replay verify, over HTTP",
+    "templates": "template run overhead vs the same SQL on the service connection; timeout",
 }
 
 

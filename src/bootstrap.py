@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -26,6 +26,7 @@ from context_service.adapters.eventstore.application import (
 from context_service.adapters.eventstore.consistency import LogConsistency
 from context_service.adapters.eventstore.context_packs import ContextPackApplication
 from context_service.adapters.eventstore.context_sets import ContextSetApplication
+from context_service.adapters.eventstore.query_templates import QueryTemplateApplication
 from context_service.adapters.eventstore.runner import ProjectionRunner
 from context_service.adapters.eventstore.store import EventStore
 from context_service.adapters.eventstore.timeline import Timeline
@@ -36,6 +37,8 @@ from context_service.adapters.postgres import embedded
 from context_service.adapters.postgres.database import open_datastore
 from context_service.adapters.postgres.lock import LeaderWorker
 from context_service.adapters.postgres.migrations import migrate, schema_problem
+from context_service.adapters.postgres.sandbox.session import TemplateSandbox
+from context_service.adapters.postgres.sandbox.setup import open_sandbox, prepare_role
 from context_service.adapters.postgres.views.agent_access import (
     AccessReadsSql,
     CredentialsSql,
@@ -60,6 +63,10 @@ from context_service.adapters.postgres.views.features import AgentDataSql, Passa
 from context_service.adapters.postgres.views.pack_inputs import PackInputReadsSql, PackInputsSql
 from context_service.adapters.postgres.views.pools import PoolReadsSql, PoolSql
 from context_service.adapters.postgres.views.query_index import QueryIndexReadsSql, QueryIndexSql
+from context_service.adapters.postgres.views.query_templates import (
+    QueryTemplateReadsSql,
+    QueryTemplateSql,
+)
 from context_service.adapters.postgres.views.snapshots import (
     SnapshotObjectsReadsSql,
     SnapshotObjectsSql,
@@ -76,6 +83,7 @@ from context_service.http.ports import (
     AgentServices,
     ContextSetServices,
     PoolServices,
+    QueryTemplateServices,
     Services,
 )
 from context_service.http.settings import KEY as SETTINGS_UI
@@ -93,6 +101,7 @@ from context_service.projections.pack_inputs.reads import PackPorts
 from context_service.projections.passage_features.projection import PassageFeatures
 from context_service.projections.pool_status.projection import PoolStatus
 from context_service.projections.query_index.projection import QueryIndex
+from context_service.projections.query_templates.projection import QueryTemplates
 from context_service.projections.revision_history.projection import RevisionHistory
 from context_service.projections.snapshots.projection import SnapshotObjects
 
@@ -141,6 +150,7 @@ def projection_workers() -> dict[str, list[tuple[Projection, Callable[[Any], Any
             (WorkspaceMembers(), MembersSql),
             (AgentCredentials(), CredentialsSql),
             (ContextSets(), ContextSetSql),
+            (QueryTemplates(), QueryTemplateSql),
             (PackInputs(), PackInputsSql),
             (ContextPackReplays(), ReplaySql),
         ],
@@ -165,6 +175,8 @@ class Container:
     access: AccessDirectory
     context_sets: ContextSetApplication
     context_packs: ContextPackApplication
+    query_templates: QueryTemplateApplication
+    sandbox: TemplateSandbox
     runners: dict[str, ProjectionRunner] = field(default_factory=dict)
     started: list[Any] = field(default_factory=list)
     cluster: Cluster | None = None
@@ -315,6 +327,9 @@ def build(settings: Settings, url: str | None = None, pool_size: int = 8) -> Con
             store.create_tables()
             tracking.create_table()
             migrate(datastore)
+            prepare_role(datastore, settings.agent_query_url)
+            sandbox = open_sandbox(datastore, url, settings.agent_query_url,
+                                   settings.agent_query_connections)
         except BaseException:
             datastore.close()
             raise
@@ -329,7 +344,8 @@ def build(settings: Settings, url: str | None = None, pool_size: int = 8) -> Con
     container = Container(settings, url, datastore, store, tracking, ContextApplication(store),
                           PoolApplication(store), WorkspaceApplication(store),
                           CredentialApplication(store), access,
-                          ContextSetApplication(store), ContextPackApplication(store), runners)
+                          ContextSetApplication(store), ContextPackApplication(store),
+                          QueryTemplateApplication(store), sandbox, runners)
     if owned:
         container.servers["postgres"] = functools.partial(embedded.stop, settings.data_dir)
     for worker, group in projection_workers().items():
@@ -400,7 +416,12 @@ def services(container: Container) -> Services:
                     agent=agent_services(container),
                     context_sets=ContextSetServices(
                         commands=container.context_sets,
-                        reads=ContextSetReadsSql(container.datastore)),
+                        reads=ContextSetReadsSql(container.datastore),
+                        active_templates=functools.partial(_active_templates, container)),
+                    query_templates=QueryTemplateServices(
+                        commands=container.query_templates,
+                        reads=QueryTemplateReadsSql(container.datastore),
+                        sandbox=container.sandbox),
                     extra={"query": QueryIndexReadsSql(container.datastore),
                            "timeline": Timeline(container.store),
                            "pack_ports": ports,
@@ -412,6 +433,12 @@ def services(container: Container) -> Services:
                                dev_subject=container.settings.settings_dev_subject),
                            # the event loop's append connection closes with the loop
                            "on_shutdown": [container.store.close_async], **extra})
+
+
+def _active_templates(container: Container, namespace: str,
+                      named: Iterable[str]) -> frozenset[str]:
+    return frozenset(t for t in named
+                     if container.query_templates.load(namespace, t)[1].active)
 
 
 def connect_cluster(container: Container) -> None:

@@ -70,6 +70,8 @@ class Settings:
     agent_rate_burst: int = 20
     replay_retention_seconds: float = 720 * 3600.0  # CS_REPLAY_RETENTION (default 720h)
     settings_dev_subject: bool = False  # the settings pages let the person type the subject
+    agent_query_url: str = ""  # CS_AGENT_QUERY_URL; empty: the managed cs_agent_query login
+    agent_query_connections: int = 4  # CS_AGENT_QUERY_CONNECTIONS
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -129,7 +131,12 @@ class Settings:
         burst_raw = env.get("CS_AGENT_RATE_BURST", "").strip() or "20"
         if not burst_raw.isdigit() or int(burst_raw) < 1:
             raise SettingsError("CS_AGENT_RATE_BURST must be a positive integer")
+        slots = env.get("CS_AGENT_QUERY_CONNECTIONS", "").strip() or "4"
+        if not slots.isdigit() or int(slots) < 1:
+            raise SettingsError("CS_AGENT_QUERY_CONNECTIONS must be a positive integer")
         return {"credential_key": key, "agent_rate_per_second": rate,
+                "agent_query_url": env.get("CS_AGENT_QUERY_URL", "").strip(),
+                "agent_query_connections": int(slots),
                 "agent_rate_burst": int(burst_raw),
                 "replay_retention_seconds": _retention(env.get("CS_REPLAY_RETENTION", ""))}
 

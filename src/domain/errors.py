@@ -185,3 +185,44 @@ class ContextSetArchivedError(DomainError):
 
     def __init__(self) -> None:
         super().__init__("context set conflict: context set is archived")
+
+
+# --- query templates (agent-context-api.md §11) ------------------------------------------------
+
+
+class QueryTemplateInvalidError(DomainError):
+    """A template failed request validation (bare message, 400)."""
+
+
+class QueryTemplateRefusedError(DomainError):
+    """A domain check refused the template (400, ``invalid query template: `` prefix)."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(f"invalid query template: {detail}")
+        self.detail = detail
+
+
+class QueryTemplateNotFoundError(DomainError):
+    def __init__(self) -> None:
+        super().__init__("query template not found")
+
+
+class QueryTemplateExistsError(DomainError):
+    """The id is taken by a template of the namespace, retired ones included (409)."""
+
+    def __init__(self) -> None:
+        super().__init__("query template already exists")
+
+
+class QueryTemplateRetiredError(DomainError):
+    """A retired template cannot change any more (409 ``conflict``)."""
+
+    def __init__(self) -> None:
+        super().__init__("query template conflict: query template is retired")
+
+
+class SandboxNotConfiguredError(DomainError):
+    """The execution sandbox failed a start-up check (500)."""
+
+    def __init__(self, point: str) -> None:
+        super().__init__(f"query template sandbox is not configured: {point}")

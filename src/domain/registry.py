@@ -14,11 +14,13 @@ from context_service.domain.context_pack.events import CONTEXT_PACK_EVENTS
 from context_service.domain.context_set.events import CONTEXT_SET_EVENTS
 from context_service.domain.events import Event
 from context_service.domain.pool.events import POOL_EVENTS
+from context_service.domain.query_template.events import QUERY_RUN_EVENTS, QUERY_TEMPLATE_EVENTS
 from context_service.domain.workspace.events import WORKSPACE_EVENTS
 
 _ALL: tuple[type[Event], ...] = (*CONTEXT_EVENTS, ContextAdopted, *LIFECYCLE_EVENTS,
                                   *POOL_EVENTS, *WORKSPACE_EVENTS, *CREDENTIAL_EVENTS,
-                                  *CONTEXT_SET_EVENTS, *CONTEXT_PACK_EVENTS)
+                                  *CONTEXT_SET_EVENTS, *CONTEXT_PACK_EVENTS,
+                                  *QUERY_TEMPLATE_EVENTS, *QUERY_RUN_EVENTS)
 
 
 def _build(classes: tuple[type[Event], ...]) -> dict[str, type[Event]]:

@@ -31,6 +31,13 @@ STATUS: dict[type[e.DomainError], tuple[int, str]] = {
     e.ContextSetNotFoundError: (404, "not_found"),
     e.ContextSetExistsError: (409, "already_exists"),
     e.ContextSetArchivedError: (409, "conflict"),
+    # query-template routes (agent-context-api.md §11)
+    e.QueryTemplateInvalidError: (400, "invalid_request"),
+    e.QueryTemplateRefusedError: (400, "invalid_request"),
+    e.QueryTemplateNotFoundError: (404, "not_found"),
+    e.QueryTemplateExistsError: (409, "already_exists"),
+    e.QueryTemplateRetiredError: (409, "conflict"),
+    e.SandboxNotConfiguredError: (500, "internal_error"),
 }
 
 _enc = msgspec.json.Encoder()

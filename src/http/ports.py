@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
@@ -17,10 +17,14 @@ from context_service.domain.context_set.state import ContextSetState
 from context_service.domain.events import Subject
 from context_service.domain.pool.commands import PoolCommand
 from context_service.domain.pool.state import PoolState
+from context_service.domain.query_template.commands import QueryTemplateCommand
+from context_service.domain.query_template.events import Parameter, QueryTemplateRun
+from context_service.domain.query_template.state import QueryTemplateState
 from context_service.domain.workspace.commands import MembershipCommand
 from context_service.domain.workspace.state import Member, WorkspaceState
 from context_service.projections.context_sets.view import ContextSetReads
 from context_service.projections.pool_status.projection import PoolReads
+from context_service.projections.query_templates.view import QueryTemplateReads
 from context_service.projections.reads import Consistency, ContextReads
 
 S_co = TypeVar("S_co", covariant=True)
@@ -122,11 +126,44 @@ class ContextSetCommands(Protocol):
 @dataclass
 class ContextSetServices:
     """What the context-set and library routes need: the write model and the context_sets
-    view; ``active_templates`` lists a namespace's active query templates (none exist yet)."""
+    view; ``active_templates`` tells which of the named query templates of a namespace are
+    active (read from the log, so a template registered just before counts)."""
 
     commands: ContextSetCommands
     reads: ContextSetReads
-    active_templates: Callable[[str], frozenset[str]] = lambda _namespace: frozenset()
+    active_templates: Callable[[str, Iterable[str]], frozenset[str]] = (
+        lambda _namespace, _named: frozenset())
+
+
+class QueryTemplateCommands(Protocol):
+    def load(self, namespace: str, template_id: str) -> tuple[int, QueryTemplateState]: ...
+
+    def execute(self, namespace: str,
+                command: QueryTemplateCommand) -> Outcome[QueryTemplateState]: ...
+
+    def record_run(self, namespace: str, event: QueryTemplateRun) -> int: ...
+
+
+class Sandbox(Protocol):
+    """The execution sandbox (``adapters/postgres/sandbox``)."""
+
+    @property
+    def problem(self) -> str | None: ...
+
+    def check(self, statement: str, parameters: tuple[Parameter, ...]) -> str | None: ...
+
+    def run(self, statement: str, parameters: tuple[Parameter, ...], values: Sequence[Any],
+            namespace: str, collections: Sequence[str], timeout_ms: int,
+            max_rows: int) -> Any: ...
+
+
+@dataclass
+class QueryTemplateServices:
+    """What the template administration and run routes need."""
+
+    commands: QueryTemplateCommands
+    reads: QueryTemplateReads
+    sandbox: Sandbox
 
 
 @dataclass
@@ -153,4 +190,5 @@ class Services:
     pools: PoolServices | None = None
     agent: AgentServices | None = None
     context_sets: ContextSetServices | None = None
+    query_templates: QueryTemplateServices | None = None
     extra: dict[str, Any] = field(default_factory=dict)

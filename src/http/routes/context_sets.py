@@ -46,7 +46,8 @@ def create_context_set(request: Request[Any, Any, Any], body: RawBody) -> Respon
     namespace, actor, sets = _allowed(request, MANAGE)
     req = decode(body, ContextSetRequest)
     command = CreateContextSet(actor=actor, set_id=req.id or "", draft=draft_of(req),
-                               active_templates=sets.active_templates(namespace))
+                               active_templates=sets.active_templates(
+                                   namespace, req.query_templates or ()))
     outcome = sets.commands.execute(namespace, command)
     return json(context_set(outcome.state), 201, outcome.position)
 
@@ -80,7 +81,8 @@ def replace_context_set(request: Request[Any, Any, Any], body: RawBody) -> Respo
     req = decode(body, ContextSetRequest)
     command = ReplaceContextSet(actor=actor, set_id=request.path_params["id"], body_id=req.id,
                                 draft=draft_of(req),
-                                active_templates=sets.active_templates(namespace))
+                                active_templates=sets.active_templates(
+                                   namespace, req.query_templates or ()))
     outcome = sets.commands.execute(namespace, command)
     return json(context_set(outcome.state), 200, outcome.position)
 

@@ -64,7 +64,9 @@ def step(collection: AgentCollection | None, recorded: Recorded) -> AgentCollect
 
 class AgentData:
     name = "agent_data"
-    tables: tuple[str, ...] = ("agent_collections", "agent_passages", "agent_documents")
+    tables: tuple[str, ...] = ("agent_collections", "agent_passages", "agent_documents",
+                               "agent_data.collections", "agent_data.passages",
+                               "agent_data.documents")
 
     def __init__(self, features: TextFeatures) -> None:
         self.features = features
@@ -127,8 +129,11 @@ class AgentData:
                 document_id=document_of[record.id], text_hash=own,
                 tokens=stored[own].tokens, valid_from=record.valid_from,
                 valid_to=record.valid_to, fact_key=record.fact_key,
-                embedding=stored[text_hash(embedded_text(record))].vector))
+                embedding=stored[text_hash(embedded_text(record))].vector,
+                title=record.title, text=record.text, keywords=record.keywords,
+                supersedes=record.supersedes))
         doc_rows = [DocumentRow(document_id=doc, text_hash=text_hash(text),
-                                tokens=stored[text_hash(text)].tokens, passages=len(members))
+                                tokens=stored[text_hash(text)].tokens, passages=len(members),
+                                file=members[0].file)
                     for doc, (members, text) in docs.items()]
         return rows, doc_rows

@@ -37,6 +37,11 @@ class PassageRow(msgspec.Struct, frozen=True, kw_only=True):
     valid_to: datetime | None
     fact_key: str
     embedding: bytes | None  # as ``Feature.vector``
+    # what the ``agent.passages`` view shows besides (spec 11.3)
+    title: str = ""
+    text: str = ""
+    keywords: tuple[str, ...] = ()
+    supersedes: tuple[str, ...] = ()
 
 
 class DocumentRow(msgspec.Struct, frozen=True, kw_only=True):
@@ -44,6 +49,7 @@ class DocumentRow(msgspec.Struct, frozen=True, kw_only=True):
     text_hash: bytes
     tokens: int
     passages: int
+    file: str = ""  # "" for a document of a record without ``file``
 
 
 class AgentDataView(PublishedIndexes, Protocol):

@@ -95,15 +95,36 @@ class AgentDataSql(PassageFeaturesSql):
             (stream_id, collection.namespace.encode("utf-8", "surrogatepass"), collection.name,
              collection.type, collection.current_revision, collection.index_revision,
              collection.publication, collection.usable))
+        # the agent schema's copy, with the counts of the index stored just before (spec 11.3)
+        self.cur.execute(
+            "INSERT INTO agent_data.collections (stream_id, namespace, collection_id, type,"
+            " revision, publication, usable, documents, passages)"
+            " VALUES (%(s)s, %(n)s, %(c)s, %(t)s, %(r)s, %(p)s, %(u)s,"
+            " (SELECT count(*) FROM agent_data.documents WHERE publication = %(p)s),"
+            " (SELECT count(*) FROM agent_data.passages WHERE publication = %(p)s))"
+            " ON CONFLICT (stream_id) DO UPDATE SET namespace = EXCLUDED.namespace,"
+            " collection_id = EXCLUDED.collection_id, type = EXCLUDED.type,"
+            " revision = EXCLUDED.revision, publication = EXCLUDED.publication,"
+            " usable = EXCLUDED.usable, documents = EXCLUDED.documents,"
+            " passages = EXCLUDED.passages",
+            {"s": stream_id, "n": collection.namespace.encode("utf-8", "surrogatepass"),
+             "c": collection.name, "t": collection.type, "r": collection.index_revision,
+             "p": collection.publication, "u": collection.usable})
 
     def remove(self, stream_id: uuid.UUID, publication: int) -> None:
         if publication:
             self.drop_index(publication)
         self.cur.execute("DELETE FROM agent_collections WHERE stream_id = %s", (stream_id,))
+        self.cur.execute("DELETE FROM agent_data.collections WHERE stream_id = %s",
+                         (stream_id,))
 
     def drop_index(self, publication: int) -> None:
         self.cur.execute("DELETE FROM agent_passages WHERE publication = %s", (publication,))
         self.cur.execute("DELETE FROM agent_documents WHERE publication = %s", (publication,))
+        self.cur.execute("DELETE FROM agent_data.passages WHERE publication = %s",
+                         (publication,))
+        self.cur.execute("DELETE FROM agent_data.documents WHERE publication = %s",
+                         (publication,))
 
     def store_features(self, features: Mapping[bytes, Feature]) -> None:
         self.store(features)
@@ -125,6 +146,32 @@ class AgentDataSql(PassageFeaturesSql):
             for d in documents:
                 copy.write_row((publication, _utf8(d.document_id), d.text_hash, d.tokens,
                                 d.passages))
+        self._store_agent_schema(publication, passages, documents)
+
+    def _store_agent_schema(self, publication: int, passages: Sequence[PassageRow],
+                            documents: Sequence[DocumentRow]) -> None:
+        """The rows of ``agent.passages`` and ``agent.documents`` (absent values NULL)."""
+        collection = passages[0].collection if passages else ""
+        with self.cur.copy("COPY agent_data.passages (publication, ordinal, collection_id,"
+                           " document_id, record_id, title, text, keywords, valid_from,"
+                           " valid_to, supersedes, fact_key, tokens) FROM STDIN") as copy:
+            for p in passages:
+                copy.write_row((publication, p.ord, p.collection, _text(p.document_id),
+                                _text(p.record_id), _text(p.title) or None, _text(p.text),
+                                [_text(k) for k in p.keywords], p.valid_from, p.valid_to,
+                                [_text(s) for s in p.supersedes], _text(p.fact_key) or None,
+                                p.tokens))
+        with self.cur.copy("COPY agent_data.documents (publication, collection_id,"
+                           " document_id, file, passages, tokens) FROM STDIN") as copy:
+            for d in documents:
+                copy.write_row((publication, collection, _text(d.document_id),
+                                _text(d.file) or None, d.passages, d.tokens))
+
+
+def _text(value: str) -> str:
+    """``value`` as PostgreSQL text holds it: NUL (which text cannot hold) and lone surrogates
+    become U+FFFD."""
+    return value.replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
 
 
 def _utf8(value: str) -> bytes:

@@ -1,0 +1,89 @@
+"""Query-template benchmarks, each against a baseline in the same run:
+
+- run overhead: a template returning 100 rows run in the sandbox (scope row, new session of the
+  restricted login, read-only transaction, bound parameters, rollback) vs the same SQL run
+  directly on the service's connection, p50/p95;
+- timeout: the time from ``timeoutMs`` to the ``timeout`` outcome for ``pg_sleep(60)``.
+
+    python -m bench.bench_templates [--runs 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+import uuid
+
+from bench.harness import percentile, postgres
+from context_service import bootstrap
+from context_service.config import Settings
+from context_service.domain.query_template.events import Parameter
+
+SQL = ("SELECT record_id, ordinal, text FROM {}passages WHERE collection_id = {}"
+       " ORDER BY ordinal LIMIT 100")
+
+
+def seed(container: bootstrap.Container) -> None:
+    with container.datastore.transaction(commit=True) as cur:
+        cur.execute("INSERT INTO agent_data.collections VALUES (%s, 'bench', 'facts',"
+                    " 'knowledge', 'r1', 1, true, 0, 200)", (uuid.uuid4(),))
+        cur.execute("INSERT INTO agent_data.passages SELECT 1, g, 'facts', 'd' || g, 'r' || g,"
+                    " NULL, repeat('text ', 20), '{}', NULL, NULL, '{}', NULL, 20"
+                    " FROM generate_series(0, 199) g")
+
+
+def timed(fn: object, runs: int) -> list[float]:
+    out = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        fn()  # type: ignore[operator]
+        out.append((time.perf_counter() - started) * 1000)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=200)
+    args = parser.parse_args()
+    with postgres() as (url, data):
+        container = bootstrap.build(Settings(data_dir=data, kube_mode="off", workers=()),
+                                    url=url, pool_size=2)
+        try:
+            assert container.sandbox.problem is None, container.sandbox.problem
+            seed(container)
+            params = (Parameter(name="c", type="text"),)
+            sandbox = container.sandbox
+
+            def template() -> None:
+                result = sandbox.run(SQL.format("", "$1"), params, ["facts"], "bench",
+                                     ["facts"], 5000, 100)
+                assert result.outcome == "ok" and len(result.rows) == 100, result
+
+            def direct() -> None:
+                with container.datastore.transaction(commit=False) as cur:
+                    cur.execute(SQL.format("agent_data.", "%s"), ("facts",))
+                    assert len(cur.fetchall()) == 100
+
+            template(), direct()  # warm
+            run_ms, direct_ms = timed(template, args.runs), timed(direct, args.runs)
+            p50_run, p50_direct = statistics.median(run_ms), statistics.median(direct_ms)
+            print(f"template run (100 rows): p50 {p50_run:.2f} ms, p95 "
+                  f"{percentile(run_ms, 95):.2f} ms")
+            print(f"direct on the service connection: p50 {p50_direct:.2f} ms, p95 "
+                  f"{percentile(direct_ms, 95):.2f} ms")
+            print(f"overhead ratio at p50: {p50_run / p50_direct:.1f}x (goal <= 2x)")
+            late = []
+            for _ in range(5):
+                started = time.perf_counter()
+                result = sandbox.run("SELECT pg_sleep(60)", (), [], "bench", [], 500, 1)
+                assert result.outcome == "timeout", result
+                late.append((time.perf_counter() - started) * 1000 - 500)
+            print(f"statement_timeout (500 ms) to timeout answer: median "
+                  f"{statistics.median(late):.1f} ms, max {max(late):.1f} ms")
+        finally:
+            container.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,122 @@
+"""The start-up check of every point of spec 11.5: the first failing point, or None.
+
+Catalog facts are read on the service's login; the pinned settings and the login's identity on
+a session of the restricted login itself.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+
+from context_service.adapters.postgres.sandbox.role import SIGNAL_FUNCTIONS, VIEWS
+
+_ATTRIBUTES = (("rolsuper", "superuser"), ("rolcreatedb", "createdb"),
+               ("rolcreaterole", "createrole"), ("rolreplication", "replication"),
+               ("rolbypassrls", "bypassrls"), ("rolinherit", "inherit"))
+_PINNED = (("search_path", "agent"), ("default_transaction_read_only", "on"),
+           ("statement_timeout", "10s"), ("track_activities", "off"))
+_TABLE_PRIVILEGES = "SELECT, INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER, MAINTAIN"
+
+
+def catalog_problem(cur: Any, role: str, service_login: str) -> str | None:
+    """What the service's login sees in the catalogs."""
+    if role == service_login:
+        return "the restricted login must not be the service's login"
+    cur.execute("SELECT * FROM pg_roles WHERE rolname = %s", (role,))
+    found = cur.fetchone()
+    if found is None:
+        return f"login {role} does not exist"
+    for column, attribute in _ATTRIBUTES:
+        if found[column]:
+            return f"login {role} must be NO{attribute.upper()}"
+    if not found["rolcanlogin"]:
+        return f"login {role} cannot log in"
+    cur.execute("SELECT m.roleid::regrole::text AS parent FROM pg_auth_members m"
+                " WHERE m.member = %s::regrole", (role,))
+    member = cur.fetchone()
+    if member is not None:
+        return f"login {role} is a member of role {member['parent']}"
+    cur.execute(
+        "SELECT 1 FROM pg_class WHERE relowner = %(r)s::regrole UNION ALL"
+        " SELECT 1 FROM pg_namespace WHERE nspowner = %(r)s::regrole UNION ALL"
+        " SELECT 1 FROM pg_proc WHERE proowner = %(r)s::regrole UNION ALL"
+        " SELECT 1 FROM pg_type WHERE typowner = %(r)s::regrole UNION ALL"
+        " SELECT 1 FROM pg_database WHERE datdba = %(r)s::regrole LIMIT 1", {"r": role})
+    if cur.fetchone() is not None:
+        return f"login {role} owns objects"
+    return _privilege_problem(cur, role)
+
+
+def _privilege_problem(cur: Any, role: str) -> str | None:
+    cur.execute("SELECT has_database_privilege(%(r)s, current_database(), 'CONNECT') AS c,"
+                " has_database_privilege(%(r)s, current_database(), 'CREATE') AS cr,"
+                " has_database_privilege(%(r)s, current_database(), 'TEMPORARY') AS t",
+                {"r": role})
+    db = cur.fetchone()
+    if not db["c"]:
+        return f"login {role} lacks CONNECT on the database"
+    if db["cr"] or db["t"]:
+        return f"login {role} may create objects in the database"
+    cur.execute("SELECT nspname FROM pg_namespace WHERE nspname NOT IN ('pg_catalog',"
+                " 'information_schema') AND nspname NOT LIKE 'pg_toast%%'"
+                " AND nspname NOT LIKE 'pg_temp%%' AND (has_schema_privilege(%(r)s, oid,"
+                " 'CREATE') OR (nspname <> 'agent' AND has_schema_privilege(%(r)s, oid,"
+                " 'USAGE'))) ORDER BY 1 LIMIT 1", {"r": role})
+    schema = cur.fetchone()
+    if schema is not None:
+        return f"login {role} holds privileges on schema {schema['nspname']}"
+    cur.execute("SELECT has_schema_privilege(%s, 'agent', 'USAGE') AS u", (role,))
+    if not cur.fetchone()["u"]:
+        return f"login {role} lacks USAGE on schema agent"
+    cur.execute(
+        "SELECT n.nspname || '.' || c.relname AS rel,"
+        " has_table_privilege(%(r)s, c.oid, 'SELECT') AS s,"
+        f" has_table_privilege(%(r)s, c.oid, '{_TABLE_PRIVILEGES}') AS any"
+        " FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+        " WHERE c.relkind IN ('r', 'v', 'm', 'p', 'f', 'S')"
+        " AND n.nspname NOT IN ('pg_catalog', 'information_schema')"
+        " AND n.nspname NOT LIKE 'pg_toast%%' ORDER BY 1", {"r": role})
+    views = {f"agent.{v}" for v in VIEWS}
+    for row in cur.fetchall():
+        if row["rel"] in views:
+            cur.execute(f"SELECT has_table_privilege(%(r)s, %(v)s, '{_TABLE_PRIVILEGES}') AND"
+                        " NOT has_table_privilege(%(r)s, %(v)s, 'INSERT, UPDATE, DELETE,"
+                        " TRUNCATE, REFERENCES, TRIGGER, MAINTAIN') AS ok",
+                        {"r": role, "v": row["rel"]})
+            if not row["s"] or not cur.fetchone()["ok"]:
+                return f"login {role} must hold exactly SELECT on {row['rel']}"
+            views.discard(row["rel"])
+        elif row["any"]:
+            return f"login {role} holds privileges on {row['rel']}"
+    if views:
+        return f"view {sorted(views)[0]} is missing"
+    for function in SIGNAL_FUNCTIONS:
+        cur.execute("SELECT has_function_privilege(%s, %s, 'EXECUTE') AS x", (role, function))
+        if cur.fetchone()["x"]:
+            return f"EXECUTE on {function.split('(')[0]} is not revoked from PUBLIC"
+    cur.execute("SELECT extname FROM pg_extension WHERE extname IN ('dblink', 'postgres_fdw')"
+                " ORDER BY 1 LIMIT 1")
+    extension = cur.fetchone()
+    if extension is not None:
+        return f"extension {extension['extname']} is installed"
+    return None
+
+
+def session_problem(conninfo: str, role: str) -> str | None:
+    """What a session of the restricted login reports about itself."""
+    try:
+        with psycopg.connect(conninfo, connect_timeout=5) as conn:
+            row = conn.execute("SELECT session_user, current_user").fetchone()
+            assert row is not None
+            if row[0] != role or row[1] != role:
+                return f"the restricted connection logs in as {row[0]}, not {role}"
+            for setting, expected in _PINNED:
+                value = conn.execute(
+                    "SELECT current_setting(%s)", (setting,)).fetchone()
+                if value is None or value[0] != expected:
+                    return f"setting {setting} of login {role} must be {expected}"
+    except psycopg.Error as exc:
+        return f"login {role} cannot connect ({type(exc).__name__})"
+    return None

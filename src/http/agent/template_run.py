@@ -1,0 +1,139 @@
+"""``POST /api/agent/v1/query-templates/run`` (agent-context-api.md §11.4): checks 1-9, then
+the run in the sandbox, recorded as ``QueryTemplateRun`` whatever its outcome. Agents never
+see SQL: errors carry the database's primary message and SQLSTATE only."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import time
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+import msgspec
+from litestar import Request, Response, post
+
+from context_service.domain.errors import SandboxNotConfiguredError
+from context_service.domain.query_template.commands import TemplateDraft
+from context_service.domain.query_template.events import Parameter, QueryTemplateRun
+from context_service.domain.query_template.state import QueryTemplateState
+from context_service.domain.query_template.validation import rewrite
+from context_service.http.agent.body import ApiBody, Violations, decode
+from context_service.http.agent.errors import ApiError, Violation, api_json
+from context_service.http.agent.pack_flow import Access, chosen_set
+from context_service.http.agent.pipeline import AgentCaller, agent_services, authenticate
+from context_service.http.agent.template_values import check_parameters
+from context_service.http.common import services, threaded_body
+from context_service.http.ports import QueryTemplateServices
+
+PATH = "/api/agent/v1/query-templates/run"
+SCOPE = "queries:run"
+VIEWS = ("context_catalog", "context_sets", "agent_data")
+ERRORS = {"400": "INVALID_REQUEST, VALIDATION_ERROR or AGENT_QUERY_FAILED (details.sqlstate)",
+          "401": "UNAUTHORIZED or EXPIRED_CREDENTIAL",
+          "403": "FORBIDDEN (scope; a bound credential naming another context set)",
+          "404": "NOT_FOUND: context set not found, query template not found",
+          "429": "RATE_LIMITED (Retry-After)",
+          "500": "INTERNAL_ERROR: query template sandbox is not configured: <point>",
+          "504": "AGENT_QUERY_TIMEOUT"}
+_NOT_FOUND = ApiError(404, "NOT_FOUND", "query template not found")
+
+
+class RunBody(ApiBody):
+    template_id: str | None = None
+    parameters: dict[str, Any] | None = None
+    context_set_id: str | None = None
+
+
+def _templates(request: Request[Any, Any, Any]) -> QueryTemplateServices:
+    found = services(request).query_templates
+    assert found is not None, "query templates are not configured"
+    return found
+
+
+def _checked_body(raw: bytes) -> RunBody:
+    body = decode(raw, RunBody)
+    violations = Violations()
+    if body.template_id is None:
+        violations.add("$.templateId", "is required")
+    elif body.template_id == "":
+        violations.add("$.templateId", "must not be empty")
+    if body.context_set_id == "":
+        violations.add("$.contextSetId", "must not be empty")
+    violations.raise_if_any()
+    return body
+
+
+def _approved(templates: QueryTemplateServices, workspace: str, template_id: str,
+              approved: tuple[str, ...]) -> QueryTemplateState:
+    """Check 8: listed by the active set's current version and active (read from the log)."""
+    if template_id not in approved:
+        raise _NOT_FOUND
+    state = templates.commands.load(workspace, template_id)[1]
+    if not state.active:
+        raise _NOT_FOUND
+    return state
+
+
+def parameters_sha256(parameters: tuple[Parameter, ...], values: list[Any]) -> str:
+    """SHA-256 of the compact JSON object of the bound values, in declaration order."""
+    bound = {p.name: v for p, v in zip(parameters, values, strict=True)}
+    return hashlib.sha256(msgspec.json.encode(bound)).hexdigest()
+
+
+@post(PATH, status_code=200, opt={"body": RunBody, "errors": ERRORS})
+@threaded_body
+def run_query_template(request: Request[Any, Any, Any], body: bytes) -> Response[bytes]:
+    """Run an approved template by id with typed parameters; rows back, never SQL."""
+    caller = authenticate(request, SCOPE, VIEWS)
+    checked = _checked_body(body)
+    assert checked.template_id is not None
+    templates = _templates(request)
+    access = Access(request, caller)
+    active = chosen_set(access, checked.context_set_id)
+    if active is None:
+        if caller.context_set_id:
+            raise ApiError(404, "NOT_FOUND", "context set not found")
+        raise ApiError(400, "VALIDATION_ERROR", "request validation failed", [Violation(
+            "$.contextSetId", "is required for a credential not bound to a context set")])
+    template = _approved(templates, caller.workspace, checked.template_id,
+                         active.query_templates)
+    values = check_parameters(template.parameters, checked.parameters or {})
+    if templates.sandbox.problem is not None:
+        raise SandboxNotConfiguredError(templates.sandbox.problem)
+    readable = access.readable()
+    collections = [c for c in active.collections if c in readable]
+    return _run(templates, caller, active.id, template, values, collections,
+                agent_services(request).clock)
+
+
+def _run(templates: QueryTemplateServices, caller: AgentCaller, set_id: str,
+         template: QueryTemplateState, values: list[Any],
+         collections: list[str], clock: Callable[[], datetime]) -> Response[bytes]:
+    started = time.monotonic()
+    statement = rewrite(TemplateDraft(description=template.description, sql=template.sql,
+                                      parameters=template.parameters))
+    result = templates.sandbox.run(statement, template.parameters, values, caller.workspace,
+                                   collections, template.timeout_ms, template.max_rows)
+    duration = int((time.monotonic() - started) * 1000)
+    event = QueryTemplateRun(
+        at=clock(), actor=caller.creator.key, run_id=secrets.token_hex(8),
+        template_id=template.id, template_version=template.version, context_set_id=set_id,
+        credential_id=caller.credential.id, created_by=caller.creator.key,
+        parameters_sha256=parameters_sha256(template.parameters, values),
+        outcome=result.outcome, sqlstate="" if result.outcome == "ok" else result.sqlstate,
+        row_count=len(result.rows), truncated=result.truncated, duration_ms=duration)
+    position = templates.commands.record_run(caller.workspace, event)
+    if result.outcome == "timeout":
+        raise ApiError(504, "AGENT_QUERY_TIMEOUT",
+                       f"query template exceeded its timeout of {template.timeout_ms} ms")
+    if result.outcome == "failed":
+        raise ApiError(400, "AGENT_QUERY_FAILED", f"query template failed: {result.message}",
+                       {"sqlstate": result.sqlstate})
+    return api_json({"columns": result.columns, "rows": result.rows,
+                     "rowCount": len(result.rows), "truncated": result.truncated}, 200,
+                    position)
+
+
+ROUTES = [run_query_template]

@@ -1,0 +1,146 @@
+"""``POST /api/agent/v1/query-templates/run`` (spec 11.4): rows of the agent views confined
+to the run's scope, typed parameters, value conversion, limits and the recorded run."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import pytest
+
+from context_service import bootstrap
+from context_service.adapters.eventstore.outbox import LogFeed
+from context_service.adapters.nats.relay import Relay, RelaySettings
+from context_service.adapters.nats.stream import StreamSpec
+from context_service.projections.outbox import MemoryPositionStore
+from tests.api.agent.packs_corpus import FACTS, NOTES
+from tests.api.agent.packs_support import settings as settings  # the fixture
+from tests.api.agent.templates_support import approve, registered, run, runner, seeded
+from tests.api.conftest import Api
+from tests.support.nats_fixtures import NatsServerHandle, read_stream, wait_until
+
+pytestmark = pytest.mark.postgres
+PASSAGES = ("SELECT collection_id, record_id, ordinal, title FROM passages"
+            " WHERE collection_id = coalesce(:collection, collection_id)"
+            " ORDER BY collection_id, ordinal")
+
+
+@pytest.fixture
+def corpus(api: Api) -> Api:
+    seeded(api)
+    registered(api, "passages", PASSAGES,
+               [{"name": "collection", "type": "text"}])
+    approve(api, ["passages"])
+    return api
+
+
+def test_a_run_returns_the_rows_of_the_scope_only(corpus: Api) -> None:
+    resp = run(runner(corpus), "passages")
+    assert resp.status_code == 200, resp.text
+    body = resp.json()
+    assert list(body) == ["columns", "rows", "rowCount", "truncated"]
+    assert body["columns"] == [{"name": "collection_id", "type": "text"},
+                               {"name": "record_id", "type": "text"},
+                               {"name": "ordinal", "type": "integer"},
+                               {"name": "title", "type": "text"}]
+    assert [r[:2] for r in body["rows"]] == [
+        [FACTS, "cfo-2021"], [FACTS, "cfo-2024"], [FACTS, "org-chart-finance"],
+        [FACTS, "news-2024-07-b"], [FACTS, "canteen"], [NOTES, "n1"], [NOTES, "n2"]]
+    assert body["rows"][0][2:] == [0, "CFO appointment 2021"]
+    assert body["rows"][3][3] is None  # an empty title is NULL
+    assert body["rowCount"] == 7 and body["truncated"] is False
+    # adam cannot read notes: its rows are absent, exactly as if it did not exist
+    adam = run(runner(corpus, "user:adam"), "passages").json()
+    assert {r[0] for r in adam["rows"]} == {FACTS}
+
+
+def test_parameters_are_bound_and_checked(corpus: Api) -> None:
+    agent = runner(corpus)
+    resp = run(agent, "passages", {"collection": NOTES})
+    assert resp.status_code == 200 and resp.json()["rowCount"] == 2
+    resp = run(agent, "passages", {"collection": 7, "other": 1})
+    assert resp.status_code == 400
+    assert resp.json()["details"] == [
+        {"path": "$.parameters.other", "message": "is not a parameter of this template"},
+        {"path": "$.parameters.collection", "message": "must be a string"}]
+
+
+def test_value_conversion_and_truncation(corpus: Api) -> None:
+    registered(corpus, "values",
+               "SELECT 1::bigint AS i, 2.50::numeric AS n, 'NaN'::float8 AS f,"
+               " true AS b, DATE '2024-07-01' AS d,"
+               " TIMESTAMPTZ '2024-07-01 12:00:00.5+02' AS tz,"
+               " TIMESTAMP '2024-07-01 12:00:00' AS ts, '{\"a\": [1]}'::jsonb AS j,"
+               " ARRAY['x', NULL] AS a, NULL::text AS z, '1 day'::interval AS iv,"
+               " g FROM generate_series(1, 5) AS g WHERE g <= :n",
+               [{"name": "n", "type": "integer", "default": 5}], maxRows=3)
+    approve(corpus, ["passages", "values"])
+    body = run(runner(corpus), "values").json()
+    assert body["rows"][0] == [1, "2.50", "NaN", True, "2024-07-01", "2024-07-01T10:00:00.5Z",
+                               "2024-07-01T12:00:00", {"a": [1]}, ["x", None], None, "1 day",
+                               1]
+    assert [c["type"] for c in body["columns"]][:3] == ["bigint", "numeric",
+                                                       "double precision"]
+    assert body["rowCount"] == 3 and body["truncated"] is True
+    exact = run(runner(corpus), "values", {"n": 3}).json()
+    assert exact["rowCount"] == 3 and exact["truncated"] is False
+
+
+def test_a_template_the_set_does_not_list_or_retired_is_not_found(corpus: Api) -> None:
+    registered(corpus, "other", "SELECT 1 AS one")
+    agent = runner(corpus)
+    missing = {"code": "NOT_FOUND", "message": "query template not found"}
+    assert run(agent, "other").json() == missing
+    assert corpus.as_("user:alice").delete(
+        "/v1/namespaces/acme/query-templates/passages").status_code == 204
+    resp = run(agent, "passages")
+    assert resp.status_code == 404 and resp.json() == missing
+
+
+def test_every_run_is_recorded_without_parameter_values(
+        corpus: Api, container: bootstrap.Container) -> None:
+    agent = runner(corpus)
+    assert run(agent, "passages", {"collection": "secret-value-x"}).status_code == 200
+    recorded = [r for r in container.store.read(0, 10_000) if r.stream.kind == "query_run"]
+    assert len(recorded) == 1
+    event: Any = recorded[0].event
+    assert (event.template_id, event.template_version, event.context_set_id,
+            event.outcome, event.sqlstate, event.row_count) == ("passages", 1, "finance",
+                                                                "ok", "", 0)
+    assert len(event.parameters_sha256) == 64 and len(event.run_id) == 16
+    assert event.created_by == "user:alice"
+    assert "secret-value-x" not in repr(event)
+
+
+def test_nats_carries_the_run_without_parameter_values(
+        corpus: Api, container: bootstrap.Container, nats_server: NatsServerHandle,
+        nats_stream: StreamSpec) -> None:
+    agent = runner(corpus)
+    assert run(agent, "passages", {"collection": "value-never-published"}).status_code == 200
+    relay = Relay(LogFeed(container.store), MemoryPositionStore(),
+                  RelaySettings(url=nats_server.url, stream=nats_stream))
+    head = container.store.head()
+    relay.start()
+    try:
+        wait_until(lambda: relay.stats.last_position >= head, what="relay catch-up")
+    finally:
+        relay.stop()
+    published = [m for m in read_stream(nats_server.url, nats_stream)
+                 if ".query_run." in m.subject]
+    assert [m.subject for m in published] == [
+        f"{nats_stream.subject_prefix}.acme.query_run.QueryTemplateRun"]
+    data = json.loads(published[0].payload)["data"]
+    assert list(data) == ["run_id", "template_id", "template_version", "context_set_id",
+                          "credential_id", "created_by", "parameters_sha256", "outcome",
+                          "sqlstate", "row_count", "truncated", "duration_ms"]
+    assert data["parameters_sha256"] == hashlib.sha256(
+        b'{"collection":"value-never-published"}').hexdigest()
+    assert b"value-never-published" not in published[0].payload
+    assert b"SELECT" not in published[0].payload
+
+
+def test_an_empty_result_still_names_its_columns(corpus: Api) -> None:
+    body = run(runner(corpus), "passages", {"collection": "nothing-here"}).json()
+    assert body["rows"] == [] and [c["name"] for c in body["columns"]] == [
+        "collection_id", "record_id", "ordinal", "title"]

@@ -1,0 +1,311 @@
+"""The escape suite of spec 11.6, run as a credential would: every statement a template must
+not be able to run is refused at registration or fails at run time with the documented code,
+and no table of the database changes (checksums of every table before and after).
+
+Statements registration refuses are also handed to the sandbox directly, as if they had got
+that far, to show the run-time layer holds on its own.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+import psycopg
+import pytest
+
+from context_service import bootstrap
+from context_service.adapters.eventstore.consistency import LogConsistency
+from context_service.adapters.postgres.sandbox.role import ROLE
+from tests.api.agent.packs_corpus import FACTS, NOTES
+from tests.api.agent.packs_support import Agent, create_context, publish, record
+from tests.api.agent.packs_support import settings as settings  # the fixture
+from tests.api.agent.templates_support import approve, register, registered, runner, seeded
+from tests.api.agent.templates_support import run as run_template
+from tests.api.conftest import Api
+
+pytestmark = pytest.mark.postgres
+# the log and the views' positions move by the run's own event; every other table must not
+MOVING = {"public.stored_events", "public.projection_tracking"}
+REFUSED = "invalid query template: "
+T = TypeVar("T")
+
+
+def checksums(container: bootstrap.Container) -> dict[str, str]:
+    with container.datastore.transaction(commit=False) as cur:
+        cur.execute("SELECT n.nspname || '.' || c.relname AS t FROM pg_class c"
+                    " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind = 'r'"
+                    " AND n.nspname NOT IN ('pg_catalog', 'information_schema')"
+                    " AND n.nspname NOT LIKE 'pg_%%' ORDER BY 1")
+        tables = [r["t"] for r in cur.fetchall() if r["t"] not in MOVING]
+        out = {}
+        for table in tables:
+            cur.execute(f"SELECT md5(coalesce(string_agg(x::text, '|' ORDER BY x::text), ''))"
+                        f" AS h, count(*) AS n FROM {table} x")
+            row = cur.fetchone()
+            out[table] = f"{row['n']}:{row['h']}"
+    return out
+
+
+_DB: dict[str, bootstrap.Container] = {}
+
+
+@pytest.fixture
+def corpus(api: Api, container: bootstrap.Container) -> Iterator[Api]:
+    _DB["container"] = container
+    seeded(api)
+    registered(api, "count-passages", "SELECT count(*) AS n FROM passages")
+    approve(api, ["count-passages"])
+    yield api
+    _DB.clear()
+
+
+def refused(api: Api, sql: str, message: str | None = None,
+            parameters: list[dict[str, Any]] | None = None) -> str:
+    resp = register(api, "escape", sql, parameters)
+    assert resp.status_code == 400, (sql, resp.text)
+    found: str = resp.json()["message"]
+    assert found.startswith(REFUSED), found
+    if message is not None:
+        assert found == REFUSED + message, (sql, found)
+    return found
+
+
+def unchanged(action: Callable[[], T]) -> T:
+    """``action``'s result, asserting that no table changed (the log and the views' positions
+    aside, which move by the run's own event)."""
+    container = _DB["container"]
+    settled = LogConsistency(container.store, container.tracking, container.view_runners())
+    assert settled.wait(container.view_names, 10)  # the views have applied everything
+    before = checksums(container)
+    result = action()
+    assert checksums(container) == before
+    return result
+
+
+def sandboxed(container: bootstrap.Container, sql: str, timeout_ms: int = 2000) -> Any:
+    """The statement run directly in the sandbox, as if registration had let it through."""
+    return unchanged(lambda: container.sandbox.run(sql, (), [], "acme", [FACTS], timeout_ms,
+                                                   10))
+
+
+def run(agent: Agent, template_id: str, parameters: dict[str, Any] | None = None) -> Any:
+    return unchanged(lambda: run_template(agent, template_id, parameters))
+
+
+def approved_run(api: Api, sql: str, parameters: list[dict[str, Any]] | None = None,
+                 values: dict[str, Any] | None = None, **extra: Any) -> Any:
+    registered(api, "escape", sql, parameters, **extra)
+    approve(api, ["count-passages", "escape"])
+    return run(runner(api), "escape", values)
+
+
+def failed(resp: Any, sqlstate: str | None = None) -> str:
+    assert resp.status_code == 400, resp.text
+    body = resp.json()
+    assert body["code"] == "AGENT_QUERY_FAILED", body
+    assert list(body["details"]) == ["sqlstate"]
+    if sqlstate is not None:
+        assert body["details"]["sqlstate"] == sqlstate, body
+    message: str = body["message"]
+    return message
+
+
+NOT_SELECT = "sql must be a single SELECT or WITH statement"
+WRITES = [
+    "INSERT INTO passages (record_id) VALUES ('x')",
+    "UPDATE passages SET text = ''",
+    "DELETE FROM passages",
+    "MERGE INTO passages p USING passages q ON false WHEN NOT MATCHED THEN DO NOTHING",
+    "CREATE TABLE agent.x (a int)",
+    "DROP VIEW agent.passages",
+    "COPY (SELECT 1) TO STDOUT",
+    "COPY (SELECT 1) TO PROGRAM 'touch /tmp/cs-escape'",
+    "SET ROLE postgres",
+    "RESET ROLE",
+    "SET SESSION AUTHORIZATION postgres",
+    "SET TRANSACTION READ WRITE",
+    "CREATE EXTENSION dblink",
+    "CREATE EXTENSION postgres_fdw",
+    "  /* a comment */ -- and another\n  SHOW search_path",
+]
+
+
+@pytest.mark.parametrize("sql", WRITES)
+def test_statements_that_are_not_a_select_are_refused_and_fail_in_the_sandbox(
+        corpus: Api, container: bootstrap.Container, sql: str) -> None:
+    refused(corpus, sql, NOT_SELECT)
+    result = sandboxed(container, sql)
+    if sql.startswith("  /*"):  # SHOW: harmless, a row of the login's own setting
+        assert (result.outcome, result.rows) == ("ok", [["agent"]])
+    else:
+        assert result.outcome == "failed", (sql, result)
+        assert result.sqlstate in {"25006", "25001", "42501", "55000", "0A000", "42P01",
+                                   "42809", "58P01", "42704", "2F003"}, (sql, result)
+
+
+DATABASE_REFUSED = [
+    ("SELECT * FROM passages FOR UPDATE", "permission denied for view passages"),
+    ("WITH d AS (DELETE FROM passages RETURNING record_id) SELECT * FROM d", None),
+    ("SELECT nextval('public.stored_events_id_seq')", "permission denied for schema public"),
+    ("SELECT * FROM public.stored_events", "permission denied for schema public"),
+    ("SELECT * FROM context_sets", 'relation "context_sets" does not exist'),
+    ("SELECT * FROM agent_data.passages", "permission denied for schema agent_data"),
+    ("SELECT * FROM agent_data.scopes", "permission denied for schema agent_data"),
+    ("SELECT * FROM pg_authid", "permission denied for table pg_authid"),
+    ("SELECT pg_read_file('/etc/passwd')", "permission denied for function pg_read_file"),
+    ("SELECT pg_read_binary_file('/etc/passwd')",
+     "permission denied for function pg_read_binary_file"),
+    ("SELECT * FROM pg_ls_dir('.')", "permission denied for function pg_ls_dir"),
+    ("SELECT lo_import('/etc/passwd')", "permission denied for function lo_import"),
+    ("SELECT pg_cancel_backend(1)", "permission denied for function pg_cancel_backend"),
+    ("SELECT pg_terminate_backend(1)", "permission denied for function pg_terminate_backend"),
+    ("SELECT * FROM dblink('dbname=postgres', 'SELECT 1') AS t(a int)", None),
+    ("SELECT 1; DELETE FROM passages", "cannot insert multiple commands into a prepared"
+                                       " statement"),
+    ("SELECT relname FROM pg_class", "sql may read only the agent views"),
+    ("SELECT * FROM information_schema.tables", None),
+    ("SELECT * FROM pg_settings", None),
+    ("SELECT * FROM pg_stat_activity", None),
+    ("SELECT * FROM passages, pg_catalog.pg_namespace", "sql may read only the agent views"),
+    ("SELECT * FROM json_each('{}')",
+     "sql calls a set-returning function that is not allowed: json_each"),
+]
+
+
+@pytest.mark.parametrize(("sql", "message"), DATABASE_REFUSED)
+def test_registration_refuses_what_reads_or_writes_outside_the_views(
+        corpus: Api, container: bootstrap.Container, sql: str, message: str | None) -> None:
+    refused(corpus, sql, message)
+    assert sandboxed(container, sql).outcome == "failed" or "pg_" in sql \
+        or "information_schema" in sql or "json_each" in sql
+
+
+def test_catalog_reads_are_refused_although_the_login_could_plan_them(
+        corpus: Api, container: bootstrap.Container) -> None:
+    """Defence in depth: what the plan check refuses would at most see catalog rows, never
+    another workspace's data (the login holds no privilege on any service table)."""
+    result = sandboxed(container, "SELECT count(*) FROM pg_stat_activity"
+                                  " WHERE query LIKE '%stored_events%'")
+    assert result.outcome == "ok" and result.rows == [[0]]
+
+
+def test_role_cannot_be_changed(corpus: Api) -> None:
+    assert "permission denied to set role" in failed(
+        approved_run(corpus, "SELECT set_config('role', 'postgres', false) AS r"), "42501")
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT set_config('role', 'postgres', true) AS r",
+    "SELECT set_config('session_authorization', 'postgres', true) AS r",
+    "SELECT set_config('transaction_read_only', 'off', true) AS r",
+    "SELECT set_config('default_transaction_read_only', 'off', true),"
+    " (SELECT count(*) FROM passages) AS r",
+])
+def test_widening_a_setting_fails_at_run_time(corpus: Api, sql: str) -> None:
+    resp = approved_run(corpus, sql)
+    if "default_transaction_read_only" in sql:  # allowed, and changes nothing in this run
+        assert resp.status_code == 200, resp.text
+    else:
+        failed(resp)
+
+
+def test_another_scope_token_yields_no_rows(corpus: Api) -> None:
+    sql = ("SELECT count(*) AS n FROM (SELECT set_config('cs.agent_scope', :token, true))"
+           " AS s(t), LATERAL (SELECT 1 FROM passages WHERE s.t IS NOT NULL OFFSET 0) p")
+    agent = runner(corpus)
+    assert run(agent, "count-passages").json()["rows"] == [[7]]
+    resp = approved_run(corpus, sql, [{"name": "token", "type": "text"}], {"token": "A" * 43})
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["rows"] == [[0]]
+    for guess in ["", "x' OR true --", None]:
+        resp = run(agent, "escape", {"token": guess})
+        assert resp.status_code == 200 and resp.json()["rows"] == [[0]], resp.text
+
+
+def test_injection_through_parameters_is_only_ever_a_value(corpus: Api) -> None:
+    resp = approved_run(corpus, "SELECT count(*) AS n FROM passages WHERE record_id = :id",
+                        [{"name": "id", "type": "text"}],
+                        {"id": "x' OR '1'='1'; DELETE FROM agent_data.passages; --"})
+    assert resp.status_code == 200 and resp.json()["rows"] == [[0]]
+    resp = run(runner(corpus), "escape", {"id": "cfo-2024"})
+    assert resp.json()["rows"] == [[1]]
+    resp = run(runner(corpus), "escape", {"id": 1})
+    assert resp.status_code == 400 and resp.json()["code"] == "VALIDATION_ERROR"
+
+
+def _sessions_of_the_login(container: bootstrap.Container) -> int:
+    with container.datastore.transaction(commit=False) as cur:
+        cur.execute("SELECT count(*) AS n FROM pg_stat_activity WHERE usename = %s", (ROLE,))
+        row = cur.fetchone()
+    return int(row["n"])
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT pg_sleep(60) AS s",
+    "SELECT set_config('statement_timeout', '0', true), pg_sleep(60) AS s",
+])
+def test_a_run_never_outlives_its_timeout(corpus: Api, container: bootstrap.Container,
+                                          sql: str) -> None:
+    registered(corpus, "sleeper", sql, timeoutMs=500)
+    approve(corpus, ["count-passages", "sleeper"])
+    agent = runner(corpus)
+    started = time.monotonic()
+    resp = run(agent, "sleeper")
+    elapsed = time.monotonic() - started
+    assert resp.status_code == 504, resp.text
+    assert resp.json() == {"code": "AGENT_QUERY_TIMEOUT",
+                           "message": "query template exceeded its timeout of 500 ms"}
+    assert elapsed < 1.5 + 0.5  # timeoutMs + 1000, plus the request's own work
+    deadline = time.monotonic() + 2
+    while _sessions_of_the_login(container) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _sessions_of_the_login(container) == 0
+
+
+def test_another_backend_cannot_be_signalled(corpus: Api, container: bootstrap.Container) -> None:
+    with psycopg.connect(container.url) as other:
+        pid = other.info.backend_pid
+        for function in ("pg_cancel_backend", "pg_terminate_backend"):
+            result = sandboxed(container, f"SELECT {function}({pid})")
+            assert (result.outcome, result.sqlstate) == ("failed", "42501")
+        assert other.execute("SELECT 1").fetchone() == (1,)
+
+
+def test_no_extension_reaches_outside_the_database(corpus: Api,
+                                                   container: bootstrap.Container) -> None:
+    with container.datastore.transaction(commit=False) as cur:
+        cur.execute("SELECT extname FROM pg_extension WHERE extname IN"
+                    " ('dblink', 'postgres_fdw')")
+        assert cur.fetchall() == []
+
+
+def test_another_workspace_and_unlisted_collections_show_no_rows(corpus: Api) -> None:
+    """globex has a context of the same name; the set of acme lists only company-facts."""
+    corpus.as_("service:context-service-admin").put(
+        "/v1/namespaces/globex/members",
+        {"subject": {"kind": "user", "name": "gina"}, "role": "owner"})
+    create_context(corpus, FACTS, owner="user:gina", ws="globex")
+    publish(corpus, FACTS, "a" * 64, [record("g1", FACTS, "a" * 64, "globex only")],
+            owner="user:gina", ws="globex")
+    registered(corpus, "records", "SELECT collection_id, record_id FROM passages"
+                                  " ORDER BY collection_id, ordinal")
+    approve(corpus, ["count-passages", "records"], collections=(FACTS,))
+    rows = run(runner(corpus), "records").json()["rows"]
+    assert {r[0] for r in rows} == {FACTS} and "g1" not in {r[1] for r in rows}
+    assert len(rows) == 5 and NOTES not in {r[0] for r in rows}
+
+
+def test_errors_carry_no_part_of_the_statement(corpus: Api) -> None:
+    resp = approved_run(corpus, "SELECT 1 / (count(*) - count(*)) AS secret_column_name"
+                                " FROM passages")
+    message = failed(resp, "22012")
+    assert message == "query template failed: division by zero"
+    assert "secret_column_name" not in resp.text and "passages" not in resp.text
+
+
+def test_no_agent_route_returns_sql(corpus: Api) -> None:
+    agent = Agent(corpus, runner(corpus).token)
+    body = run(agent, "count-passages").text
+    assert "SELECT" not in body and "sql" not in body
