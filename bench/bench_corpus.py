@@ -8,8 +8,12 @@ The data is ``bench_query``'s (records of 50 to 500 words, Zipf-distributed voca
 indexes published through the command layer. Then:
 
 - publication: the query-index worker's views rebuilt from position zero, first the query
-  index alone (features off), then with passage_features and agent_data; records/s and ratio
-  (goal >= 0.5x);
+  index alone (features off), then the worker's two runners at once, each on its own thread
+  as the worker runs them (query_index; passage_features + agent_data): records/s until both
+  are done, and ratio (goal >= 0.5x);
+- read-your-writes after one more publication (``--fresh`` records, new texts): how long
+  until the query route's view has it, with the features in the index's runner (as before) and
+  in their own (as now);
 - lists: the corpus at the namespace's position loaded once (cold load timed), then per query
   the lexical list and the vector list (task embedded per request) — p50/p95/p99 — against the
   query read port's search (the /v1 query route's work without HTTP) on the same terms;
@@ -24,10 +28,14 @@ from __future__ import annotations
 import argparse
 import random
 import sys
+import threading
 import time
 from collections.abc import Callable
 
-from bench.bench_query import NS, corpus, queries, seed, vocabulary
+import msgspec
+
+from bench.bench_query import NS, _revision, corpus, queries, seed, vocabulary
+from bench.bench_query import Corpus as Records
 from bench.harness import percentile, postgres
 from context_service import bootstrap
 from context_service.adapters.pack.retrieval import _current, _Scan
@@ -39,7 +47,8 @@ from context_service.projections.pack_inputs.reads import PackPorts
 from context_service.projections.query_index.reads import Search
 
 INDEX_ONLY = ["query_index"]
-WITH_FEATURES = ["query_index", "passage_features", "agent_data"]
+FEATURES = ["passage_features", "agent_data"]
+WITH_FEATURES = INDEX_ONLY + FEATURES
 
 
 def publication_rate(container: bootstrap.Container, views: list[str], records: int) -> float:
@@ -47,6 +56,36 @@ def publication_rate(container: bootstrap.Container, views: list[str], records: 
     started = time.perf_counter()
     runner.rebuild()
     return records / (time.perf_counter() - started)
+
+
+def worker_rates(container: bootstrap.Container, records: int) -> tuple[float, float]:
+    """Records/s of the worker's two runners rebuilt at once (until both are done), and of
+    the query index's runner alone meanwhile."""
+    runners = [container.runner_for(INDEX_ONLY), container.runner_for(FEATURES)]
+    done: list[float] = [0.0, 0.0]
+    started = time.perf_counter()
+
+    def rebuild(i: int) -> None:
+        runners[i].rebuild()
+        done[i] = time.perf_counter() - started
+
+    threads = [threading.Thread(target=rebuild, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return records / max(done), records / done[0]
+
+
+def visible_after(container: bootstrap.Container, data: Records, views: list[str]) -> float:
+    """Seconds from publishing ``data`` until a runner over ``views`` has applied it."""
+    seed(container, data)
+    runner = container.runner_for(views)
+    started = time.perf_counter()
+    runner.catch_up()
+    elapsed = time.perf_counter() - started
+    container.runner_for(WITH_FEATURES).catch_up()  # whatever else is behind
+    return elapsed
 
 
 def timed(run: Callable[[str], object], texts: list[str]) -> list[float]:
@@ -115,6 +154,8 @@ def main() -> None:
     parser.add_argument("--vocabulary", type=int, default=30_000)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--fresh", type=int, default=20_000,
+                        help="records of the publication whose visibility is timed")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     vocab = vocabulary(rng, args.vocabulary)
@@ -128,10 +169,19 @@ def main() -> None:
             print(f"{args.records} records over {args.contexts} contexts seeded in "
                   f"{time.perf_counter() - started:.1f}s", flush=True)
             off = publication_rate(container, INDEX_ONLY, args.records)
-            on = publication_rate(container, WITH_FEATURES, args.records)
-            print(f"publication, features off {off:10,.0f} records/s")
+            print(f"publication, features off {off:10,.0f} records/s", flush=True)
+            on, index_meanwhile = worker_rates(container, args.records)
             print(f"publication, features on  {on:10,.0f} records/s  ({on / off:.2f}x; "
-                  "goal >= 0.5x)", flush=True)
+                  f"goal >= 0.5x); the query index meanwhile {index_meanwhile:,.0f} records/s",
+                  flush=True)
+            fresh = {name: [msgspec.structs.replace(r, context=name, revision=_revision(name))
+                            for r in corpus(rng, args.fresh, 1, vocab)["ctx-00"]]
+                     for name in ("fresh-a", "fresh-b")}
+            before = visible_after(container, {"fresh-a": fresh["fresh-a"]}, WITH_FEATURES)
+            after = visible_after(container, {"fresh-b": fresh["fresh-b"]}, INDEX_ONLY)
+            print(f"a {args.fresh}-record publication visible to the query route after "
+                  f"{before:.2f}s with the features in its runner, {after:.2f}s in their own",
+                  flush=True)
             with container.datastore.transaction(commit=True) as cur:
                 cur.execute("ANALYZE agent_passages; ANALYZE passage_features")
             ports = bootstrap.pack_ports(container)

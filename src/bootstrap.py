@@ -109,8 +109,13 @@ log = logging.getLogger(__name__)
 TRACKING_TABLE = "projection_tracking"
 # Embedded servers stop after every worker, dependents first; PostgreSQL goes last.
 SERVER_ORDER = ("kubernetes", "nats", "postgres")
-# Views fed by whole query indexes: their workers read fewer events at once.
+# Views fed by whole query indexes: their runners read fewer events at once.
 INDEX_VIEWS = ("query_index", "passage_features", "agent_data")
+# The worker (a ``CS_WORKERS`` name, one advisory lock) running each runner: the query index and
+# the features of its texts advance separately, so a new index is searchable before its
+# embeddings are computed.
+RUNNER_WORKER = {"projections": "projections", "query-index": "query-index",
+                 "query-features": "query-index"}
 
 
 def database_url(settings: Settings) -> str:
@@ -134,10 +139,11 @@ def _step(step: str, action: Callable[[], object], quiet: bool = False, **extra:
 
 
 def projection_workers() -> dict[str, list[tuple[Projection, Callable[[Any], Any]]]]:
-    """Every projection with the factory of its SQL view, grouped by the worker that runs it.
+    """Every projection with the factory of its SQL view, grouped by the runner that applies
+    it (``RUNNER_WORKER`` names the worker running each).
 
-    A worker applies one read of the log to all its projections in one transaction. The
-    embedding model loads on the first text it is given.
+    A runner applies one read of the log to all its projections in one transaction, with its
+    own tracking positions and thread. The embedding model loads on the first text it is given.
     """
     features = TextFeaturesModel()
     return {
@@ -154,10 +160,10 @@ def projection_workers() -> dict[str, list[tuple[Projection, Callable[[Any], Any
             (PackInputs(), PackInputsSql),
             (ContextPackReplays(), ReplaySql),
         ],
+        "query-index": [(QueryIndex(), QueryIndexSql)],
         # features before agent_data: in one transaction, agent_data reads what they stored
-        "query-index": [(QueryIndex(), QueryIndexSql),
-                        (PassageFeatures(features), PassageFeaturesSql),
-                        (AgentData(features), AgentDataSql)],
+        "query-features": [(PassageFeatures(features), PassageFeaturesSql),
+                           (AgentData(features), AgentDataSql)],
     }
 
 
@@ -234,9 +240,10 @@ class Container:
         when a cluster is connected."""
         names = self.settings.workers if names is None else names
         self.store.start_listener()
-        for worker, runner in self.runners.items():
-            if worker in names:
-                self._lead(worker, functools.partial(_started_runner, runner))
+        for worker in dict.fromkeys(RUNNER_WORKER.values()):
+            runners = [r for n, r in self.runners.items() if RUNNER_WORKER[n] == worker]
+            if worker in names and runners:
+                self._lead(worker, functools.partial(_started_runners, runners))
         if self.cluster is not None and "reconciler" in names:
             from context_service.adapters.kubernetes.reconciler import reconciler_for
 
@@ -307,10 +314,22 @@ class Container:
             _step("embedded postgres stopped", stop, quiet=True)
 
 
-def _started_runner(runner: ProjectionRunner) -> ProjectionRunner:
-    runner.catch_up()
-    runner.start()
-    return runner
+class _Runners:
+    """A worker's runners, each caught up and started in order (stopped in reverse)."""
+
+    def __init__(self, runners: list[ProjectionRunner]) -> None:
+        self.runners = runners
+
+    def stop(self) -> None:
+        for runner in reversed(self.runners):
+            runner.stop()
+
+
+def _started_runners(runners: list[ProjectionRunner]) -> _Runners:
+    for runner in runners:
+        runner.catch_up()
+        runner.start()
+    return _Runners(runners)
 
 
 def build(settings: Settings, url: str | None = None, pool_size: int = 8) -> Container:
@@ -348,12 +367,12 @@ def build(settings: Settings, url: str | None = None, pool_size: int = 8) -> Con
                           QueryTemplateApplication(store), sandbox, runners)
     if owned:
         container.servers["postgres"] = functools.partial(embedded.stop, settings.data_dir)
-    for worker, group in projection_workers().items():
+    for name, group in projection_workers().items():
         # query-index events carry whole indexes (up to a 1 MiB body each): read fewer at once
-        batch = 100 if worker == "query-index" else 2000
-        listeners = [access] if worker == "projections" else []
-        runners[worker] = ProjectionRunner(store, tracking, group, batch_size=batch,
-                                           listeners=listeners)
+        batch = 100 if RUNNER_WORKER[name] == "query-index" else 2000
+        listeners = [access] if name == "projections" else []
+        runners[name] = ProjectionRunner(store, tracking, group, batch_size=batch,
+                                         listeners=listeners)
     return container
 
 

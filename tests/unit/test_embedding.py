@@ -80,3 +80,34 @@ def test_missing_model_files_are_reported_not_downloaded(tmp_path: object) -> No
                                                r" available offline$"):
         load(str(tmp_path))
     assert UNAVAILABLE == "wordllama model l2_supercat (256) is not available offline"
+
+
+def _spec_vector(model: object, text: str) -> bytes | None:
+    """The spec's definition computed here: the float64 mean of the rows of the tokenizer's
+    own ids, scaled to unit length, as big-endian float32."""
+    ids = model.full_token_ids([text])[0]  # type: ignore[attr-defined]
+    if not ids:
+        return None
+    mean = model._matrix[ids].sum(axis=0, dtype=np.float64) / len(ids)  # type: ignore[attr-defined]
+    return (mean / np.linalg.norm(mean)).astype(np.float32).astype(">f4").tobytes()
+
+
+def test_batched_features_equal_the_definition_on_long_texts() -> None:
+    """Many long texts at once (titles, records and documents sharing parts): counts equal the
+    tokenizer's and vectors equal the definition bit for bit."""
+    import random
+
+    rng = random.Random(11)
+    words = ["".join(rng.choices("abcdefghijklmnoprstuvwyé", k=rng.randint(2, 11)))
+             for _ in range(3000)]
+    records = [". ".join(" ".join(rng.choices(words, k=12)).capitalize()
+                         for _ in range(rng.randint(1, 40))) for _ in range(60)]
+    titles = [" ".join(rng.choices(words, k=rng.randint(1, 6))).title() for _ in records]
+    texts = [Text((t, r), "\n", embed=True) for t, r in zip(titles, records, strict=True)]
+    texts += [Text((r,), embed=True) for r in records[:20]]
+    texts += [Text(tuple(records[i:i + 5]), "\n\n") for i in range(0, 60, 5)]
+    model = load()
+    features = model.features(texts)
+    for text, feature in zip(texts, features, strict=True):
+        assert feature.tokens == len(model.full_token_ids([text.text])[0])
+        assert feature.vector == (_spec_vector(model, text.text) if text.embed else None)

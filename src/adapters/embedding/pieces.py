@@ -8,6 +8,9 @@ fused across words either. Words repeat, so their ids are cached: a text costs o
 a few dictionary look-ups. ``WordPieces.applies`` checks these properties on the loaded files;
 a text holding a special token's literal (``<s>``) goes through the full tokenizer.
 
+Each word's ids are cached packed (native int32 bytes): a text's ids are one ``bytes.join``
+away from an array, and its count is a sum of lengths.
+
 A text joined from parts (``Text``) is not split again: with a separator of neither spaces nor
 ``▁``, the words of ``a + sep + b`` are those of ``a`` and of ``b``, except that the last word
 of ``a``, the separator and the first word of ``b`` (without the ``▁`` the text's start gets)
@@ -16,11 +19,13 @@ run together; a part led by a space starts a word of its own.
 
 from __future__ import annotations
 
-import itertools
 import json
 import re
 from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from context_service.projections.passage_features.features import Text
 
@@ -29,6 +34,16 @@ _NORMALIZER = {"type": "Sequence", "normalizers": [
     {"type": "Prepend", "prepend": "▁"},
     {"type": "Replace", "pattern": {"String": " "}, "content": "▁"}]}
 _CACHE_LIMIT = 1_000_000
+_ID = np.dtype(np.int32)
+Ids = npt.NDArray[np.int32]
+
+
+def _packed(ids: Sequence[int]) -> bytes:
+    return np.asarray(ids, dtype=_ID).tobytes()
+
+
+def _count(packed: bytes) -> int:
+    return len(packed) // _ID.itemsize
 
 
 class WordPieces:
@@ -44,7 +59,7 @@ class WordPieces:
         self._bare = bare
         spec = json.loads(tokenizer.to_str())
         self._specials = tuple(t["content"] for t in spec.get("added_tokens", ()))
-        self._cache: dict[str, tuple[int, ...]] = {}
+        self._cache: dict[str, bytes] = {}  # word -> its ids, packed
 
     @staticmethod
     def applies(tokenizer: Any) -> bool:
@@ -59,7 +74,7 @@ class WordPieces:
                 and model.get("dropout") is None and bytes_present and no_crossing)
 
     def _split(self, texts: Sequence[str],
-               ) -> tuple[list[list[str] | None], dict[str, tuple[int, ...]]]:
+               ) -> tuple[list[list[str] | None], dict[str, bytes]]:
         """Each text's words (None: through the full tokenizer), and a cache holding the ids
         of all of them (a full cache is replaced, never emptied under another thread)."""
         split: list[list[str] | None] = []
@@ -76,25 +91,23 @@ class WordPieces:
             if len(cache) + len(missing) > _CACHE_LIMIT:
                 kept = {w: cache[w] for words in split if words for w in words if w in cache}
                 cache = self._cache = kept
-            encoded = self._bare.encode_batch(list(missing), add_special_tokens=False)
-            for word, enc in zip(missing, encoded, strict=True):
-                cache[word] = tuple(enc.ids)
+            self._split_words(list(missing), cache)
         return split, cache
 
     def ids(self, texts: Sequence[str]) -> list[list[int]]:
         split, cache = self._split(texts)
         return [list(self._full.encode(text, add_special_tokens=False).ids) if words is None
-                else list(itertools.chain.from_iterable(map(cache.__getitem__, words)))
+                else np.frombuffer(b"".join(map(cache.__getitem__, words)), _ID).tolist()
                 for text, words in zip(texts, split, strict=True)]
 
     def counts(self, texts: Sequence[str]) -> list[int]:
         split, cache = self._split(texts)
         return [len(self._full.encode(text, add_special_tokens=False).ids) if words is None
-                else sum(map(len, map(cache.__getitem__, words)))
+                else _count(b"".join(map(cache.__getitem__, words)))
                 for text, words in zip(texts, split, strict=True)]
 
-    def joined(self, texts: Sequence[Text]) -> list[list[int] | int]:
-        """For each text, its ids when it is to be embedded, else its token count."""
+    def joined(self, texts: Sequence[Text]) -> list[Ids | int]:
+        """For each text, its ids (int32) when it is to be embedded, else its token count."""
         parts = list({p: None for t in texts for p in t.parts})
         split, cache = self._split(parts)
         words = dict(zip(parts, split, strict=True))
@@ -102,38 +115,37 @@ class WordPieces:
         joints = sorted({w for plan in plans if plan is not None for w in plan
                          if isinstance(w, str) and w not in cache})
         if joints:
-            _, cache = self._split_words(joints, cache)
-        totals: dict[str, int] = {}
-        out: list[list[int] | int] = []
+            self._split_words(joints, cache)
+        totals: dict[str, int] = {}  # bytes of a part's packed ids
+        out: list[Ids | int] = []
         for text, plan in zip(texts, plans, strict=True):
             if plan is None:
                 whole = self.ids([text.text])[0]
-                out.append(whole if text.embed else len(whole))
+                out.append(np.asarray(whole, dtype=_ID) if text.embed else len(whole))
             elif text.embed:
-                ids: list[int] = []
+                chunks: list[bytes] = []
                 for w in plan:
                     if isinstance(w, str):
-                        ids.extend(cache[w])
+                        chunks.append(cache[w])
                     else:
                         run = words[w[0]]
                         assert run is not None
-                        ids.extend(itertools.chain.from_iterable(
-                            map(cache.__getitem__, run[w[1]:w[2]])))
-                out.append(ids)
+                        chunks.append(b"".join(map(cache.__getitem__, run[w[1]:w[2]])))
+                out.append(np.frombuffer(b"".join(chunks), _ID))
             else:
-                count = 0
+                size = 0
                 for w in plan:
                     if isinstance(w, str):
-                        count += len(cache[w])
+                        size += len(cache[w])
                         continue
                     part, lo, hi = w
                     ws = words[part]
                     assert ws is not None
                     if part not in totals:
                         totals[part] = sum(map(len, map(cache.__getitem__, ws)))
-                    count += (totals[part] - (len(cache[ws[0]]) if lo else 0)
-                              - (len(cache[ws[-1]]) if hi < len(ws) else 0))
-                out.append(count)
+                    size += (totals[part] - (len(cache[ws[0]]) if lo else 0)
+                             - (len(cache[ws[-1]]) if hi < len(ws) else 0))
+                out.append(size // _ID.itemsize)
         return out
 
     def _plan(self, text: Text, words: dict[str, list[str] | None],
@@ -167,10 +179,9 @@ class WordPieces:
         plan.append(pending)
         return plan
 
-    def _split_words(self, words: list[str], cache: dict[str, tuple[int, ...]],
-                     ) -> tuple[None, dict[str, tuple[int, ...]]]:
-        """Cache the ids of ``words`` (already split; encoded as they are)."""
+    def _split_words(self, words: list[str], cache: dict[str, bytes]) -> None:
+        """Cache the ids of ``words`` (already split; encoded as they are, in one batch: the
+        tokenizer releases the GIL)."""
         encoded = self._bare.encode_batch(words, add_special_tokens=False)
         for word, enc in zip(words, encoded, strict=True):
-            cache[word] = tuple(enc.ids)
-        return None, cache
+            cache[word] = _packed(enc.ids)

@@ -62,28 +62,37 @@ class Embedder:
         """Token counts, and vectors of the texts to embed (as ``vector_bytes``)."""
         if not texts:
             return []
+        results: list[npt.NDArray[np.int32] | int]
         if self._pieces is not None:
             results = self._pieces.joined(texts)
         else:
             full = self.full_token_ids([t.text for t in texts])
-            results = [ids if t.embed else len(ids) for t, ids in zip(texts, full, strict=True)]
+            results = [np.asarray(ids, dtype=np.int32) if t.embed else len(ids)
+                       for t, ids in zip(texts, full, strict=True)]
+        embedded = [r for r in results if not isinstance(r, int)]
+        vectors = iter(self.embed_many(embedded))
         return [Feature(r, None) if isinstance(r, int)
-                else Feature(len(r), vector_bytes(self.embed_ids(r))) for r in results]
+                else Feature(len(r), vector_bytes(next(vectors))) for r in results]
 
     def embed(self, text: str) -> Vector | None:
         return self.embed_ids(self.token_ids([text])[0])
 
-    def embed_ids(self, ids: Sequence[int]) -> Vector | None:
+    def embed_ids(self, ids: Sequence[int] | npt.NDArray[np.int32]) -> Vector | None:
         """Mean of the tokens' vectors (in float64), scaled to unit length, as float32."""
-        if not ids:
+        if not len(ids):
             return None
-        rows = self._matrix[np.fromiter(ids, dtype=np.intp, count=len(ids))]
+        index = ids if isinstance(ids, np.ndarray) else np.fromiter(ids, np.intp, len(ids))
+        rows = self._matrix[index]
         mean = rows.sum(axis=0, dtype=np.float64) / len(ids)
         norm = float(np.linalg.norm(mean))
         if norm == 0.0:
             return None
         unit: Vector = (mean / norm).astype(np.float32)
         return unit
+
+    def embed_many(self, texts: Sequence[npt.NDArray[np.int32]]) -> list[Vector | None]:
+        """``embed_ids`` of each text's ids (an array indexes the matrix directly)."""
+        return [self.embed_ids(ids) for ids in texts]
 
 
 _lock = threading.Lock()

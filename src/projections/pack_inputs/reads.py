@@ -61,4 +61,4 @@ class PackPorts:
 
     def wait_views(self) -> tuple[str, ...]:
         """The views a pack at the head reads (wait for them like any read-your-writes)."""
-        return ("pack_inputs", "passage_features")
+        return ("pack_inputs", "passage_features", "agent_data")

@@ -23,16 +23,9 @@ def pg_vector(vector: bytes | None) -> bytes | None:
 
 
 def from_pg_vector(value: Any) -> bytes | None:
-    """A vector read back in binary (``embedding::bytea`` is not allowed; see ``_VECTOR``)."""
+    """A vector read back in binary (a query run with ``binary=True``): its float32 part."""
     return None if value is None else bytes(value)[4:]
 
-
-# pgvector has no cast to bytea: read a vector's float4[] and pack it big-endian.
-_VECTOR = "embedding::real[]"
-
-
-def _pack(values: Sequence[float] | None) -> bytes | None:
-    return None if values is None else struct.pack(f">{len(values)}f", *values)
 
 
 class _Published:
@@ -52,9 +45,10 @@ class PassageFeaturesSql(_Published):
         return {bytes(r["hash"]): r["embedded"] for r in self.cur.fetchall()}
 
     def features(self, hashes: Iterable[bytes]) -> dict[bytes, Feature]:
-        self.cur.execute(f"SELECT hash, tokens, {_VECTOR} AS v FROM passage_features"
-                         " WHERE hash = ANY(%s)", (list(hashes),))
-        return {bytes(r["hash"]): Feature(r["tokens"], _pack(r["v"]))
+        # binary results: a vector arrives as pgvector's binary form, no floats parsed
+        self.cur.execute("SELECT hash, tokens, embedding FROM passage_features"
+                         " WHERE hash = ANY(%s)", (list(hashes),), binary=True)
+        return {bytes(r["hash"]): Feature(r["tokens"], from_pg_vector(r["embedding"]))
                 for r in self.cur.fetchall()}
 
     def store(self, features: Mapping[bytes, Feature]) -> None:
