@@ -10,7 +10,12 @@
 --   replaced by U+FFFD (PostgreSQL text cannot hold them), the *_key columns the exact UTF-8
 --   bytes the API compares and orders by (bytea order is code-point order). ``stating``: this
 --   record is the first of its document (publish order) carrying the field, so its value is the
---   document's. ``quote``: the exact text the span covered in this record.
+--   document's. ``quote``: the exact text the span covered in this record; ``money_text``: the
+--   amount as written.
+-- agent_data.field_documents: every document of those indexes (a document need not state any
+--   field; it still counts in coverage and matches ``exists: false``).
+-- agent_data.field_names: per index, each field name with its type, the documents stating it
+--   and, for money, its currencies.
 
 CREATE SCHEMA IF NOT EXISTS agent_data;
 
@@ -22,7 +27,8 @@ CREATE TABLE IF NOT EXISTS agent_data.field_collections (
     current_revision text    NOT NULL,
     index_revision   text    NOT NULL,
     publication      bigint  NOT NULL,
-    usable           boolean NOT NULL
+    usable           boolean NOT NULL,
+    documents        integer NOT NULL
 );
 CREATE INDEX IF NOT EXISTS field_collections_namespace
     ON agent_data.field_collections (namespace, name);
@@ -48,10 +54,25 @@ CREATE TABLE IF NOT EXISTS agent_data.fields (
     record_key     bytea            NOT NULL,
     text_key       bytea,
     text_lower     bytea,
-    money_scale    integer,
+    money_text     text,
     quote          bytea,
     stating        boolean          NOT NULL,
     PRIMARY KEY (publication, ord, name)
+);
+
+CREATE TABLE IF NOT EXISTS agent_data.field_documents (
+    publication  bigint NOT NULL,
+    document_key bytea  NOT NULL,
+    PRIMARY KEY (publication, document_key)
+);
+
+CREATE TABLE IF NOT EXISTS agent_data.field_names (
+    publication bigint NOT NULL,
+    name        text   COLLATE "C" NOT NULL,
+    type        text   NOT NULL,
+    documents   integer NOT NULL,
+    currencies  text[] NOT NULL,
+    PRIMARY KEY (publication, name)
 );
 
 -- The plans of 10.4 read one publication's stating rows of a few field names: by document, and
