@@ -63,6 +63,7 @@ from context_service.adapters.postgres.views.snapshots import (
     SnapshotObjectsReadsSql,
     SnapshotObjectsSql,
 )
+from context_service.adapters.postgres.views.studied_fields import StudiedFieldsSql
 from context_service.adapters.postgres.views.workspaces import WorkspacesSql
 from context_service.config import Settings
 from context_service.domain.cluster import Cluster
@@ -94,13 +95,14 @@ from context_service.projections.pool_status.projection import PoolStatus
 from context_service.projections.query_index.projection import QueryIndex
 from context_service.projections.revision_history.projection import RevisionHistory
 from context_service.projections.snapshots.projection import SnapshotObjects
+from context_service.projections.studied_fields.projection import StudiedFields
 
 log = logging.getLogger(__name__)
 TRACKING_TABLE = "projection_tracking"
 # Embedded servers stop after every worker, dependents first; PostgreSQL goes last.
 SERVER_ORDER = ("kubernetes", "nats", "postgres")
 # Views fed by whole query indexes: their workers read fewer events at once.
-INDEX_VIEWS = ("query_index", "passage_features", "agent_data")
+INDEX_VIEWS = ("query_index", "passage_features", "agent_data", "studied_fields")
 
 
 def database_url(settings: Settings) -> str:
@@ -146,7 +148,8 @@ def projection_workers() -> dict[str, list[tuple[Projection, Callable[[Any], Any
         # features before agent_data: in one transaction, agent_data reads what they stored
         "query-index": [(QueryIndex(), QueryIndexSql),
                         (PassageFeatures(features), PassageFeaturesSql),
-                        (AgentData(features), AgentDataSql)],
+                        (AgentData(features), AgentDataSql),
+                        (StudiedFields(), StudiedFieldsSql)],
     }
 
 
