@@ -56,6 +56,7 @@ from context_service.adapters.postgres.views.contexts import (
     RevisionSql,
 )
 from context_service.adapters.postgres.views.features import AgentDataSql, PassageFeaturesSql
+from context_service.adapters.postgres.views.fields_plans import FieldReadsSql
 from context_service.adapters.postgres.views.pack_inputs import PackInputReadsSql, PackInputsSql
 from context_service.adapters.postgres.views.pools import PoolReadsSql, PoolSql
 from context_service.adapters.postgres.views.query_index import QueryIndexReadsSql, QueryIndexSql
@@ -401,6 +402,7 @@ def services(container: Container) -> Services:
                     extra={"query": QueryIndexReadsSql(container.datastore),
                            "timeline": Timeline(container.store),
                            "pack_ports": ports,
+                           "fields": FieldReadsSql(container.datastore),
                            "gauges": container.gauges,
                            PACKS: pack_services(container, ports),
                            "readiness": functools.partial(schema_problem, container.url),

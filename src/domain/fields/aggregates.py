@@ -39,9 +39,9 @@ def groups_of(documents: Sequence[str], keys: Mapping[str, Stated] | None,
 
 def aggregate(documents: Sequence[str], group_by: str | None,
               functions: Sequence[Function], values: Mapping[str, Mapping[str, Stated]],
-              cite: Cite) -> Json:
+              types: Mapping[str, str], cite: Cite) -> Json:
     """``values``: per field named by ``group_by`` and ``functions``, the matched documents'
-    stated values."""
+    stated values; ``types``: the fields' types."""
     groups, total = groups_of(documents, values[group_by] if group_by is not None else None)
     out_groups = []
     for key, docs in groups[:MAX_GROUPS]:
@@ -49,7 +49,7 @@ def aggregate(documents: Sequence[str], group_by: str | None,
         if group_by is not None:
             group["key"] = None if key is None else value_json(key)
         group["count"] = len(docs)
-        group["results"] = [_result(fn, docs, values, cite) for fn in functions]
+        group["results"] = [_result(fn, docs, values, types, cite) for fn in functions]
         out_groups.append(group)
     out: Json = {}
     if group_by is not None:
@@ -59,7 +59,7 @@ def aggregate(documents: Sequence[str], group_by: str | None,
 
 
 def _result(fn: Function, docs: Sequence[str], values: Mapping[str, Mapping[str, Stated]],
-            cite: Cite) -> Json:
+            types: Mapping[str, str], cite: Cite) -> Json:
     out: Json = {"op": fn.op}
     if fn.field is None:
         out["value"] = len(docs)
@@ -70,7 +70,7 @@ def _result(fn: Function, docs: Sequence[str], values: Mapping[str, Mapping[str,
     if fn.op == "count":
         out["value"] = len(stated)
         return out
-    if stated and isinstance(stated[0].value, Money):
+    if types[fn.field] == "money":
         out["values"] = _money(fn.op, stated, cite)
         return out
     if fn.op in ("sum", "avg"):

@@ -56,7 +56,8 @@ def answer(plan: Plan, source: FieldSource, cite: Cite) -> Json:
         if plan.group_by is not None:
             names.add(plan.group_by)
         values = {n: source.values(n, matched) for n in sorted(names)}
-        out["aggregates"] = aggregate(matched, plan.group_by, plan.functions, values, cite)
+        out["aggregates"] = aggregate(matched, plan.group_by, plan.functions, values,
+                                      {n: catalog[n].type for n in names}, cite)
     lines = coverage_lines(((n, catalog[n].documents) for n in plan.named()), source.documents)
     out["coverageLines"] = lines
     out["incomplete"] = bool(lines)

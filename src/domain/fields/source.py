@@ -12,14 +12,25 @@ from context_service.domain.fields.values import Stated
 
 
 class FieldInfo(Protocol):
-    name: str
-    type: str
-    documents: int  # documents stating it
-    currencies: Sequence[str]  # money only, sorted
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def type(self) -> str: ...
+
+    @property
+    def documents(self) -> int:
+        """Documents stating it."""
+
+    @property
+    def currencies(self) -> Sequence[str]:
+        """Money only, sorted."""
 
 
 class FieldSource(Protocol):
-    documents: int  # documents in the collection
+    @property
+    def documents(self) -> int:
+        """Documents in the collection."""
 
     def catalog(self) -> Mapping[str, FieldInfo]:
         """Every field of the collection, by name."""
