@@ -42,7 +42,7 @@ def answer(plan: Plan, source: FieldSource, cite: Cite) -> Json:
     if plan.fields:
         order = sorted(matched)
         if plan.sort_field is not None:
-            order = sort_documents(order, source.values(plan.sort_field, order),
+            order = sort_documents(order, source.values(plan.sort_field, matched),
                                    plan.descending)
         chosen = order[:plan.limit]
         columns = {n: source.values(n, chosen) for n in dict.fromkeys(plan.fields)}

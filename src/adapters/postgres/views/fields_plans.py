@@ -72,6 +72,9 @@ class SqlFieldSource:
         self.publication = publication
         self.documents = documents
         self._catalog: dict[str, Info] | None = None
+        # the last matched list and its statement: values of exactly those documents are
+        # selected by the statement itself rather than by a list of up to every key
+        self._matched: tuple[list[str], str, list[Any]] | None = None
 
     def catalog(self) -> dict[str, Info]:
         if self._catalog is None:
@@ -108,15 +111,26 @@ class SqlFieldSource:
     def matched(self, filters: Sequence[Filter]) -> list[str]:
         sql, args = self.plan_sql(filters)
         self.cur.execute(sql, args, binary=True)
-        return [_text(r["document_key"]) for r in self.cur.fetchall()]
+        found = [_text(r["document_key"]) for r in self.cur.fetchall()]
+        self._matched = (found, sql, args) if filters else (found, "", [])
+        return found
 
     def values(self, name: str, documents: Sequence[str]) -> dict[str, Stated]:
-        self.cur.execute(
-            "SELECT document_key, record_key, type, number_value, money_amount, money_text,"
-            " money_currency, date_value, boolean_value, text_key, span_start, span_end, quote"
-            " FROM agent_data.fields WHERE publication = %s AND stating AND name = %s"
-            " AND document_key = ANY(%s)",
-            (self.publication, name, [_utf8(d) for d in documents]), binary=True)
+        select = ("SELECT document_key, record_key, type, number_value, money_amount,"
+                  " money_text, money_currency, date_value, boolean_value, text_key,"
+                  " span_start, span_end, quote FROM agent_data.fields"
+                  " WHERE publication = %s AND stating AND name = %s")
+        if self._matched is not None and documents is self._matched[0]:
+            _, sql, args = self._matched
+            if sql:
+                self.cur.execute(f"{select} AND document_key IN ({sql})",
+                                 [self.publication, name, *args], binary=True)
+            else:
+                self.cur.execute(select, (self.publication, name), binary=True)
+        else:
+            self.cur.execute(f"{select} AND document_key = ANY(%s)",
+                             (self.publication, name, [_utf8(d) for d in documents]),
+                             binary=True)
         out = {}
         for r in self.cur.fetchall():
             doc = _text(r["document_key"])
