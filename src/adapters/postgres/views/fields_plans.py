@@ -123,8 +123,9 @@ class SqlFieldSource:
         if self._matched is not None and documents is self._matched[0]:
             _, sql, args = self._matched
             if sql:
-                self.cur.execute(f"{select} AND document_key IN ({sql})",
-                                 [self.publication, name, *args], binary=True)
+                self.cur.execute(f"WITH matched AS MATERIALIZED ({sql}) {select}"
+                                 " AND document_key IN (SELECT document_key FROM matched)",
+                                 [*args, self.publication, name], binary=True)
             else:
                 self.cur.execute(select, (self.publication, name), binary=True)
         else:
