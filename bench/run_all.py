@@ -23,6 +23,7 @@ BENCHES = {
     "corpus": "index publication with vs without features; pack retrieval lists vs query search",
     "packs": "context packs (hybrid, lexical) vs the query route; replay verify, over HTTP",
     "templates": "template run overhead vs the same SQL on the service connection; timeout",
+    "fields": "fields/query over 10,000 documents (list, grouped aggregate) vs hand-written SQL",
 }
 
 

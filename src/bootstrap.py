@@ -60,6 +60,7 @@ from context_service.adapters.postgres.views.contexts import (
     RevisionSql,
 )
 from context_service.adapters.postgres.views.features import AgentDataSql, PassageFeaturesSql
+from context_service.adapters.postgres.views.fields_plans import FieldReadsSql
 from context_service.adapters.postgres.views.pack_inputs import PackInputReadsSql, PackInputsSql
 from context_service.adapters.postgres.views.pools import PoolReadsSql, PoolSql
 from context_service.adapters.postgres.views.query_index import QueryIndexReadsSql, QueryIndexSql
@@ -71,6 +72,7 @@ from context_service.adapters.postgres.views.snapshots import (
     SnapshotObjectsReadsSql,
     SnapshotObjectsSql,
 )
+from context_service.adapters.postgres.views.studied_fields import StudiedFieldsSql
 from context_service.adapters.postgres.views.workspaces import WorkspacesSql
 from context_service.config import Settings
 from context_service.domain.cluster import Cluster
@@ -104,13 +106,14 @@ from context_service.projections.query_index.projection import QueryIndex
 from context_service.projections.query_templates.projection import QueryTemplates
 from context_service.projections.revision_history.projection import RevisionHistory
 from context_service.projections.snapshots.projection import SnapshotObjects
+from context_service.projections.studied_fields.projection import StudiedFields
 
 log = logging.getLogger(__name__)
 TRACKING_TABLE = "projection_tracking"
 # Embedded servers stop after every worker, dependents first; PostgreSQL goes last.
 SERVER_ORDER = ("kubernetes", "nats", "postgres")
 # Views fed by whole query indexes: their runners read fewer events at once.
-INDEX_VIEWS = ("query_index", "passage_features", "agent_data")
+INDEX_VIEWS = ("query_index", "passage_features", "agent_data", "studied_fields")
 # The worker (a ``CS_WORKERS`` name, one advisory lock) running each runner: the query index and
 # the features of its texts advance separately, so a new index is searchable before its
 # embeddings are computed.
@@ -160,7 +163,8 @@ def projection_workers() -> dict[str, list[tuple[Projection, Callable[[Any], Any
             (PackInputs(), PackInputsSql),
             (ContextPackReplays(), ReplaySql),
         ],
-        "query-index": [(QueryIndex(), QueryIndexSql)],
+        # studied fields need only the records, so they advance with the query index
+        "query-index": [(QueryIndex(), QueryIndexSql), (StudiedFields(), StudiedFieldsSql)],
         # features before agent_data: in one transaction, agent_data reads what they stored
         "query-features": [(PassageFeatures(features), PassageFeaturesSql),
                            (AgentData(features), AgentDataSql)],
@@ -444,6 +448,7 @@ def services(container: Container) -> Services:
                     extra={"query": QueryIndexReadsSql(container.datastore),
                            "timeline": Timeline(container.store),
                            "pack_ports": ports,
+                           "fields": FieldReadsSql(container.datastore),
                            "gauges": container.gauges,
                            PACKS: pack_services(container, ports),
                            "readiness": functools.partial(schema_problem, container.url),

@@ -14,7 +14,14 @@ from litestar.exceptions import (
 
 from context_service.domain.errors import DomainError
 from context_service.http import metrics, openapi, settings
-from context_service.http.agent import credentials, library, packs, replays, template_run
+from context_service.http.agent import (
+    credentials,
+    fields,
+    library,
+    packs,
+    replays,
+    template_run,
+)
 from context_service.http.agent import errors as api
 from context_service.http.common import in_thread, services
 from context_service.http.errors import HttpError, domain_error_response, error_response
@@ -136,7 +143,7 @@ def create_app(services: Services, extra_routes: list[Any] | None = None) -> Lit
               *query.ROUTES, *timeline.ROUTES, *pools.ROUTES, *lifecycle.ROUTES, *members.ROUTES,
               *credentials.ROUTES, *context_sets.ROUTES, *library.ROUTES,
               *query_templates.ROUTES, *template_run.ROUTES,
-              *packs.ROUTES, *replays.ROUTES,
+              *packs.ROUTES, *replays.ROUTES, *fields.ROUTES,
               *settings.API_ROUTES, *(extra_routes or [])]
     document = openapi.document_bytes(routes)
 

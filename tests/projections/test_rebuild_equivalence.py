@@ -14,12 +14,15 @@ from context_service.bootstrap import Container
 from context_service.domain.context.events import (
     ContextCreated,
     ContextDeleted,
+    FieldSpan,
     QueryIndexPublished,
     QueryRecord,
+    RecordField,
 )
 from context_service.domain.query.index import layout
 from tests.projections.access_history import write_access_history
 from tests.projections.history import write_history
+from tests.projections.pack_support import collection, publish
 from tests.projections.set_history import write_set_history
 from tests.support.views import snapshot
 
@@ -31,8 +34,23 @@ def catch_up_all(container: Container) -> None:
         runner.catch_up()
 
 
+def _fielded_index(container: Container) -> None:
+    """A usable index with studied fields, one of them restated later in its document."""
+    rev = "f" * 64
+    collection(container.contexts, "fielded", rev)
+    records = tuple(QueryRecord(
+        id=f"f{i}", context="fielded", type="memory", revision=rev, text=f"total {i} EUR",
+        file=f"doc{i % 3}.md", fields=(
+            RecordField("total", "money", {"amount": f"{i}.50", "currency": "EUR"},
+                        FieldSpan(6, 7)),
+            RecordField("region", "text", "EMEA" if i % 2 else "\x00APAC")))
+        for i in range(7))
+    publish(container.contexts, "fielded", rev, records)
+
+
 def test_live_views_equal_rebuilt_views(container: Container) -> None:
     assert write_history(container.contexts, seed=7, steps=300) > 50
+    _fielded_index(container)
     assert write_access_history(container, seed=7, steps=200) > 40
     assert write_set_history(container.context_sets, seed=7, steps=120) > 20
     head = container.store.head()
@@ -43,6 +61,7 @@ def test_live_views_equal_rebuilt_views(container: Container) -> None:
     assert live["workspace_members"] and live["agent_credentials"]
     assert live["context_sets"], "the history should leave context sets behind"
     assert live["passage_features"] and live["pack_inputs"], "features and pack inputs too"
+    assert live["agent_data.fields"] and live["agent_data.field_names"], "studied fields too"
     assert_indexes_assemble_from_the_log(container)
     for runner in container.runners.values():
         runner.stop()
