@@ -26,7 +26,7 @@ from context_service.http.openapi_shapes import (
     FREE,
     INT64,
     LABEL,
-    SPACE,
+    TEXT,
     Schema,
     items,
     obj,
@@ -38,8 +38,6 @@ _ANY: Schema = {}
 _COUNT: Schema = {"type": "integer", "minimum": 0}
 _STAMP: Schema = {"type": "string", "format": "date-time"}
 _NOT_EMPTY: Schema = {"type": "string", "minLength": 1}
-# not blank, no U+0000 (the /v1 bodies refuse it)
-_TEXT = f"^[^\\u0000]*[^\\u0000{SPACE}][^\\u0000]*$"
 # a real date, documented as one before the document was written (not later than today)
 _PAST_DATE: Schema = {"type": "string", "pattern": "^(?:19[0-9]{2}|20[01][0-9]|202[0-5])-"
                       "(?:0[1-9]|1[0-2])-(?:0[1-9]|1[0-9]|2[0-8])$",
@@ -121,8 +119,8 @@ _PARAMETER: Schema = {"anyOf": [alternative for kind in PARAMETER_TYPES for alte
     obj({"name": _PARAMETER_NAME, "type": {"const": kind}, "default": _FORMS[kind]},
         {"required": {"const": False}}))]}
 _TEMPLATE_FIELDS: dict[str, Schema] = {
-    "description": {"type": "string", "maxLength": MAX_DESCRIPTION, "pattern": _TEXT},
-    "sql": {"type": "string", "maxLength": MAX_SQL, "pattern": _TEXT,
+    "description": {"type": "string", "maxLength": MAX_DESCRIPTION, "pattern": TEXT["pattern"]},
+    "sql": {"type": "string", "maxLength": MAX_SQL, "pattern": TEXT["pattern"],
             "description": "one SELECT or WITH statement over the agent views, its :name"
                            " placeholders exactly the parameters (else 400)"}}
 _TEMPLATE_OPTIONAL: dict[str, Schema] = {
