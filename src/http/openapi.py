@@ -17,6 +17,7 @@ from typing import Any
 import msgspec
 from litestar.handlers import HTTPRouteHandler
 
+from context_service.http import openapi_fields_templates as fields
 from context_service.http import openapi_packs as packs
 from context_service.http.openapi_bodies import BODIES, PATH_PARAMS, QUERY
 from context_service.http.openapi_links import add_links
@@ -29,10 +30,13 @@ from context_service.http.openapi_shapes import (
     error_schema,
 )
 
-# the entries of every operation; the pack and replay operations keep theirs in a module apart
-DOCUMENTED_BODIES = {**BODIES, **packs.BODIES}
-DOCUMENTED_SUCCESS = {**SUCCESS, **packs.SUCCESS}
-DOCUMENTED_PATH_PARAMS = {**PATH_PARAMS, **packs.PATH_PARAMS}
+# the entries of every operation; the pack and replay operations, and the studied-field and
+# query-template ones, keep theirs in modules apart
+DOCUMENTED_BODIES = {**BODIES, **packs.BODIES, **fields.BODIES}
+DOCUMENTED_SUCCESS = {**SUCCESS, **packs.SUCCESS, **fields.SUCCESS}
+DOCUMENTED_PATH_PARAMS = {**PATH_PARAMS, **packs.PATH_PARAMS, **fields.PATH_PARAMS}
+DOCUMENTED_REQUIRES = {**REQUIRES, **fields.REQUIRES}
+DOCUMENTED_ERRORS = {**packs.ERRORS, **fields.ERRORS}
 _PARAM = re.compile(r"\{(\w+):\w+\}")
 ERROR_SCHEMA = ERRORS["Error"]
 BEARER = {"type": "http", "scheme": "bearer",
@@ -65,6 +69,7 @@ def build(handlers: Iterable[HTTPRouteHandler], title: str, version: str) -> dic
         undocumented, ref_template="#/components/schemas/{name}")
     components.update(RESPONSES)
     components.update(packs.RESPONSES)
+    components.update(fields.RESPONSES)
     components.update(ERRORS)
     paths: dict[str, dict[str, Any]] = {}
     for handler in handlers:
@@ -83,8 +88,8 @@ def _operation(handler: HTTPRouteHandler, path: str, method: str) -> dict[str, A
     doc = inspect.getdoc(handler.fn) or ""
     name = operation_id(handler, path)
     op: dict[str, Any] = {"operationId": name, "summary": doc.split("\n")[0]}
-    if name in REQUIRES:
-        op["x-permission"] = REQUIRES[name]
+    if name in DOCUMENTED_REQUIRES:
+        op["x-permission"] = DOCUMENTED_REQUIRES[name]
     params: list[dict[str, Any]] = [
         {"name": n, "in": "path", "required": True,
          "schema": DOCUMENTED_PATH_PARAMS.get(n, {"type": "string"})}
@@ -117,7 +122,7 @@ def _operation(handler: HTTPRouteHandler, path: str, method: str) -> dict[str, A
         success["content"] = {packs.MEDIA.get(name, "application/json"): {"schema": shape}}
     if method != "GET":
         success["headers"] = POSITION_HEADER
-    bodies = packs.ERRORS.get(name, {})  # an error body narrower than the family's
+    bodies = DOCUMENTED_ERRORS.get(name, {})  # an error body narrower than the family's
     for code, description in handler.opt.get("errors", {}).items():  # statuses worth naming
         responses[code] = {**error, "description": description}
         if code in bodies:

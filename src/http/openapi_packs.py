@@ -27,7 +27,7 @@ from context_service.http.agent.packs_shapes import (
     RETRIEVALS,
     TOKENS,
 )
-from context_service.http.openapi_shapes import TIMESTAMP, Schema, obj, ref
+from context_service.http.openapi_shapes import SPACE, TIMESTAMP, Schema, obj, ref
 
 NDJSON = "application/x-ndjson"
 _STR: Schema = {"type": "string"}
@@ -40,7 +40,8 @@ _COVERAGE: Schema = {"type": "string", "enum": list(COVERAGES)}
 
 # --- request bodies (§7.1, §8) -----------------------------------------------------------------
 
-_TASK: Schema = {"type": "string", "minLength": 1, "maxLength": MAX_TASK, "pattern": "\\S",
+_TASK: Schema = {"type": "string", "minLength": 1, "maxLength": MAX_TASK,
+                 "pattern": f"[^{SPACE}]",
                  "description": "not blank"}
 # not later than the request: documented as a time before the document was written
 _PAST: Schema = {**TIMESTAMP, "pattern": TIMESTAMP["pattern"].replace(

@@ -23,7 +23,11 @@ DURATION: Schema = {"type": "string", "pattern": "^(?:0|[1-9][0-9]{0,3}(?:h|m|s|
 DIGEST: Schema = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
 # Strings never hold U+0000 (PostgreSQL text cannot store it; the service refuses it).
 FREE: Schema = {"type": "string", "pattern": "^[^\\u0000]*$"}
-TEXT: Schema = {"type": "string", "pattern": "^[^\\u0000]*[^\\u0000\\s][^\\u0000]*$"}  # not blank
+# Python's white space (what ``str.strip`` removes) spelled out, as a regex engine's ``\s`` may
+# leave out U+001C-U+001F and U+0085
+SPACE = "\\t-\\r\\x1c-\\x20\\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000"
+TEXT: Schema = {"type": "string",  # not blank
+                "pattern": f"^[^\\u0000]*[^\\u0000{SPACE}][^\\u0000]*$"}
 TIMESTAMP: Schema = {"type": "string", "pattern":
                      "^(?:19|20)[0-9]{2}-(?:0[1-9]|1[0-2])-(?:0[1-9]|1[0-9]|2[0-8])"
                      "T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\\.[0-9]{1,6})?Z$"}

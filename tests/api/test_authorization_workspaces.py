@@ -35,12 +35,16 @@ BODIES: dict[str, Any] = {
     "create_context_set": {"id": "intruding", "name": "intruding", "collections": []},
     "replace_context_set": {"name": "replaced", "collections": []},
     "create_credential": {"name": "intruding", "scopes": ["context:read"], "expiresInDays": 1},
+    "register_query_template": {"id": "intruding", "description": "intruding",
+                                "sql": "select 1"},
+    "replace_query_template": {"description": "replaced", "sql": "select 1"},
 }
 # agent bodies valid but for the set they name
 AGENT_BODIES: dict[str, Any] = {"agent_lookup": {"term": TERM},
                                 "agent_match": {"question": "who holds the watermark"},
                                 "agent_context_pack": {"task": "who holds the watermark"},
-                                "agent_context_pack_stream": {"task": "who holds the watermark"}}
+                                "agent_context_pack_stream": {"task": "who holds the watermark"},
+                                "agent_run_query_template": {"templateId": "who"}}
 
 
 class Hidden:
@@ -86,7 +90,8 @@ def hidden(api: Api) -> Hidden:
     _ok(api.as_("user:neighbour").post(f"/v1/namespaces/{OTHER}/context-sets", {
         "id": "neighbour-set", "name": "neighbour", "collections": ["notes"]}), 201)
     token = _ok(api.as_("user:neighbour").post(f"/api/w/{OTHER}/agent-credentials", {
-        "name": "neighbour", "scopes": ["context:read"], "expiresInDays": 30}), 201)["token"]
+        "name": "neighbour", "scopes": ["context:read", "queries:run"], "expiresInDays": 30}),
+        201)["token"]
     return Hidden(created["id"], token)
 
 
