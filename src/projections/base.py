@@ -6,9 +6,11 @@ view changes and the tracking position commit together (exactly once).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Protocol
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol, TypeVar
 
+from context_service.domain.events import Event
 from context_service.domain.stream import Recorded
 
 
@@ -17,3 +19,34 @@ class Projection(Protocol):
     tables: tuple[str, ...]  # emptied by a rebuild
 
     def apply(self, view: Any, batch: Sequence[Recorded]) -> None: ...
+
+
+S = TypeVar("S")
+
+
+class DocumentView(Protocol[S]):
+    """A view holding one folded state document per stream, with its namespace."""
+
+    def load(self, stream_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, S]: ...
+
+    def save(self, rows: list[tuple[uuid.UUID, str, S]]) -> None: ...
+
+
+def fold_documents(view: DocumentView[S], batch: Sequence[Recorded], kind: str,
+                      initial: Callable[[], S], evolve: Callable[[S, Event], S]) -> None:
+    """Fold the batch's events of one aggregate kind into each touched stream's document."""
+    touched: dict[uuid.UUID, tuple[str, list[Recorded]]] = {}
+    for recorded in batch:
+        if recorded.stream.kind == kind:
+            entry = touched.setdefault(recorded.stream.id, (recorded.stream.namespace, []))
+            entry[1].append(recorded)
+    if not touched:
+        return
+    current = view.load(touched.keys())
+    rows: list[tuple[uuid.UUID, str, S]] = []
+    for stream_id, (namespace, records) in touched.items():
+        state = current.get(stream_id) or initial()
+        for recorded in records:
+            state = evolve(state, recorded.event)
+        rows.append((stream_id, namespace, state))
+    view.save(rows)

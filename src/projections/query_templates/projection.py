@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 
 from context_service.domain.query_template.state import KIND, QueryTemplateState, evolve
 from context_service.domain.stream import Recorded
+from context_service.projections.base import fold_documents
 from context_service.projections.query_templates.view import QueryTemplateView
 
 
@@ -15,18 +15,4 @@ class QueryTemplates:
     tables: tuple[str, ...] = ("query_templates",)
 
     def apply(self, view: QueryTemplateView, batch: Sequence[Recorded]) -> None:
-        touched: dict[uuid.UUID, tuple[str, list[Recorded]]] = {}
-        for recorded in batch:
-            if recorded.stream.kind == KIND:
-                entry = touched.setdefault(recorded.stream.id, (recorded.stream.namespace, []))
-                entry[1].append(recorded)
-        if not touched:
-            return
-        current = view.load(touched.keys())
-        rows: list[tuple[uuid.UUID, str, QueryTemplateState]] = []
-        for stream_id, (namespace, records) in touched.items():
-            state = current.get(stream_id, QueryTemplateState())
-            for recorded in records:
-                state = evolve(state, recorded.event)
-            rows.append((stream_id, namespace, state))
-        view.save(rows)
+        fold_documents(view, batch, KIND, QueryTemplateState, evolve)
