@@ -81,6 +81,7 @@ def test_a_runner_that_remembers_a_lost_batch_applies_it_again(
     finally:
         runner.stop()
     container.runner("query_index").catch_up()
+    container.runner("agent_data").catch_up()
     live = snapshot(container)
     assert {r for r in live["context_catalog"] if ("name", "c") in r}, "c is missing"
     assert differences(live, rebuilt(container)) == {}
