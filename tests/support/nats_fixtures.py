@@ -194,6 +194,22 @@ def wait_until(check: Callable[[], bool], timeout: float = 20.0, what: str = "co
         time.sleep(0.01)
 
 
+def relay_log(store: Any, url: str, spec: StreamSpec) -> list[Published]:
+    """Relay the whole log of ``store`` to the stream, then read back every message in it."""
+    from context_service.adapters.eventstore.outbox import LogFeed
+    from context_service.adapters.nats.relay import Relay, RelaySettings
+    from context_service.projections.outbox import MemoryPositionStore
+
+    relay = Relay(LogFeed(store), MemoryPositionStore(), RelaySettings(url=url, stream=spec))
+    head = store.head()
+    relay.start()
+    try:
+        wait_until(lambda: relay.stats.last_position >= head, what="relay catch-up")
+    finally:
+        relay.stop()
+    return read_stream(url, spec)
+
+
 # -- a relay in a child process (for SIGKILL) --------------------------------------------------
 
 

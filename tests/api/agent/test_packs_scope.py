@@ -14,19 +14,16 @@ from typing import Any
 import pytest
 
 from context_service import bootstrap
-from context_service.adapters.eventstore.outbox import LogFeed
-from context_service.adapters.nats.relay import Relay, RelaySettings
 from context_service.adapters.nats.stream import StreamSpec
 from context_service.domain.pack.model import Corpus, Retrieval, Scored
 from context_service.http.agent.pack_services import KEY as PACKS_KEY
 from context_service.http.agent.pack_services import PackServices
-from context_service.projections.outbox import MemoryPositionStore
 from tests.api.agent.packs_corpus import FACTS, TASK, facts_records, pack_body, seed_corpus
 from tests.api.agent.packs_support import PACKS, Agent, publish
 from tests.api.agent.packs_support import settings as settings  # the fixture
 from tests.api.conftest import Api
 from tests.api.sets_support import CFO_ANSWER, CREDENTIALS, archive_set, create_set, token
-from tests.support.nats_fixtures import NatsServerHandle, read_stream, wait_until
+from tests.support.nats_fixtures import NatsServerHandle, relay_log
 
 pytestmark = pytest.mark.postgres
 FINANCE = {"collections": [FACTS], "verifiedAnswers": [CFO_ANSWER],
@@ -166,15 +163,7 @@ def test_nats_carries_hashes_and_identities_only(
     resp = agent.post(f"/api/agent/v1/replays/{body['replayId']}",
                       {"mode": "recompute", "task": TASK})
     assert resp.status_code == 200, resp.text
-    relay = Relay(LogFeed(container.store), MemoryPositionStore(),
-                  RelaySettings(url=nats_server.url, stream=nats_stream))
-    head = container.store.head()
-    relay.start()
-    try:
-        wait_until(lambda: relay.stats.last_position >= head, what="relay catch-up")
-    finally:
-        relay.stop()
-    published = [m for m in read_stream(nats_server.url, nats_stream)
+    published = [m for m in relay_log(container.store, nats_server.url, nats_stream)
                  if ".context_pack." in m.subject]
     assert [m.subject.rsplit(".", 1)[1] for m in published] == ["ContextPackReleased",
                                                                 "ContextPackReplayed"]

@@ -12,14 +12,11 @@ import pytest
 
 from context_service import bootstrap
 from context_service.adapters.eventstore.export import export
-from context_service.adapters.eventstore.outbox import LogFeed
 from context_service.adapters.eventstore.store import EVENTS_TABLE
-from context_service.adapters.nats.relay import Relay, RelaySettings
 from context_service.adapters.nats.stream import StreamSpec
-from context_service.projections.outbox import MemoryPositionStore
 from tests.api.agent.conftest import CREDENTIALS, create, probe
 from tests.api.conftest import Api
-from tests.support.nats_fixtures import NatsServerHandle, read_stream, wait_until
+from tests.support.nats_fixtures import NatsServerHandle, relay_log
 
 pytestmark = [pytest.mark.nats, pytest.mark.postgres]
 
@@ -59,15 +56,7 @@ def test_secrets_reach_no_event_stream_export_or_log(
         assert needle.encode() not in exported
     assert b"secret_hash" not in exported
 
-    relay = Relay(LogFeed(container.store), MemoryPositionStore(),
-                  RelaySettings(url=nats_server.url, stream=nats_stream))
-    head = container.store.head()
-    relay.start()
-    try:
-        wait_until(lambda: relay.stats.last_position >= head, what="relay catch-up")
-    finally:
-        relay.stop()
-    messages = read_stream(nats_server.url, nats_stream)
+    messages = relay_log(container.store, nats_server.url, nats_stream)
     created = [m for m in messages if m.subject.endswith(".AgentCredentialCreated")]
     assert len(created) == 3
     assert created[0].subject == (f"{nats_stream.subject_prefix}.acme.agent_credentials."

@@ -10,15 +10,12 @@ from typing import Any
 import pytest
 
 from context_service import bootstrap
-from context_service.adapters.eventstore.outbox import LogFeed
-from context_service.adapters.nats.relay import Relay, RelaySettings
 from context_service.adapters.nats.stream import StreamSpec
-from context_service.projections.outbox import MemoryPositionStore
 from tests.api.agent.packs_corpus import FACTS, NOTES
 from tests.api.agent.packs_support import settings as settings  # the fixture
 from tests.api.agent.templates_support import approve, registered, run, runner, seeded
 from tests.api.conftest import Api
-from tests.support.nats_fixtures import NatsServerHandle, read_stream, wait_until
+from tests.support.nats_fixtures import NatsServerHandle, relay_log
 
 pytestmark = pytest.mark.postgres
 PASSAGES = ("SELECT collection_id, record_id, ordinal, title FROM passages"
@@ -118,15 +115,7 @@ def test_nats_carries_the_run_without_parameter_values(
         nats_stream: StreamSpec) -> None:
     agent = runner(corpus)
     assert run(agent, "passages", {"collection": "value-never-published"}).status_code == 200
-    relay = Relay(LogFeed(container.store), MemoryPositionStore(),
-                  RelaySettings(url=nats_server.url, stream=nats_stream))
-    head = container.store.head()
-    relay.start()
-    try:
-        wait_until(lambda: relay.stats.last_position >= head, what="relay catch-up")
-    finally:
-        relay.stop()
-    published = [m for m in read_stream(nats_server.url, nats_stream)
+    published = [m for m in relay_log(container.store, nats_server.url, nats_stream)
                  if ".query_run." in m.subject]
     assert [m.subject for m in published] == [
         f"{nats_stream.subject_prefix}.acme.query_run.QueryTemplateRun"]
