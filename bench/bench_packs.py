@@ -23,6 +23,7 @@ import random
 import sys
 import time
 from collections.abc import Callable
+from typing import Any
 
 import httpx
 
@@ -73,6 +74,19 @@ def credential(client: httpx.Client) -> str:
     return token
 
 
+def seeded(url: str, data: Any) -> float:
+    """Seed the corpus into the database and bring every view up to date; the seconds taken."""
+    container = bootstrap.build(Settings(), url=url)
+    try:
+        started = time.perf_counter()
+        seed(container, data)
+        for runner in container.runners.values():
+            runner.catch_up()
+        return time.perf_counter() - started
+    finally:
+        container.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=100_000)
@@ -88,16 +102,9 @@ def main() -> None:
     data = corpus(rng, args.records, args.contexts, vocab)
     tasks = queries(rng, vocab, args.tasks, head=False)
     with postgres() as (url, dirs):
-        container = bootstrap.build(Settings(), url=url)
-        try:
-            started = time.perf_counter()
-            seed(container, data)
-            for runner in container.runners.values():
-                runner.catch_up()
-            print(f"{args.records} records over {args.contexts} contexts seeded, features "
-                  f"computed in {time.perf_counter() - started:.1f}s", flush=True)
-        finally:
-            container.close()
+        took = seeded(url, data)
+        print(f"{args.records} records over {args.contexts} contexts seeded, features "
+              f"computed in {took:.1f}s", flush=True)
         env = {"CS_AGENT_RATE_PER_SECOND": "0", "CS_READ_WAIT_SECONDS": "30"}
         with served(url, dirs, workers="projections,query-index", env=env) as server, \
                 httpx.Client(base_url=server.url, timeout=60) as client:

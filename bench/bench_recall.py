@@ -19,16 +19,13 @@ import argparse
 import logging
 import random
 import sys
-import time
 from dataclasses import dataclass
 
 import httpx
 
-from bench.bench_packs import credential
-from bench.bench_query import _revision, corpus, seed, vocabulary
+from bench.bench_packs import credential, seeded
+from bench.bench_query import _revision, corpus, vocabulary
 from bench.harness import postgres, served
-from context_service import bootstrap
-from context_service.config import Settings
 from context_service.domain.context.events import QueryRecord, SourceRef
 from context_service.domain.pack.evidence import passage_id
 
@@ -146,17 +143,10 @@ def main() -> int:
     tasks = plant(rng, data, *facts(rng, args.tasks, args.distractors))
     hits: dict[str, list[bool]] = {"lexical": [], "hybrid": []}
     with postgres() as (url, dirs):
-        container = bootstrap.build(Settings(), url=url)
-        try:
-            started = time.perf_counter()
-            seed(container, data)
-            for runner in container.runners.values():
-                runner.catch_up()
-            print(f"{args.records} filler + {args.distractors} distractor + {len(tasks)} "
-                  f"planted records over {args.contexts} contexts seeded, features computed "
-                  f"in {time.perf_counter() - started:.1f}s", flush=True)
-        finally:
-            container.close()
+        took = seeded(url, data)
+        print(f"{args.records} filler + {args.distractors} distractor + {len(tasks)} "
+              f"planted records over {args.contexts} contexts seeded, features computed "
+              f"in {took:.1f}s", flush=True)
         env = {"CS_AGENT_RATE_PER_SECOND": "0", "CS_READ_WAIT_SECONDS": "30"}
         with served(url, dirs, workers="projections,query-index", env=env) as server, \
                 httpx.Client(base_url=server.url, timeout=60) as client:
