@@ -50,3 +50,14 @@ def fold_documents(view: DocumentView[S], batch: Sequence[Recorded], kind: str,
             state = evolve(state, recorded.event)
         rows.append((stream_id, namespace, state))
     view.save(rows)
+
+
+def by_stream(batch: Sequence[Recorded], kind: str,
+              types: tuple[type[Event], ...]) -> dict[uuid.UUID, list[Recorded]]:
+    """The batch's events of these types in streams of one aggregate kind, grouped per stream
+    in log order."""
+    touched: dict[uuid.UUID, list[Recorded]] = {}
+    for recorded in batch:
+        if recorded.stream.kind == kind and isinstance(recorded.event, types):
+            touched.setdefault(recorded.stream.id, []).append(recorded)
+    return touched

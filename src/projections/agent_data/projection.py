@@ -28,6 +28,7 @@ from context_service.projections.agent_data.view import (
     DocumentRow,
     PassageRow,
 )
+from context_service.projections.base import by_stream
 from context_service.projections.passage_features.features import (
     PublishedTexts,
     TextFeatures,
@@ -72,10 +73,7 @@ class AgentData:
         self.features = features
 
     def apply(self, view: AgentDataView, batch: Sequence[Recorded]) -> None:
-        touched: dict[uuid.UUID, list[Recorded]] = {}
-        for recorded in batch:
-            if recorded.stream.kind == "context" and isinstance(recorded.event, _RELEVANT):
-                touched.setdefault(recorded.stream.id, []).append(recorded)
+        touched = by_stream(batch, "context", _RELEVANT)
         if not touched:
             return
         current = view.load(touched.keys())

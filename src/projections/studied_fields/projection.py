@@ -21,6 +21,7 @@ from context_service.domain.pack.model import document_id
 from context_service.domain.stream import Recorded
 from context_service.projections.agent_data.projection import step
 from context_service.projections.agent_data.view import AgentCollection
+from context_service.projections.base import by_stream
 from context_service.projections.passage_features.features import first_per_id
 from context_service.projections.studied_fields.view import (
     FieldName,
@@ -73,10 +74,7 @@ class StudiedFields:
                                "agent_data.field_documents", "agent_data.field_names")
 
     def apply(self, view: StudiedFieldsView, batch: Sequence[Recorded]) -> None:
-        touched: dict[uuid.UUID, list[Recorded]] = {}
-        for recorded in batch:
-            if recorded.stream.kind == "context" and isinstance(recorded.event, _RELEVANT):
-                touched.setdefault(recorded.stream.id, []).append(recorded)
+        touched = by_stream(batch, "context", _RELEVANT)
         if not touched:
             return
         current = view.load(touched.keys())
