@@ -5,17 +5,18 @@ number sums."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from decimal import ROUND_HALF_EVEN, Decimal, localcontext
 from fractions import Fraction
 from typing import Any
 
 from context_service.domain.fields.citation import cited
 from context_service.domain.fields.plan import MAX_GROUPS, Function
+from context_service.domain.fields.source import Cite, Json
 from context_service.domain.fields.values import Money, Stated, Value, order_key, value_json
 
-Json = dict[str, Any]
-Cite = Callable[[Stated], tuple[Json | None, str | None]]
+__all__ = ["Cite", "aggregate", "groups_of", "money_avg", "money_avg_of", "money_sum",
+           "number_result", "plain"]
 
 
 def groups_of(documents: Sequence[str], keys: Mapping[str, Stated] | None,
@@ -74,7 +75,7 @@ def _result(fn: Function, docs: Sequence[str], values: Mapping[str, Mapping[str,
         out["values"] = _money(fn.op, stated, cite)
         return out
     if fn.op in ("sum", "avg"):
-        out["value"] = _number(fn.op, [s.value for s in stated])  # type: ignore[misc]
+        out["value"] = number_result(fn.op, [s.value for s in stated])  # type: ignore[misc]
         return out
     best = extreme(fn.op, stated)
     if best is None:
@@ -109,7 +110,9 @@ def fsum(values: Sequence[float]) -> float | None:
             return None
 
 
-def _number(op: str, values: Sequence[float]) -> Any:
+def number_result(op: str, values: Sequence[float]) -> Any:
+    """``sum`` or ``avg`` of number values: the correctly rounded sum or it divided by the
+    count, in JSON form; None without values or beyond every double."""
     if not values:
         return None
     total = fsum(values)
@@ -137,10 +140,15 @@ def money_sum(amounts: Sequence[Money]) -> tuple[Decimal, int]:
 
 def money_avg(amounts: Sequence[Money]) -> str:
     total, digits = money_sum(amounts)
+    return money_avg_of(total, len(amounts), digits)
+
+
+def money_avg_of(total: Decimal, count: int, digits: int) -> str:
+    """The exact quotient ``total / count`` rounded half-even to ``digits`` + 2 places."""
     with localcontext() as ctx:
         ctx.prec = 200
-        quotient = (total / len(amounts)).quantize(Decimal(1).scaleb(-(digits + 2)),
-                                                   rounding=ROUND_HALF_EVEN)
+        quotient = (total / count).quantize(Decimal(1).scaleb(-(digits + 2)),
+                                            rounding=ROUND_HALF_EVEN)
     return plain(quotient, digits + 2)
 
 

@@ -1,5 +1,6 @@
 """A field source over an index's records, computed in memory (answers at an earlier
-position, and the reference the SQL path is tested against)."""
+position, and the reference the SQL plans are tested against): filters, rows and aggregates
+folded in Python."""
 
 from __future__ import annotations
 
@@ -7,8 +8,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from context_service.domain.context.events import QueryRecord
+from context_service.domain.fields.aggregates import aggregate
+from context_service.domain.fields.engine import sort_documents
 from context_service.domain.fields.filters import matches
-from context_service.domain.fields.plan import Filter
+from context_service.domain.fields.plan import Filter, Plan
+from context_service.domain.fields.source import Cite, Json, Page
 from context_service.domain.fields.values import Money, Stated, Value, stated
 from context_service.domain.pack.model import document_id
 
@@ -64,6 +68,28 @@ class MemorySource:
     def values(self, name: str, documents: Sequence[str]) -> dict[str, Stated]:
         per = self.stated.get(name, {})
         return {d: per[d] for d in documents if d in per}
+
+    def page(self, plan: Plan) -> Page:
+        matched = self.matched(plan.filters)
+        if not plan.fields:
+            return Page(len(matched), [], {})
+        order = sorted(matched)
+        if plan.sort_field is not None:
+            order = sort_documents(order, self.values(plan.sort_field, matched),
+                                   plan.descending)
+        chosen = order[:plan.limit]
+        return Page(len(matched), chosen,
+                    {n: self.values(n, chosen) for n in dict.fromkeys(plan.fields)})
+
+    def aggregates(self, plan: Plan, cite: Cite) -> Json:
+        """Folded here over every matched document's values (the reference of the SQL plans)."""
+        matched = self.matched(plan.filters)
+        names = {fn.field for fn in plan.functions if fn.field is not None}
+        if plan.group_by is not None:
+            names.add(plan.group_by)
+        values = {n: self.values(n, matched) for n in sorted(names)}
+        return aggregate(matched, plan.group_by, plan.functions, values,
+                         {n: self._catalog[n].type for n in names}, cite)
 
 
 def _value(s: Stated | None) -> Value | None:

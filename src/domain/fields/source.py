@@ -4,11 +4,23 @@ studied-fields table (an adapter)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple, Protocol
 
-from context_service.domain.fields.plan import Filter
+from context_service.domain.fields.plan import Plan
 from context_service.domain.fields.values import Stated
+
+Json = dict[str, Any]
+Cite = Callable[[Stated], tuple[Json | None, str | None]]
+
+
+class Page(NamedTuple):
+    """The rows of a plan: how many documents matched, the first ``limit`` of them in answer
+    order (none when the plan asks no fields) and, per requested field, their stated values."""
+
+    matched: int
+    documents: list[str]
+    columns: dict[str, dict[str, Stated]]
 
 
 class FieldInfo(Protocol):
@@ -35,11 +47,11 @@ class FieldSource(Protocol):
     def catalog(self) -> Mapping[str, FieldInfo]:
         """Every field of the collection, by name."""
 
-    def matched(self, filters: Sequence[Filter]) -> list[str]:
-        """The documents matching every filter (any order)."""
+    def page(self, plan: Plan) -> Page:
+        """The matched documents' count and the plan's rows (§10.4 Rows)."""
 
-    def values(self, name: str, documents: Sequence[str]) -> dict[str, Stated]:
-        """The stated values of ``name`` of those documents (those stating it)."""
+    def aggregates(self, plan: Plan, cite: Cite) -> Json:
+        """The plan's ``aggregates`` object over every matched document, min/max cited."""
 
 
 class Citations(Protocol):

@@ -30,6 +30,11 @@ from context_service.projections.studied_fields.view import (
     StudiedFieldsView,
 )
 
+# Rows written by one batch past which the table's statistics are refreshed in the same
+# transaction: the plans of the next requests are then estimated from the rows they read,
+# rather than from the table before a bulk load (until autovacuum gets to it, and then their
+# plans flip under load).
+ANALYZE_ROWS = 1000
 _RELEVANT = (ContextCreated, ContextAdopted, ContextDeleted, QueryIndexPublished,
              RevisionPublished)
 
@@ -78,6 +83,7 @@ class StudiedFields:
         if not touched:
             return
         current = view.load(touched.keys())
+        written = 0
         for stream_id, events in touched.items():
             before = current.get(stream_id)
             after = before
@@ -86,18 +92,22 @@ class StudiedFields:
                 after = step(after, recorded)
                 if isinstance(recorded.event, QueryIndexPublished):
                     published[recorded.position] = recorded
-            self._write(view, stream_id, before, after, published)
+            written += self._write(view, stream_id, before, after, published)
+        if written >= ANALYZE_ROWS:
+            view.refresh_statistics()
 
     def _write(self, view: StudiedFieldsView, stream_id: uuid.UUID,
                before: AgentCollection | None, after: AgentCollection | None,
-               published: dict[int, Recorded]) -> None:
+               published: dict[int, Recorded]) -> int:
+        """Writes the context's change; returns how many field rows it stored."""
         old, new = usable(before), usable(after)
+        stored = 0
         if old and old != new:
             view.drop_index(old)
         if after is None:
             if before is not None:
                 view.remove(stream_id)
-            return
+            return stored
         documents = -1  # unchanged
         if new and new != old:
             recorded = published.get(new) or view.published(new)
@@ -105,7 +115,9 @@ class StudiedFields:
             laid = layout(recorded.stream.key, view.records(recorded))
             view.store_index(new, after.namespace, laid)
             documents = len(laid.documents)
+            stored = len(laid.rows)
         elif not new:
             documents = 0
         if after != before or documents >= 0:
             view.save(stream_id, after, documents)
+        return stored

@@ -53,6 +53,9 @@ class StudiedFieldsView(Protocol):
 
     def store_index(self, publication: int, namespace: str, layout: FieldsLayout) -> None: ...
 
+    def refresh_statistics(self) -> None:
+        """Let the database re-estimate the tables after a large change of their rows."""
+
     def published(self, position: int) -> Recorded | None:
         """The ``QueryIndexPublished`` recorded at ``position`` (None when it is not one)."""
 

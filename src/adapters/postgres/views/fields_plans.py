@@ -1,5 +1,6 @@
-"""The field plans over ``agent_data`` (§10.4): filters as set operations over the typed
-indexes, values of the matched documents, and each context's current usable index."""
+"""The field plans over ``agent_data`` (§10.4): a plan's rows in one statement (filters, sort,
+limit and the rows' values), its aggregates pushed into the database, and each context's
+current usable index."""
 
 from __future__ import annotations
 
@@ -10,21 +11,19 @@ from typing import Any
 
 from eventsourcing.postgres import PostgresDatastore
 
-from context_service.domain.fields.plan import Filter
-from context_service.domain.fields.values import Money, Stated, Value, parse
-
-_OPS = {"eq": "=", "ne": "<>", "lt": "<", "lte": "<=", "gt": ">", "gte": ">="}
-_COLUMN = {"number": "number_value", "date": "date_value", "boolean": "boolean_value"}
-_STATING = ("SELECT document_key FROM agent_data.fields"
-            " WHERE publication = %s AND stating AND name = %s")
-
-
-def _utf8(value: str) -> bytes:
-    return value.encode("utf-8", "surrogatepass")
-
-
-def _text(value: Any) -> str:
-    return bytes(value).decode("utf-8", "surrogatepass")
+from context_service.adapters.postgres.views.fields_aggregates import aggregates
+from context_service.adapters.postgres.views.fields_sql import (
+    ORDER_COLUMNS,
+    columns,
+    matched_sql,
+    stated_of,
+    stating,
+    text,
+    utf8,
+)
+from context_service.domain.fields.plan import Filter, Plan
+from context_service.domain.fields.source import Cite, Json, Page
+from context_service.domain.fields.values import Stated
 
 
 @dataclass(frozen=True)
@@ -44,37 +43,16 @@ class Info:
     currencies: Sequence[str]
 
 
-def _predicate(f: Filter, type_: str) -> tuple[str, list[Any]]:
-    """The SQL condition on one stating row for a filter other than ``exists``."""
-    wanted = parse(type_, f.value)
-    if isinstance(wanted, Money):
-        if f.op == "ne":
-            return ("(money_currency <> %s OR money_amount <> %s)",
-                    [wanted.currency, wanted.amount])
-        return f"money_currency = %s AND money_amount {_OPS[f.op]} %s", [wanted.currency,
-                                                                         wanted.amount]
-    if type_ == "text":
-        assert isinstance(wanted, str)
-        if f.op == "contains":
-            return "position(%s in text_lower) > 0", [_utf8(wanted.lower())]
-        if f.op == "prefix":
-            needle = _utf8(wanted.lower())
-            return "substring(text_lower from 1 for %s) = %s", [len(needle), needle]
-        return f"text_key {_OPS[f.op]} %s", [_utf8(wanted)]
-    return f"{_COLUMN[type_]} {_OPS[f.op]} %s", [wanted]
-
-
 class SqlFieldSource:
-    """A ``FieldSource`` over one usable index of the table, on one read transaction."""
+    """A ``FieldSource`` over one usable index of the table, on one read transaction: a plan's
+    rows in one statement, its aggregates in another. Statements are planned for their actual
+    parameters each time (never a generic cached plan, whose estimates ignore the names)."""
 
     def __init__(self, cur: Any, publication: int, documents: int) -> None:
         self.cur = cur
         self.publication = publication
         self.documents = documents
         self._catalog: dict[str, Info] | None = None
-        # the last matched list and its statement: values of exactly those documents are
-        # selected by the statement itself rather than by a list of up to every key
-        self._matched: tuple[list[str], str, list[Any]] | None = None
 
     def catalog(self) -> dict[str, Info]:
         if self._catalog is None:
@@ -86,72 +64,58 @@ class SqlFieldSource:
                              for r in self.cur.fetchall()}
         return self._catalog
 
+    def types(self) -> dict[str, str]:
+        return {n: i.type for n, i in self.catalog().items()}
+
     def plan_sql(self, filters: Sequence[Filter]) -> tuple[str, list[Any]]:
         """The matched documents' keys as one statement (also what the benchmark compares)."""
-        types = {n: i.type for n, i in self.catalog().items()}
+        return matched_sql(self.publication, filters, self.types())
+
+    def page_sql(self, plan: Plan) -> tuple[str, list[Any]]:
+        """One statement: the matched count, then the rows' documents in order (``rank``) with
+        their requested fields' stating rows (``name`` null when they state none)."""
+        matched, args = self.plan_sql(plan.filters)
         p = self.publication
-        kept: list[tuple[str, list[Any]]] = []
-        dropped: list[tuple[str, list[Any]]] = []
-        for f in filters:
-            if f.op == "exists":
-                (kept if f.value else dropped).append((_STATING, [p, f.field]))
-                continue
-            condition, args = _predicate(f, types[f.field])
-            kept.append((f"{_STATING} AND {condition}", [p, f.field, *args]))
-        if not kept:
-            kept.append(("SELECT document_key FROM agent_data.field_documents"
-                         " WHERE publication = %s", [p]))
-        sql = " INTERSECT ".join(f"({q})" for q, _ in kept)
-        args = [a for _, qa in kept for a in qa]
-        for q, qa in dropped:
-            sql += f" EXCEPT ({q})"
-            args += qa
+        order, join = "m.document_key", ""
+        if plan.sort_field is not None:
+            type_ = self.types()[plan.sort_field]
+            direction = " DESC" if plan.descending else ""
+            keys = ", ".join(f"s.{c}{direction}" for c in ORDER_COLUMNS[type_])
+            order = f"s.document_key IS NULL, {keys}, m.document_key"
+            join = (" LEFT JOIN agent_data.fields s ON s.document_key = m.document_key AND "
+                    + stating("s", type_))
+            args += [p, plan.sort_field]
+        sql = (f"WITH matched AS MATERIALIZED ({matched}),"
+               f" page AS MATERIALIZED (SELECT m.document_key,"
+               f" row_number() OVER (ORDER BY {order}) AS rank FROM matched m{join}"
+               f" ORDER BY {order} LIMIT %s)"
+               f" SELECT c.n, p.rank, p.document_key AS page_key, f.name, {columns('f')}"
+               " FROM (SELECT count(*) AS n FROM matched) c LEFT JOIN page p ON true"
+               " LEFT JOIN agent_data.fields f ON f.document_key = p.document_key"
+               " AND f.publication = %s AND f.stating AND f.name = ANY(%s)"
+               " ORDER BY p.rank")
+        args += [plan.limit if plan.fields else 0, p, list(dict.fromkeys(plan.fields))]
         return sql, args
 
-    def matched(self, filters: Sequence[Filter]) -> list[str]:
-        sql, args = self.plan_sql(filters)
-        self.cur.execute(sql, args, binary=True)
-        found = [_text(r["document_key"]) for r in self.cur.fetchall()]
-        self._matched = (found, sql, args) if filters else (found, "", [])
-        return found
+    def page(self, plan: Plan) -> Page:
+        sql, args = self.page_sql(plan)
+        self.cur.execute(sql, args, binary=True, prepare=False)
+        found = self.cur.fetchall()
+        chosen: dict[str, None] = {}
+        columns_: dict[str, dict[str, Stated]] = {n: {} for n in plan.fields}
+        for r in found:
+            if r["rank"] is None:
+                continue
+            chosen[text(r["page_key"])] = None
+            if r["name"] is not None:
+                value = stated_of(r)
+                columns_[r["name"]][value.document_id] = value
+        return Page(found[0]["n"], list(chosen), columns_)
 
-    def values(self, name: str, documents: Sequence[str]) -> dict[str, Stated]:
-        select = ("SELECT document_key, record_key, type, number_value, money_amount,"
-                  " money_text, money_currency, date_value, boolean_value, text_key,"
-                  " span_start, span_end, quote FROM agent_data.fields"
-                  " WHERE publication = %s AND stating AND name = %s")
-        if self._matched is not None and documents is self._matched[0]:
-            _, sql, args = self._matched
-            if sql:
-                self.cur.execute(f"WITH matched AS MATERIALIZED ({sql}) {select}"
-                                 " AND document_key IN (SELECT document_key FROM matched)",
-                                 [*args, self.publication, name], binary=True)
-            else:
-                self.cur.execute(select, (self.publication, name), binary=True)
-        else:
-            self.cur.execute(f"{select} AND document_key = ANY(%s)",
-                             (self.publication, name, [_utf8(d) for d in documents]),
-                             binary=True)
-        out = {}
-        for r in self.cur.fetchall():
-            doc = _text(r["document_key"])
-            span = None if r["span_start"] is None else (r["span_start"], r["span_end"])
-            out[doc] = Stated(doc, _text(r["record_key"]), _value(r), span,
-                              None if r["quote"] is None else _text(r["quote"]))
-        return out
-
-
-def _value(r: dict[str, Any]) -> Value:
-    match r["type"]:
-        case "number":
-            return float(r["number_value"])
-        case "money":
-            return Money(r["money_amount"], r["money_text"], r["money_currency"])
-        case "date":
-            return r["date_value"]  # type: ignore[no-any-return]
-        case "boolean":
-            return bool(r["boolean_value"])
-    return _text(r["text_key"])
+    def aggregates(self, plan: Plan, cite: Cite) -> Json:
+        matched, args = self.plan_sql(plan.filters)
+        return aggregates(self.cur, self.publication, (matched, args), plan, self.types(),
+                          cite)
 
 
 class FieldSessionSql:
@@ -161,7 +125,7 @@ class FieldSessionSql:
     def current(self, namespace: str, name: str) -> Current | None:
         self.cur.execute("SELECT type, usable, publication, documents FROM"
                          " agent_data.field_collections WHERE namespace = %s AND name = %s",
-                         (_utf8(namespace), name))
+                         (utf8(namespace), name))
         row = self.cur.fetchone()
         if row is None:
             return None

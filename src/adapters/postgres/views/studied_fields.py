@@ -109,6 +109,11 @@ class StudiedFieldsSql:
             for n in layout.names:
                 copy.write_row((publication, n.name, n.type, n.documents, list(n.currencies)))
 
+    def refresh_statistics(self) -> None:
+        # ANALYZE may run in the projection's transaction; it samples the rows just written
+        self.cur.execute("ANALYZE agent_data.fields, agent_data.field_documents,"
+                         " agent_data.field_names")
+
     def published(self, position: int) -> Recorded | None:
         return published_at(self.cur, position)
 
