@@ -119,9 +119,10 @@ def test_sql_groups_past_fifty_equal_the_reference(container: bootstrap.Containe
     corpus = []
     for i in range(150):
         key = i % 60 if i % 7 else i % 13
-        fields: dict[str, Any] = {"m": {"amount": f"{i}.{i % 3}", "currency": CURRENCIES[i % 2]},
-                                  "n": -0.0 if i % 11 == 0 else float(key),
-                                  "t": f"key {key:02}", "d": f"2024-{key % 12 + 1:02}-{key // 12 + 1:02}"}
+        fields: dict[str, Any] = {
+            "m": {"amount": f"{i}.{i % 3}", "currency": CURRENCIES[i % 2]},
+            "n": -0.0 if i % 11 == 0 else float(key), "t": f"key {key:02}",
+            "d": f"2024-{key % 12 + 1:02}-{key // 12 + 1:02}"}
         if i % 9 == 0:
             del fields[group]
         corpus.append((f"r{i}", "", fields))
