@@ -5,9 +5,10 @@ as one hand-written SQL statement run directly on PostgreSQL, in the same run.
 
 Plans: a filtered list (two filters, a sort, 50 rows of 3 fields) and a grouped aggregate
 (group by a text field of 12 values; count, sum and avg of money, max of a number). Each
-request's client-side time gives p50/p95; the hand-written SQL (filters, sort, limit and
-GROUP BY in one statement, no citations, planned for its parameters on every run like the
-service's statements) gives the baseline. Goal: p95 < 100 ms.
+request's client-side time gives p50/p95; the hand-written SQL (the list's filters, sort,
+limit and values, the aggregate's GROUP BY, each in one statement, no citations, planned for
+its parameters on every run like the service's statements) gives the baseline; the list's
+statement is checked to answer the same documents first. Goal: p95 < 100 ms.
 """
 
 from __future__ import annotations
@@ -41,23 +42,24 @@ LIST_PLAN = {"collectionId": NAME, "fields": ["total", "score", "signed"],
 AGG_PLAN = {"collectionId": NAME, "aggregate": {"groupBy": "region", "functions": [
     {"op": "count"}, {"op": "sum", "field": "total"}, {"op": "avg", "field": "total"},
     {"op": "max", "field": "score"}]}}
-_ROWS = """SELECT document_key FROM agent_data.fields WHERE publication = %(p)s AND stating"""
+_STATES = """SELECT FROM agent_data.fields f WHERE f.document_key = d.document_key
+       AND f.publication = %(p)s AND f.stating"""
 LIST_SQL = f"""
-WITH matched AS (
-  ({_ROWS} AND name = 'score' AND number_value >= 50)
-  INTERSECT ({_ROWS} AND name = 'region' AND substring(text_lower from 1 for 8) = 'region-0'))
-SELECT m.document_key, s.date_value, f.name, f.record_key, f.number_value, f.money_amount,
-       f.money_currency, f.date_value AS d, f.quote
-FROM matched m
-LEFT JOIN agent_data.fields s ON s.publication = %(p)s AND s.stating AND s.name = 'signed'
-     AND s.document_key = m.document_key
-LEFT JOIN agent_data.fields f ON f.publication = %(p)s AND f.stating
-     AND f.name IN ('total', 'score', 'signed') AND f.document_key = m.document_key
-WHERE m.document_key IN (
-  SELECT m2.document_key FROM matched m2 LEFT JOIN agent_data.fields s2
-    ON s2.publication = %(p)s AND s2.stating AND s2.name = 'signed'
-   AND s2.document_key = m2.document_key
-  ORDER BY s2.date_value DESC NULLS LAST, m2.document_key LIMIT 50)
+WITH matched AS MATERIALIZED (
+  SELECT d.document_key FROM agent_data.field_documents d WHERE d.publication = %(p)s
+   AND EXISTS ({_STATES} AND f.name = 'score' AND f.type = 'number' AND f.number_value >= 50)
+   AND EXISTS ({_STATES} AND f.name = 'region' AND f.type = 'text'
+               AND f.text_lower >= 'region-0'::bytea AND f.text_lower < 'region-1'::bytea)),
+page AS (
+  SELECT m.document_key FROM matched m
+  LEFT JOIN agent_data.fields s ON s.document_key = m.document_key AND s.publication = %(p)s
+       AND s.stating AND s.name = 'signed'
+  ORDER BY s.date_value DESC NULLS LAST, m.document_key LIMIT 50)
+SELECT (SELECT count(*) FROM matched) AS matched, p.document_key, f.name, f.record_key,
+       f.number_value, f.money_amount, f.money_currency, f.date_value, f.quote
+FROM page p
+LEFT JOIN agent_data.fields f ON f.document_key = p.document_key AND f.publication = %(p)s
+     AND f.stating AND f.name IN ('total', 'score', 'signed')
 """
 AGG_SQL = """
 SELECT g.text_key AS key, count(*) AS n, t.money_currency, sum(t.money_amount),
@@ -159,6 +161,12 @@ def main() -> None:
 
             for plan in (LIST_PLAN, AGG_PLAN):
                 timed(http(plan), 10)
+            listed = client.post("/api/agent/v1/fields/query", headers=bearer,
+                                 json=LIST_PLAN).json()
+            handwritten = conn.execute(LIST_SQL, p).fetchall()  # type: ignore[arg-type]
+            assert handwritten[0][0] == listed["matched"]
+            assert ([r["documentId"] for r in listed["rows"]]
+                    == list(dict.fromkeys(bytes(r[1]).decode() for r in handwritten)))
             results = {
                 "filtered list (HTTP)": timed(http(LIST_PLAN), args.requests),
                 "filtered list (SQL)": timed(sql(LIST_SQL), args.requests),
