@@ -9,6 +9,7 @@ import random
 
 import pytest
 
+from context_service.adapters.pack import retrieval as scan
 from context_service.adapters.pack.retrieval import FastRetrieval
 from context_service.bootstrap import Container, pack_ports
 from context_service.domain.pack.model import Corpus, Scored
@@ -80,3 +81,24 @@ def test_a_list_asked_for_after_close_is_computed_in_line(container: Container) 
     expected = retrieval.vector(QUERIES[0], corpus, None)
     retrieval.close()
     assert retrieval.vector_soon(QUERIES[0], corpus, None).result() == expected
+
+
+def test_too_few_half_precision_candidates_are_fetched_again_until_the_list_is_exact(
+        container: Container, monkeypatch: pytest.MonkeyPatch) -> None:
+    corpus = _corpus(container)
+    retrieval = _fast(container)
+    monkeypatch.setattr(scan, "PREFILTER_ROWS", 3)  # every list needs several rounds
+    for query in QUERIES:
+        assert retrieval.vector(query, corpus, None) == _exact(container, query, corpus)
+
+
+def test_every_current_vector_has_its_half_precision_copy(container: Container) -> None:
+    _corpus(container)
+    with container.datastore.transaction(commit=False) as cur:
+        cur.execute("SELECT count(*) AS n FROM agent_passages p JOIN agent_vectors v"
+                    " USING (publication, ord) WHERE v.embedding = p.embedding::halfvec(256)")
+        same = cur.fetchone()["n"]
+        cur.execute("SELECT count(*) AS n FROM agent_passages WHERE embedding IS NOT NULL")
+        assert same == cur.fetchone()["n"] > 0
+        cur.execute("SELECT count(*) AS n FROM agent_vectors")
+        assert cur.fetchone()["n"] == same

@@ -20,9 +20,16 @@ from context_service.adapters.pack.corpus import CorpusLoader
 from context_service.adapters.pack.lexical import bm25
 from context_service.adapters.pack.ranking import LIST_LIMIT, ranked
 from context_service.domain.pack.model import CollectionCorpus, Corpus, Later, Pending, Scored
+from context_service.domain.score import SCALE, to_micros
 from context_service.projections.passage_features.features import embedded_text, text_hash
 
 MIN_COSINE_MICROS = 250_000
+# |halfvec cosine - vector cosine| for unit vectors of 256 dimensions: rounding each component
+# to half precision moves a vector by at most 2^-11 of its length (plus 2^-25 per subnormal
+# component), which turns it by at most ~4.9e-4 radians, so each of the two vectors moves the
+# cosine by at most that; float32 sums add ~1.5e-5 to each computation. 2e-3 is twice the sum.
+HALF_BOUND = 2e-3
+PREFILTER_ROWS = 300  # halfvec candidates fetched first; enough for every measured query
 _SLACK = 1e-6  # raw scores within this of the cut may round to the cut's score
 _MARGIN = 64  # rows fetched past the cut, so ties in rounding are usually settled in one go
 
@@ -83,6 +90,8 @@ class FastRetrieval:
         with self.datastore.transaction(commit=False) as cur:
             cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             scan = _Scan(cur, literal, corpus, eligible)
+            if scan.prefilters:
+                return ranked(scan.prefiltered(), MIN_COSINE_MICROS)
             rows = scan.top(LIST_LIMIT + _MARGIN, None)
             if len(rows) == LIST_LIMIT + _MARGIN:
                 cut = rows[LIST_LIMIT - 1][0]
@@ -112,6 +121,50 @@ class _Scan:
         self.others = sorted(stored - ours)  # current indexes of other collections in range
         self.older = [c for c in corpus.values() if c.publication not in stored]
 
+    @property
+    def prefilters(self) -> bool:
+        """Whether the halfvec candidates serve: current indexes only, every document."""
+        return bool(self.current) and not self.older and self.eligible is None
+
+    def _publications(self, params: dict[str, Any]) -> str:
+        """The condition on ``publication`` selecting exactly the current indexes asked for."""
+        params.update(lo=self.current[0], hi=self.current[-1], others=self.others,
+                      current=self.current)
+        where = "publication BETWEEN %(lo)s AND %(hi)s"
+        if self.others:
+            where += (" AND publication <> ALL(%(others)s)"
+                      if len(self.others) < len(self.current)
+                      else " AND publication = ANY(%(current)s)")
+        return where
+
+    def prefiltered(self) -> list[tuple[float, str, str]]:
+        """The exact cosine of every record that can make the list: candidates by halfvec
+        cosine, best first, until the last one fetched, raised by ``HALF_BOUND``, falls below
+        the cut the exact cosines of those fetched set (every record not fetched is below it)."""
+        params: dict[str, Any] = {"task": self.task}
+        where = self._publications(params)
+        fetch = PREFILTER_ROWS
+        while True:
+            params["fetch"] = fetch
+            self.cur.execute("SELECT publication, ord, embedding <=> %(task)s::halfvec(256)"
+                             " AS distance FROM agent_vectors WHERE " + where
+                             + " ORDER BY distance LIMIT %(fetch)s", params)
+            found = self.cur.fetchall()
+            if not found:
+                return []
+            self.cur.execute(
+                "SELECT p.collection, p.record_id, p.embedding <=> %(task)s::vector AS distance"
+                " FROM unnest(%(publications)s::int8[], %(ords)s::int4[]) AS k(publication, ord)"
+                " JOIN agent_passages p USING (publication, ord)",
+                {"task": self.task, "publications": [r["publication"] for r in found],
+                 "ords": [r["ord"] for r in found]})
+            exact = [(1.0 - float(r["distance"]), r["collection"],
+                      bytes(r["record_id"]).decode("utf-8", "surrogatepass"))
+                     for r in self.cur.fetchall()]
+            if len(found) < fetch or _complete(exact, 1.0 - float(found[-1]["distance"])):
+                return exact
+            fetch *= 4
+
     def top(self, limit: int | None, floor: float | None) -> list[tuple[float, str, str]]:
         parts: list[str] = []
         params: dict[str, Any] = {"task": self.task}
@@ -120,16 +173,9 @@ class _Scan:
             if self.eligible is not None:
                 params["documents"] = [d.encode("utf-8", "surrogatepass")
                                        for d in self.eligible]
-            if self.others:
-                where += (" AND publication <> ALL(%(others)s)"
-                          if len(self.others) < len(self.current)
-                          else " AND publication = ANY(%(current)s)")
-                params.update(others=self.others, current=self.current)
-            params.update(lo=self.current[0], hi=self.current[-1])
             parts.append("SELECT collection, record_id, embedding <=> %(task)s::vector"
-                         " AS distance FROM agent_passages"
-                         " WHERE publication BETWEEN %(lo)s AND %(hi)s"
-                         f" AND embedding IS NOT NULL{where}")
+                         " AS distance FROM agent_passages WHERE "
+                         + self._publications(params) + f" AND embedding IS NOT NULL{where}")
         if self.older:
             names, ids, hashes = _older_rows(self.older, self.eligible)
             params.update(names=names, ids=ids, hashes=hashes)
@@ -152,6 +198,16 @@ class _Scan:
                  bytes(r["record_id"]).decode("utf-8", "surrogatepass"))
                 for r in self.cur.fetchall()]
         return rows if floor is None else [r for r in rows if r[0] >= floor]
+
+
+def _complete(exact: list[tuple[float, str, str]], last_half: float) -> bool:
+    """Whether no record below ``last_half`` in halfvec cosine can make the list: its exact
+    cosine is at most ``last_half + HALF_BOUND``, below the rounded score of the list's
+    200th record (or 0.25 while fewer qualify) by more than rounding can bridge."""
+    micros = sorted((m for raw, _, _ in exact if (m := to_micros(raw)) >= MIN_COSINE_MICROS),
+                    reverse=True)
+    cut = micros[LIST_LIMIT - 1] if len(micros) >= LIST_LIMIT else MIN_COSINE_MICROS
+    return last_half + HALF_BOUND < cut / SCALE - 1e-6
 
 
 def _older_rows(corpora: Iterable[CollectionCorpus], eligible: frozenset[str] | None,
