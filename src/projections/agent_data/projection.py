@@ -66,7 +66,7 @@ def step(collection: AgentCollection | None, recorded: Recorded) -> AgentCollect
 class AgentData:
     name = "agent_data"
     tables: tuple[str, ...] = ("agent_collections", "agent_passages", "agent_documents",
-                               "agent_data.collections", "agent_data.passages",
+                               "agent_vectors", "agent_data.collections", "agent_data.passages",
                                "agent_data.documents")
 
     def __init__(self, features: TextFeatures) -> None:

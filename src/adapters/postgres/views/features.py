@@ -113,6 +113,7 @@ class AgentDataSql(PassageFeaturesSql):
                          (stream_id,))
 
     def drop_index(self, publication: int) -> None:
+        self.cur.execute("DELETE FROM agent_vectors WHERE publication = %s", (publication,))
         self.cur.execute("DELETE FROM agent_passages WHERE publication = %s", (publication,))
         self.cur.execute("DELETE FROM agent_documents WHERE publication = %s", (publication,))
         self.cur.execute("DELETE FROM agent_data.passages WHERE publication = %s",
@@ -140,6 +141,10 @@ class AgentDataSql(PassageFeaturesSql):
             for d in documents:
                 copy.write_row((publication, _utf8(d.document_id), d.text_hash, d.tokens,
                                 d.passages))
+        # the vector list's candidates are scanned in half precision (migration 0014)
+        self.cur.execute("INSERT INTO agent_vectors (publication, ord, embedding)"
+                         " SELECT publication, ord, embedding::halfvec(256) FROM agent_passages"
+                         " WHERE publication = %s AND embedding IS NOT NULL", (publication,))
         self._store_agent_schema(publication, passages, documents)
 
     def _store_agent_schema(self, publication: int, passages: Sequence[PassageRow],
