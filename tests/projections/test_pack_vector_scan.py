@@ -11,6 +11,7 @@ import pytest
 
 from context_service.adapters.pack import retrieval as scan
 from context_service.adapters.pack.retrieval import FastRetrieval
+from context_service.adapters.pack.vector_scan import halves
 from context_service.bootstrap import Container, pack_ports
 from context_service.domain.pack.model import Corpus, Scored
 from context_service.domain.score import SCALE, to_micros
@@ -41,7 +42,8 @@ def _fast(container: Container) -> FastRetrieval:
     return retrieval
 
 
-def _exact(container: Container, query: str, corpus: Corpus) -> list[Scored]:
+def _exact(container: Container, query: str, corpus: Corpus,
+           limit: int = 200) -> list[Scored]:
     """The spec's scan, written plainly: every row of exactly these publications."""
     vector = _fast(container).embed(query)
     assert vector is not None
@@ -52,7 +54,7 @@ def _exact(container: Container, query: str, corpus: Corpus) -> list[Scored]:
                     (literal, [c.publication for c in corpus.values()]))
         rows = [(-to_micros(float(r["cosine"])), r["collection"], bytes(r["record_id"]).decode())
                 for r in cur.fetchall()]
-    rows = sorted(r for r in rows if -r[0] >= to_micros(0.25))[:200]
+    rows = sorted(r for r in rows if -r[0] >= to_micros(0.25))[:limit]
     return [Scored(c, i, -m / SCALE) for m, c, i in rows]
 
 
@@ -83,13 +85,32 @@ def test_a_list_asked_for_after_close_is_computed_in_line(container: Container) 
     assert retrieval.vector_soon(QUERIES[0], corpus, None).result() == expected
 
 
-def test_too_few_half_precision_candidates_are_fetched_again_until_the_list_is_exact(
-        container: Container, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(("first_rows", "split_at"), [(3, 10**9), (3, 10), (300, 10)])
+def test_scans_fetch_more_until_nothing_left_out_can_count_and_halves_add_up(
+        container: Container, monkeypatch: pytest.MonkeyPatch, first_rows: int,
+        split_at: int) -> None:
     corpus = _corpus(container)
     retrieval = _fast(container)
-    monkeypatch.setattr(scan, "PREFILTER_ROWS", 3)  # every list needs several rounds
+    monkeypatch.setattr(scan, "FIRST_ROWS", first_rows)  # 3: every list takes several rounds
+    monkeypatch.setattr(scan, "SPLIT_AT", split_at)  # 10: scanned in two halves
     for query in QUERIES:
         assert retrieval.vector(query, corpus, None) == _exact(container, query, corpus)
+    eligible = frozenset(list(next(iter(corpus.values())).documents)[:5])
+    assert retrieval.vector(QUERIES[0], corpus, eligible) == [
+        s for s in _exact(container, QUERIES[0], corpus, 10**6)
+        if corpus[s.collection].document_of[s.record_id] in eligible][:200]
+
+
+def test_halves_split_by_publication_into_two_parts_of_about_equal_passages(
+        container: Container) -> None:
+    corpus = _corpus(container)
+    first, second = halves(corpus, 10)
+    assert set(first) | set(second) == set(corpus) and not set(first) & set(second)
+    assert max(c.publication for c in first.values()) < min(
+        c.publication for c in second.values())
+    assert halves(corpus, 10**6) == [corpus]
+    one = dict(list(corpus.items())[:1])
+    assert halves(one, 1) == [one]
 
 
 def test_every_current_vector_has_its_half_precision_copy(container: Container) -> None:

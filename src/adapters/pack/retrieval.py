@@ -1,9 +1,6 @@
 """The fast ``Retrieval`` (agent-context-api 7.5): BM25 in-process over the cached postings of
-the corpus, and the exact cosine scan in PostgreSQL with the task embedded per request.
-
-The vector scan reads ``agent_passages`` (the embedding on the passage row) for indexes that
-are current, and joins ``passage_features`` by embedded-text hash for older ones (a pack at an
-earlier position)."""
+the corpus, and the exact cosine scan in PostgreSQL (``vector_scan``) with the task embedded per
+request, computed while BM25 runs and, over a large corpus, in two halves side by side."""
 
 from __future__ import annotations
 
@@ -11,7 +8,6 @@ import itertools
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
-from typing import Any
 
 import numpy as np
 from eventsourcing.postgres import PostgresDatastore
@@ -19,19 +15,19 @@ from eventsourcing.postgres import PostgresDatastore
 from context_service.adapters.pack.corpus import CorpusLoader
 from context_service.adapters.pack.lexical import bm25
 from context_service.adapters.pack.ranking import LIST_LIMIT, ranked
-from context_service.domain.pack.model import CollectionCorpus, Corpus, Later, Pending, Scored
-from context_service.domain.score import SCALE, to_micros
-from context_service.projections.passage_features.features import embedded_text, text_hash
+from context_service.adapters.pack.vector_scan import (
+    FIRST_ROWS,
+    MIN_COSINE_MICROS,
+    NONE_LEFT,
+    Fetched,
+    VectorScan,
+    halves,
+    short,
+)
+from context_service.domain.pack.model import Corpus, Later, Pending, Scored
 
-MIN_COSINE_MICROS = 250_000
-# |halfvec cosine - vector cosine| for unit vectors of 256 dimensions: rounding each component
-# to half precision moves a vector by at most 2^-11 of its length (plus 2^-25 per subnormal
-# component), which turns it by at most ~4.9e-4 radians, so each of the two vectors moves the
-# cosine by at most that; float32 sums add ~1.5e-5 to each computation. 2e-3 is twice the sum.
-HALF_BOUND = 2e-3
-PREFILTER_ROWS = 300  # halfvec candidates fetched first; enough for every measured query
 _SLACK = 1e-6  # raw scores within this of the cut may round to the cut's score
-_MARGIN = 64  # rows fetched past the cut, so ties in rounding are usually settled in one go
+SPLIT_AT = 20_000  # passages from which a vector list is scanned in two halves side by side
 
 Embed = Callable[[str], Iterable[float] | None]
 
@@ -45,9 +41,13 @@ class FastRetrieval:
         # vector scans run here while the request's thread computes BM25: the scan waits on
         # PostgreSQL (another core), so the two lists take about the time of the longer one
         self._scans = ThreadPoolExecutor(max_workers=scans, thread_name_prefix="vector-scan")
+        # second halves of large scans (never the pool above: a scan waiting on a task queued
+        # behind other scans in its own pool could wait for ever)
+        self._halves = ThreadPoolExecutor(max_workers=scans, thread_name_prefix="vector-half")
 
     def close(self) -> None:
         self._scans.shutdown(wait=True, cancel_futures=True)
+        self._halves.shutdown(wait=True, cancel_futures=True)
 
     def lexical(self, query: str, corpus: Corpus,
                 eligible: frozenset[str] | None) -> list[Scored]:
@@ -87,137 +87,26 @@ class FastRetrieval:
         if task is None:
             return []
         literal = "[" + ",".join(repr(float(x)) for x in task) + "]"
+        parts = halves(corpus, SPLIT_AT) if eligible is None else [corpus]
+        limits = [FIRST_ROWS] * len(parts)
+        wanted = list(range(len(parts)))
+        fetched: list[Fetched] = [Fetched([], NONE_LEFT)] * len(parts)
+        while wanted:
+            # all but one wanted part on threads of their own, one on this thread: each scan
+            # waits on its own PostgreSQL backend, so the parts run on as many cores
+            later = {i: self._halves.submit(self._fetch, literal, parts[i], eligible, limits[i])
+                     for i in wanted[1:]}
+            fetched[wanted[0]] = self._fetch(literal, parts[wanted[0]], eligible,
+                                             limits[wanted[0]])
+            for i, future in later.items():
+                fetched[i] = future.result()
+            wanted = short(fetched)
+            for i in wanted:
+                limits[i] *= 4
+        return ranked([row for f in fetched for row in f.rows], MIN_COSINE_MICROS)
+
+    def _fetch(self, task: str, corpus: Corpus, eligible: frozenset[str] | None,
+               limit: int) -> Fetched:
         with self.datastore.transaction(commit=False) as cur:
             cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            scan = _Scan(cur, literal, corpus, eligible)
-            if scan.prefilters:
-                return ranked(scan.prefiltered(), MIN_COSINE_MICROS)
-            rows = scan.top(LIST_LIMIT + _MARGIN, None)
-            if len(rows) == LIST_LIMIT + _MARGIN:
-                cut = rows[LIST_LIMIT - 1][0]
-                if round(rows[-1][0], 6) >= round(cut, 6) - 1e-6:
-                    rows = scan.top(None, cut - _SLACK)
-        return ranked(rows, MIN_COSINE_MICROS)
-
-
-class _Scan:
-    """The cosine of every eligible record with a vector, best first (raw ≥ a floor, if one).
-
-    The distance is computed once per row (in the sort key, never also in a filter) and the
-    floor of 0.25 is applied by ``ranked``; rows of the current indexes are found by a range of
-    publications, with a list only when other current indexes fall inside that range."""
-
-    def __init__(self, cur: Any, task: str, corpus: Corpus,
-                 eligible: frozenset[str] | None) -> None:
-        self.cur = cur
-        self.task = task
-        self.eligible = eligible
-        ours = {c.publication for c in corpus.values()}
-        lo, hi = min(ours), max(ours)
-        cur.execute("SELECT publication FROM agent_collections"
-                    " WHERE publication BETWEEN %s AND %s", (lo, hi))
-        stored = {r["publication"] for r in cur.fetchall()}
-        self.current = sorted(ours & stored)
-        self.others = sorted(stored - ours)  # current indexes of other collections in range
-        self.older = [c for c in corpus.values() if c.publication not in stored]
-
-    @property
-    def prefilters(self) -> bool:
-        """Whether the halfvec candidates serve: current indexes only, every document."""
-        return bool(self.current) and not self.older and self.eligible is None
-
-    def _publications(self, params: dict[str, Any]) -> str:
-        """The condition on ``publication`` selecting exactly the current indexes asked for."""
-        params.update(lo=self.current[0], hi=self.current[-1], others=self.others,
-                      current=self.current)
-        where = "publication BETWEEN %(lo)s AND %(hi)s"
-        if self.others:
-            where += (" AND publication <> ALL(%(others)s)"
-                      if len(self.others) < len(self.current)
-                      else " AND publication = ANY(%(current)s)")
-        return where
-
-    def prefiltered(self) -> list[tuple[float, str, str]]:
-        """The exact cosine of every record that can make the list: candidates by halfvec
-        cosine, best first, until the last one fetched, raised by ``HALF_BOUND``, falls below
-        the cut the exact cosines of those fetched set (every record not fetched is below it)."""
-        params: dict[str, Any] = {"task": self.task}
-        where = self._publications(params)
-        fetch = PREFILTER_ROWS
-        while True:
-            params["fetch"] = fetch
-            self.cur.execute("SELECT publication, ord, embedding <=> %(task)s::halfvec(256)"
-                             " AS distance FROM agent_vectors WHERE " + where
-                             + " ORDER BY distance LIMIT %(fetch)s", params)
-            found = self.cur.fetchall()
-            if not found:
-                return []
-            self.cur.execute(
-                "SELECT p.collection, p.record_id, p.embedding <=> %(task)s::vector AS distance"
-                " FROM unnest(%(publications)s::int8[], %(ords)s::int4[]) AS k(publication, ord)"
-                " JOIN agent_passages p USING (publication, ord)",
-                {"task": self.task, "publications": [r["publication"] for r in found],
-                 "ords": [r["ord"] for r in found]})
-            exact = [(1.0 - float(r["distance"]), r["collection"],
-                      bytes(r["record_id"]).decode("utf-8", "surrogatepass"))
-                     for r in self.cur.fetchall()]
-            if len(found) < fetch or _complete(exact, 1.0 - float(found[-1]["distance"])):
-                return exact
-            fetch *= 4
-
-    def top(self, limit: int | None, floor: float | None) -> list[tuple[float, str, str]]:
-        parts: list[str] = []
-        params: dict[str, Any] = {"task": self.task}
-        if self.current:
-            where = " AND document_id = ANY(%(documents)s)" if self.eligible is not None else ""
-            if self.eligible is not None:
-                params["documents"] = [d.encode("utf-8", "surrogatepass")
-                                       for d in self.eligible]
-            parts.append("SELECT collection, record_id, embedding <=> %(task)s::vector"
-                         " AS distance FROM agent_passages WHERE "
-                         + self._publications(params) + f" AND embedding IS NOT NULL{where}")
-        if self.older:
-            names, ids, hashes = _older_rows(self.older, self.eligible)
-            params.update(names=names, ids=ids, hashes=hashes)
-            parts.append("SELECT h.collection, h.record_id, f.embedding <=> %(task)s::vector"
-                         " AS distance FROM unnest(%(names)s::text[], %(ids)s::bytea[],"
-                         " %(hashes)s::bytea[]) AS h(collection, record_id, hash)"
-                         " JOIN passage_features f ON f.hash = h.hash"
-                         " WHERE f.embedding IS NOT NULL")
-        if not parts:
-            return []
-        sql = "SELECT * FROM (" + " UNION ALL ".join(parts) + ") s"
-        if floor is not None:  # a little past the floor: the exact test is on 1 - distance
-            sql += " WHERE s.distance <= %(ceiling)s"
-            params["ceiling"] = 1.0 - floor + _SLACK
-        sql += " ORDER BY s.distance"
-        if limit is not None:
-            sql += f" LIMIT {int(limit)}"
-        self.cur.execute(sql, params)
-        rows = [(1.0 - float(r["distance"]), r["collection"],
-                 bytes(r["record_id"]).decode("utf-8", "surrogatepass"))
-                for r in self.cur.fetchall()]
-        return rows if floor is None else [r for r in rows if r[0] >= floor]
-
-
-def _complete(exact: list[tuple[float, str, str]], last_half: float) -> bool:
-    """Whether no record below ``last_half`` in halfvec cosine can make the list: its exact
-    cosine is at most ``last_half + HALF_BOUND``, below the rounded score of the list's
-    200th record (or 0.25 while fewer qualify) by more than rounding can bridge."""
-    micros = sorted((m for raw, _, _ in exact if (m := to_micros(raw)) >= MIN_COSINE_MICROS),
-                    reverse=True)
-    cut = micros[LIST_LIMIT - 1] if len(micros) >= LIST_LIMIT else MIN_COSINE_MICROS
-    return last_half + HALF_BOUND < cut / SCALE - 1e-6
-
-
-def _older_rows(corpora: Iterable[CollectionCorpus], eligible: frozenset[str] | None,
-                ) -> tuple[list[str], list[bytes], list[bytes]]:
-    names, ids, hashes = [], [], []
-    for corpus in corpora:
-        for passage in corpus.passages:
-            if eligible is not None and corpus.document_of[passage.record.id] not in eligible:
-                continue
-            names.append(corpus.collection)
-            ids.append(passage.record.id.encode("utf-8", "surrogatepass"))
-            hashes.append(text_hash(embedded_text(passage.record)))
-    return names, ids, hashes
+            return VectorScan(cur, task, corpus, eligible).fetch(limit)

@@ -1,0 +1,162 @@
+"""The exact vector list of agent-context-api 7.5 in PostgreSQL: ``1 - (a <=> b)`` over
+``vector(256)``, best first, at most 200 records with a rounded cosine of at least 0.25.
+
+A scan fetches rows best first together with a bound: every row it did not fetch has a cosine
+below the bound. The current indexes are read through ``agent_vectors`` (half precision, half
+the bytes): candidates by halfvec cosine, then the exact cosine of those on ``agent_passages``;
+the bound is the last candidate's halfvec cosine plus ``HALF_BOUND``. Other paths (a document
+filter; an index no longer current, joined through ``passage_features`` by text hash) fetch
+exact cosines directly, and the bound is the last one fetched. A list is complete once no bound
+reaches the 200th rounded score (or 0.25 while fewer qualify); until then the scans short of it
+fetch four times as many. The list is therefore the one the spec's full exact scan gives."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, NamedTuple
+
+from context_service.domain.pack.model import CollectionCorpus, Corpus
+from context_service.domain.score import SCALE, to_micros
+from context_service.projections.passage_features.features import embedded_text, text_hash
+
+MIN_COSINE_MICROS = 250_000
+LIST_LIMIT = 200
+# |halfvec cosine - vector cosine| for unit vectors of 256 dimensions: rounding each component
+# to half precision moves a vector by at most 2^-11 of its length (plus 2^-25 per subnormal
+# component), which turns it by at most ~4.9e-4 radians, so each of the two vectors moves the
+# cosine by at most that; float32 sums add ~1.5e-5 to each computation. 2e-3 is twice the sum.
+HALF_BOUND = 2e-3
+FIRST_ROWS = 300  # rows a scan fetches first; enough for every measured query
+NONE_LEFT = float("-inf")
+
+Row = tuple[float, str, str]  # exact cosine, collection, record id
+
+
+class Fetched(NamedTuple):
+    rows: list[Row]
+    bound: float  # every row not fetched has a cosine below it (NONE_LEFT: none left)
+
+
+def short(parts: Sequence[Fetched]) -> list[int]:
+    """The parts a row left unfetched could still make the list from: those whose bound is not
+    below the list's cut by more than rounding to millionths can bridge. Fetching more only
+    raises the cut, so a part once past it stays past it."""
+    micros = sorted((m for part in parts for raw, _, _ in part.rows
+                     if (m := to_micros(raw)) >= MIN_COSINE_MICROS), reverse=True)
+    cut = micros[LIST_LIMIT - 1] if len(micros) >= LIST_LIMIT else MIN_COSINE_MICROS
+    return [i for i, part in enumerate(parts) if part.bound >= cut / SCALE - 1e-6]
+
+
+class VectorScan:
+    """One scan of part of a corpus, in the transaction of ``cur`` (repeatable read)."""
+
+    def __init__(self, cur: Any, task: str, corpus: Corpus,
+                 eligible: frozenset[str] | None) -> None:
+        self.cur = cur
+        self.task = task
+        self.eligible = eligible
+        ours = {c.publication for c in corpus.values()}
+        cur.execute("SELECT publication FROM agent_collections"
+                    " WHERE publication BETWEEN %s AND %s", (min(ours), max(ours)))
+        stored = {r["publication"] for r in cur.fetchall()}
+        self.current = sorted(ours & stored)
+        self.others = sorted(stored - ours)  # current indexes of other collections in range
+        self.older = [c for c in corpus.values() if c.publication not in stored]
+
+    def fetch(self, limit: int) -> Fetched:
+        """The best ``limit`` candidates' exact cosines (or all of them) and the bound."""
+        if self.current and not self.older and self.eligible is None:
+            return self._prefiltered(limit)
+        return self._exact(limit)
+
+    def _publications(self, params: dict[str, Any]) -> str:
+        """The condition on ``publication`` selecting exactly the current indexes asked for:
+        a range, with a list only when other current indexes fall inside it."""
+        params.update(lo=self.current[0], hi=self.current[-1], others=self.others,
+                      current=self.current)
+        where = "publication BETWEEN %(lo)s AND %(hi)s"
+        if self.others:
+            where += (" AND publication <> ALL(%(others)s)"
+                      if len(self.others) < len(self.current)
+                      else " AND publication = ANY(%(current)s)")
+        return where
+
+    def _prefiltered(self, limit: int) -> Fetched:
+        params: dict[str, Any] = {"task": self.task, "limit": limit}
+        self.cur.execute("SELECT publication, ord, embedding <=> %(task)s::halfvec(256)"
+                         " AS distance FROM agent_vectors WHERE " + self._publications(params)
+                         + " ORDER BY distance LIMIT %(limit)s", params)
+        found = self.cur.fetchall()
+        if not found:
+            return Fetched([], NONE_LEFT)
+        self.cur.execute(
+            "SELECT p.collection, p.record_id, p.embedding <=> %(task)s::vector AS distance"
+            " FROM unnest(%(publications)s::int8[], %(ords)s::int4[]) AS k(publication, ord)"
+            " JOIN agent_passages p USING (publication, ord)",
+            {"task": self.task, "publications": [r["publication"] for r in found],
+             "ords": [r["ord"] for r in found]})
+        rows = _rows(self.cur.fetchall())
+        last = 1.0 - float(found[-1]["distance"])
+        return Fetched(rows, last + HALF_BOUND if len(found) == limit else NONE_LEFT)
+
+    def _exact(self, limit: int) -> Fetched:
+        parts: list[str] = []
+        params: dict[str, Any] = {"task": self.task}
+        if self.current:
+            where = ""
+            if self.eligible is not None:
+                where = " AND document_id = ANY(%(documents)s)"
+                params["documents"] = [d.encode("utf-8", "surrogatepass")
+                                       for d in self.eligible]
+            parts.append("SELECT collection, record_id, embedding <=> %(task)s::vector"
+                         " AS distance FROM agent_passages WHERE "
+                         + self._publications(params) + f" AND embedding IS NOT NULL{where}")
+        if self.older:
+            names, ids, hashes = _older_rows(self.older, self.eligible)
+            params.update(names=names, ids=ids, hashes=hashes)
+            parts.append("SELECT h.collection, h.record_id, f.embedding <=> %(task)s::vector"
+                         " AS distance FROM unnest(%(names)s::text[], %(ids)s::bytea[],"
+                         " %(hashes)s::bytea[]) AS h(collection, record_id, hash)"
+                         " JOIN passage_features f ON f.hash = h.hash"
+                         " WHERE f.embedding IS NOT NULL")
+        params["limit"] = limit
+        self.cur.execute("SELECT * FROM (" + " UNION ALL ".join(parts) + ") s"
+                         " ORDER BY s.distance LIMIT %(limit)s", params)
+        rows = _rows(self.cur.fetchall())
+        return Fetched(rows, rows[-1][0] if len(rows) == limit else NONE_LEFT)
+
+
+def _rows(found: Iterable[Any]) -> list[Row]:
+    return [(1.0 - float(r["distance"]), r["collection"],
+             bytes(r["record_id"]).decode("utf-8", "surrogatepass")) for r in found]
+
+
+def _older_rows(corpora: Iterable[CollectionCorpus], eligible: frozenset[str] | None,
+                ) -> tuple[list[str], list[bytes], list[bytes]]:
+    names, ids, hashes = [], [], []
+    for corpus in corpora:
+        for passage in corpus.passages:
+            if eligible is not None and corpus.document_of[passage.record.id] not in eligible:
+                continue
+            names.append(corpus.collection)
+            ids.append(passage.record.id.encode("utf-8", "surrogatepass"))
+            hashes.append(text_hash(embedded_text(passage.record)))
+    return names, ids, hashes
+
+
+def halves(corpus: Corpus, at_least: int) -> list[Corpus]:
+    """The corpus in two parts of about equal passages (by publication order), so two scans
+    run side by side; one part when it is smaller than ``at_least`` passages or one index."""
+    ordered = sorted(corpus.values(), key=lambda c: c.publication)
+    total = sum(len(c.passages) for c in ordered)
+    if len(ordered) < 2 or total < at_least:
+        return [corpus]
+    first: dict[str, CollectionCorpus] = {}
+    seen = 0
+    for c in ordered[:-1]:
+        if seen and 2 * (seen + len(c.passages)) > total:
+            break
+        first[c.collection] = c
+        seen += len(c.passages)
+    second = {c.collection: c for c in ordered if c.collection not in first}
+    return [first, second]
