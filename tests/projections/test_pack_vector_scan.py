@@ -11,7 +11,6 @@ import pytest
 
 from context_service.adapters.pack import retrieval as scan
 from context_service.adapters.pack.retrieval import FastRetrieval
-from context_service.adapters.pack.vector_scan import halves
 from context_service.bootstrap import Container, pack_ports
 from context_service.domain.pack.model import Corpus, Scored
 from context_service.domain.score import SCALE, to_micros
@@ -85,32 +84,18 @@ def test_a_list_asked_for_after_close_is_computed_in_line(container: Container) 
     assert retrieval.vector_soon(QUERIES[0], corpus, None).result() == expected
 
 
-@pytest.mark.parametrize(("first_rows", "split_at"), [(3, 10**9), (3, 10), (300, 10)])
-def test_scans_fetch_more_until_nothing_left_out_can_count_and_halves_add_up(
-        container: Container, monkeypatch: pytest.MonkeyPatch, first_rows: int,
-        split_at: int) -> None:
+@pytest.mark.parametrize("first_rows", [3, 40])
+def test_a_scan_fetches_more_until_nothing_left_out_can_count(
+        container: Container, monkeypatch: pytest.MonkeyPatch, first_rows: int) -> None:
     corpus = _corpus(container)
     retrieval = _fast(container)
     monkeypatch.setattr(scan, "FIRST_ROWS", first_rows)  # 3: every list takes several rounds
-    monkeypatch.setattr(scan, "SPLIT_AT", split_at)  # 10: scanned in two halves
     for query in QUERIES:
         assert retrieval.vector(query, corpus, None) == _exact(container, query, corpus)
     eligible = frozenset(list(next(iter(corpus.values())).documents)[:5])
     assert retrieval.vector(QUERIES[0], corpus, eligible) == [
         s for s in _exact(container, QUERIES[0], corpus, 10**6)
         if corpus[s.collection].document_of[s.record_id] in eligible][:200]
-
-
-def test_halves_split_by_publication_into_two_parts_of_about_equal_passages(
-        container: Container) -> None:
-    corpus = _corpus(container)
-    first, second = halves(corpus, 10)
-    assert set(first) | set(second) == set(corpus) and not set(first) & set(second)
-    assert max(c.publication for c in first.values()) < min(
-        c.publication for c in second.values())
-    assert halves(corpus, 10**6) == [corpus]
-    one = dict(list(corpus.items())[:1])
-    assert halves(one, 1) == [one]
 
 
 def test_every_current_vector_has_its_half_precision_copy(container: Container) -> None:

@@ -1,6 +1,6 @@
 """The fast ``Retrieval`` (agent-context-api 7.5): BM25 in-process over the cached postings of
 the corpus, and the exact cosine scan in PostgreSQL (``vector_scan``) with the task embedded per
-request, computed while BM25 runs and, over a large corpus, in two halves side by side."""
+request, computed while BM25 runs."""
 
 from __future__ import annotations
 
@@ -18,16 +18,13 @@ from context_service.adapters.pack.ranking import LIST_LIMIT, ranked
 from context_service.adapters.pack.vector_scan import (
     FIRST_ROWS,
     MIN_COSINE_MICROS,
-    NONE_LEFT,
     Fetched,
     VectorScan,
-    halves,
     short,
 )
 from context_service.domain.pack.model import Corpus, Later, Pending, Scored
 
 _SLACK = 1e-6  # raw scores within this of the cut may round to the cut's score
-SPLIT_AT = 20_000  # passages from which a vector list is scanned in two halves side by side
 
 Embed = Callable[[str], Iterable[float] | None]
 
@@ -41,13 +38,9 @@ class FastRetrieval:
         # vector scans run here while the request's thread computes BM25: the scan waits on
         # PostgreSQL (another core), so the two lists take about the time of the longer one
         self._scans = ThreadPoolExecutor(max_workers=scans, thread_name_prefix="vector-scan")
-        # second halves of large scans (never the pool above: a scan waiting on a task queued
-        # behind other scans in its own pool could wait for ever)
-        self._halves = ThreadPoolExecutor(max_workers=scans, thread_name_prefix="vector-half")
 
     def close(self) -> None:
         self._scans.shutdown(wait=True, cancel_futures=True)
-        self._halves.shutdown(wait=True, cancel_futures=True)
 
     def lexical(self, query: str, corpus: Corpus,
                 eligible: frozenset[str] | None) -> list[Scored]:
@@ -87,23 +80,12 @@ class FastRetrieval:
         if task is None:
             return []
         literal = "[" + ",".join(repr(float(x)) for x in task) + "]"
-        parts = halves(corpus, SPLIT_AT) if eligible is None else [corpus]
-        limits = [FIRST_ROWS] * len(parts)
-        wanted = list(range(len(parts)))
-        fetched: list[Fetched] = [Fetched([], NONE_LEFT)] * len(parts)
-        while wanted:
-            # all but one wanted part on threads of their own, one on this thread: each scan
-            # waits on its own PostgreSQL backend, so the parts run on as many cores
-            later = {i: self._halves.submit(self._fetch, literal, parts[i], eligible, limits[i])
-                     for i in wanted[1:]}
-            fetched[wanted[0]] = self._fetch(literal, parts[wanted[0]], eligible,
-                                             limits[wanted[0]])
-            for i, future in later.items():
-                fetched[i] = future.result()
-            wanted = short(fetched)
-            for i in wanted:
-                limits[i] *= 4
-        return ranked([row for f in fetched for row in f.rows], MIN_COSINE_MICROS)
+        limit = FIRST_ROWS
+        while True:
+            fetched = self._fetch(literal, corpus, eligible, limit)
+            if not short([fetched]):
+                return ranked(fetched.rows, MIN_COSINE_MICROS)
+            limit *= 4
 
     def _fetch(self, task: str, corpus: Corpus, eligible: frozenset[str] | None,
                limit: int) -> Fetched:

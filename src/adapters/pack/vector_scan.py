@@ -142,21 +142,3 @@ def _older_rows(corpora: Iterable[CollectionCorpus], eligible: frozenset[str] | 
             ids.append(passage.record.id.encode("utf-8", "surrogatepass"))
             hashes.append(text_hash(embedded_text(passage.record)))
     return names, ids, hashes
-
-
-def halves(corpus: Corpus, at_least: int) -> list[Corpus]:
-    """The corpus in two parts of about equal passages (by publication order), so two scans
-    run side by side; one part when it is smaller than ``at_least`` passages or one index."""
-    ordered = sorted(corpus.values(), key=lambda c: c.publication)
-    total = sum(len(c.passages) for c in ordered)
-    if len(ordered) < 2 or total < at_least:
-        return [corpus]
-    first: dict[str, CollectionCorpus] = {}
-    seen = 0
-    for c in ordered[:-1]:
-        if seen and 2 * (seen + len(c.passages)) > total:
-            break
-        first[c.collection] = c
-        seen += len(c.passages)
-    second = {c.collection: c for c in ordered if c.collection not in first}
-    return [first, second]
