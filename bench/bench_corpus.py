@@ -3,6 +3,7 @@ agent_data), and the retrieval lists (BM25 in-process, exact cosine scan in Post
 the existing query search, over the same data in the same run.
 
     python -m bench.bench_corpus [--records 100000] [--contexts 50] [--queries 200]
+                                 [--publication-only]
 
 The data is ``bench_query``'s (records of 50 to 500 words, Zipf-distributed vocabulary), its
 indexes published through the command layer. Then:
@@ -156,6 +157,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--fresh", type=int, default=20_000,
                         help="records of the publication whose visibility is timed")
+    parser.add_argument("--publication-only", action="store_true",
+                        help="measure the publication rates only (no visibility, no lists)")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     vocab = vocabulary(rng, args.vocabulary)
@@ -174,6 +177,8 @@ def main() -> None:
             print(f"publication, features on  {on:10,.0f} records/s  ({on / off:.2f}x; "
                   f"goal >= 0.5x); the query index meanwhile {index_meanwhile:,.0f} records/s",
                   flush=True)
+            if args.publication_only:
+                return
             fresh = {name: [msgspec.structs.replace(r, context=name, revision=_revision(name))
                             for r in corpus(rng, args.fresh, 1, vocab)["ctx-00"]]
                      for name in ("fresh-a", "fresh-b")}

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from context_service.domain.stream import Recorded
 from context_service.projections.passage_features.features import (
     Feature,
+    Handover,
     PublishedTexts,
     TextFeatures,
 )
@@ -24,12 +25,15 @@ class PassageFeatures:
     def __init__(self, features: TextFeatures) -> None:
         self.features = features
         self.computed = 0  # texts whose features this instance computed
+        self.handover = Handover()  # for agent_data, applied next in the same transaction
 
     def apply(self, view: PassageFeaturesView, batch: Sequence[Recorded]) -> None:
+        self.handover.reset()
         texts = PublishedTexts()
         for recorded in batch:
             if published(recorded) is not None:
-                texts.add_index(recorded.stream.key, view.records(recorded))
+                self.handover.put(recorded.position,
+                                  texts.add_index(recorded.stream.key, view.records(recorded)))
         if not texts.hashes:
             return
         known = view.known(texts.hashes)
@@ -37,6 +41,7 @@ class PassageFeatures:
         self.computed += len(new)
         if new:
             view.store(new)
+        self.handover.features = new
 
 
 def compute(features: TextFeatures, texts: PublishedTexts,
