@@ -61,6 +61,7 @@ class WordPieces:
         self._bare = bare
         spec = json.loads(tokenizer.to_str())
         self._specials = tuple(t["content"] for t in spec.get("added_tokens", ()))
+        self._leads = tuple({s[0] for s in self._specials if s})  # one of them starts each
         self._cache: dict[str, bytes] = {}  # word -> its ids, packed
 
     @staticmethod
@@ -84,7 +85,7 @@ class WordPieces:
         missing: dict[str, None] = {}
         cache = self._cache
         for text in texts:
-            if any(s in text for s in self._specials):
+            if self._holds_special(text):
                 split.append(None)
                 continue
             words = _WORD.findall("▁" + text.replace(" ", "▁")) if text else []
@@ -244,10 +245,16 @@ class WordPieces:
             return False
         reach = max(map(len, self._specials)) - 1
         if any(len(p) < reach for p in text.parts):
-            return any(s in text.text for s in self._specials)
+            return self._holds_special(text.text)
         sep = text.separator
-        return any(s in a[len(a) - reach:] + sep + b[:reach] for a, b in pairwise(text.parts)
-                   for s in self._specials)
+        return any(self._holds_special(a[len(a) - reach:] + sep + b[:reach])
+                   for a, b in pairwise(text.parts))
+
+    def _holds_special(self, text: str) -> bool:
+        """Whether a special token's literal occurs in ``text`` (a scan for their first
+        characters rules most texts out)."""
+        return (any(c in text for c in self._leads)
+                and any(s in text for s in self._specials))
 
     def _split_words(self, words: list[str], cache: dict[str, bytes]) -> None:
         """Cache the ids of ``words`` (already split; encoded as they are, in one batch: the
