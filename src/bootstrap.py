@@ -399,10 +399,11 @@ def pack_ports(container: Container, warm: bool = False) -> PackPorts:
     if warm:
         warmer = CorpusWarmer(loader).start()
         container.closers.append(warmer.stop)
+    retrieval = FastRetrieval(loader, container.datastore,
+                              lambda text: embedder.embedder.embed(text))
+    container.closers.append(retrieval.close)
     return PackPorts(inputs=PackInputReadsSql(container.datastore), corpus=loader,
-                     retrieval=FastRetrieval(loader, container.datastore,
-                                             lambda text: embedder.embedder.embed(text)),
-                     count_tokens=count)
+                     retrieval=retrieval, count_tokens=count)
 
 
 def agent_services(container: Container) -> AgentServices:

@@ -33,9 +33,20 @@ def test_memoised_rrf_equals_the_exact_sum(ranks: list[int]) -> None:
 @given(st.lists(WORDS, min_size=1, max_size=40))
 def test_a_signature_counts_the_distinct_shingles(words: list[str]) -> None:
     text = " ".join(words)
-    prefix, size = signature(text)
-    assert size == len(shingles(text))
-    assert prefix == prefix_signature(text)
+    sig = signature(text)
+    assert sig.size == len(shingles(text))
+    assert sig.prefix == prefix_signature(text)
+    assert list(sig.hashes) == sorted(hash(s) for s in shingles(text))
+    assert sig.injective == (len(set(sig.hashes)) == sig.size)
+
+
+@given(st.lists(WORDS, min_size=1, max_size=30), st.lists(WORDS, min_size=1, max_size=30))
+def test_shared_hashes_never_undercount_shared_shingles(a: list[str], b: list[str]) -> None:
+    """The walk's test on hashes may say "maybe" wrongly, never "no" wrongly."""
+    ta, tb = " ".join(a), " ".join(b)
+    sa, sb = signature(ta), signature(tb)
+    if sa.injective:
+        assert len(set(sa.hashes) & set(sb.hashes)) >= len(shingles(ta) & shingles(tb))
 
 
 @given(st.lists(WORDS, min_size=1, max_size=30), st.lists(WORDS, min_size=1, max_size=30))

@@ -133,12 +133,16 @@ def assemble(request: PackRequest, as_of: AsOf, scope: PackScope, corpus: Corpus
     def lists(query: str, requirement: bool) -> list[Candidate] | None:
         if not deadline.allows():
             return None
+        # the vector list may be computed while the lexical one is; it counts only when its
+        # step is reached before the deadline
+        soon = retrieval.vector_soon(query, corpus, eligible) if hybrid else None
         lexical = retrieval.lexical(query, corpus, eligible)
         vector: list[Scored] | None = None
-        if hybrid:
+        if soon is not None:
             if not requirement and not deadline.allows():
+                soon.cancel()
                 return ranked(corpus, judge, lexical, [])
-            vector = retrieval.vector(query, corpus, eligible)
+            vector = soon.result()
         return ranked(corpus, judge, lexical, vector, query if requirement else None)
 
     task_list = lists(request.task, False) or []

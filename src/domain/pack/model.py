@@ -16,7 +16,7 @@ import msgspec
 
 from context_service.domain.context.events import QueryRecord, SourceRef
 from context_service.domain.context_set.state import ContextSetState
-from context_service.domain.pack.text import signature
+from context_service.domain.pack.text import Signature, signature
 
 ENGINE_VERSION = "pack-engine/1"
 SOURCES = ("passages", "graph", "documents")
@@ -137,14 +137,14 @@ class CollectionCorpus:
             docs[doc] = Document(document_id=doc, collection=collection, record_ids=tuple(ids),
                                  text=text, tokens=tokens(text))
         self.documents = docs
-        self._signatures: dict[str, tuple[array[int], int]] = {}
+        self._signatures: dict[str, Signature] = {}
 
     def prefix(self, record_id: str) -> array[int]:
         """The deduplication signature of a passage's text (``text.prefix_signature``)."""
         return self.signature(record_id)[0]
 
-    def signature(self, record_id: str) -> tuple[array[int], int]:
-        """The passage's ``prefix`` and the number of its text's distinct shingles."""
+    def signature(self, record_id: str) -> Signature:
+        """The passage's ``Signature`` (its ``prefix``, shingle count and shingle hashes)."""
         found = self._signatures.get(record_id)
         if found is None:
             found = signature(self.by_id[record_id].record.text)
@@ -182,3 +182,31 @@ class Retrieval(Protocol):
     def vector(self, query: str, corpus: Corpus,
                eligible: frozenset[str] | None) -> list[Scored]:
         """Cosine ≥ 0.25, by cosine descending, collection, record id; at most 200."""
+
+    def vector_soon(self, query: str, corpus: Corpus,
+                    eligible: frozenset[str] | None) -> Pending:
+        """``vector``'s list, which the implementation may compute while the caller computes
+        the lexical list; the caller asks for it once, or cancels it."""
+
+
+class Pending(Protocol):
+    """A list being computed (``concurrent.futures.Future`` is one)."""
+
+    def result(self) -> list[Scored]:
+        """The list, waiting for it if need be."""
+
+    def cancel(self) -> bool:
+        """Give up on the list (its computation may still run to its end)."""
+
+
+class Later:
+    """A ``Pending`` computed by the caller's thread, when asked for."""
+
+    def __init__(self, compute: Callable[[], list[Scored]]) -> None:
+        self._compute = compute
+
+    def result(self) -> list[Scored]:
+        return self._compute()
+
+    def cancel(self) -> bool:
+        return True

@@ -100,6 +100,7 @@ class Walk:
         self.duplicates: list[str] = []  # absorbed refs, in order
         self._kept: list[tuple[str, Passage, int]] = []  # ref, passage, shingle count
         self._shingles: dict[int, frozenset[Shingle]] = {}  # kept index -> shingles
+        self._hashes: dict[int, set[int]] = {}  # kept index -> its shingles' hashes
         self._by_prefix: dict[int, list[int]] = {}
 
     def visit(self, candidates: Sequence[Candidate]) -> None:
@@ -120,12 +121,21 @@ class Walk:
             found = self._shingles[k] = shingles(self._kept[k][1].record.text)
         return found
 
+    def _kept_hashes(self, k: int) -> set[int]:
+        found = self._hashes.get(k)
+        if found is None:
+            p = self._kept[k][1]
+            found = self._hashes[k] = set(self.corpus[p.collection].signature(
+                p.record.id).hashes)
+        return found
+
     def _dedup(self, p: Passage, ref: str) -> None:
-        prefix, size = self.corpus[p.collection].signature(p.record.id)
+        sig = self.corpus[p.collection].signature(p.record.id)
+        size = sig.size
         by_prefix = self._by_prefix
         kept = self._kept
         probed: set[int] = set()
-        for h in prefix:
+        for h in sig.prefix:
             found = by_prefix.get(h)
             if found is not None:
                 probed.update(found)
@@ -133,8 +143,16 @@ class Walk:
         # sets whose sizes rule out Jaccard >= 4/5 are never compared
         near = sorted(k for k in probed if may_be_near(size, kept[k][2]))
         if near:
-            mine = shingles(p.record.text)
+            mine_hashes = set(sig.hashes)
+            mine: frozenset[Shingle] | None = None
             for k in near:  # the earliest kept candidate that is a near duplicate
+                other_size = kept[k][2]
+                if sig.injective:  # shared hashes >= shared shingles: a "no" here is exact
+                    hashed = len(mine_hashes & self._kept_hashes(k))
+                    if 5 * hashed < 4 * (size + other_size - hashed):
+                        continue
+                if mine is None:
+                    mine = shingles(p.record.text)
                 other = self._kept_shingles(k)
                 shared = len(mine & other)
                 if 5 * shared >= 4 * (len(mine) + len(other) - shared):  # Jaccard >= 4/5
@@ -148,5 +166,5 @@ class Walk:
             return
         index = len(self._kept)
         self._kept.append((ref, p, size))
-        for h in prefix:
+        for h in sig.prefix:
             by_prefix.setdefault(h, []).append(index)

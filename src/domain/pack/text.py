@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from array import array
 from fractions import Fraction
+from typing import NamedTuple
 
 from context_service.domain.query.tokenizer import tokenize
 
@@ -58,6 +59,18 @@ def occurs_in(phrase: list[str], tokens: list[str]) -> int:
     return -1
 
 
+class Signature(NamedTuple):
+    """What deduplication keeps of a passage's text: ``prefix`` (``prefix_signature``), the
+    number of its distinct shingles, and every shingle's hash, sorted. ``injective``: no two
+    of its shingles share a hash, so a count of shared hashes is never below the count of
+    shared shingles (the near-duplicate test on hashes can only err towards "maybe")."""
+
+    prefix: array[int]
+    size: int
+    hashes: array[int]
+    injective: bool
+
+
 def prefix_signature(text: str) -> array[int]:
     """The prefix-filter signature of the text's shingles for Jaccard >= 4/5: sorted hashes.
 
@@ -67,14 +80,15 @@ def prefix_signature(text: str) -> array[int]:
     whose hash is at most the last one's, so hash ties cannot hide it). A pair whose signatures
     share a hash is then compared exactly. Hashes are those of this process: a signature is
     never stored or compared across processes."""
-    return signature(text)[0]
+    return signature(text).prefix
 
 
-def signature(text: str) -> tuple[array[int], int]:
-    """``prefix_signature`` of the text and the number of its distinct shingles."""
+def signature(text: str) -> Signature:
+    """The text's ``Signature``."""
     hashes = sorted(map(hash, shingles(text)))
     last = hashes[len(hashes) - (4 * len(hashes) + 4) // 5]
-    return array("q", (h for h in hashes if h <= last)), len(hashes)
+    return Signature(array("q", (h for h in hashes if h <= last)), len(hashes),
+                     array("q", hashes), len(set(hashes)) == len(hashes))
 
 
 def may_be_near(size_a: int, size_b: int) -> bool:

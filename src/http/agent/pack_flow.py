@@ -34,7 +34,13 @@ from context_service.domain.context_set.state import ContextSetState
 from context_service.domain.errors import ContextSetNotFoundError
 from context_service.domain.pack.engine import assemble
 from context_service.domain.pack.items import Item, Missing, Pack
-from context_service.domain.pack.model import ENGINE_VERSION, Corpus, Retrieval, Scored
+from context_service.domain.pack.model import (
+    ENGINE_VERSION,
+    Corpus,
+    Pending,
+    Retrieval,
+    Scored,
+)
 from context_service.domain.pack.render import missing_json, pack_digest, pack_id, replay_id
 from context_service.domain.pack.request import (
     AsOf,
@@ -94,11 +100,33 @@ class TimedRetrieval:
 
     def vector(self, query: str, corpus: Corpus,
                eligible: frozenset[str] | None) -> list[Scored]:
+        return self.vector_soon(query, corpus, eligible).result()
+
+    def vector_soon(self, query: str, corpus: Corpus,
+                    eligible: frozenset[str] | None) -> Pending:
         started = time.monotonic()
         try:
-            return self.inner.vector(query, corpus, eligible)
+            return _TimedPending(self.inner.vector_soon(query, corpus, eligible), self.timings)
         finally:
             self.timings.retrieve += (time.monotonic() - started) * 1000
+
+
+class _TimedPending:
+    """A pending list whose wait is added to ``timings.retrieve``."""
+
+    def __init__(self, inner: Pending, timings: Timings) -> None:
+        self.inner = inner
+        self.timings = timings
+
+    def result(self) -> list[Scored]:
+        started = time.monotonic()
+        try:
+            return self.inner.result()
+        finally:
+            self.timings.retrieve += (time.monotonic() - started) * 1000
+
+    def cancel(self) -> bool:
+        return self.inner.cancel()
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,7 @@ from context_service.adapters.eventstore.export import export
 from context_service.adapters.eventstore.store import EVENTS_TABLE
 from context_service.domain.context.commands import RevokeAccess
 from context_service.domain.events import ADMIN, Subject
-from context_service.domain.pack.model import Corpus, Retrieval, Scored
+from context_service.domain.pack.model import Corpus, Pending, Retrieval, Scored
 from context_service.http.agent.pack_services import KEY as PACKS_KEY
 from context_service.http.agent.pack_services import PackServices
 from tests.api.agent.packs_corpus import FACTS, NOTES, TASK, facts_records, pack_body, seed_corpus
@@ -209,6 +209,10 @@ class RevokingRetrieval:
     def vector(self, query: str, corpus: Corpus,
                eligible: frozenset[str] | None) -> list[Scored]:
         return self.inner.vector(query, corpus, eligible)
+
+    def vector_soon(self, query: str, corpus: Corpus,
+                    eligible: frozenset[str] | None) -> Pending:
+        return self.inner.vector_soon(query, corpus, eligible)
 
 
 def test_the_release_check_drops_items_of_a_collection_just_ungranted(

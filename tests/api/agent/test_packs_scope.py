@@ -15,7 +15,7 @@ import pytest
 
 from context_service import bootstrap
 from context_service.adapters.nats.stream import StreamSpec
-from context_service.domain.pack.model import Corpus, Retrieval, Scored
+from context_service.domain.pack.model import Corpus, Pending, Retrieval, Scored
 from context_service.http.agent.pack_services import KEY as PACKS_KEY
 from context_service.http.agent.pack_services import PackServices
 from tests.api.agent.packs_corpus import FACTS, TASK, facts_records, pack_body, seed_corpus
@@ -63,6 +63,10 @@ class Wrapped:
     def vector(self, query: str, corpus: Corpus,
                eligible: frozenset[str] | None) -> list[Scored]:
         return self.inner.vector(query, corpus, eligible)
+
+    def vector_soon(self, query: str, corpus: Corpus,
+                    eligible: frozenset[str] | None) -> Pending:
+        return self.inner.vector_soon(query, corpus, eligible)
 
 
 def with_hook(api: Api, before: Any, body: dict[str, Any], agent: Agent) -> Any:
