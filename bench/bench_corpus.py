@@ -3,6 +3,7 @@ agent_data), and the retrieval lists (BM25 in-process, exact cosine scan in Post
 the existing query search, over the same data in the same run.
 
     python -m bench.bench_corpus [--records 100000] [--contexts 50] [--queries 200]
+                                 [--publication-only]
 
 The data is ``bench_query``'s (records of 50 to 500 words, Zipf-distributed vocabulary), its
 indexes published through the command layer. Then:
@@ -38,7 +39,7 @@ from bench.bench_query import NS, _revision, corpus, queries, seed, vocabulary
 from bench.bench_query import Corpus as Records
 from bench.harness import percentile, postgres
 from context_service import bootstrap
-from context_service.adapters.pack.retrieval import _current, _Scan
+from context_service.adapters.pack.retrieval import _Scan
 from context_service.adapters.postgres.views.query_index import QueryIndexReadsSql
 from context_service.config import Settings
 from context_service.domain.pack.model import Corpus
@@ -139,7 +140,9 @@ def scan_variants(container: bootstrap.Container, ports: PackPorts, corpus_: Cor
     with container.datastore.transaction(commit=False) as cur:
         for q in vectors:
             started = time.perf_counter()
-            _Scan(cur, q, corpus_, set(), None).top(264, None)
+            scan = _Scan(cur, q, corpus_, None)
+            scan.current, scan.others, scan.older = [], [], list(corpus_.values())
+            scan.top(264, None)
             times.append(time.perf_counter() - started)
     out["join passage_features by hash"] = times
     with container.datastore.transaction(commit=True) as cur:
@@ -156,6 +159,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--fresh", type=int, default=20_000,
                         help="records of the publication whose visibility is timed")
+    parser.add_argument("--publication-only", action="store_true",
+                        help="measure the publication rates only (no visibility, no lists)")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     vocab = vocabulary(rng, args.vocabulary)
@@ -174,6 +179,8 @@ def main() -> None:
             print(f"publication, features on  {on:10,.0f} records/s  ({on / off:.2f}x; "
                   f"goal >= 0.5x); the query index meanwhile {index_meanwhile:,.0f} records/s",
                   flush=True)
+            if args.publication_only:
+                return
             fresh = {name: [msgspec.structs.replace(r, context=name, revision=_revision(name))
                             for r in corpus(rng, args.fresh, 1, vocab)["ctx-00"]]
                      for name in ("fresh-a", "fresh-b")}
@@ -206,7 +213,7 @@ def main() -> None:
                 NS, names, tuple(query_terms(t).items()))), texts)
             hits = sum(len(retrieval.vector(t, corpus_, None)) for t in texts[:20]) / 20
             with container.datastore.transaction(commit=False) as cur:
-                current = _current(cur, [c.publication for c in corpus_.values()])
+                current = _Scan(cur, "", corpus_, None).current
             assert len(current) == len(corpus_)
             variants = scan_variants(container, ports, corpus_, texts[:60])
         finally:

@@ -149,6 +149,7 @@ def projection_workers() -> dict[str, list[tuple[Projection, Callable[[Any], Any
     own tracking positions and thread. The embedding model loads on the first text it is given.
     """
     features = TextFeaturesModel()
+    passage_features = PassageFeatures(features)
     return {
         "projections": [
             (ContextCatalog(), CatalogSql),
@@ -165,9 +166,9 @@ def projection_workers() -> dict[str, list[tuple[Projection, Callable[[Any], Any
         ],
         # studied fields need only the records, so they advance with the query index
         "query-index": [(QueryIndex(), QueryIndexSql), (StudiedFields(), StudiedFieldsSql)],
-        # features before agent_data: in one transaction, agent_data reads what they stored
-        "query-features": [(PassageFeatures(features), PassageFeaturesSql),
-                           (AgentData(features), AgentDataSql)],
+        # features before agent_data: in one transaction, agent_data takes over what they computed
+        "query-features": [(passage_features, PassageFeaturesSql),
+                           (AgentData(features, passage_features.handover), AgentDataSql)],
     }
 
 

@@ -10,8 +10,10 @@ from hypothesis import strategies as st
 
 from context_service.adapters.embedding.wordllama_model import (
     UNAVAILABLE,
+    Embedder,
     ModelUnavailable,
     TextFeaturesModel,
+    exact_sums_up_to,
     load,
     vector_bytes,
 )
@@ -111,3 +113,24 @@ def test_batched_features_equal_the_definition_on_long_texts() -> None:
     for text, feature in zip(texts, features, strict=True):
         assert feature.tokens == len(model.full_token_ids([text.text])[0])
         assert feature.vector == (_spec_vector(model, text.text) if text.embed else None)
+
+
+def test_count_weighted_sums_only_where_they_are_exact() -> None:
+    """The model's matrix holds float16 values: sums of its rows are exact for texts of up to
+    about 67 million tokens. Off that grid, rows are added in order, as the definition says."""
+    model = load()
+    assert model.exact_up_to == exact_sums_up_to(model._matrix) > 60_000_000
+    assert exact_sums_up_to(np.array([[0.1, 0.5]], dtype=np.float32)) == 0
+    assert exact_sums_up_to(np.array([[2.0**-24, -8.0]], dtype=np.float32)) == 2**53 // 2**27
+    rng = np.random.default_rng(3)
+    matrix = rng.standard_normal(model._matrix.shape).astype(np.float32)
+    other = Embedder(model._tokenizer, matrix)
+    assert other.exact_up_to == 0
+    ids = model.token_ids(["Anna Berg became CFO on 1 March 2025, and the board agreed."])[0]
+    total = np.zeros(256, dtype=np.float64)
+    for row in matrix[ids]:
+        total += row
+    mean = total / len(ids)
+    vector = other.embed_ids(ids)
+    assert vector is not None
+    assert np.array_equal(vector, (mean / np.linalg.norm(mean)).astype(np.float32))

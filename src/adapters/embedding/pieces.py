@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -36,6 +37,7 @@ _NORMALIZER = {"type": "Sequence", "normalizers": [
 _CACHE_LIMIT = 1_000_000
 _ID = np.dtype(np.int32)
 Ids = npt.NDArray[np.int32]
+_Plan = list[str | tuple[str, int, int]]  # a joined text's words: runs of parts, and joints
 
 
 def _packed(ids: Sequence[int]) -> bytes:
@@ -59,6 +61,7 @@ class WordPieces:
         self._bare = bare
         spec = json.loads(tokenizer.to_str())
         self._specials = tuple(t["content"] for t in spec.get("added_tokens", ()))
+        self._leads = tuple({s[0] for s in self._specials if s})  # one of them starts each
         self._cache: dict[str, bytes] = {}  # word -> its ids, packed
 
     @staticmethod
@@ -73,20 +76,22 @@ class WordPieces:
                 and model.get("type") == "BPE" and model.get("byte_fallback") is True
                 and model.get("dropout") is None and bytes_present and no_crossing)
 
-    def _split(self, texts: Sequence[str],
+    def _split(self, texts: Sequence[str], fill: bool = True,
                ) -> tuple[list[list[str] | None], dict[str, bytes]]:
         """Each text's words (None: through the full tokenizer), and a cache holding the ids
-        of all of them (a full cache is replaced, never emptied under another thread)."""
+        of all of them (a full cache is replaced, never emptied under another thread); with
+        ``fill`` false, the caller caches the words it finds missing (``_fill``)."""
         split: list[list[str] | None] = []
         missing: dict[str, None] = {}
         cache = self._cache
         for text in texts:
-            if any(s in text for s in self._specials):
+            if self._holds_special(text):
                 split.append(None)
                 continue
             words = _WORD.findall("▁" + text.replace(" ", "▁")) if text else []
             split.append(words)
-            missing.update(dict.fromkeys(set(words).difference(cache)))
+            if fill:
+                missing.update(dict.fromkeys(set(words).difference(cache)))
         if missing:
             if len(cache) + len(missing) > _CACHE_LIMIT:
                 kept = {w: cache[w] for words in split if words for w in words if w in cache}
@@ -107,59 +112,113 @@ class WordPieces:
                 for text, words in zip(texts, split, strict=True)]
 
     def joined(self, texts: Sequence[Text]) -> list[Ids | int]:
-        """For each text, its ids (int32) when it is to be embedded, else its token count."""
+        """For each text, its ids (int32) when it is to be embedded, else its token count.
+
+        Words are looked up as they are joined; a text meeting a word not cached yet is laid
+        out again once the words missing from all such texts are encoded, in one batch."""
         parts = list({p: None for t in texts for p in t.parts})
-        split, cache = self._split(parts)
+        split, cache = self._split(parts, fill=False)
         words = dict(zip(parts, split, strict=True))
         plans = [self._plan(text, words) for text in texts]
         joints = sorted({w for plan in plans if plan is not None for w in plan
                          if isinstance(w, str) and w not in cache})
-        if joints:
+        if joints:  # the words formed where parts meet: new to the cache as a rule
             self._split_words(joints, cache)
-        totals: dict[str, int] = {}  # bytes of a part's packed ids
-        out: list[Ids | int] = []
-        for text, plan in zip(texts, plans, strict=True):
-            if plan is None:
-                whole = self.ids([text.text])[0]
-                out.append(np.asarray(whole, dtype=_ID) if text.embed else len(whole))
-            elif text.embed:
-                chunks: list[bytes] = []
-                for w in plan:
-                    if isinstance(w, str):
-                        chunks.append(cache[w])
-                    else:
-                        run = words[w[0]]
-                        assert run is not None
-                        chunks.append(b"".join(map(cache.__getitem__, run[w[1]:w[2]])))
-                out.append(np.frombuffer(b"".join(chunks), _ID))
-            else:
-                size = 0
-                for w in plan:
-                    if isinstance(w, str):
-                        size += len(cache[w])
-                        continue
-                    part, lo, hi = w
-                    ws = words[part]
-                    assert ws is not None
-                    if part not in totals:
-                        totals[part] = sum(map(len, map(cache.__getitem__, ws)))
-                    size += (totals[part] - (len(cache[ws[0]]) if lo else 0)
-                             - (len(cache[ws[-1]]) if hi < len(ws) else 0))
-                out.append(size // _ID.itemsize)
+        out: list[Ids | int] = [0] * len(texts)
+        spans: dict[tuple[str, int, int], int] = {}  # bytes of a run of a part's packed ids
+        # texts to embed first: the runs they join give the counts of the texts sharing them
+        order = sorted(range(len(texts)), key=lambda i: not texts[i].embed)
+        retry = self._lay(texts, plans, words, cache, spans, order, out)
+        if retry:
+            needed = [ws for i in retry for p in texts[i].parts if (ws := words[p])]
+            needed += [[w for w in plan if isinstance(w, str)]
+                       for i in retry if (plan := plans[i]) is not None]
+            cache = self._fill(needed)
+            left = self._lay(texts, plans, words, cache, spans, retry, out)
+            assert not left, "every word was cached"
         return out
 
-    def _plan(self, text: Text, words: dict[str, list[str] | None],
-              ) -> list[str | tuple[str, int, int]] | None:
+    def _lay(self, texts: Sequence[Text], plans: list[_Plan | None],
+             words: dict[str, list[str] | None], cache: dict[str, bytes],
+             spans: dict[tuple[str, int, int], int], order: list[int],
+             out: list[Ids | int]) -> list[int]:
+        """Fill ``out`` for the texts of ``order``; the texts meeting an uncached word."""
+        retry = []
+        for i in order:
+            text, plan = texts[i], plans[i]
+            try:
+                if plan is None:
+                    whole = self.ids([text.text])[0]
+                    out[i] = np.asarray(whole, dtype=_ID) if text.embed else len(whole)
+                elif text.embed:
+                    out[i] = np.frombuffer(self._joined_ids(plan, words, cache, spans), _ID)
+                else:
+                    size = 0
+                    for w in plan:
+                        size += len(cache[w]) if isinstance(w, str) else self._span(
+                            w, words, cache, spans)
+                    out[i] = size // _ID.itemsize
+            except KeyError:
+                retry.append(i)
+        return retry
+
+    @staticmethod
+    def _joined_ids(plan: _Plan, words: dict[str, list[str] | None], cache: dict[str, bytes],
+                    spans: dict[tuple[str, int, int], int]) -> bytes:
+        chunks: list[bytes] = []
+        for w in plan:
+            if isinstance(w, str):
+                chunks.append(cache[w])
+            else:
+                run = words[w[0]]
+                assert run is not None
+                chunk = b"".join(map(cache.__getitem__, run[w[1]:w[2]]))
+                spans[w] = len(chunk)
+                chunks.append(chunk)
+        return b"".join(chunks)
+
+    def _fill(self, needed: list[list[str]]) -> dict[str, bytes]:
+        """Cache the uncached words of ``needed`` (a full cache is replaced by one holding
+        the words of ``needed``, never emptied under another thread)."""
+        cache = self._cache
+        missing = {w for ws in needed for w in ws if w not in cache}
+        if len(cache) + len(missing) > _CACHE_LIMIT:
+            cache = self._cache = {w: cache[w] for ws in needed for w in ws if w in cache}
+        if missing:
+            self._split_words(sorted(missing), cache)
+        return cache
+
+    @staticmethod
+    def _span(run: tuple[str, int, int], words: dict[str, list[str] | None],
+              cache: dict[str, bytes], spans: dict[tuple[str, int, int], int]) -> int:
+        """Bytes of the packed ids of a run of a part's words: known, or one first word away
+        from a known run ending at the same word, else summed."""
+        size = spans.get(run)
+        if size is not None:
+            return size
+        part, lo, hi = run
+        ws = words[part]
+        assert ws is not None
+        other = spans.get((part, 1 - lo, hi)) if lo in (0, 1) and hi >= 1 else None
+        if other is not None:
+            first = len(cache[ws[0]])
+            size = other + first if lo == 0 else other - first
+        else:
+            size = sum(map(len, map(cache.__getitem__, ws[lo:hi])))
+        spans[run] = size
+        return size
+
+    def _plan(self, text: Text, words: dict[str, list[str] | None]) -> _Plan | None:
         """The words of the joined text as runs of its parts' words, ``(part, lo, hi)``, and
         the words formed where parts meet (None: split the joined text itself)."""
         sep = text.separator
-        if " " in sep or "▁" in sep or any(s in text.text for s in self._specials):
+        if " " in sep or "▁" in sep or self._special_across(text):
             return None
         first = text.parts[0]
         ws = words[first]
         if ws is None or not first.strip(" ▁"):
             return None
-        plan: list[str | tuple[str, int, int]] = [(first, 0, len(ws) - 1)]
+        plan: _Plan = [(first, 0, len(ws) - 1)]
         pending = ws[-1]  # the last word so far, which the next part may extend
         for part in text.parts[1:]:
             following = words[part]
@@ -178,6 +237,24 @@ class WordPieces:
             pending = following[-1]
         plan.append(pending)
         return plan
+
+    def _special_across(self, text: Text) -> bool:
+        """Whether a special token's literal spans where parts meet (one inside a part sends
+        the part, and so the text, through the full tokenizer anyway)."""
+        if len(text.parts) < 2 or not self._specials:
+            return False
+        reach = max(map(len, self._specials)) - 1
+        if any(len(p) < reach for p in text.parts):
+            return self._holds_special(text.text)
+        sep = text.separator
+        return any(self._holds_special(a[len(a) - reach:] + sep + b[:reach])
+                   for a, b in pairwise(text.parts))
+
+    def _holds_special(self, text: str) -> bool:
+        """Whether a special token's literal occurs in ``text`` (a scan for their first
+        characters rules most texts out)."""
+        return (any(c in text for c in self._leads)
+                and any(s in text for s in self._specials))
 
     def _split_words(self, words: list[str], cache: dict[str, bytes]) -> None:
         """Cache the ids of ``words`` (already split; encoded as they are, in one batch: the

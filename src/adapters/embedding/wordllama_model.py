@@ -4,6 +4,11 @@
 The embedding of a text is the mean of its tokens' rows of the model's embedding matrix (no
 special tokens, no truncation), scaled to unit length; a text without tokens has none. Loaded
 once per process, on first use.
+
+The matrix's values lie on a grid of 2**-24 (they are float16 numbers), so a float64 sum of
+their rows is exact in any order while short enough (``Embedder.exact_up_to``): each distinct
+token's row is then weighted by its count, in one matrix-vector product, with the same result
+as adding the rows one by one.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ class Embedder:
         self._tokenizer = tokenizer
         self._matrix = matrix
         self._pieces = WordPieces(tokenizer) if WordPieces.applies(tokenizer) else None
+        self.exact_up_to = exact_sums_up_to(matrix)
 
     def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
         if not texts:
@@ -82,8 +88,13 @@ class Embedder:
         if not len(ids):
             return None
         index = ids if isinstance(ids, np.ndarray) else np.fromiter(ids, np.intp, len(ids))
-        rows = self._matrix[index]
-        mean = rows.sum(axis=0, dtype=np.float64) / len(ids)
+        if len(index) <= self.exact_up_to:
+            # every partial sum is exact: the distinct rows weighted by their counts
+            distinct, counts = np.unique(index, return_counts=True)
+            total = counts.astype(np.float64) @ self._matrix[distinct].astype(np.float64)
+        else:
+            total = self._matrix[index].sum(axis=0, dtype=np.float64)
+        mean = total / len(ids)
         norm = float(np.linalg.norm(mean))
         if norm == 0.0:
             return None
@@ -93,6 +104,17 @@ class Embedder:
     def embed_many(self, texts: Sequence[npt.NDArray[np.int32]]) -> list[Vector | None]:
         """``embed_ids`` of each text's ids (an array indexes the matrix directly)."""
         return [self.embed_ids(ids) for ids in texts]
+
+
+def exact_sums_up_to(matrix: npt.NDArray[np.float32]) -> int:
+    """How many rows of ``matrix`` a float64 sum (or a count-weighted one) adds without any
+    rounding, in any order: when every value is an integer multiple of 2**-24 of at most
+    ``k`` such units, the sums of up to ``2**53 // k`` of them are exact (0: not on the grid)."""
+    units = matrix.astype(np.float64) * 2.0**24
+    if not np.array_equal(units, np.floor(units)):
+        return 0
+    largest = int(np.abs(units).max(initial=0.0))
+    return 2**53 // largest if largest else 2**53
 
 
 _lock = threading.Lock()

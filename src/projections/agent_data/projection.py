@@ -3,8 +3,9 @@ at the head read it: the first record per id with its features (the embedding co
 row for the vector scan) and the documents with their token counts.
 
 Features come from ``passage_features`` (applied before this view in the same worker and
-transaction); a text it lacks is computed and stored here, so this view never reads a count or
-vector that the features table would not hold.
+transaction), handed over in memory with the index's texts when it has just computed them,
+else read back; a text the features table lacks is computed and stored here, so this view never
+writes a count or vector that the features table would not hold.
 """
 
 from __future__ import annotations
@@ -30,12 +31,10 @@ from context_service.projections.agent_data.view import (
 )
 from context_service.projections.base import by_stream
 from context_service.projections.passage_features.features import (
+    Feature,
+    Handover,
     PublishedTexts,
     TextFeatures,
-    documents,
-    embedded_text,
-    first_per_id,
-    text_hash,
 )
 from context_service.projections.passage_features.projection import compute
 
@@ -69,8 +68,9 @@ class AgentData:
                                "agent_vectors", "agent_data.collections", "agent_data.passages",
                                "agent_data.documents")
 
-    def __init__(self, features: TextFeatures) -> None:
+    def __init__(self, features: TextFeatures, handover: Handover | None = None) -> None:
         self.features = features
+        self.handover = handover if handover is not None else Handover()
 
     def apply(self, view: AgentDataView, batch: Sequence[Recorded]) -> None:
         touched = by_stream(batch, "context", _RELEVANT)
@@ -107,31 +107,44 @@ class AgentData:
     def _layout(self, view: AgentDataView,
                 recorded: Recorded) -> tuple[list[PassageRow], list[DocumentRow]]:
         collection = recorded.stream.key
-        records = view.records(recorded)
-        texts = PublishedTexts()
-        texts.add_index(collection, records)
-        stored = view.features(texts.hashes)
-        missing = compute(self.features, texts,
-                          {h: f.vector is not None for h, f in stored.items()})
-        if missing:
-            view.store_features(missing)
-            stored.update(missing)
-        passages = first_per_id(records)
-        docs = documents(collection, passages)
-        document_of = {r.id: doc for doc, (members, _) in docs.items() for r in members}
+        index = self.handover.take(recorded.position)
+        if index is None:
+            index = PublishedTexts().add_index(collection, view.records(recorded))
+        stored = self._features(view, index.texts)
         rows = []
-        for ord_, record in passages:
-            own = text_hash(record.text)
+        document_of = {r.id: doc for doc, (members, _) in index.documents.items()
+                       for r in members}
+        for ord_, record in index.passages:
+            own = index.own[ord_]
             rows.append(PassageRow(
                 ord=ord_, collection=collection, record_id=record.id,
                 document_id=document_of[record.id], text_hash=own,
                 tokens=stored[own].tokens, valid_from=record.valid_from,
                 valid_to=record.valid_to, fact_key=record.fact_key,
-                embedding=stored[text_hash(embedded_text(record))].vector,
+                embedding=stored[index.embedded[ord_]].vector,
                 title=record.title, text=record.text, keywords=record.keywords,
                 supersedes=record.supersedes))
-        doc_rows = [DocumentRow(document_id=doc, text_hash=text_hash(text),
-                                tokens=stored[text_hash(text)].tokens, passages=len(members),
-                                file=members[0].file)
-                    for doc, (members, text) in docs.items()]
+        doc_rows = []
+        for doc, (members, _) in index.documents.items():
+            key = index.document_hashes[doc]
+            doc_rows.append(DocumentRow(document_id=doc, text_hash=key,
+                                        tokens=stored[key].tokens, passages=len(members),
+                                        file=members[0].file))
         return rows, doc_rows
+
+    def _features(self, view: AgentDataView, texts: PublishedTexts) -> dict[bytes, Feature]:
+        """The features of an index's texts: handed over, else stored, else computed (and
+        stored, with any the features table lacks)."""
+        handed = self.handover.features
+        have = {h: f for h in texts.hashes if (f := handed.get(h)) is not None}
+        held = view.known(texts.hashes)  # what the features table holds
+        unread = [h for h in held if h not in have]
+        if unread:
+            have.update(view.features(unread))
+        have.update(compute(self.features, texts,
+                            {h: f.vector is not None for h, f in have.items()}))
+        lacking = {h: have[h] for h in texts.hashes
+                   if h not in held or (not held[h] and have[h].vector is not None)}
+        if lacking:
+            view.store_features(lacking)
+        return have

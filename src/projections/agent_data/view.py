@@ -62,6 +62,10 @@ class AgentDataView(PublishedIndexes, Protocol):
 
     def drop_index(self, publication: int) -> None: ...
 
+    def known(self, hashes: Iterable[bytes]) -> dict[bytes, bool]:
+        """The hashes ``passage_features`` holds among ``hashes``, each with whether it has a
+        vector."""
+
     def features(self, hashes: Iterable[bytes]) -> dict[bytes, Feature]:
         """Stored features of these texts (``passage_features``)."""
 

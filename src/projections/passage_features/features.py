@@ -74,6 +74,19 @@ def embedded_parts(record: QueryRecord) -> Text:
     return Text((record.text,), embed=True)
 
 
+class IndexTexts(NamedTuple):
+    """One index's texts as its views lay them out: the first record per id, the documents,
+    and the hash of each record's text, embedded text and document text."""
+
+    records: tuple[QueryRecord, ...]
+    passages: list[tuple[int, QueryRecord]]
+    documents: dict[str, tuple[list[QueryRecord], str]]
+    own: list[bytes]  # per record: hash of its text
+    embedded: list[bytes]  # per record: hash of its embedded text
+    document_hashes: dict[str, bytes]
+    texts: PublishedTexts  # this index's texts alone
+
+
 class PublishedTexts:
     """The distinct texts of indexes, by hash: which need a vector and which only a count."""
 
@@ -81,16 +94,55 @@ class PublishedTexts:
         self.embedded: dict[bytes, Text] = {}
         self.counted: dict[bytes, Text] = {}
 
-    def add_index(self, collection: str, records: Sequence[QueryRecord]) -> None:
+    def add_index(self, collection: str, records: Sequence[QueryRecord]) -> IndexTexts:
+        """Add an index's texts; its layout and texts alone are returned."""
+        mine = PublishedTexts()
         passages = first_per_id(records)
+        own, embedded_hashes = [], []
         for record in records:
-            self.counted.setdefault(text_hash(record.text), Text((record.text,)))
+            key = text_hash(record.text)
+            own.append(key)
+            mine.counted.setdefault(key, Text((record.text,)))
             embedded = embedded_parts(record)
-            self.embedded.setdefault(text_hash(embedded.text), embedded)
-        for members, text in documents(collection, passages).values():
-            self.counted.setdefault(text_hash(text),
-                                    Text(tuple(r.text for r in members), "\n\n"))
+            key = text_hash(embedded.text) if record.title else key
+            embedded_hashes.append(key)
+            mine.embedded.setdefault(key, embedded)
+        docs = documents(collection, passages)
+        document_hashes = {}
+        for doc, (members, text) in docs.items():
+            key = document_hashes[doc] = text_hash(text)
+            mine.counted.setdefault(key, Text(tuple(r.text for r in members), "\n\n"))
+        if self.embedded or self.counted:
+            for key, known in mine.embedded.items():
+                self.embedded.setdefault(key, known)
+            for key, known in mine.counted.items():
+                self.counted.setdefault(key, known)
+        else:
+            self.embedded, self.counted = dict(mine.embedded), dict(mine.counted)
+        return IndexTexts(tuple(records), passages, docs, own, embedded_hashes,
+                          document_hashes, mine)
 
     @property
     def hashes(self) -> set[bytes]:
         return set(self.embedded) | set(self.counted)
+
+
+class Handover:
+    """What ``passage_features`` computed for the publications of the batch it applied last,
+    by log position, for ``agent_data`` applied after it in the same transaction: each
+    index's texts and the features of the batch's new texts (pure functions of the text, so
+    valid whatever becomes of the transaction). Each entry is taken once."""
+
+    def __init__(self) -> None:
+        self._indexes: dict[int, IndexTexts] = {}
+        self.features: dict[bytes, Feature] = {}
+
+    def reset(self) -> None:
+        self._indexes = {}
+        self.features = {}
+
+    def put(self, position: int, texts: IndexTexts) -> None:
+        self._indexes[position] = texts
+
+    def take(self, position: int) -> IndexTexts | None:
+        return self._indexes.pop(position, None)

@@ -1,5 +1,6 @@
 """SQL of ``passage_features`` and ``agent_data``: bulk writes by binary COPY (a vector goes as
-pgvector's binary form, so no text is formatted or parsed per number)."""
+pgvector's binary form, so no text is formatted or parsed per number), hash lists sent in
+binary."""
 
 from __future__ import annotations
 
@@ -40,14 +41,15 @@ class PassageFeaturesSql(_Published):
         self.cur = cur
 
     def known(self, hashes: Iterable[bytes]) -> dict[bytes, bool]:
+        # hashes sent in binary: as text, each would be hex-escaped one by one
         self.cur.execute("SELECT hash, embedding IS NOT NULL AS embedded FROM passage_features"
-                         " WHERE hash = ANY(%s)", (list(hashes),))
+                         " WHERE hash = ANY(%b)", (list(hashes),))
         return {bytes(r["hash"]): r["embedded"] for r in self.cur.fetchall()}
 
     def features(self, hashes: Iterable[bytes]) -> dict[bytes, Feature]:
         # binary results: a vector arrives as pgvector's binary form, no floats parsed
         self.cur.execute("SELECT hash, tokens, embedding FROM passage_features"
-                         " WHERE hash = ANY(%s)", (list(hashes),), binary=True)
+                         " WHERE hash = ANY(%b)", (list(hashes),), binary=True)
         return {bytes(r["hash"]): Feature(r["tokens"], from_pg_vector(r["embedding"]))
                 for r in self.cur.fetchall()}
 
@@ -153,7 +155,10 @@ class AgentDataSql(PassageFeaturesSql):
         collection = passages[0].collection if passages else ""
         with self.cur.copy("COPY agent_data.passages (publication, ordinal, collection_id,"
                            " document_id, record_id, title, text, keywords, valid_from,"
-                           " valid_to, supersedes, fact_key, tokens) FROM STDIN") as copy:
+                           " valid_to, supersedes, fact_key, tokens) FROM STDIN"
+                           " (FORMAT BINARY)") as copy:
+            copy.set_types(["int8", "int4", "text", "text", "text", "text", "text", "text[]",
+                            "timestamptz", "timestamptz", "text[]", "text", "int4"])
             for p in passages:
                 copy.write_row((publication, p.ord, p.collection, _text(p.document_id),
                                 _text(p.record_id), _text(p.title) or None, _text(p.text),
@@ -161,7 +166,9 @@ class AgentDataSql(PassageFeaturesSql):
                                 [_text(s) for s in p.supersedes], _text(p.fact_key) or None,
                                 p.tokens))
         with self.cur.copy("COPY agent_data.documents (publication, collection_id,"
-                           " document_id, file, passages, tokens) FROM STDIN") as copy:
+                           " document_id, file, passages, tokens) FROM STDIN"
+                           " (FORMAT BINARY)") as copy:
+            copy.set_types(["int8", "text", "text", "text", "int4", "int4"])
             for d in documents:
                 copy.write_row((publication, collection, _text(d.document_id),
                                 _text(d.file) or None, d.passages, d.tokens))
