@@ -39,7 +39,7 @@ from bench.bench_query import NS, _revision, corpus, queries, seed, vocabulary
 from bench.bench_query import Corpus as Records
 from bench.harness import percentile, postgres
 from context_service import bootstrap
-from context_service.adapters.pack.retrieval import _Scan
+from context_service.adapters.pack.vector_scan import FIRST_ROWS, VectorScan
 from context_service.adapters.postgres.views.query_index import QueryIndexReadsSql
 from context_service.config import Settings
 from context_service.domain.pack.model import Corpus
@@ -140,9 +140,9 @@ def scan_variants(container: bootstrap.Container, ports: PackPorts, corpus_: Cor
     with container.datastore.transaction(commit=False) as cur:
         for q in vectors:
             started = time.perf_counter()
-            scan = _Scan(cur, q, corpus_, None)
+            scan = VectorScan(cur, q, corpus_, None)
             scan.current, scan.others, scan.older = [], [], list(corpus_.values())
-            scan.top(264, None)
+            scan.fetch(FIRST_ROWS)
             times.append(time.perf_counter() - started)
     out["join passage_features by hash"] = times
     with container.datastore.transaction(commit=True) as cur:
@@ -213,7 +213,7 @@ def main() -> None:
                 NS, names, tuple(query_terms(t).items()))), texts)
             hits = sum(len(retrieval.vector(t, corpus_, None)) for t in texts[:20]) / 20
             with container.datastore.transaction(commit=False) as cur:
-                current = _Scan(cur, "", corpus_, None).current
+                current = VectorScan(cur, "", corpus_, None).current
             assert len(current) == len(corpus_)
             variants = scan_variants(container, ports, corpus_, texts[:60])
         finally:
