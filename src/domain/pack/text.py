@@ -12,7 +12,7 @@ from context_service.domain.query.tokenizer import tokenize
 SHINGLE = 5
 NEAR_DUPLICATE = Fraction(4, 5)
 
-Shingle = tuple[str, ...]
+Shingle = str  # its tokens joined by single spaces (tokens hold no space, so this is exact)
 
 
 def normalised(text: str) -> str:
@@ -26,10 +26,13 @@ def shingles(text: str) -> frozenset[Shingle]:
 
 
 def shingles_of(tokens: list[str]) -> frozenset[Shingle]:
-    """``shingles`` of an already tokenized text."""
+    """``shingles`` of an already tokenized text. A shingle is a string, not a tuple: strings
+    are not tracked by the garbage collector, so a walk over hundreds of passages does not set
+    off collections."""
     if len(tokens) < SHINGLE:
-        return frozenset((tuple(tokens),))
-    return frozenset(zip(tokens, tokens[1:], tokens[2:], tokens[3:], tokens[4:], strict=False))
+        return frozenset((" ".join(tokens),))
+    return frozenset(map(" ".join, zip(tokens, tokens[1:], tokens[2:], tokens[3:], tokens[4:],
+                                       strict=False)))
 
 
 def jaccard(a: frozenset[Shingle], b: frozenset[Shingle]) -> Fraction:
