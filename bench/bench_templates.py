@@ -1,8 +1,8 @@
 """Query-template benchmarks, each against a baseline in the same run:
 
-- run overhead: a template returning 100 rows run in the sandbox (scope row, new session of the
-  restricted login, read-only transaction, bound parameters, rollback) vs the same SQL run
-  directly on the service's connection, p50/p95;
+- run overhead: a template returning 100 rows run in the sandbox (scope row, a pooled session
+  of the restricted login, read-only transaction, bound parameters, rollback, the session's
+  reset) vs the same SQL run directly on the service's connection, p50/p95;
 - timeout: the time from ``timeoutMs`` to the ``timeout`` outcome for ``pg_sleep(60)``.
 
     python -m bench.bench_templates [--runs 200]

@@ -70,10 +70,6 @@ def register_bound(adapters: AdaptersMap) -> None:
                 adapters.register_loader(oid, TextLoader)
 
 
-def oids(parameters: tuple[Parameter, ...]) -> list[int]:
-    return [postgres.types[SQL_TYPES[p.type]].oid for p in parameters]
-
-
 def bound(parameters: tuple[Parameter, ...], values: Sequence[Any]) -> list[Bound]:
     return [_BOUND[p.type](bound_text(v)) for p, v in zip(parameters, values, strict=True)]
 
