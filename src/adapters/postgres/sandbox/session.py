@@ -80,8 +80,10 @@ class TemplateSandbox:
                 pool.close()
 
     def _connect(self) -> psycopg.Connection[Any]:
+        # ``prepare=True`` below needs psycopg's preparing: ``PREPARE ... AS <statement>`` goes
+        # through Parse, which refuses more than one statement
         conn = psycopg.connect(self.conninfo, autocommit=True, connect_timeout=5,
-                               cursor_factory=psycopg.RawCursor, prepare_threshold=None)
+                               cursor_factory=psycopg.RawCursor)
         register_bound(conn.adapters)
         return conn
 

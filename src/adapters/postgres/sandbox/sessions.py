@@ -57,7 +57,8 @@ class Sessions:
 
     def take(self, timeout_s: float) -> psycopg.Connection[Any]:
         """A session; raises ``psycopg_pool.PoolTimeout`` when none is free in time."""
-        return self._pool.getconn(timeout=timeout_s)
+        conn: psycopg.Connection[Any] = self._pool.getconn(timeout=timeout_s)
+        return conn
 
     def reset(self, conn: psycopg.Connection[Any]) -> psycopg.Cursor[Any]:
         """Queue the reset and the identity check (in the caller's pipeline)."""
