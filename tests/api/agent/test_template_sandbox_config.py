@@ -62,7 +62,8 @@ def operator_login(database_url: str) -> Iterator[tuple[str, str, str]]:
 
 @pytest.mark.parametrize(("breakage", "point"), [
     ("GRANT {parent} TO {role}", "login {name} is a member of role {parent}"),
-    ("REVOKE SELECT ON agent.fields FROM {role}", "login {name} must hold exactly SELECT on agent.fields"),
+    ("REVOKE SELECT ON agent.fields FROM {role}",
+     "login {name} must hold exactly SELECT on agent.fields"),
 ])
 def test_a_failing_start_up_check_answers_500_naming_the_point_and_is_logged(
         api: Api, settings: Settings, database_url: str, operator_login: tuple[str, str, str],
