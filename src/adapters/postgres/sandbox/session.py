@@ -29,7 +29,7 @@ from context_service.adapters.postgres.sandbox.sessions import Sessions
 from context_service.adapters.postgres.sandbox.values import (
     bound,
     declared,
-    json_value,
+    json_rows,
     register_bound,
 )
 from context_service.adapters.postgres.sandbox.watchdog import Watchdog
@@ -162,7 +162,9 @@ class TemplateSandbox:
                 state = self._sessions.reset(conn)
             if cancelled.is_set():
                 return RunResult("timeout", sqlstate=TIMEOUT), False
-            rows = [[json_value(v) for v in row] for row in fetch.fetchall()]
+            result = fetch.pgresult
+            oids = [result.ftype(i) for i in range(result.nfields)] if result else []
+            rows = json_rows(fetch.fetchall(), oids)
             columns = self._columns(fetch)
             clean = self._sessions.is_clean(conn, state)
             return RunResult("ok", columns, rows[:max_rows], len(rows) > max_rows), clean
