@@ -1,8 +1,8 @@
 """Query-template benchmarks, each against a baseline in the same run:
 
-- run overhead: a template returning 100 rows run in the sandbox (scope row, new session of the
-  restricted login, read-only transaction, bound parameters, rollback) vs the same SQL run
-  directly on the service's connection, p50/p95;
+- run overhead: a template returning 100 rows run in the sandbox (scope row, a pooled session
+  of the restricted login, read-only transaction, bound parameters, rollback, the session's
+  reset) vs the same SQL run directly on the service's connection, p50/p95;
 - timeout: the time from ``timeoutMs`` to the ``timeout`` outcome for ``pg_sleep(60)``.
 
     python -m bench.bench_templates [--runs 200]
@@ -14,6 +14,7 @@ import argparse
 import statistics
 import time
 import uuid
+from collections.abc import Callable
 
 from bench.harness import percentile, postgres
 from context_service import bootstrap
@@ -33,12 +34,15 @@ def seed(container: bootstrap.Container) -> None:
                     " FROM generate_series(0, 199) g")
 
 
-def timed(fn: object, runs: int) -> list[float]:
-    out = []
+def timed(fns: tuple[Callable[[], None], ...], runs: int) -> list[list[float]]:
+    """Milliseconds of each function, called in turn ``runs`` times: interleaved, so a busy
+    machine slows both sides alike."""
+    out: list[list[float]] = [[] for _ in fns]
     for _ in range(runs):
-        started = time.perf_counter()
-        fn()  # type: ignore[operator]
-        out.append((time.perf_counter() - started) * 1000)
+        for fn, times in zip(fns, out, strict=True):
+            started = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - started) * 1000)
     return out
 
 
@@ -66,7 +70,7 @@ def main() -> None:
                     assert len(cur.fetchall()) == 100
 
             template(), direct()  # warm
-            run_ms, direct_ms = timed(template, args.runs), timed(direct, args.runs)
+            run_ms, direct_ms = timed((template, direct), args.runs)
             p50_run, p50_direct = statistics.median(run_ms), statistics.median(direct_ms)
             print(f"template run (100 rows): p50 {p50_run:.2f} ms, p95 "
                   f"{percentile(run_ms, 95):.2f} ms")

@@ -313,6 +313,7 @@ class Container:
             stop = self.servers.pop(name, None)
             if stop is not None:
                 _step(f"embedded {name} stopped", stop, quiet=True)
+        _step("query template sessions closed", self.sandbox.close, quiet=True)
         _step("database connections closed", self.store.close)
         stop = self.servers.pop("postgres", None)
         if stop is not None:

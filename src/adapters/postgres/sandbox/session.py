@@ -1,11 +1,12 @@
 """Sessions of the restricted login (spec 11.2 check 9, 11.5): the registration check and runs.
 
-Each run: a slot (waiting counts against the timeout), a scope row recorded on the service's
-login, a new session, ``BEGIN READ ONLY``, ``SET LOCAL statement_timeout``, the scope token set
-with ``set_config`` (bound), the statement executed with its values bound as the declared
-types, at most ``maxRows + 1`` rows read, ``ROLLBACK``, close; a client-side cancel fires at
-``timeoutMs + 1000``. Statement text always goes through the extended protocol, which refuses
-more than one statement.
+Each run: a pooled session (waiting for one counts against the timeout), a scope row recorded on
+the service's login, then one pipeline: ``BEGIN READ ONLY``, ``SET LOCAL statement_timeout``,
+the scope token set with ``set_config`` (bound), the statement declared as a cursor with its
+values bound as the declared types, ``FETCH maxRows + 1``, ``ROLLBACK``. A client-side cancel
+fires at ``timeoutMs + 1000``. The session goes back to the pool only after a clean rollback;
+a run that failed, timed out or was cancelled closes it. Statement text always goes through the
+extended protocol, which refuses more than one statement.
 """
 
 from __future__ import annotations
@@ -20,23 +21,23 @@ from typing import Any
 
 import psycopg
 from eventsourcing.postgres import PostgresDatastore
-from psycopg import pq
+from psycopg_pool import PoolTimeout
 
 from context_service.adapters.postgres.sandbox.plan import plan_problem
+from context_service.adapters.postgres.sandbox.scopes import Scopes
+from context_service.adapters.postgres.sandbox.sessions import Sessions
 from context_service.adapters.postgres.sandbox.values import (
     bound,
     declared,
-    json_value,
-    oids,
+    json_rows,
     register_bound,
 )
+from context_service.adapters.postgres.sandbox.watchdog import Watchdog
 from context_service.domain.query_template.events import Parameter
 
-SCOPE_GRACE_MS = 5000
 CANCEL_GRACE_MS = 1000
 CHECK_TIMEOUT_MS = 5000
 TIMEOUT = "57014"  # query_canceled: statement_timeout or our cancel
-NO_ROWS = "0A000"  # feature_not_supported: a statement that is not a query
 LOST = "08006"  # connection_failure: the session ended without an error of the server
 
 
@@ -50,6 +51,9 @@ class RunResult:
     message: str = ""  # the database's primary message, for ``failed``
 
 
+_DECLARE = b"DECLARE cs_run NO SCROLL CURSOR FOR "
+
+
 def _prepare(parameters: tuple[Parameter, ...], statement: str) -> bytes:
     types = declared(parameters)
     head = f"PREPARE cs_template({types}) AS " if types else "PREPARE cs_template AS "
@@ -59,22 +63,33 @@ def _prepare(parameters: tuple[Parameter, ...], statement: str) -> bytes:
 class TemplateSandbox:
     """Runs statements on the restricted login; ``problem`` is the start-up check's finding."""
 
-    def __init__(self, datastore: PostgresDatastore, conninfo: str, slots: int,
-                 problem: str | None) -> None:
+    def __init__(self, datastore: PostgresDatastore, conninfo: str, problem: str | None,
+                 sessions: Sessions | None = None,
+                 scopes: Scopes | None = None) -> None:
         self.datastore = datastore
         self.conninfo = conninfo
         self.problem = problem
-        self._slots = threading.BoundedSemaphore(slots)
+        self._sessions = sessions
+        self._scopes = scopes
         self._types: dict[tuple[int, int], str] = {}
+        self._watchdog = Watchdog()
+
+    def close(self) -> None:
+        for pool in (self._sessions, self._scopes):
+            if pool is not None:
+                pool.close()
 
     def _connect(self) -> psycopg.Connection[Any]:
+        # ``prepare=True`` below needs psycopg's preparing: ``PREPARE ... AS <statement>`` goes
+        # through Parse, which refuses more than one statement
         conn = psycopg.connect(self.conninfo, autocommit=True, connect_timeout=5,
                                cursor_factory=psycopg.RawCursor)
         register_bound(conn.adapters)
         return conn
 
     def check(self, statement: str, parameters: tuple[Parameter, ...]) -> str | None:
-        """Check 9: the database's primary message, a plan refusal, or None."""
+        """Check 9, on a fresh session: the database's primary message, a plan refusal, or
+        None."""
         with self._connect() as conn:
             try:
                 conn.execute("BEGIN READ ONLY")
@@ -98,93 +113,72 @@ class TemplateSandbox:
     def run(self, statement: str, parameters: tuple[Parameter, ...], values: Sequence[Any],
             namespace: str, collections: Sequence[str], timeout_ms: int,
             max_rows: int) -> RunResult:
+        assert self._sessions is not None and self._scopes is not None, self.problem
         started = time.monotonic()
-        if not self._slots.acquire(timeout=timeout_ms / 1000):
+        try:
+            conn = self._sessions.take(timeout_ms / 1000)
+        except PoolTimeout:
             return RunResult("timeout", sqlstate=TIMEOUT)
+        clean = False
         try:
             remaining = timeout_ms - int((time.monotonic() - started) * 1000)
             if remaining < 1:
+                clean = True
                 return RunResult("timeout", sqlstate=TIMEOUT)
-            token = self._scope(namespace, collections, timeout_ms)
+            token = self._scopes.record(namespace, collections, timeout_ms)
             try:
-                return self._session(statement, parameters, values, token, remaining,
-                                     max_rows, started + (timeout_ms + CANCEL_GRACE_MS) / 1000)
+                result, clean = self._execute(
+                    conn, statement, parameters, values, token, remaining, max_rows,
+                    started + (timeout_ms + CANCEL_GRACE_MS) / 1000)
+                return result
             finally:
-                self._unscope(token)
+                self._scopes.delete(token)
         finally:
-            self._slots.release()
+            self._sessions.give_back(conn, clean)
 
-    def _scope(self, namespace: str, collections: Sequence[str], timeout_ms: int) -> str:
-        token = secrets.token_urlsafe(32)  # 32 random bytes, 43 base64url characters
-        with self.datastore.transaction(commit=True) as cur:
-            cur.execute("INSERT INTO agent_data.scopes (token, namespace, collections,"
-                        " expires_at) VALUES (%s, %s, %s, now() + make_interval(secs => %s))",
-                        (token, namespace.encode("utf-8", "surrogatepass"), list(collections),
-                         (timeout_ms + SCOPE_GRACE_MS) / 1000))
-        return token
-
-    def _unscope(self, token: str) -> None:
-        with self.datastore.transaction(commit=True) as cur:
-            cur.execute("DELETE FROM agent_data.scopes WHERE token = %s OR expires_at < now()",
-                        (token,))
-
-    def _session(self, statement: str, parameters: tuple[Parameter, ...],
-                 values: Sequence[Any], token: str, remaining_ms: int, max_rows: int,
-                 deadline: float) -> RunResult:
-        conn = self._connect()
+    def _execute(self, conn: psycopg.Connection[Any], statement: str,
+                 parameters: tuple[Parameter, ...], values: Sequence[Any], token: str,
+                 remaining_ms: int, max_rows: int, deadline: float) -> tuple[RunResult, bool]:
+        """The run's pipeline on ``conn``; the result and whether the session is clean."""
+        assert self._sessions is not None
         cancelled = threading.Event()
 
         def cancel() -> None:
             cancelled.set()
             conn.cancel_safe(timeout=1.0)
 
-        timer = threading.Timer(max(0.0, deadline - time.monotonic()), cancel)
-        timer.daemon = True
-        timer.start()
+        alarm = self._watchdog.arm(deadline, cancel)
         try:
-            conn.execute("BEGIN READ ONLY")
-            conn.execute(f"SET LOCAL statement_timeout = {int(remaining_ms)}")
-            conn.execute("SELECT set_config('cs.agent_scope', $1, true)", [token])
-            cur = conn.cursor()
-            rows: list[list[Any]] = []
-            # the extended protocol: one statement only, its parameters typed as declared
-            columns: list[dict[str, str]] | None = None
-            for row in cur.stream(statement, bound(parameters, values)):
-                if columns is None:  # the description of single-row results
-                    columns = self._columns(cur)
-                rows.append([json_value(v) for v in row])
-                if len(rows) > max_rows:
-                    break
-            if columns is None:  # no rows: the statement's description, without running it
-                columns = self._described(conn, statement, parameters)
-            truncated = len(rows) > max_rows
-            _rollback(conn)
+            fetch = conn.cursor()
+            # one round trip; the statement is the query of a cursor, so the server computes
+            # no more than the maxRows + 1 rows fetched, and its description comes with them
+            with conn.pipeline():
+                conn.execute("BEGIN READ ONLY")
+                conn.execute(f"SET LOCAL statement_timeout = {int(remaining_ms)}")
+                conn.execute("SELECT set_config('cs.agent_scope', $1, true)", [token])
+                conn.execute(_DECLARE + statement.encode(), bound(parameters, values))
+                fetch.execute(f"FETCH FORWARD {int(max_rows) + 1} FROM cs_run")
+                conn.execute("ROLLBACK")
+                state = self._sessions.reset(conn)
             if cancelled.is_set():
-                return RunResult("timeout", sqlstate=TIMEOUT)
-            return RunResult("ok", columns, rows[:max_rows], truncated)
+                return RunResult("timeout", sqlstate=TIMEOUT), False
+            result = fetch.pgresult
+            oids = [result.ftype(i) for i in range(result.nfields)] if result else []
+            rows = json_rows(fetch.fetchall(), oids)
+            columns = self._columns(fetch)
+            clean = self._sessions.is_clean(conn, state)
+            return RunResult("ok", columns, rows[:max_rows], len(rows) > max_rows), clean
         except psycopg.Error as exc:
             if cancelled.is_set() or exc.sqlstate == TIMEOUT:
-                return RunResult("timeout", sqlstate=TIMEOUT)
-            if exc.sqlstate is None and isinstance(exc, psycopg.ProgrammingError):
-                # answered without rows (not a query): refused client-side, nothing committed
-                return RunResult("failed", sqlstate=NO_ROWS, message="the statement returns"
-                                 " no rows")
-            return RunResult("failed", sqlstate=exc.sqlstate or LOST, message=_primary(exc))
+                return RunResult("timeout", sqlstate=TIMEOUT), False
+            return RunResult("failed", sqlstate=exc.sqlstate or LOST,
+                             message=_primary(exc)), False
         finally:
-            timer.cancel()
-            conn.close()
+            self._watchdog.disarm(alarm)
 
     def _columns(self, cur: psycopg.Cursor[Any]) -> list[dict[str, str]]:
         result = cur.pgresult
         return [] if result is None else self._fields(result)
-
-    def _described(self, conn: psycopg.Connection[Any], statement: str,
-                   parameters: tuple[Parameter, ...]) -> list[dict[str, str]]:
-        pgconn = conn.pgconn
-        prepared = pgconn.prepare(b"cs_describe", statement.encode(), oids(parameters))
-        if prepared.status != pq.ExecStatus.COMMAND_OK:
-            return []
-        return self._fields(pgconn.describe_prepared(b"cs_describe"))
 
     def _fields(self, result: Any) -> list[dict[str, str]]:
         out = []

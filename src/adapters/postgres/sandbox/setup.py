@@ -1,5 +1,6 @@
 """Wiring of the sandbox at start-up: the managed login (``CS_AGENT_QUERY_URL`` unset) is
-created or repaired by migrate; then every point of spec 11.5 is checked and a failure logged.
+created or repaired by migrate; then every point of spec 11.5 is checked and a failure logged;
+a sandbox that passed opens its pool of restricted sessions.
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from context_service.adapters.postgres.sandbox.checks import catalog_problem, session_problem
 from context_service.adapters.postgres.sandbox.role import ROLE, ensure_role, login_password
+from context_service.adapters.postgres.sandbox.scopes import Scopes
 from context_service.adapters.postgres.sandbox.session import TemplateSandbox
+from context_service.adapters.postgres.sandbox.sessions import Sessions
 
 log = logging.getLogger(__name__)
 
@@ -47,9 +50,11 @@ def open_sandbox(datastore: PostgresDatastore, service_url: str, query_url: str,
             "CS_AGENT_QUERY_URL names no user"
     if problem is None:
         problem = session_problem(conninfo, role)
-    if problem is None:
-        log.info("query template sandbox checked", extra={"login": role})
-    else:
+    if problem is not None:
         log.error(f"query template sandbox is not configured: {problem}",
                   extra={"login": role, "point": problem})
-    return TemplateSandbox(datastore, conninfo, slots, problem)
+        return TemplateSandbox(datastore, conninfo, problem)
+    log.info("query template sandbox checked", extra={"login": role})
+    # runs take pre-opened sessions; scope rows go through their own autocommit sessions
+    return TemplateSandbox(datastore, conninfo, None, Sessions(conninfo, role, slots),
+                           Scopes(service_url, slots))

@@ -70,10 +70,6 @@ def register_bound(adapters: AdaptersMap) -> None:
                 adapters.register_loader(oid, TextLoader)
 
 
-def oids(parameters: tuple[Parameter, ...]) -> list[int]:
-    return [postgres.types[SQL_TYPES[p.type]].oid for p in parameters]
-
-
 def bound(parameters: tuple[Parameter, ...], values: Sequence[Any]) -> list[Bound]:
     return [_BOUND[p.type](bound_text(v)) for p, v in zip(parameters, values, strict=True)]
 
@@ -87,6 +83,21 @@ def bound_text(value: Any) -> str | None:
     if isinstance(value, float):
         return repr(value)
     return str(value)
+
+
+# result types psycopg loads as the JSON value already (str, int, bool or None)
+_AS_IS = frozenset(postgres.types[name].oid for name in (
+    "text", "varchar", "bpchar", "name", "int2", "int4", "int8", "bool"))
+
+
+def json_rows(rows: Sequence[Sequence[Any]], oids: Sequence[int]) -> list[list[Any]]:
+    """Loaded result rows as the response shows them; columns of ``_AS_IS`` types untouched."""
+    convert = [i for i, oid in enumerate(oids) if oid not in _AS_IS]
+    out = [list(row) for row in rows]
+    for row in out if convert else ():
+        for i in convert:
+            row[i] = json_value(row[i])
+    return out
 
 
 def json_value(value: Any) -> Any:
