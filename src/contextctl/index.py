@@ -1,5 +1,6 @@
 """``index push``: publish a ``records.jsonl`` file as the query index of a memory or knowledge
-context, with a progress bar for reading and uploading."""
+context, in one request or in parts when it is larger, with a progress bar for reading and
+uploading."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from context_service.contextctl import output
 from context_service.contextctl.client import CommandError, context_path
 from context_service.contextctl.contexts import context_argument
 from context_service.contextctl.options import App, group, namespace_option, pass_app
-from context_service.contextctl.upload import IndexUpload, sender_for
+from context_service.contextctl.upload import MAX_BODY, IndexUpload, sender_for
 
 group_ = group("index", "Query indexes of memory and knowledge contexts.")
 
@@ -67,17 +68,23 @@ def file_size(stream: IO[bytes]) -> int | None:
 
 
 @group_.command(help="Publish records.jsonl (- for standard input) as the context's index for "
-                "its current revision; it replaces the previous index.")
+                "its current revision; it replaces the previous index. An index larger than "
+                "one request is sent in parts and becomes current when the last part arrives; "
+                "until then, or if the upload stops, the previous index stays current.")
 @context_argument
 @click.argument("file", type=click.File("rb"))
 @click.option("--revision", default=None, metavar="ID",
               help="The revision the records belong to (default: the current revision).")
+@click.option("--part-size", type=click.IntRange(4096, MAX_BODY), default=None, metavar="BYTES",
+              help="The largest request body to send, for a proxy with a smaller limit than "
+              f"the service's {MAX_BODY:,} bytes (default: one body up to that limit, else "
+              "parts of 512 KiB).")
 @click.option("--progress/--no-progress", default=True, show_default=True,
               help="Progress bars on a terminal.")
 @namespace_option
 @pass_app
-def push(app: App, name: str, file: IO[bytes], revision: str | None, progress: bool,
-         namespace: str | None) -> None:
+def push(app: App, name: str, file: IO[bytes], revision: str | None, part_size: int | None,
+         progress: bool, namespace: str | None) -> None:
     ns = app.namespace(namespace)
     context = app.client.get(context_path(ns, name)).data
     chosen = revision or context.get("currentRevision") or ""
@@ -89,6 +96,7 @@ def push(app: App, name: str, file: IO[bytes], revision: str | None, progress: b
                                total=file_size(file))
         records = read_records(file, context, chosen, lambda n: bar.advance(reading, n))
         upload = IndexUpload(ns, name, chosen, records)
-        sending = bar.add_task("uploading", total=upload.body_size())
-        sender_for(upload).send(app.client, upload, lambda n: bar.advance(sending, n))
+        sender = sender_for(upload, part_size)
+        sending = bar.add_task("uploading", total=sender.total())
+        sender.send(app.client, lambda n: bar.advance(sending, n))
     output.line(f"published {len(records)} records for revision {chosen[:12]} to {name}")

@@ -108,17 +108,6 @@ def test_push_errors(cli: Cli, tmp_path: Path) -> None:
                            "not match its context\n")
 
 
-def test_push_too_large_fails_with_the_service_message(cli: Cli, tmp_path: Path) -> None:
-    knowledge(cli, "huge", tmp_path)
-    many = [{"id": f"r{i:05d}", "text": "word " * 60} for i in range(4000)]
-    big = records_file(tmp_path / "big.jsonl", many)
-    refused = cli("index", "push", "huge", str(big), *NS)
-    assert refused.code == 1
-    assert refused.err.startswith("contextctl: request body too large: the index of 4000 "
-                                  "records is ")
-    assert refused.err.endswith(" bytes and one request carries at most 1,048,576 bytes\n")
-
-
 def test_push_from_stdin_with_progress_on_a_terminal(cli: Cli, tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     knowledge(cli, "piped", tmp_path)
