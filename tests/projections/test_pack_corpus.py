@@ -254,3 +254,21 @@ def test_the_warmer_loads_current_indexes_before_any_pack(container: Container) 
     p, _ = ports.inputs.resolve("ns", None, None)
     corpus = loader.corpus(list(ports.inputs.namespace_at("ns", p).collections.values()))
     assert len(corpus) == 4 and loader.loads == 4  # every index came from the warm cache
+
+
+def test_the_warmer_freezes_corpora_whoever_loaded_them(
+        container: Container, monkeypatch: pytest.MonkeyPatch) -> None:
+    _generated_corpus(container, 2)
+    ports = pack_ports(container)
+    loader = ports.corpus
+    assert isinstance(loader, CorpusLoader)
+    frozen: list[int] = []
+    monkeypatch.setattr("context_service.adapters.pack.warmer.gc.freeze",
+                        lambda: frozen.append(loader.loads))
+    p, _ = ports.inputs.resolve("ns", None, None)
+    loader.corpus(list(ports.inputs.namespace_at("ns", p).collections.values()))  # a pack's load
+    warmer = CorpusWarmer(loader)
+    warmer.step()
+    assert frozen == [4]  # the warmer loaded nothing, yet froze what the pack loaded
+    warmer.step()
+    assert frozen == [4]  # nothing new: no freeze

@@ -21,6 +21,7 @@ class CorpusWarmer:
         self.interval = interval
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._frozen_at = 0  # the loader's loads when objects were last frozen
 
     def current(self) -> list[CollectionAt]:
         with self.loader.datastore.transaction(commit=False) as cur:
@@ -50,19 +51,27 @@ class CorpusWarmer:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            started = time.monotonic()
-            try:
-                loaded = self.warm()
-            except Exception:  # the database may be restarting; try again later
-                log.warning("corpus warming failed", exc_info=True)
-                loaded = 0
-            if loaded:
-                # a loaded corpus lives until its publication is replaced: keep its objects
-                # out of the cyclic collector's full passes
-                gc.freeze()
-                log.info("corpus cache warmed", extra={
-                    "indexes": loaded, "seconds": round(time.monotonic() - started, 3)})
+            self.step()
             self._stop.wait(self.interval)
+
+    def step(self) -> None:
+        """One pass: load what is missing, then freeze the objects of any corpus loaded since
+        the last freeze."""
+        started = time.monotonic()
+        try:
+            loaded = self.warm()
+        except Exception:  # the database may be restarting; try again later
+            log.warning("corpus warming failed", exc_info=True)
+            loaded = 0
+        if loaded or self.loader.loads != self._frozen_at:
+            # a loaded corpus lives until its publication is replaced: keep its objects out of
+            # the cyclic collector's full passes (whoever loaded it: the first pack after a
+            # publication may load an index before this thread does)
+            gc.freeze()
+            self._frozen_at = self.loader.loads
+        if loaded:
+            log.info("corpus cache warmed", extra={
+                "indexes": loaded, "seconds": round(time.monotonic() - started, 3)})
 
     def stop(self) -> None:
         self._stop.set()
