@@ -40,3 +40,25 @@ class LiveCitations:
             self._loaded, self._done = self._texts(), True
         current = self._loaded.get(stated.record_id) if self._loaded is not None else None
         return citation(stated, current)
+
+
+class ReadableCitations:
+    """``inner``'s citations while the collection is still readable: access is read again
+    (``readable_now``, once) when the first value with a span is cited, so a collection
+    un-granted while the plan ran leaves every such value uncited, ``record_unavailable``, as
+    a pack's release check drops the items of a collection un-granted while it was packed."""
+
+    def __init__(self, inner: Any, readable_now: Callable[[], bool]) -> None:
+        self._inner = inner
+        self._readable_now = readable_now
+        self._readable: bool | None = None
+
+    def cite(self, stated: Stated) -> tuple[Json | None, str | None]:
+        if stated.span is None:
+            return None, "no_span"
+        if self._readable is None:
+            self._readable = self._readable_now()
+        if not self._readable:
+            return None, "record_unavailable"
+        found: tuple[Json | None, str | None] = self._inner.cite(stated)
+        return found

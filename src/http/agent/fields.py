@@ -12,7 +12,11 @@ from typing import Any, cast
 from litestar import Request, Response, post
 
 from context_service.domain.context_pack.readable import COLLECTION_TYPES
-from context_service.domain.fields.answering import HeadCitations, LiveCitations
+from context_service.domain.fields.answering import (
+    HeadCitations,
+    LiveCitations,
+    ReadableCitations,
+)
 from context_service.domain.fields.engine import answer, listing
 from context_service.domain.fields.memory import MemorySource
 from context_service.domain.fields.plan import Plan, plan_violations
@@ -23,8 +27,12 @@ from context_service.http.agent.body import Violations, decode
 from context_service.http.agent.errors import api_json
 from context_service.http.agent.pack_flow import Access, collection_not_found
 from context_service.http.agent.pack_services import pack_services
-from context_service.http.agent.pipeline import AgentCaller, agent_services, authenticate
-from context_service.http.common import services, threaded_body
+from context_service.http.agent.pipeline import (
+    AgentCaller,
+    agent_services,
+    authenticate,
+)
+from context_service.http.common import services, threaded_body, wait_for_views
 from context_service.projections.studied_fields.reads import Current, FieldReads, FieldSession
 
 PATH = "/api/agent/v1/fields"
@@ -40,6 +48,9 @@ ERRORS = {"400": "INVALID_REQUEST or VALIDATION_ERROR (details: every violated f
           "404": 'NOT_FOUND: collection "<c>" not found',
           "429": "RATE_LIMITED (Retry-After)",
           "503": "SERVICE_UNAVAILABLE: the views could not catch up with the log in time"}
+
+
+READABLE_VIEWS = ("context_catalog", "context_sets")  # what §3.4's readability is read from
 
 
 def _reads(request: Request[Any, Any, Any]) -> FieldReads:
@@ -120,7 +131,11 @@ def query_fields(request: Request[Any, Any, Any], body: bytes) -> Response[bytes
         out: dict[str, Any] = {"collectionId": name}
         if known is not None:
             out["knownAt"] = known.isoformat()
-        out.update(answer(plan, source, citations.cite))
+        def readable_now() -> bool:  # a revocation while the plan ran is seen here
+            wait_for_views(request, READABLE_VIEWS)
+            return name in Access(request, caller).readable()
+
+        out.update(answer(plan, source, ReadableCitations(citations, readable_now).cite))
         return api_json(out)
 
 

@@ -214,3 +214,31 @@ def test_a_record_id_with_nul_is_kept_exactly(agent: Agent, api: Api) -> None:
 def _day(offset: int) -> str:
     from datetime import UTC, datetime, timedelta
     return (datetime.now(UTC) + timedelta(days=offset)).date().isoformat()
+
+
+def test_values_of_a_collection_ungranted_while_the_plan_ran_are_uncited(
+        agent: Agent, api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    from context_service.http.agent import fields as route
+    from tests.api.agent.packs_support import grant, revoke
+    from tests.api.sets_support import token
+    grant(api, C, "user:adam", "read")
+    adam = Agent(api, token(api, creator="user:adam"))
+    plan = {"collectionId": C, "fields": ["total_value"]}
+    before = ok(adam, QUERY, plan)
+    assert any(r["values"][0] and r["values"][0]["citation"] for r in before["rows"])
+    real = route.answer
+
+    def revoking(*args: Any, **kwargs: Any) -> Any:  # the grant goes while the plan runs
+        revoke(api, C, "user:adam")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(route, "answer", revoking)
+    during = ok(adam, QUERY, plan)
+    values = [r["values"][0] for r in during["rows"] if r["values"][0]]
+    assert [v["value"] for v in values] == [
+        r["values"][0]["value"] for r in before["rows"] if r["values"][0]]
+    assert {(v["citation"], v.get("uncitedReason")) for v in values} <= {
+        (None, "record_unavailable"), (None, "no_span")}
+    assert any(v.get("uncitedReason") == "record_unavailable" for v in values)
+    monkeypatch.setattr(route, "answer", real)
+    assert adam.post(QUERY, plan).status_code == 404  # and from now on it is not found
