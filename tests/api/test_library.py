@@ -4,12 +4,11 @@ unbound credentials, archived bound sets, and the spec's worked example byte for
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from context_service.config import Settings
+from tests.api.agent.packs_support import settings as settings  # the fixture
 from tests.api.conftest import Api, each
 from tests.api.sets_support import (
     CFO_ANSWER,
@@ -28,13 +27,6 @@ LIST, GET, LOOKUP, MATCH = (f"{AGENT}/context-sets/list", f"{AGENT}/context-sets
 SET_NOT_FOUND = {"code": "NOT_FOUND", "message": "context set not found"}
 ARR = {"term": "ARR", "definition": "Annual recurring revenue.",
        "aliases": ["annual recurring revenue"]}
-
-
-@pytest.fixture
-def settings(tmp_path: Path) -> Settings:
-    """The suite's settings without the per-credential rate limit (tested by its own suite)."""
-    return Settings(data_dir=tmp_path, sandbox_image="busybox:1.36", kube_mode="off",
-                    workers=("projections", "query-index"), agent_rate_per_second=0)
 
 
 class Agent:

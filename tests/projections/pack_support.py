@@ -9,6 +9,7 @@ from collections import Counter
 from datetime import UTC, datetime
 
 from context_service.adapters.eventstore.application import ContextApplication
+from context_service.bootstrap import Container
 from context_service.domain.context import commands as c
 from context_service.domain.context.events import QueryRecord, SourceRef
 from context_service.domain.events import ADMIN
@@ -86,3 +87,23 @@ def formula_bm25(query: str, corpus: Corpus,
             out.append((key[0], key[1], to_micros(score)))
     out.sort(key=lambda x: (-x[2], x[0], x[1]))
     return out[:200]
+
+
+def caught_up(container: Container) -> None:
+    head = container.store.head()
+    for runner in container.runners.values():
+        assert runner.wait_for(head, timeout=30)
+
+
+def generated_corpus(container: Container, seed: int,
+                     records: int = 60) -> tuple[int, list[str]]:
+    """Four collections c0..c3 of ``records`` random records each in namespace ``ns``, every
+    view caught up; the head and the names."""
+    rng = random.Random(seed)
+    names = [f"c{i}" for i in range(4)]
+    for name in names:
+        rev = digest(rng)
+        collection(container.contexts, name, rev)
+        publish(container.contexts, name, rev, random_records(rng, name, rev, records))
+    caught_up(container)
+    return container.store.head(), names

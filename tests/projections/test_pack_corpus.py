@@ -29,21 +29,15 @@ from tests.projections.history import write_history
 from tests.projections.pack_support import (
     WHEN,
     WORDS,
+    caught_up,
     collection,
-    digest,
     formula_bm25,
+    generated_corpus,
     publish,
-    random_records,
 )
 from tests.projections.set_history import write_set_history
 
 pytestmark = pytest.mark.postgres
-
-
-def _caught_up(container: Container) -> None:
-    head = container.store.head()
-    for runner in container.runners.values():
-        assert runner.wait_for(head, timeout=30)
 
 
 def test_features_and_agent_data_are_computed_at_publication(container: Container) -> None:
@@ -56,7 +50,7 @@ def test_features_and_agent_data_are_computed_at_publication(container: Containe
                     file="board.md"),
         QueryRecord(id="r1", context="notes", type="memory", revision=rev, text="ignored"))
     position = publish(container.contexts, "notes", rev, records)
-    _caught_up(container)
+    caught_up(container)
     model = load()
     with container.datastore.transaction(commit=False) as cur:
         cur.execute("SELECT hash, tokens, embedding IS NOT NULL AS v,"
@@ -101,7 +95,7 @@ def _fold_log(container: Container, namespace: str, position: int
 def test_namespace_at_equals_the_fold_of_the_raw_log(container: Container) -> None:
     write_history(container.contexts, seed=5, steps=150)
     write_set_history(container.context_sets, seed=5, steps=60)
-    _caught_up(container)
+    caught_up(container)
     ports = pack_ports(container)
     log = container.store.read(0, 1_000_000)
     head = log[-1].position
@@ -141,7 +135,7 @@ def test_an_older_position_reads_the_older_index(container: Container) -> None:
     old = (QueryRecord(id="a", context="notes", type="memory", revision=first,
                        text="budget plan"),)
     publish(container.contexts, "notes", first, old)
-    _caught_up(container)
+    caught_up(container)
     ports = pack_ports(container)
     p_old, _ = ports.inputs.resolve("ns", None, None)
     container.contexts.execute("ns", "notes", c.PublishRevision(
@@ -149,7 +143,7 @@ def test_an_older_position_reads_the_older_index(container: Container) -> None:
     new = (QueryRecord(id="b", context="notes", type="memory", revision=second,
                        text="revenue growth"),)
     publish(container.contexts, "notes", second, new)
-    _caught_up(container)
+    caught_up(container)
     p_new, _ = ports.inputs.resolve("ns", None, None)
     at_old = ports.inputs.namespace_at("ns", p_old)
     at_new = ports.inputs.namespace_at("ns", p_new)
@@ -170,20 +164,9 @@ def test_an_older_position_reads_the_older_index(container: Container) -> None:
     assert ports.corpus.corpus(list(middle.collections.values())) == {}
 
 
-def _generated_corpus(container: Container, seed: int) -> tuple[int, list[str]]:
-    rng = random.Random(seed)
-    names = [f"c{i}" for i in range(4)]
-    for name in names:
-        rev = digest(rng)
-        collection(container.contexts, name, rev)
-        publish(container.contexts, name, rev, random_records(rng, name, rev, 60))
-    _caught_up(container)
-    return container.store.head(), names
-
-
 @pytest.mark.parametrize("seed", [3, 8])
 def test_lexical_lists_equal_the_reference(container: Container, seed: int) -> None:
-    _generated_corpus(container, seed)
+    generated_corpus(container, seed)
     ports = pack_ports(container)
     p, _ = ports.inputs.resolve("ns", None, None)
     corpus = ports.corpus.corpus(list(ports.inputs.namespace_at("ns", p).collections.values()))
@@ -204,7 +187,7 @@ def test_lexical_lists_equal_the_reference(container: Container, seed: int) -> N
 
 
 def test_vector_list_orders_by_cosine_and_cuts_at_a_quarter(container: Container) -> None:
-    _generated_corpus(container, 4)
+    generated_corpus(container, 4)
     ports = pack_ports(container)
     p, _ = ports.inputs.resolve("ns", None, None)
     corpus = ports.corpus.corpus(list(ports.inputs.namespace_at("ns", p).collections.values()))
@@ -245,7 +228,7 @@ def test_vector_list_orders_by_cosine_and_cuts_at_a_quarter(container: Container
 
 
 def test_the_warmer_loads_current_indexes_before_any_pack(container: Container) -> None:
-    _generated_corpus(container, 2)
+    generated_corpus(container, 2)
     ports = pack_ports(container)
     loader = ports.corpus
     assert isinstance(loader, CorpusLoader)
@@ -258,7 +241,7 @@ def test_the_warmer_loads_current_indexes_before_any_pack(container: Container) 
 
 def test_the_warmer_freezes_corpora_whoever_loaded_them(
         container: Container, monkeypatch: pytest.MonkeyPatch) -> None:
-    _generated_corpus(container, 2)
+    generated_corpus(container, 2)
     ports = pack_ports(container)
     loader = ports.corpus
     assert isinstance(loader, CorpusLoader)

@@ -5,8 +5,6 @@ works equals the one computed in line."""
 
 from __future__ import annotations
 
-import random
-
 import pytest
 
 from context_service.adapters.pack import retrieval as scan
@@ -14,7 +12,7 @@ from context_service.adapters.pack.retrieval import FastRetrieval
 from context_service.bootstrap import Container, pack_ports
 from context_service.domain.pack.model import Corpus, Scored
 from context_service.domain.score import SCALE, to_micros
-from tests.projections.pack_support import collection, digest, publish, random_records
+from tests.projections.pack_support import generated_corpus
 
 pytestmark = pytest.mark.postgres
 
@@ -22,14 +20,7 @@ QUERIES = ("who was appointed cfo by the board", "budget plan growth", "lisbon o
 
 
 def _corpus(container: Container) -> Corpus:
-    rng = random.Random(5)
-    for name in ("c0", "c1", "c2", "c3"):
-        rev = digest(rng)
-        collection(container.contexts, name, rev)
-        publish(container.contexts, name, rev, random_records(rng, name, rev, 80))
-    head = container.store.head()
-    for runner in container.runners.values():
-        assert runner.wait_for(head, timeout=30)
+    generated_corpus(container, 5, 80)
     ports = pack_ports(container)
     p, _ = ports.inputs.resolve("ns", None, None)
     return ports.corpus.corpus(list(ports.inputs.namespace_at("ns", p).collections.values()))

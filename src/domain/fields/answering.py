@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from context_service.domain.fields.citation import citation
+from context_service.domain.fields.source import Citations
 from context_service.domain.fields.values import Stated
 
 Json = dict[str, Any]
@@ -48,7 +49,7 @@ class ReadableCitations:
     un-granted while the plan ran leaves every such value uncited, ``record_unavailable``, as
     a pack's release check drops the items of a collection un-granted while it was packed."""
 
-    def __init__(self, inner: Any, readable_now: Callable[[], bool]) -> None:
+    def __init__(self, inner: Citations, readable_now: Callable[[], bool]) -> None:
         self._inner = inner
         self._readable_now = readable_now
         self._readable: bool | None = None
@@ -60,5 +61,4 @@ class ReadableCitations:
             self._readable = self._readable_now()
         if not self._readable:
             return None, "record_unavailable"
-        found: tuple[Json | None, str | None] = self._inner.cite(stated)
-        return found
+        return self._inner.cite(stated)

@@ -1,6 +1,6 @@
 """Shared setup of the pack and replay API tests: settings without the rate limit, a client
-calling the agent API with one bearer credential, and a workspace with knowledge contexts
-whose query indexes are published through the public routes."""
+calling the agent API with one bearer credential, a workspace with knowledge contexts whose
+query indexes are published through the public routes, and a retrieval with a hook."""
 
 from __future__ import annotations
 
@@ -10,6 +10,9 @@ from typing import Any
 import pytest
 
 from context_service.config import Settings
+from context_service.domain.pack.model import Corpus, Pending, Retrieval, Scored
+from context_service.http.agent.pack_services import KEY as PACKS_KEY
+from context_service.http.agent.pack_services import PackServices
 from tests.api.conftest import Api
 
 PACKS = "/api/agent/v1/context-packs"
@@ -99,3 +102,31 @@ def revoke(api: Api, name: str, subject: str, owner: str = "user:alice",
     resp = api.as_(owner).delete(f"/v1/namespaces/{ws}/contexts/{name}/grants",
                                  {"kind": kind, "name": sname})
     assert resp.status_code == 200, resp.text
+
+
+def pack_services(api: Api) -> PackServices:
+    found = api.client.app.state.services.extra[PACKS_KEY]
+    assert isinstance(found, PackServices)
+    return found
+
+
+class HookedRetrieval:
+    """Retrieval with a hook run before each lexical list (e.g. access changing between the
+    scope and the release)."""
+
+    def __init__(self, inner: Retrieval, before: Any) -> None:
+        self.inner = inner
+        self.before = before
+
+    def lexical(self, query: str, corpus: Corpus,
+                eligible: frozenset[str] | None) -> list[Scored]:
+        self.before()
+        return self.inner.lexical(query, corpus, eligible)
+
+    def vector(self, query: str, corpus: Corpus,
+               eligible: frozenset[str] | None) -> list[Scored]:
+        return self.inner.vector(query, corpus, eligible)
+
+    def vector_soon(self, query: str, corpus: Corpus,
+                    eligible: frozenset[str] | None) -> Pending:
+        return self.inner.vector_soon(query, corpus, eligible)

@@ -20,11 +20,15 @@ from context_service.adapters.eventstore.export import export
 from context_service.adapters.eventstore.store import EVENTS_TABLE
 from context_service.domain.context.commands import RevokeAccess
 from context_service.domain.events import ADMIN, Subject
-from context_service.domain.pack.model import Corpus, Pending, Retrieval, Scored
-from context_service.http.agent.pack_services import KEY as PACKS_KEY
-from context_service.http.agent.pack_services import PackServices
 from tests.api.agent.packs_corpus import FACTS, NOTES, TASK, facts_records, pack_body, seed_corpus
-from tests.api.agent.packs_support import PACKS, STREAM, Agent, publish
+from tests.api.agent.packs_support import (
+    PACKS,
+    STREAM,
+    Agent,
+    HookedRetrieval,
+    pack_services,
+    publish,
+)
 from tests.api.agent.packs_support import settings as settings  # the fixture
 from tests.api.conftest import Api
 from tests.api.sets_support import create_set, token
@@ -40,12 +44,6 @@ KEYS = ["packId", "replayId", "task", "asOf", "budget", "complete", "items", "om
 def alice(api: Api) -> Agent:
     seed_corpus(api)
     return Agent(api, token(api))
-
-
-def pack_services(api: Api) -> PackServices:
-    found = api.client.app.state.services.extra[PACKS_KEY]
-    assert isinstance(found, PackServices)
-    return found
 
 
 def releases(container: bootstrap.Container) -> list[bytes]:
@@ -194,27 +192,6 @@ def test_require_complete_refuses_an_incomplete_pack_and_records_nothing(
     assert best["complete"] is False and best["missing"] == resp.json()["details"]["missing"]
 
 
-class RevokingRetrieval:
-    """Retrieval that revokes a grant as it runs: access changes between scope and release."""
-
-    def __init__(self, inner: Retrieval, revoke: Any) -> None:
-        self.inner = inner
-        self.revoke = revoke
-
-    def lexical(self, query: str, corpus: Corpus,
-                eligible: frozenset[str] | None) -> list[Scored]:
-        self.revoke()
-        return self.inner.lexical(query, corpus, eligible)
-
-    def vector(self, query: str, corpus: Corpus,
-               eligible: frozenset[str] | None) -> list[Scored]:
-        return self.inner.vector(query, corpus, eligible)
-
-    def vector_soon(self, query: str, corpus: Corpus,
-                    eligible: frozenset[str] | None) -> Pending:
-        return self.inner.vector_soon(query, corpus, eligible)
-
-
 def test_the_release_check_drops_items_of_a_collection_just_ungranted(
         api: Api, container: bootstrap.Container) -> None:
     seed_corpus(api)
@@ -230,7 +207,7 @@ def test_the_release_check_drops_items_of_a_collection_just_ungranted(
             revoked.append(outcome.position)
 
     original = packs.ports
-    packs.ports = replace(original, retrieval=RevokingRetrieval(original.retrieval, revoke))
+    packs.ports = replace(original, retrieval=HookedRetrieval(original.retrieval, revoke))
     try:
         body = adam.pack(pack_body()).json()
     finally:

@@ -15,11 +15,8 @@ import pytest
 
 from context_service import bootstrap
 from context_service.adapters.nats.stream import StreamSpec
-from context_service.domain.pack.model import Corpus, Pending, Retrieval, Scored
-from context_service.http.agent.pack_services import KEY as PACKS_KEY
-from context_service.http.agent.pack_services import PackServices
 from tests.api.agent.packs_corpus import FACTS, TASK, facts_records, pack_body, seed_corpus
-from tests.api.agent.packs_support import PACKS, Agent, publish
+from tests.api.agent.packs_support import PACKS, Agent, HookedRetrieval, pack_services, publish
 from tests.api.agent.packs_support import settings as settings  # the fixture
 from tests.api.conftest import Api
 from tests.api.sets_support import CFO_ANSWER, CREDENTIALS, archive_set, create_set, token
@@ -42,38 +39,11 @@ def corpus(api: Api) -> Api:
     return api
 
 
-def packs_of(api: Api) -> PackServices:
-    found = api.client.app.state.services.extra[PACKS_KEY]
-    assert isinstance(found, PackServices)
-    return found
-
-
-class Wrapped:
-    """Retrieval with a hook run before each lexical list."""
-
-    def __init__(self, inner: Retrieval, before: Any) -> None:
-        self.inner = inner
-        self.before = before
-
-    def lexical(self, query: str, corpus: Corpus,
-                eligible: frozenset[str] | None) -> list[Scored]:
-        self.before()
-        return self.inner.lexical(query, corpus, eligible)
-
-    def vector(self, query: str, corpus: Corpus,
-               eligible: frozenset[str] | None) -> list[Scored]:
-        return self.inner.vector(query, corpus, eligible)
-
-    def vector_soon(self, query: str, corpus: Corpus,
-                    eligible: frozenset[str] | None) -> Pending:
-        return self.inner.vector_soon(query, corpus, eligible)
-
-
 def with_hook(api: Api, before: Any, body: dict[str, Any], agent: Agent) -> Any:
-    packs = packs_of(api)
+    packs = pack_services(api)
     assert packs.ports is not None
     original = packs.ports
-    packs.ports = replace(original, retrieval=Wrapped(original.retrieval, before))
+    packs.ports = replace(original, retrieval=HookedRetrieval(original.retrieval, before))
     try:
         return agent.post(PACKS, body)
     finally:
