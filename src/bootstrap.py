@@ -33,6 +33,7 @@ from context_service.adapters.eventstore.store import EventStore
 from context_service.adapters.eventstore.timeline import Timeline
 from context_service.adapters.pack.corpus import CorpusLoader
 from context_service.adapters.pack.retrieval import FastRetrieval
+from context_service.adapters.pack.vector_matrix import VectorMatrices
 from context_service.adapters.pack.warmer import CorpusWarmer
 from context_service.adapters.postgres import embedded
 from context_service.adapters.postgres.database import open_datastore
@@ -399,14 +400,15 @@ def pack_ports(container: Container, warm: bool = False) -> PackPorts:
         return embedder.embedder.count(text)
 
     loader = CorpusLoader(container.datastore, count)
+    matrices = VectorMatrices(container.datastore) if warm else None
     if warm:
-        warmer = CorpusWarmer(loader).start()
+        warmer = CorpusWarmer(loader, matrices=matrices).start()
         container.closers.append(warmer.stop)
         # a pack's walk allocates thousands of short-lived objects; at the default threshold
         # of 700 they set off collections whose full passes cost 20-30 ms each (measured)
         gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
     retrieval = FastRetrieval(loader, container.datastore,
-                              lambda text: embedder.embedder.embed(text))
+                              lambda text: embedder.embedder.embed(text), matrices=matrices)
     container.closers.append(retrieval.close)
     return PackPorts(inputs=PackInputReadsSql(container.datastore), corpus=loader,
                      retrieval=retrieval, count_tokens=count)

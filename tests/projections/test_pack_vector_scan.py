@@ -1,18 +1,36 @@
 """The vector scan of a part of the corpus: rows found by a range of publications leave out the
 current indexes of other collections inside that range, and equal the exact scan of the spec
-(``1 - (a <=> b)`` over exactly the asked publications); the list computed while the caller
-works equals the one computed in line."""
+(``1 - (a <=> b)`` over exactly the asked publications), whether the candidates come from
+PostgreSQL or from the in-process matrices; the list computed while the caller works equals the
+one computed in line."""
 
 from __future__ import annotations
 
+import random
+
+import numpy as np
 import pytest
 
 from context_service.adapters.pack import retrieval as scan
+from context_service.adapters.pack import vector_scan
+from context_service.adapters.pack.corpus import CorpusLoader
 from context_service.adapters.pack.retrieval import FastRetrieval
+from context_service.adapters.pack.vector_matrix import MATRIX_BOUND, VectorMatrices
+from context_service.adapters.pack.warmer import CorpusWarmer
 from context_service.bootstrap import Container, pack_ports
+from context_service.domain.context import commands
+from context_service.domain.events import ADMIN
 from context_service.domain.pack.model import Corpus, Scored
 from context_service.domain.score import SCALE, to_micros
-from tests.projections.pack_support import generated_corpus
+from context_service.projections.passage_features.features import embedded_text, text_hash
+from tests.projections.pack_support import (
+    WHEN,
+    caught_up,
+    digest,
+    generated_corpus,
+    publish,
+    random_records,
+)
 
 pytestmark = pytest.mark.postgres
 
@@ -30,6 +48,31 @@ def _fast(container: Container) -> FastRetrieval:
     retrieval = pack_ports(container).retrieval
     assert isinstance(retrieval, FastRetrieval)
     return retrieval
+
+
+def _held(container: Container) -> tuple[FastRetrieval, VectorMatrices]:
+    """A retrieval whose matrices the warmer has loaded."""
+    ports = pack_ports(container)
+    assert isinstance(ports.corpus, CorpusLoader) and isinstance(ports.retrieval, FastRetrieval)
+    matrices = VectorMatrices(container.datastore)
+    CorpusWarmer(ports.corpus, matrices=matrices).warm()
+    plain = ports.retrieval
+    return FastRetrieval(plain.loader, plain.datastore, plain.embed,
+                         matrices=matrices), matrices
+
+
+class _Counted:
+    """Counts the scans that took their candidates from the matrices."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls = 0
+        original = vector_scan.VectorScan._from_matrices
+
+        def counted(scan: vector_scan.VectorScan, limit: int) -> vector_scan.Fetched:
+            self.calls += 1
+            return original(scan, limit)
+
+        monkeypatch.setattr(vector_scan.VectorScan, "_from_matrices", counted)
 
 
 def _exact(container: Container, query: str, corpus: Corpus,
@@ -99,3 +142,100 @@ def test_every_current_vector_has_its_half_precision_copy(container: Container) 
         assert same == cur.fetchone()["n"] > 0
         cur.execute("SELECT count(*) AS n FROM agent_vectors")
         assert cur.fetchone()["n"] == same
+
+
+def test_candidates_from_the_matrices_give_the_exact_scan(
+        container: Container, monkeypatch: pytest.MonkeyPatch) -> None:
+    whole = _corpus(container)
+    by_publication = sorted(whole.values(), key=lambda c: c.publication)
+    retrieval, matrices = _held(container)
+    assert all(matrices.get(c.publication) is not None for c in by_publication)
+    counted = _Counted(monkeypatch)
+    for chosen in ([by_publication[0], by_publication[3]], by_publication[1:3], by_publication):
+        corpus = {c.collection: c for c in chosen}
+        for query in QUERIES:
+            got = retrieval.vector(query, corpus, None)
+            assert got == _exact(container, query, corpus)
+            assert retrieval.vector_soon(query, corpus, None).result() == got
+    assert counted.calls == 3 * len(QUERIES) * 2
+
+
+@pytest.mark.parametrize("first_rows", [3, 40])
+def test_the_matrices_fetch_more_until_nothing_left_out_can_count(
+        container: Container, monkeypatch: pytest.MonkeyPatch, first_rows: int) -> None:
+    corpus = _corpus(container)
+    retrieval, _ = _held(container)
+    counted = _Counted(monkeypatch)
+    monkeypatch.setattr(scan, "FIRST_ROWS", first_rows)
+    for query in QUERIES:
+        assert retrieval.vector(query, corpus, None) == _exact(container, query, corpus)
+    eligible = frozenset(list(next(iter(corpus.values())).documents)[:5])
+    assert retrieval.vector(QUERIES[0], corpus, eligible) == [
+        s for s in _exact(container, QUERIES[0], corpus, 10**6)
+        if corpus[s.collection].document_of[s.record_id] in eligible][:200]
+    assert counted.calls > len(QUERIES) + 1  # several rounds each
+
+
+def test_the_matrix_cosines_are_within_the_bound_of_pgvectors(container: Container) -> None:
+    corpus = _corpus(container)
+    retrieval, matrices = _held(container)
+    for query in QUERIES:
+        vector = retrieval.embed(query)
+        assert vector is not None
+        task = np.asarray(list(vector), dtype=np.float32)
+        literal = "[" + ",".join(repr(float(x)) for x in task.tolist()) + "]"
+        for one in corpus.values():
+            matrix = matrices.get(one.publication)
+            assert matrix is not None
+            ours = dict(zip(matrix.ords.tolist(), matrix.cosines(
+                task, float(np.linalg.norm(task.astype("float64")))).tolist(),
+                strict=True))
+            with container.datastore.transaction(commit=False) as cur:
+                cur.execute("SELECT ord, 1 - (embedding <=> %s::vector) AS cosine"
+                            " FROM agent_passages WHERE publication = %s"
+                            " AND embedding IS NOT NULL", (literal, one.publication))
+                theirs = {r["ord"]: float(r["cosine"]) for r in cur.fetchall()}
+            assert ours.keys() == theirs.keys() and theirs
+            assert max(abs(ours[k] - theirs[k]) for k in ours) < MATRIX_BOUND / 10
+
+
+def test_an_index_replaced_since_its_matrix_was_read_is_scanned_in_postgresql(
+        container: Container, monkeypatch: pytest.MonkeyPatch) -> None:
+    old = _corpus(container)
+    retrieval, matrices = _held(container)
+    replaced = old["c0"].publication
+    app = container.contexts
+    rng = random.Random(99)
+    revision = digest(rng)
+    app.execute("ns", "c0", commands.PublishRevision(actor=ADMIN, id=revision, created_at=WHEN,
+                                              operation="sync", sources=()))
+    publish(app, "c0", revision, random_records(rng, "c0", revision, 50))
+    caught_up(container)
+    counted = _Counted(monkeypatch)
+    # the old corpus asks for an index no longer current: its rows are found by text hash
+    assert retrieval.vector(QUERIES[0], old, None) == _exact_by_hash(container, QUERIES[0], old)
+    assert counted.calls == 0
+    CorpusWarmer(retrieval.loader, matrices=matrices).warm()
+    assert matrices.get(replaced) is None  # dropped: no longer current
+    assert matrices.load(replaced) is None  # and never read again
+
+
+def _exact_by_hash(container: Container, query: str, corpus: Corpus) -> list[Scored]:
+    """The spec's scan of indexes that may no longer be current: each record's embedded text's
+    vector in ``passage_features``."""
+    vector = _fast(container).embed(query)
+    assert vector is not None
+    literal = "[" + ",".join(repr(float(x)) for x in vector) + "]"
+    rows = []
+    with container.datastore.transaction(commit=False) as cur:
+        for one in corpus.values():
+            for passage in one.passages:
+                cur.execute("SELECT 1 - (embedding <=> %s::vector) AS cosine"
+                            " FROM passage_features WHERE hash = %s AND embedding IS NOT NULL",
+                            (literal, text_hash(embedded_text(passage.record))))
+                found = cur.fetchone()
+                if found is not None:
+                    rows.append((-to_micros(float(found["cosine"])), one.collection,
+                                 passage.record.id))
+    rows = sorted(r for r in rows if -r[0] >= to_micros(0.25))[:200]
+    return [Scored(c, i, -m / SCALE) for m, c, i in rows]

@@ -1,6 +1,7 @@
 """The fast ``Retrieval`` (agent-context-api 7.5): BM25 in-process over the cached postings of
-the corpus, and the exact cosine scan in PostgreSQL (``vector_scan``) with the task embedded per
-request, computed while BM25 runs."""
+the corpus, and the exact cosine list (``vector_scan``: candidates from the in-process matrices
+when held, exact cosines from pgvector) with the task embedded per request, computed while BM25
+runs."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from eventsourcing.postgres import PostgresDatastore
 from context_service.adapters.pack.corpus import CorpusLoader
 from context_service.adapters.pack.lexical import bm25
 from context_service.adapters.pack.ranking import LIST_LIMIT, ranked
+from context_service.adapters.pack.vector_matrix import VectorMatrices
 from context_service.adapters.pack.vector_scan import (
     FIRST_ROWS,
     MIN_COSINE_MICROS,
@@ -31,10 +33,12 @@ Embed = Callable[[str], Iterable[float] | None]
 
 class FastRetrieval:
     def __init__(self, loader: CorpusLoader, datastore: PostgresDatastore,
-                 embed: Embed, scans: int = 4) -> None:
+                 embed: Embed, scans: int = 4,
+                 matrices: VectorMatrices | None = None) -> None:
         self.loader = loader
         self.datastore = datastore
         self.embed = embed
+        self.matrices = matrices
         # vector scans run here while the request's thread computes BM25: the scan waits on
         # PostgreSQL (another core), so the two lists take about the time of the longer one
         self._scans = ThreadPoolExecutor(max_workers=scans, thread_name_prefix="vector-scan")
@@ -79,16 +83,12 @@ class FastRetrieval:
         task = self.embed(query)
         if task is None:
             return []
-        literal = "[" + ",".join(repr(float(x)) for x in task) + "]"
-        limit = FIRST_ROWS
-        while True:
-            fetched = self._fetch(literal, corpus, eligible, limit)
-            if not short([fetched]):
-                return ranked(fetched.rows, MIN_COSINE_MICROS)
-            limit *= 4
-
-    def _fetch(self, task: str, corpus: Corpus, eligible: frozenset[str] | None,
-               limit: int) -> Fetched:
         with self.datastore.transaction(commit=False) as cur:
             cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            return VectorScan(cur, task, corpus, eligible).fetch(limit)
+            scan = VectorScan(cur, list(task), corpus, eligible, self.matrices)
+            limit = FIRST_ROWS
+            while True:
+                fetched: Fetched = scan.fetch(limit)
+                if not short([fetched]):
+                    return ranked(fetched.rows, MIN_COSINE_MICROS)
+                limit *= 4

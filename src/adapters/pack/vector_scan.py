@@ -2,9 +2,12 @@
 ``vector(256)``, best first, at most 200 records with a rounded cosine of at least 0.25.
 
 A scan fetches rows best first together with a bound: every row it did not fetch has a cosine
-below the bound. The current indexes are read through ``agent_vectors`` (half precision, half
-the bytes): candidates by halfvec cosine, then the exact cosine of those on ``agent_passages``;
-the bound is the last candidate's halfvec cosine plus ``HALF_BOUND``. Other paths (a document
+below the bound. When every index asked for is current and its matrix is held in-process
+(``vector_matrix``), the candidates are the best rows by the matrix's cosines and the bound is
+the last one's plus ``MATRIX_BOUND``. Otherwise the current indexes are read through
+``agent_vectors`` (half precision, half the bytes): candidates by halfvec cosine, and the bound
+is the last candidate's plus ``HALF_BOUND``. Either way the candidates' exact cosines are
+pgvector's, on ``agent_passages``. Other paths (a document
 filter; an index no longer current, joined through ``passage_features`` by text hash) fetch
 exact cosines directly, and the bound is the last one fetched. A list is complete once no bound
 reaches the 200th rounded score (or 0.25 while fewer qualify); until then the scans short of it
@@ -15,6 +18,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
+import numpy as np
+
+from context_service.adapters.pack.vector_matrix import MATRIX_BOUND, Matrix, VectorMatrices
 from context_service.domain.pack.model import CollectionCorpus, Corpus
 from context_service.domain.score import SCALE, to_micros
 from context_service.projections.passage_features.features import embedded_text, text_hash
@@ -50,10 +56,12 @@ def short(parts: Sequence[Fetched]) -> list[int]:
 class VectorScan:
     """One scan of part of a corpus, in the transaction of ``cur`` (repeatable read)."""
 
-    def __init__(self, cur: Any, task: str, corpus: Corpus,
-                 eligible: frozenset[str] | None) -> None:
+    def __init__(self, cur: Any, task: Sequence[float], corpus: Corpus,
+                 eligible: frozenset[str] | None,
+                 matrices: VectorMatrices | None = None) -> None:
         self.cur = cur
-        self.task = task
+        self.vector = np.asarray(task, dtype=np.float32)
+        self.task = "[" + ",".join(repr(float(x)) for x in self.vector.tolist()) + "]"
         self.eligible = eligible
         ours = {c.publication for c in corpus.values()}
         cur.execute("SELECT publication FROM agent_collections"
@@ -62,12 +70,45 @@ class VectorScan:
         self.current = sorted(ours & stored)
         self.others = sorted(stored - ours)  # current indexes of other collections in range
         self.older = [c for c in corpus.values() if c.publication not in stored]
+        held = [matrices.get(p) for p in self.current] if matrices and not self.older else []
+        self.matrices = [m for m in held if m is not None] if all(held) else []
+        self._candidates: Candidates | None = None
 
     def fetch(self, limit: int) -> Fetched:
         """The best ``limit`` candidates' exact cosines (or all of them) and the bound."""
+        if self.matrices:
+            return self._from_matrices(limit)
         if self.current and not self.older and self.eligible is None:
             return self._prefiltered(limit)
         return self._exact(limit)
+
+    def _from_matrices(self, limit: int) -> Fetched:
+        if self._candidates is None:
+            self._candidates = Candidates(self.matrices, self.vector, self.eligible)
+        best, last = self._candidates.best(limit)
+        if not best:
+            return Fetched([], NONE_LEFT)
+        # only the distances come back: the rows' ids are the matrices'
+        self.cur.execute(
+            "SELECT p.embedding <=> %(task)s::vector AS distance"
+            " FROM unnest(%(publications)s::int8[], %(ords)s::int4[]) WITH ORDINALITY"
+            " AS k(publication, ord, i) JOIN agent_passages p USING (publication, ord)"
+            " ORDER BY k.i",
+            {"task": self.task, "publications": [b[0] for b in best],
+             "ords": [b[1] for b in best]})
+        distances = [float(r["distance"]) for r in self.cur.fetchall()]
+        assert len(distances) == len(best), "a current index lost rows in a snapshot"
+        rows = [(1.0 - d, b[2], b[3]) for d, b in zip(distances, best, strict=True)]
+        return Fetched(rows, NONE_LEFT if last is None else last + MATRIX_BOUND)
+
+    def _rescored(self, publications: list[int], ords: list[int]) -> list[Row]:
+        """The exact cosines of the candidates ``(publication, ord)``."""
+        self.cur.execute(
+            "SELECT p.collection, p.record_id, p.embedding <=> %(task)s::vector AS distance"
+            " FROM unnest(%(publications)s::int8[], %(ords)s::int4[]) AS k(publication, ord)"
+            " JOIN agent_passages p USING (publication, ord)",
+            {"task": self.task, "publications": publications, "ords": ords})
+        return _rows(self.cur.fetchall())
 
     def _publications(self, params: dict[str, Any]) -> str:
         """The condition on ``publication`` selecting exactly the current indexes asked for:
@@ -89,13 +130,7 @@ class VectorScan:
         found = self.cur.fetchall()
         if not found:
             return Fetched([], NONE_LEFT)
-        self.cur.execute(
-            "SELECT p.collection, p.record_id, p.embedding <=> %(task)s::vector AS distance"
-            " FROM unnest(%(publications)s::int8[], %(ords)s::int4[]) AS k(publication, ord)"
-            " JOIN agent_passages p USING (publication, ord)",
-            {"task": self.task, "publications": [r["publication"] for r in found],
-             "ords": [r["ord"] for r in found]})
-        rows = _rows(self.cur.fetchall())
+        rows = self._rescored([r["publication"] for r in found], [r["ord"] for r in found])
         last = 1.0 - float(found[-1]["distance"])
         return Fetched(rows, last + HALF_BOUND if len(found) == limit else NONE_LEFT)
 
@@ -124,6 +159,43 @@ class VectorScan:
                          " ORDER BY s.distance LIMIT %(limit)s", params)
         rows = _rows(self.cur.fetchall())
         return Fetched(rows, rows[-1][0] if len(rows) == limit else NONE_LEFT)
+
+
+class Candidates:
+    """The cosines of every eligible row of the matrices, computed once; ``best`` takes the
+    best ``limit`` of them."""
+
+    def __init__(self, matrices: Sequence[Matrix], task: np.ndarray[Any, Any],
+                 eligible: frozenset[str] | None) -> None:
+        norm = float(np.sqrt(np.dot(task.astype(np.float64), task.astype(np.float64))))
+        self.matrices = matrices
+        cosines, owners, rows = [], [], []
+        for i, matrix in enumerate(matrices):
+            found = matrix.cosines(task, norm)
+            chosen = (np.arange(len(matrix), dtype=np.int32) if eligible is None
+                      else matrix.eligible(eligible).astype(np.int32))
+            cosines.append(found[chosen] if eligible is not None else found)
+            owners.append(np.full(len(chosen), i, dtype=np.int32))
+            rows.append(chosen)
+        self.cosines = np.concatenate(cosines)
+        self.owners = np.concatenate(owners)
+        self.rows = np.concatenate(rows)
+
+    def best(self, limit: int) -> tuple[list[tuple[int, int, str, str]], float | None]:
+        """The best ``limit`` rows as (publication, ord, collection, record id), and the
+        lowest cosine among them, or None when they are all the rows."""
+        if limit >= len(self.cosines):
+            chosen = np.arange(len(self.cosines))
+            last = None
+        else:
+            chosen = np.argpartition(-self.cosines, limit - 1)[:limit]
+            last = float(self.cosines[chosen].min())
+        out = []
+        for owner, row in zip(self.owners[chosen].tolist(), self.rows[chosen].tolist(),
+                              strict=True):
+            m = self.matrices[owner]
+            out.append((m.publication, int(m.ords[row]), m.collection, m.record_ids[row]))
+        return out, last
 
 
 def _rows(found: Iterable[Any]) -> list[Row]:

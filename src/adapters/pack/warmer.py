@@ -1,6 +1,7 @@
 """Keeps the corpus cache warm: loads every current usable index (``agent_collections``) that
-the cache lacks, at start and after each publication, so the first pack after a publication
-does not pay for reading and laying out the index."""
+the cache lacks, and its vector matrix, at start and after each publication, so the first pack
+after a publication does not pay for reading and laying out the index; drops the matrices of
+indexes no longer current."""
 
 from __future__ import annotations
 
@@ -10,14 +11,17 @@ import threading
 import time
 
 from context_service.adapters.pack.corpus import CorpusLoader
+from context_service.adapters.pack.vector_matrix import VectorMatrices
 from context_service.domain.pack.model import CollectionAt
 
 log = logging.getLogger(__name__)
 
 
 class CorpusWarmer:
-    def __init__(self, loader: CorpusLoader, interval: float = 2.0) -> None:
+    def __init__(self, loader: CorpusLoader, interval: float = 2.0,
+                 matrices: VectorMatrices | None = None) -> None:
         self.loader = loader
+        self.matrices = matrices
         self.interval = interval
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -33,15 +37,23 @@ class CorpusWarmer:
                                  publication=r["publication"]) for r in cur.fetchall()]
 
     def warm(self) -> int:
-        """Load the current indexes not cached yet, newest first, while the cache has room;
-        return how many were loaded."""
+        """Load the current indexes not cached yet, newest first, while the cache has room
+        (and their matrices, while that cache has room); return how many indexes were
+        loaded."""
         loaded = 0
-        for collection in self.current():
+        current = self.current()
+        if self.matrices is not None:
+            self.matrices.retain(c.publication for c in current)
+        for collection in current:
             if self._stop.is_set() or not self.loader.has_room():
                 break
             if not self.loader.holds(collection.publication):
                 self.loader.cached(collection)
                 loaded += 1
+            matrices = self.matrices
+            if (matrices is not None and matrices.has_room()
+                    and matrices.get(collection.publication) is None):
+                matrices.load(collection.publication)
         return loaded
 
     def start(self) -> CorpusWarmer:

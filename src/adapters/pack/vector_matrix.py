@@ -1,0 +1,127 @@
+"""The current indexes' vectors held in-process, one float32 matrix per publication (read once
+from ``agent_passages`` by the corpus warmer). A vector scan takes its candidates from one
+matrix-vector product per index instead of PostgreSQL reading every row, and still has
+pgvector compute the exact cosine of each candidate (``vector_scan``)."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+from eventsourcing.postgres import PostgresDatastore
+
+DIM = 256
+# |cosine from the matrix - pgvector's cosine| for vectors of 256 dimensions: a float32 sum of
+# n products is off by at most n·2^-24·Σ|a_i·b_i| <= 1.53e-5·|a|·|b| whatever the order of the
+# additions. pgvector makes three such sums (a·b, a·a, b·b: at most ~3.1e-5 on the cosine), the
+# matrix one (a·b; its norms are float64): at most ~4.6e-5 together. 1e-4 is twice that.
+MATRIX_BOUND = 1e-4
+
+Floats = np.ndarray[Any, np.dtype[np.float64]]
+
+
+class Matrix:
+    """One index's embedded passages: ``ords`` (their ``ord``), their collection and record
+    ids, the vectors as rows, their norms, and each row's document as a code into
+    ``documents``."""
+
+    __slots__ = ("codes", "collection", "documents", "norms", "ords", "publication",
+                 "record_ids", "rows")
+
+    def __init__(self, publication: int, collection: str, ords: list[int],
+                 record_ids: list[str], documents: list[bytes], vectors: bytes) -> None:
+        self.publication = publication
+        self.collection = collection
+        self.record_ids = record_ids
+        self.ords = np.asarray(ords, dtype=np.int32)
+        self.rows = np.frombuffer(vectors, dtype=">f4").astype(np.float32).reshape(-1, DIM)
+        self.norms = np.sqrt(np.einsum("ij,ij->i", self.rows, self.rows, dtype=np.float64))
+        names, codes = np.unique(np.asarray(documents, dtype=object), return_inverse=True)
+        self.documents: list[str] = [bytes(d).decode("utf-8", "surrogatepass") for d in names]
+        self.codes = codes.astype(np.int32)
+
+    def __len__(self) -> int:
+        return len(self.ords)
+
+    def cosines(self, task: np.ndarray[Any, np.dtype[np.float32]], task_norm: float) -> Floats:
+        """Every row's cosine with ``task``, within ``MATRIX_BOUND`` of pgvector's; a row of
+        norm 0 (pgvector: not a number, ordered last) gets -inf."""
+        dots = (self.rows @ task).astype(np.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cosines: Floats = dots / (self.norms * task_norm)
+        cosines[~np.isfinite(cosines)] = -np.inf
+        return cosines
+
+    def eligible(self, documents: frozenset[str]) -> np.ndarray[Any, np.dtype[np.intp]]:
+        """The rows whose document is one of ``documents``."""
+        wanted = [i for i, name in enumerate(self.documents) if name in documents]
+        return np.flatnonzero(np.isin(self.codes, np.asarray(wanted, dtype=np.int32)))
+
+
+def read_matrix(cur: Any, publication: int) -> Matrix:
+    cur.execute("SELECT ord, collection, record_id, document_id, embedding FROM agent_passages"
+                " WHERE publication = %s AND embedding IS NOT NULL ORDER BY ord",
+                (publication,), binary=True)
+    ords: list[int] = []
+    record_ids: list[str] = []
+    documents: list[bytes] = []
+    vectors: list[bytes] = []
+    collection = ""
+    for row in cur.fetchall():
+        collection = row["collection"]
+        ords.append(row["ord"])
+        record_ids.append(bytes(row["record_id"]).decode("utf-8", "surrogatepass"))
+        documents.append(bytes(row["document_id"]))
+        vectors.append(bytes(row["embedding"])[4:])  # pgvector's binary form: after the header
+    return Matrix(publication, collection, ords, record_ids, documents, b"".join(vectors))
+
+
+class VectorMatrices:
+    """The matrices of current indexes, least recently used first out past a row bound."""
+
+    def __init__(self, datastore: PostgresDatastore, max_rows: int = 200_000) -> None:
+        self.datastore = datastore
+        self.max_rows = max_rows
+        self._cache: OrderedDict[int, Matrix] = OrderedDict()
+        self._rows = 0
+        self._lock = threading.Lock()
+
+    def get(self, publication: int) -> Matrix | None:
+        with self._lock:
+            found = self._cache.get(publication)
+            if found is not None:
+                self._cache.move_to_end(publication)
+            return found
+
+    def has_room(self) -> bool:
+        with self._lock:
+            return self._rows < self.max_rows
+
+    def load(self, publication: int) -> Matrix | None:
+        """Read the matrix of an index if it is current (its rows are written in one
+        transaction with its ``agent_collections`` row, so a current index is read whole)."""
+        with self.datastore.transaction(commit=False) as cur:
+            cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            cur.execute("SELECT 1 FROM agent_collections WHERE publication = %s",
+                        (publication,))
+            if cur.fetchone() is None:
+                return None
+            matrix = read_matrix(cur, publication)
+        with self._lock:
+            if publication not in self._cache:
+                self._cache[publication] = matrix
+                self._rows += len(matrix)
+                while self._rows > self.max_rows and len(self._cache) > 1:
+                    _, evicted = self._cache.popitem(last=False)
+                    self._rows -= len(evicted)
+            return self._cache[publication]
+
+    def retain(self, publications: Iterable[int]) -> None:
+        """Drop the matrices of indexes no longer current."""
+        keep = set(publications)
+        with self._lock:
+            for publication in [p for p in self._cache if p not in keep]:
+                self._rows -= len(self._cache.pop(publication))
