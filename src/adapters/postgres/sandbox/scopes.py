@@ -1,6 +1,6 @@
 """Scope rows of template runs (spec 11.5), recorded on the service's login and bound to the
-backend of the restricted session that runs them: one statement records a run's row (deleting
-expired ones with it), one deletes the rows of a session before it serves anything else.
+backend of the restricted session that runs them: one statement records a run's row, one
+deletes the rows of a session (and every expired row) before it serves anything else.
 
 Each is a single autocommit statement with ``synchronous_commit = off``: a committed row is
 visible to the restricted sessions at once; only its durability across a crash is deferred, and
@@ -18,10 +18,10 @@ import psycopg
 from psycopg_pool import ConnectionPool
 
 SCOPE_GRACE_MS = 5000
-_RECORD = ("WITH expired AS (DELETE FROM agent_data.scopes WHERE expires_at < now())"
-           " INSERT INTO agent_data.scopes (token, namespace, collections, expires_at,"
+_RECORD = ("INSERT INTO agent_data.scopes (token, namespace, collections, expires_at,"
            " backend_pid) VALUES (%s, %s, %s, now() + make_interval(secs => %s), %s)")
-_RELEASE = "DELETE FROM agent_data.scopes WHERE backend_pid = %s"
+# the return step's: this backend's rows, and any expired row (one whose deletion failed)
+_RELEASE = "DELETE FROM agent_data.scopes WHERE backend_pid = %s OR expires_at < now()"
 # Safe with several service processes on one database: an expired row opens nothing, and a row
 # whose backend has ended can never match a session again (only a later backend that reused the
 # pid could, which is what deleting it prevents). A live process's live rows are kept.

@@ -82,6 +82,10 @@ class TemplateSandbox:
             if pool is not None:
                 pool.close()
 
+    def settle(self, timeout_s: float = 5.0) -> bool:
+        """Wait until the return steps under way have finished (benchmarks and tests)."""
+        return self._sessions is None or self._sessions.settle(timeout_s)
+
     def _connect(self) -> psycopg.Connection[Any]:
         # ``prepare=True`` below needs psycopg's preparing: ``PREPARE ... AS <statement>`` goes
         # through Parse, which refuses more than one statement

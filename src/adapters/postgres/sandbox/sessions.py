@@ -104,8 +104,13 @@ class Sessions:
             self._pool.putconn(conn)
             self._returned_one()
 
+    def settle(self, timeout_s: float = DRAIN_TIMEOUT_S) -> bool:
+        """Wait until every session taken has been through its return step; whether they
+        all have."""
+        with self._returned:
+            return self._returned.wait_for(lambda: self._out <= 0, timeout_s)
+
     def close(self, timeout_s: float = DRAIN_TIMEOUT_S) -> None:
         """Wait for the return steps under way (so their rows are deleted), then close."""
-        with self._returned:
-            self._returned.wait_for(lambda: self._out <= 0, timeout_s)
+        self.settle(timeout_s)
         self._pool.close()
