@@ -26,7 +26,7 @@ from psycopg_pool import PoolTimeout
 
 from context_service.adapters.postgres.sandbox.plan import plan_problem
 from context_service.adapters.postgres.sandbox.scopes import Scopes
-from context_service.adapters.postgres.sandbox.sessions import Sessions
+from context_service.adapters.postgres.sandbox.sessions import DRAIN_TIMEOUT_S, Sessions
 from context_service.adapters.postgres.sandbox.values import (
     bound,
     declared,
@@ -75,14 +75,16 @@ class TemplateSandbox:
         self._types: dict[tuple[int, int], str] = {}
         self._watchdog = Watchdog()
 
-    def close(self) -> None:
-        # the sessions first (their pending return steps delete their rows), then any row this
-        # process recorded and did not delete: a clean stop leaves no scope row behind
-        for pool in (self._sessions, self._scopes):
-            if pool is not None:
-                pool.close()
+    def close(self, drain_s: float = DRAIN_TIMEOUT_S) -> None:
+        # the sessions first (their pending return steps delete their rows, for up to
+        # ``drain_s``), then any row this process recorded and did not delete: a clean stop
+        # leaves no scope row behind
+        if self._sessions is not None:
+            self._sessions.close(drain_s)
+        if self._scopes is not None:
+            self._scopes.close()
 
-    def settle(self, timeout_s: float = 5.0) -> bool:
+    def settle(self, timeout_s: float = DRAIN_TIMEOUT_S) -> bool:
         """Wait until the return steps under way have finished (benchmarks and tests)."""
         return self._sessions is None or self._sessions.settle(timeout_s)
 

@@ -113,4 +113,4 @@ class Sessions:
     def close(self, timeout_s: float = DRAIN_TIMEOUT_S) -> None:
         """Wait for the return steps under way (so their rows are deleted), then close."""
         self.settle(timeout_s)
-        self._pool.close()
+        self._pool.close(timeout=timeout_s)  # a worker stuck in a return step is not waited for
