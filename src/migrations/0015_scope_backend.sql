@@ -7,7 +7,8 @@ ALTER TABLE agent_data.scopes ADD COLUMN IF NOT EXISTS backend_pid integer;
 ALTER TABLE agent_data.scopes DROP CONSTRAINT IF EXISTS scopes_backend_pid_given;
 ALTER TABLE agent_data.scopes ADD CONSTRAINT scopes_backend_pid_given
     CHECK (backend_pid IS NOT NULL) NOT VALID;
-CREATE INDEX IF NOT EXISTS agent_data_scopes_backend ON agent_data.scopes (backend_pid);
+-- no index on the pid: the return step's delete scans a table of a few live rows, and an index
+-- would cost every run's insert
 
 -- The same view (the four agent views bind its OID, so they follow), with the pid. Functions are
 -- schema-qualified: a view binds function OIDs when it is created, so nothing a template's
