@@ -52,6 +52,7 @@ def test_a_reused_session_shows_the_next_run_only_its_own_scope(
     assert first["pid"] == second["pid"]  # the pool did hand the same session back
     assert len(first["scope"]) == len(second["scope"]) == 43
     assert first["scope"] != second["scope"]
+    assert container.sandbox.settle()  # the return steps run after the answers
     with container.datastore.transaction(commit=False) as cur:
         cur.execute("SELECT count(*) AS n FROM agent_data.scopes")
         assert cur.fetchone()["n"] == 0  # every run's scope row is deleted after it

@@ -46,7 +46,7 @@ def catalog_problem(cur: Any, role: str, service_login: str) -> str | None:
         " SELECT 1 FROM pg_database WHERE datdba = %(r)s::regrole LIMIT 1", {"r": role})
     if cur.fetchone() is not None:
         return f"login {role} owns objects"
-    return _privilege_problem(cur, role)
+    return _privilege_problem(cur, role) or _scope_problem(cur)
 
 
 def _privilege_problem(cur: Any, role: str) -> str | None:
@@ -119,4 +119,28 @@ def session_problem(conninfo: str, role: str) -> str | None:
                     return f"setting {setting} of login {role} must be {expected}"
     except psycopg.Error as exc:
         return f"login {role} cannot connect ({type(exc).__name__})"
+    return None
+
+
+# every view of schema agent reads through the scope of the session, and that scope needs the
+# session's own backend (0015): a token shown by a run opens nothing on another session
+_UNSCOPED = ("SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+             " WHERE n.nspname = 'agent' AND NOT (c.relkind = 'v' AND EXISTS ("
+             "  SELECT FROM pg_rewrite r JOIN pg_depend d ON d.objid = r.oid"
+             "   AND d.classid = 'pg_rewrite'::regclass"
+             "  WHERE r.ev_class = c.oid"
+             "   AND d.refobjid = 'agent_data.run_collections'::regclass))"
+             " ORDER BY 1 LIMIT 1")
+_BOUND = ("SELECT pg_get_viewdef('agent_data.run_collections'::regclass) ~"
+          " 'backend_pid = pg_backend_pid\\(\\)' AS bound")
+
+
+def _scope_problem(cur: Any) -> str | None:
+    cur.execute(_UNSCOPED)
+    unscoped = cur.fetchone()
+    if unscoped is not None:
+        return f"agent.{unscoped['relname']} does not read through agent_data.run_collections"
+    cur.execute(_BOUND)
+    if not cur.fetchone()["bound"]:
+        return "agent_data.run_collections does not bind the scope to the session's backend"
     return None

@@ -1,12 +1,13 @@
 """Sessions of the restricted login (spec 11.2 check 9, 11.5): the registration check and runs.
 
-Each run: a pooled session (waiting for one counts against the timeout), a scope row recorded on
-the service's login, then one pipeline: ``BEGIN READ ONLY``, ``SET LOCAL statement_timeout``,
-the scope token set with ``set_config`` (bound), the statement declared as a cursor with its
-values bound as the declared types, ``FETCH maxRows + 1``, ``ROLLBACK``. A client-side cancel
-fires at ``timeoutMs + 1000``. The session goes back to the pool only after a clean rollback;
-a run that failed, timed out or was cancelled closes it. Statement text always goes through the
-extended protocol, which refuses more than one statement.
+Each run: a pooled session (waiting for one counts against the timeout), a scope row bound to
+that session's backend recorded on the service's login, then one pipeline: ``BEGIN READ ONLY``,
+the statement timeout and the scope token set with ``set_config`` (bound), the statement
+declared as a cursor with its values bound as the declared types, ``FETCH maxRows + 1``,
+``ROLLBACK``. A client-side cancel fires at ``timeoutMs + 1000``. The answer goes out then; the
+scope row is deleted and the session reset in its return step (``sessions.py``) before any other
+run can have it; a run that failed, timed out or was cancelled closes it. Statement text always
+goes through the extended protocol, which refuses more than one statement.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from psycopg_pool import PoolTimeout
 
 from context_service.adapters.postgres.sandbox.plan import plan_problem
 from context_service.adapters.postgres.sandbox.scopes import Scopes
-from context_service.adapters.postgres.sandbox.sessions import Sessions
+from context_service.adapters.postgres.sandbox.sessions import DRAIN_TIMEOUT_S, Sessions
 from context_service.adapters.postgres.sandbox.values import (
     bound,
     declared,
@@ -74,10 +75,18 @@ class TemplateSandbox:
         self._types: dict[tuple[int, int], str] = {}
         self._watchdog = Watchdog()
 
-    def close(self) -> None:
-        for pool in (self._sessions, self._scopes):
-            if pool is not None:
-                pool.close()
+    def close(self, drain_s: float = DRAIN_TIMEOUT_S) -> None:
+        # the sessions first (their pending return steps delete their rows, for up to
+        # ``drain_s``), then any row this process recorded and did not delete: a clean stop
+        # leaves no scope row behind
+        if self._sessions is not None:
+            self._sessions.close(drain_s)
+        if self._scopes is not None:
+            self._scopes.close()
+
+    def settle(self, timeout_s: float = DRAIN_TIMEOUT_S) -> bool:
+        """Wait until the return steps under way have finished (benchmarks and tests)."""
+        return self._sessions is None or self._sessions.settle(timeout_s)
 
     def _connect(self) -> psycopg.Connection[Any]:
         # ``prepare=True`` below needs psycopg's preparing: ``PREPARE ... AS <statement>`` goes
@@ -125,14 +134,14 @@ class TemplateSandbox:
             if remaining < 1:
                 clean = True
                 return RunResult("timeout", sqlstate=TIMEOUT)
-            token = self._scopes.record(namespace, collections, timeout_ms)
-            try:
-                result, clean = self._execute(
-                    conn, statement, parameters, values, token, remaining, max_rows,
-                    started + (timeout_ms + CANCEL_GRACE_MS) / 1000)
-                return result
-            finally:
-                self._scopes.delete(token)
+            # bound to this session's backend: the token opens nothing on any other session,
+            # and the return step deletes the row before this one serves another run
+            token = self._scopes.record(namespace, collections, timeout_ms,
+                                        conn.info.backend_pid)
+            result, clean = self._execute(
+                conn, statement, parameters, values, token, remaining, max_rows,
+                started + (timeout_ms + CANCEL_GRACE_MS) / 1000)
+            return result
         finally:
             self._sessions.give_back(conn, clean)
 
@@ -140,7 +149,6 @@ class TemplateSandbox:
                  parameters: tuple[Parameter, ...], values: Sequence[Any], token: str,
                  remaining_ms: int, max_rows: int, deadline: float) -> tuple[RunResult, bool]:
         """The run's pipeline on ``conn``; the result and whether the session is clean."""
-        assert self._sessions is not None
         cancelled = threading.Event()
 
         def cancel() -> None:
@@ -154,20 +162,19 @@ class TemplateSandbox:
             # no more than the maxRows + 1 rows fetched, and its description comes with them
             with conn.pipeline():
                 conn.execute("BEGIN READ ONLY")
-                conn.execute(f"SET LOCAL statement_timeout = {int(remaining_ms)}")
-                conn.execute("SELECT set_config('cs.agent_scope', $1, true)", [token])
+                conn.execute("SELECT set_config('statement_timeout', $1, true),"
+                             " set_config('cs.agent_scope', $2, true)",
+                             [str(int(remaining_ms)), token])
                 conn.execute(_DECLARE + statement.encode(), bound(parameters, values))
                 fetch.execute(f"FETCH FORWARD {int(max_rows) + 1} FROM cs_run")
                 conn.execute("ROLLBACK")
-                state = self._sessions.reset(conn)
             if cancelled.is_set():
                 return RunResult("timeout", sqlstate=TIMEOUT), False
             result = fetch.pgresult
             oids = [result.ftype(i) for i in range(result.nfields)] if result else []
             rows = json_rows(fetch.fetchall(), oids)
             columns = self._columns(fetch)
-            clean = self._sessions.is_clean(conn, state)
-            return RunResult("ok", columns, rows[:max_rows], len(rows) > max_rows), clean
+            return RunResult("ok", columns, rows[:max_rows], len(rows) > max_rows), True
         except psycopg.Error as exc:
             if cancelled.is_set() or exc.sqlstate == TIMEOUT:
                 return RunResult("timeout", sqlstate=TIMEOUT), False

@@ -55,6 +55,13 @@ def open_sandbox(datastore: PostgresDatastore, service_url: str, query_url: str,
                   extra={"login": role, "point": problem})
         return TemplateSandbox(datastore, conninfo, problem)
     log.info("query template sandbox checked", extra={"login": role})
-    # runs take pre-opened sessions; scope rows go through their own autocommit sessions
-    return TemplateSandbox(datastore, conninfo, None, Sessions(conninfo, role, slots),
-                           Scopes(service_url, slots))
+    # runs take pre-opened sessions; scope rows go through their own autocommit sessions, and a
+    # session's return step deletes the rows bound to it before it serves another run
+    scopes = Scopes(service_url, slots)
+    try:
+        scopes.clear_dead()  # left by a stop that could not drain, or by a crash
+    except Exception as exc:  # they match nothing anyway; the first run's record retries
+        log.warning("query template sandbox: dead scope rows not cleared",
+                    extra={"error": type(exc).__name__})
+    return TemplateSandbox(datastore, conninfo, None,
+                           Sessions(conninfo, role, slots, scopes.release), scopes)
