@@ -16,6 +16,7 @@ from typing import Any
 
 from eventsourcing.postgres import PostgresDatastore, PostgresTrackingRecorder
 from litestar import Litestar
+from threadpoolctl import threadpool_limits
 
 from context_service.adapters.embedding.wordllama_model import TextFeaturesModel, load
 from context_service.adapters.eventstore.access import CredentialApplication, WorkspaceApplication
@@ -407,6 +408,9 @@ def pack_ports(container: Container, warm: bool = False) -> PackPorts:
         # a pack's walk allocates thousands of short-lived objects; at the default threshold
         # of 700 they set off collections whose full passes cost 20-30 ms each (measured)
         gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
+        # one BLAS thread: requests run side by side, and a matrix product spread over both
+        # cores spins against them (hybrid p95 on 2 busy cores: 100 ms with one, 520 with two)
+        threadpool_limits(limits=1, user_api="blas")
     retrieval = FastRetrieval(loader, container.datastore,
                               lambda text: embedder.embedder.embed(text), matrices=matrices)
     container.closers.append(retrieval.close)

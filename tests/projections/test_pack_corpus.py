@@ -8,6 +8,7 @@ import random
 
 import numpy as np
 import pytest
+from threadpoolctl import threadpool_info
 
 from context_service.adapters.embedding.wordllama_model import load
 from context_service.adapters.pack.corpus import CorpusLoader
@@ -255,3 +256,9 @@ def test_the_warmer_freezes_corpora_whoever_loaded_them(
     assert frozen == [4]  # the warmer loaded nothing, yet froze what the pack loaded
     warmer.step()
     assert frozen == [4]  # nothing new: no freeze
+
+
+def test_the_serving_packs_keep_matrix_products_on_one_thread(container: Container) -> None:
+    pack_ports(container, warm=True)
+    blas = [pool for pool in threadpool_info() if pool["user_api"] == "blas"]
+    assert blas and all(pool["num_threads"] == 1 for pool in blas)
