@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import logging
 import random
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -87,6 +88,17 @@ def seeded(url: str, data: Any) -> float:
         container.close()
 
 
+def cache_complete(client: httpx.Client, limit_s: float = 600.0) -> float:
+    """Wait until the service says every current index is held whole (corpus and vectors):
+    packs are timed at full speed, not while the warmer still reads. Seconds waited."""
+    started = time.monotonic()
+    while time.monotonic() - started < limit_s:
+        if re.search(r"^cs_pack_cache_complete 1(\.0)?$", client.get("/metrics").text, re.M):
+            return time.monotonic() - started
+        time.sleep(0.5)
+    raise SystemExit("the pack caches did not complete in time")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=100_000)
@@ -121,6 +133,8 @@ def main() -> None:
                                    headers={"X-Context-Subject": OWNER.key})
 
             timed(pack("hybrid"), tasks[:10])  # warm: the corpus loads once per publication
+            warmed = cache_complete(client)
+            print(f"pack caches complete after {warmed:.1f}s more", flush=True)
             hybrid = timed(pack("hybrid"), tasks, "hybrid")
             lexical = timed(pack("lexical"), tasks, "lexical")
             timed(query, tasks[:10])

@@ -194,6 +194,9 @@ class Container:
     sandbox: TemplateSandbox
     runners: dict[str, ProjectionRunner] = field(default_factory=dict)
     started: list[Any] = field(default_factory=list)
+    # scrape-time gauges of parts that are not workers (the pack caches)
+    gauge_sources: list[Callable[[], list[tuple[str, str, dict[str, str], float]]]] = field(
+        default_factory=list)
     cluster: Cluster | None = None
     closers: list[Callable[[], None]] = field(default_factory=list)
     # stop functions of the embedded servers this process started, by SERVER_ORDER name
@@ -241,6 +244,8 @@ class Container:
                         {"projection": view}, head - position))
         for worker in self.started:
             out.extend(getattr(worker, "gauges", list)())
+        for source in self.gauge_sources:
+            out.extend(source())
         return out
 
     def start_workers(self, names: tuple[str, ...] | None = None) -> None:
@@ -405,6 +410,7 @@ def pack_ports(container: Container, warm: bool = False) -> PackPorts:
     if warm:
         warmer = CorpusWarmer(loader, matrices=matrices).start()
         container.closers.append(warmer.stop)
+        container.gauge_sources.append(warmer.gauges)
         # a pack's walk allocates thousands of short-lived objects; at the default threshold
         # of 700 they set off collections whose full passes cost 20-30 ms each (measured)
         gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])

@@ -12,6 +12,7 @@ from threadpoolctl import threadpool_info
 
 from context_service.adapters.embedding.wordllama_model import load
 from context_service.adapters.pack.corpus import CorpusLoader
+from context_service.adapters.pack.vector_matrix import VectorMatrices
 from context_service.adapters.pack.warmer import CorpusWarmer
 from context_service.bootstrap import Container, pack_ports
 from context_service.domain.context import commands as c
@@ -262,3 +263,28 @@ def test_the_serving_packs_keep_matrix_products_on_one_thread(container: Contain
     pack_ports(container, warm=True)
     blas = [pool for pool in threadpool_info() if pool["user_api"] == "blas"]
     assert blas and all(pool["num_threads"] == 1 for pool in blas)
+
+
+def test_the_warmer_reads_the_vectors_and_says_when_the_caches_are_complete(
+        container: Container) -> None:
+    generated_corpus(container, 2)
+    ports = pack_ports(container)
+    loader = ports.corpus
+    assert isinstance(loader, CorpusLoader)
+    matrices = VectorMatrices(container.datastore)
+    warmer = CorpusWarmer(loader, matrices=matrices)
+    gauges = {name: value for name, _, _, value in warmer.gauges()}
+    assert gauges["cs_pack_cache_complete"] == 0 and gauges["cs_pack_matrix_rows"] == 0
+    warmer.warm()
+    with container.datastore.transaction(commit=False) as cur:
+        cur.execute("SELECT count(*) AS n FROM agent_passages WHERE embedding IS NOT NULL")
+        embedded = cur.fetchone()["n"]
+    gauges = {name: value for name, _, _, value in warmer.gauges()}
+    assert gauges == {"cs_pack_corpus_passages": loader.passages(),
+                      "cs_pack_matrix_rows": embedded, "cs_pack_matrix_indexes": 4,
+                      "cs_pack_cache_complete": 1}
+    assert embedded > 0 and loader.passages() >= embedded
+    matrices.retain([])  # e.g. a matrix evicted: no longer complete at the next pass
+    matrices.max_rows = 0
+    warmer.warm()
+    assert dict((n, v) for n, _, _, v in warmer.gauges())["cs_pack_cache_complete"] == 0

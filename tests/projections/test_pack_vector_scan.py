@@ -118,11 +118,14 @@ def test_a_list_asked_for_after_close_is_computed_in_line(container: Container) 
     assert retrieval.vector_soon(QUERIES[0], corpus, None).result() == expected
 
 
+@pytest.mark.parametrize("held", [False, True], ids=["postgresql", "matrices"])
 @pytest.mark.parametrize("first_rows", [3, 40])
 def test_a_scan_fetches_more_until_nothing_left_out_can_count(
-        container: Container, monkeypatch: pytest.MonkeyPatch, first_rows: int) -> None:
+        container: Container, monkeypatch: pytest.MonkeyPatch, first_rows: int,
+        held: bool) -> None:
     corpus = _corpus(container)
-    retrieval = _fast(container)
+    retrieval = _held(container)[0] if held else _fast(container)
+    counted = _Counted(monkeypatch)
     monkeypatch.setattr(scan, "FIRST_ROWS", first_rows)  # 3: every list takes several rounds
     for query in QUERIES:
         assert retrieval.vector(query, corpus, None) == _exact(container, query, corpus)
@@ -130,6 +133,8 @@ def test_a_scan_fetches_more_until_nothing_left_out_can_count(
     assert retrieval.vector(QUERIES[0], corpus, eligible) == [
         s for s in _exact(container, QUERIES[0], corpus, 10**6)
         if corpus[s.collection].document_of[s.record_id] in eligible][:200]
+    # from the matrices, several rounds each; from PostgreSQL, never
+    assert counted.calls > len(QUERIES) + 1 if held else counted.calls == 0
 
 
 def test_every_current_vector_has_its_half_precision_copy(container: Container) -> None:
@@ -158,22 +163,6 @@ def test_candidates_from_the_matrices_give_the_exact_scan(
             assert got == _exact(container, query, corpus)
             assert retrieval.vector_soon(query, corpus, None).result() == got
     assert counted.calls == 3 * len(QUERIES) * 2
-
-
-@pytest.mark.parametrize("first_rows", [3, 40])
-def test_the_matrices_fetch_more_until_nothing_left_out_can_count(
-        container: Container, monkeypatch: pytest.MonkeyPatch, first_rows: int) -> None:
-    corpus = _corpus(container)
-    retrieval, _ = _held(container)
-    counted = _Counted(monkeypatch)
-    monkeypatch.setattr(scan, "FIRST_ROWS", first_rows)
-    for query in QUERIES:
-        assert retrieval.vector(query, corpus, None) == _exact(container, query, corpus)
-    eligible = frozenset(list(next(iter(corpus.values())).documents)[:5])
-    assert retrieval.vector(QUERIES[0], corpus, eligible) == [
-        s for s in _exact(container, QUERIES[0], corpus, 10**6)
-        if corpus[s.collection].document_of[s.record_id] in eligible][:200]
-    assert counted.calls > len(QUERIES) + 1  # several rounds each
 
 
 def test_the_matrix_cosines_are_within_the_bound_of_pgvectors(container: Container) -> None:

@@ -51,6 +51,10 @@ class CorpusLoader:
         with self._lock:
             return self._records < self.max_records
 
+    def passages(self) -> int:
+        with self._lock:
+            return self._records
+
     def corpus(self, collections: Sequence[CollectionAt]) -> Corpus:
         return {c.name: self.cached(c).corpus for c in collections if c.usable}
 

@@ -100,6 +100,11 @@ class VectorMatrices:
         with self._lock:
             return self._rows < self.max_rows
 
+    def held(self) -> tuple[int, int]:
+        """How many indexes and rows are held."""
+        with self._lock:
+            return len(self._cache), self._rows
+
     def load(self, publication: int) -> Matrix | None:
         """Read the matrix of an index if it is current (its rows are written in one
         transaction with its ``agent_collections`` row, so a current index is read whole)."""

@@ -26,6 +26,7 @@ class CorpusWarmer:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._frozen_at = 0  # the loader's loads when objects were last frozen
+        self.complete = False  # at the last pass, every current index was held whole
 
     def current(self) -> list[CollectionAt]:
         with self.loader.datastore.transaction(commit=False) as cur:
@@ -54,7 +55,23 @@ class CorpusWarmer:
             if (matrices is not None and matrices.has_room()
                     and matrices.get(collection.publication) is None):
                 matrices.load(collection.publication)
+        self.complete = all(
+            self.loader.holds(c.publication)
+            and (self.matrices is None or self.matrices.get(c.publication) is not None)
+            for c in current)
         return loaded
+
+    def gauges(self) -> list[tuple[str, str, dict[str, str], float]]:
+        """What the pack caches hold (scrape-time gauges)."""
+        held = self.matrices.held() if self.matrices is not None else (0, 0)
+        return [
+            ("cs_pack_corpus_passages", "Passages of the indexes the corpus cache holds.", {},
+             self.loader.passages()),
+            ("cs_pack_matrix_rows", "Vectors the in-process matrices hold.", {}, held[1]),
+            ("cs_pack_matrix_indexes", "Indexes whose vectors the matrices hold.", {},
+             held[0]),
+            ("cs_pack_cache_complete", "1 when the last warming pass found every current index"
+             " held whole (corpus and vectors), else 0.", {}, 1 if self.complete else 0)]
 
     def start(self) -> CorpusWarmer:
         self._thread = threading.Thread(target=self._run, name="corpus-warmer", daemon=True)
