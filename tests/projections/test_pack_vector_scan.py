@@ -11,7 +11,6 @@ import random
 import numpy as np
 import pytest
 
-from context_service.adapters.pack import retrieval as scan
 from context_service.adapters.pack import vector_scan
 from context_service.adapters.pack.corpus import CorpusLoader
 from context_service.adapters.pack.retrieval import FastRetrieval
@@ -126,7 +125,7 @@ def test_a_scan_fetches_more_until_nothing_left_out_can_count(
     corpus = _corpus(container)
     retrieval = _held(container)[0] if held else _fast(container)
     counted = _Counted(monkeypatch)
-    monkeypatch.setattr(scan, "FIRST_ROWS", first_rows)  # 3: every list takes several rounds
+    monkeypatch.setattr(vector_scan, "FIRST_ROWS", first_rows)  # 3: several rounds each
     for query in QUERIES:
         assert retrieval.vector(query, corpus, None) == _exact(container, query, corpus)
     eligible = frozenset(list(next(iter(corpus.values())).documents)[:5])
@@ -162,7 +161,7 @@ def test_candidates_from_the_matrices_give_the_exact_scan(
             got = retrieval.vector(query, corpus, None)
             assert got == _exact(container, query, corpus)
             assert retrieval.vector_soon(query, corpus, None).result() == got
-    assert counted.calls == 3 * len(QUERIES) * 2
+    assert counted.calls == 3 * len(QUERIES) * 2  # one round each: the first rows were enough
 
 
 def test_the_matrix_cosines_are_within_the_bound_of_pgvectors(container: Container) -> None:

@@ -18,7 +18,6 @@ from context_service.adapters.pack.lexical import bm25
 from context_service.adapters.pack.ranking import LIST_LIMIT, ranked
 from context_service.adapters.pack.vector_matrix import VectorMatrices
 from context_service.adapters.pack.vector_scan import (
-    FIRST_ROWS,
     MIN_COSINE_MICROS,
     Fetched,
     VectorScan,
@@ -86,7 +85,7 @@ class FastRetrieval:
         with self.datastore.transaction(commit=False) as cur:
             cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             scan = VectorScan(cur, list(task), corpus, eligible, self.matrices)
-            limit = FIRST_ROWS
+            limit = scan.first_rows()
             while True:
                 fetched: Fetched = scan.fetch(limit)
                 if not short([fetched]):

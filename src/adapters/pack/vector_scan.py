@@ -82,10 +82,20 @@ class VectorScan:
             return self._prefiltered(limit)
         return self._exact(limit)
 
-    def _from_matrices(self, limit: int) -> Fetched:
+    def first_rows(self) -> int:
+        """How many rows to fetch first: ``FIRST_ROWS``, or fewer when the matrices show the
+        list needs fewer."""
+        if not self.matrices:
+            return FIRST_ROWS
+        return min(FIRST_ROWS, self._scored().enough())
+
+    def _scored(self) -> Candidates:
         if self._candidates is None:
             self._candidates = Candidates(self.matrices, self.vector, self.eligible)
-        best, last = self._candidates.best(limit)
+        return self._candidates
+
+    def _from_matrices(self, limit: int) -> Fetched:
+        best, left_out = self._scored().best(limit)
         if not best:
             return Fetched([], NONE_LEFT)
         # only the distances come back: the rows' ids are the matrices'
@@ -99,7 +109,7 @@ class VectorScan:
         distances = [float(r["distance"]) for r in self.cur.fetchall()]
         assert len(distances) == len(best), "a current index lost rows in a snapshot"
         rows = [(1.0 - d, b[2], b[3]) for d, b in zip(distances, best, strict=True)]
-        return Fetched(rows, NONE_LEFT if last is None else last + MATRIX_BOUND)
+        return Fetched(rows, NONE_LEFT if left_out is None else left_out + MATRIX_BOUND)
 
     def _rescored(self, publications: list[int], ords: list[int]) -> list[Row]:
         """The exact cosines of the candidates ``(publication, ord)``."""
@@ -181,21 +191,32 @@ class Candidates:
         self.owners = np.concatenate(owners)
         self.rows = np.concatenate(rows)
 
+    def enough(self) -> int:
+        """How many of the best rows the list needs, at most: every row whose cosine is within
+        two bounds (and rounding) of the 200th best's, or of 0.25 when that is higher."""
+        n = len(self.cosines)
+        if n <= LIST_LIMIT:
+            return n
+        best_200th = float(np.partition(self.cosines, n - LIST_LIMIT)[n - LIST_LIMIT])
+        floor = max(best_200th - MATRIX_BOUND, MIN_COSINE_MICROS / SCALE) - 5e-7
+        return max(1, int(np.count_nonzero(self.cosines >= floor - MATRIX_BOUND - 2e-6)))
+
     def best(self, limit: int) -> tuple[list[tuple[int, int, str, str]], float | None]:
         """The best ``limit`` rows as (publication, ord, collection, record id), and the
-        lowest cosine among them, or None when they are all the rows."""
+        highest cosine among the rows left out, or None when none are."""
         if limit >= len(self.cosines):
             chosen = np.arange(len(self.cosines))
-            last = None
+            left_out = None
         else:
-            chosen = np.argpartition(-self.cosines, limit - 1)[:limit]
-            last = float(self.cosines[chosen].min())
+            order = np.argpartition(-self.cosines, limit)
+            chosen = order[:limit]
+            left_out = float(self.cosines[order[limit]])
         out = []
         for owner, row in zip(self.owners[chosen].tolist(), self.rows[chosen].tolist(),
                               strict=True):
             m = self.matrices[owner]
             out.append((m.publication, int(m.ords[row]), m.collection, m.record_ids[row]))
-        return out, last
+        return out, left_out
 
 
 def _rows(found: Iterable[Any]) -> list[Row]:
