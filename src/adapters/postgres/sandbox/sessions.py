@@ -13,8 +13,8 @@ from typing import Any
 
 import psycopg
 from psycopg import pq
-from psycopg_pool import ConnectionPool
 
+from context_service.adapters.postgres.sandbox.lifo import LifoPool
 from context_service.adapters.postgres.sandbox.values import register_bound
 
 CONNECT_TIMEOUT_S = 5
@@ -49,7 +49,7 @@ class Sessions:
         self._release = release
         self._out = 0  # sessions taken whose return step has not finished
         self._returned = threading.Condition()
-        self._pool: ConnectionPool[Any] = ConnectionPool(
+        self._pool = LifoPool(  # the session put back last is taken first: it is warm
             conninfo, min_size=size, max_size=size, name="agent-query", open=False,
             configure=self._configure, reset=self._return_step, reconnect_timeout=60,
             kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT_S,
