@@ -104,6 +104,10 @@ class Sessions:
             self._pool.putconn(conn)
             self._returned_one()
 
+    def ready(self, timeout_s: float = DRAIN_TIMEOUT_S) -> None:
+        """Wait until every session of the pool is open (benchmarks and tests)."""
+        self._pool.wait(timeout_s)
+
     def settle(self, timeout_s: float = DRAIN_TIMEOUT_S) -> bool:
         """Wait until every session taken has been through its return step; whether they
         all have."""
