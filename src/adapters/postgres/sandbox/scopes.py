@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import psycopg
-from psycopg_pool import ConnectionPool
+
+from context_service.adapters.postgres.sandbox.lifo import LifoPool
 
 SCOPE_GRACE_MS = 5000
 _RECORD = ("INSERT INTO agent_data.scopes (token, namespace, collections, expires_at,"
@@ -31,7 +32,7 @@ DEAD = ("DELETE FROM agent_data.scopes s WHERE s.expires_at < now() OR s.backend
 
 class Scopes:
     def __init__(self, service_url: str, size: int) -> None:
-        self._pool: ConnectionPool[Any] = ConnectionPool(
+        self._pool = LifoPool(
             service_url, min_size=1, max_size=size, name="agent-query-scopes", open=False,
             configure=_configure, kwargs={"autocommit": True})
         self._pool.open(wait=False)

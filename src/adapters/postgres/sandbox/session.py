@@ -84,6 +84,11 @@ class TemplateSandbox:
         if self._scopes is not None:
             self._scopes.close()
 
+    def ready(self, timeout_s: float = DRAIN_TIMEOUT_S) -> None:
+        """Wait until every session of the pool is open (benchmarks and tests)."""
+        if self._sessions is not None:
+            self._sessions.ready(timeout_s)
+
     def settle(self, timeout_s: float = DRAIN_TIMEOUT_S) -> bool:
         """Wait until the return steps under way have finished (benchmarks and tests)."""
         return self._sessions is None or self._sessions.settle(timeout_s)

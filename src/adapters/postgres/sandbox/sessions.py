@@ -13,8 +13,8 @@ from typing import Any
 
 import psycopg
 from psycopg import pq
-from psycopg_pool import ConnectionPool
 
+from context_service.adapters.postgres.sandbox.lifo import LifoPool
 from context_service.adapters.postgres.sandbox.values import register_bound
 
 CONNECT_TIMEOUT_S = 5
@@ -49,7 +49,7 @@ class Sessions:
         self._release = release
         self._out = 0  # sessions taken whose return step has not finished
         self._returned = threading.Condition()
-        self._pool: ConnectionPool[Any] = ConnectionPool(
+        self._pool = LifoPool(  # the session put back last is taken first: it is warm
             conninfo, min_size=size, max_size=size, name="agent-query", open=False,
             configure=self._configure, reset=self._return_step, reconnect_timeout=60,
             kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT_S,
@@ -103,6 +103,10 @@ class Sessions:
         finally:
             self._pool.putconn(conn)
             self._returned_one()
+
+    def ready(self, timeout_s: float = DRAIN_TIMEOUT_S) -> None:
+        """Wait until every session of the pool is open (benchmarks and tests)."""
+        self._pool.wait(timeout_s)
 
     def settle(self, timeout_s: float = DRAIN_TIMEOUT_S) -> bool:
         """Wait until every session taken has been through its return step; whether they
