@@ -61,7 +61,9 @@ class WordPieces:
         self._bare = bare
         spec = json.loads(tokenizer.to_str())
         self._specials = tuple(t["content"] for t in spec.get("added_tokens", ()))
-        self._leads = tuple({s[0] for s in self._specials if s})  # one of them starts each
+        literals = sorted((s for s in self._specials if s), key=len, reverse=True)
+        # one scan of the text for any of them (None: the tokenizer has none)
+        self._special = re.compile("|".join(map(re.escape, literals))) if literals else None
         self._cache: dict[str, bytes] = {}  # word -> its ids, packed
 
     @staticmethod
@@ -90,8 +92,8 @@ class WordPieces:
                 continue
             words = _WORD.findall("▁" + text.replace(" ", "▁")) if text else []
             split.append(words)
-            if fill:
-                missing.update(dict.fromkeys(set(words).difference(cache)))
+            if fill and not all(map(cache.__contains__, words)):  # cached, as a rule
+                missing.update(dict.fromkeys(w for w in words if w not in cache))
         if missing:
             if len(cache) + len(missing) > _CACHE_LIMIT:
                 kept = {w: cache[w] for words in split if words for w in words if w in cache}
@@ -117,7 +119,7 @@ class WordPieces:
         Words are looked up as they are joined; a text meeting a word not cached yet is laid
         out again once the words missing from all such texts are encoded, in one batch."""
         parts = list({p: None for t in texts for p in t.parts})
-        split, cache = self._split(parts, fill=False)
+        split, cache = self._split(parts)
         words = dict(zip(parts, split, strict=True))
         plans = [self._plan(text, words) for text in texts]
         joints = sorted({w for plan in plans if plan is not None for w in plan
@@ -251,10 +253,8 @@ class WordPieces:
                    for a, b in pairwise(text.parts))
 
     def _holds_special(self, text: str) -> bool:
-        """Whether a special token's literal occurs in ``text`` (a scan for their first
-        characters rules most texts out)."""
-        return (any(c in text for c in self._leads)
-                and any(s in text for s in self._specials))
+        """Whether a special token's literal occurs in ``text``."""
+        return self._special is not None and self._special.search(text) is not None
 
     def _split_words(self, words: list[str], cache: dict[str, bytes]) -> None:
         """Cache the ids of ``words`` (already split; encoded as they are, in one batch: the
