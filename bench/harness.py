@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import statistics
 import tempfile
 import threading
@@ -20,7 +21,8 @@ from tests.e2e.server import ServerProcess
 
 @contextlib.contextmanager
 def postgres() -> Iterator[tuple[str, Path]]:
-    """The database to measure on: CS_DATABASE_URL, or a fresh embedded server."""
+    """The database to measure on: CS_DATABASE_URL, or a fresh embedded server, whose files
+    are removed afterwards (a 100,000-record run leaves ~2.4 GB)."""
     os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="cs-bench-run-"))
     data = Path(tempfile.mkdtemp(prefix="cs-bench-"))
     url = os.environ.get("CS_DATABASE_URL") or embedded.start(data, database="bench")
@@ -29,6 +31,7 @@ def postgres() -> Iterator[tuple[str, Path]]:
     finally:
         if not os.environ.get("CS_DATABASE_URL"):
             embedded.stop(data)
+        shutil.rmtree(data, ignore_errors=True)
 
 
 @contextlib.contextmanager
