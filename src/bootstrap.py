@@ -18,6 +18,7 @@ from eventsourcing.postgres import PostgresDatastore, PostgresTrackingRecorder
 from litestar import Litestar
 from threadpoolctl import threadpool_limits
 
+from context_service.adapters.embedding.feature_process import FeatureProcess
 from context_service.adapters.embedding.wordllama_model import TextFeaturesModel, load
 from context_service.adapters.eventstore.access import CredentialApplication, WorkspaceApplication
 from context_service.adapters.eventstore.application import (
@@ -153,7 +154,8 @@ def projection_workers() -> dict[str, list[tuple[Projection, Callable[[Any], Any
     own tracking positions and thread. The embedding model loads on the first text it is given.
     """
     features = TextFeaturesModel()
-    passage_features = PassageFeatures(features)
+    # a publication's features are computed in a child process, out of this one's lock
+    passage_features = PassageFeatures(FeatureProcess(features))
     return {
         "projections": [
             (ContextCatalog(), CatalogSql),

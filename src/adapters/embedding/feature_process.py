@@ -1,0 +1,95 @@
+"""``TextFeatures`` computed in a child process with the model loaded there once: the features
+of a publication are tokenised and embedded outside this process's interpreter lock, so the
+runner's own work (reading records, hashing, storing) and the query index's threads do not wait
+for them, nor they for those. Same code, same model: the features are the same bits.
+
+One child per process, started on first use (spawned, so it inherits no threads or
+connections), ended with the process: stopped at exit, and ending itself when its parent dies
+however it dies (it waits on the parent's sentinel)."""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import multiprocessing
+import multiprocessing.connection
+import os
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+
+from context_service.adapters.embedding.wordllama_model import TextFeaturesModel
+from context_service.projections.passage_features.features import Feature, Text
+
+log = logging.getLogger(__name__)
+
+_model: TextFeaturesModel | None = None  # the child's
+
+
+def _start_child() -> None:
+    """In the child: end with the parent, whatever ends it."""
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        sentinel = parent.sentinel
+
+        def watch() -> None:
+            multiprocessing.connection.wait([sentinel])
+            os._exit(0)
+
+        threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+def _features(texts: list[Text]) -> list[Feature]:
+    global _model
+    if _model is None:
+        _model = TextFeaturesModel()
+    return _model.features(texts)
+
+
+class FeatureProcess:
+    """``TextFeatures`` in the child; in this process when the child cannot run."""
+
+    _lock = threading.Lock()
+    _pool: ProcessPoolExecutor | None = None
+
+    def __init__(self, here: TextFeaturesModel) -> None:
+        self.here = here
+
+    def features(self, texts: Sequence[Text]) -> list[Feature]:
+        try:
+            return self._child().submit(_features, list(texts)).result()
+        except BrokenProcessPool:
+            log.warning("the feature process ended; computing features in this process")
+            self._discard()
+            return self.here.features(texts)
+
+    @classmethod
+    def _child(cls) -> ProcessPoolExecutor:
+        with cls._lock:
+            if cls._pool is None:
+                cls._pool = ProcessPoolExecutor(
+                    1, mp_context=multiprocessing.get_context("spawn"),
+                    initializer=_start_child)
+                atexit.register(cls.stop)
+            return cls._pool
+
+    @classmethod
+    def _discard(cls) -> None:
+        with cls._lock:
+            pool, cls._pool = cls._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    @classmethod
+    def child_pid(cls) -> int:
+        """The child's pid (started if it was not running)."""
+        return cls._child().submit(os.getpid).result()
+
+    @classmethod
+    def stop(cls) -> None:
+        """End the child (at exit; a later use starts a new one)."""
+        with cls._lock:
+            pool, cls._pool = cls._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
