@@ -76,10 +76,7 @@ class FeatureProcess:
 
     @classmethod
     def _discard(cls) -> None:
-        with cls._lock:
-            pool, cls._pool = cls._pool, None
-        if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
+        cls._end(wait=False)
 
     @classmethod
     def child_pid(cls) -> int:
@@ -89,7 +86,11 @@ class FeatureProcess:
     @classmethod
     def stop(cls) -> None:
         """End the child (at exit; a later use starts a new one)."""
+        cls._end(wait=True)
+
+    @classmethod
+    def _end(cls, wait: bool) -> None:
         with cls._lock:
             pool, cls._pool = cls._pool, None
         if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+            pool.shutdown(wait=wait, cancel_futures=True)
