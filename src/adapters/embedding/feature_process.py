@@ -61,7 +61,7 @@ class FeatureProcess:
             return self._child().submit(_features, list(texts)).result()
         except BrokenProcessPool:
             log.warning("the feature process ended; computing features in this process")
-            self._discard()
+            self._end(wait=False)
             return self.here.features(texts)
 
     @classmethod
@@ -73,10 +73,6 @@ class FeatureProcess:
                     initializer=_start_child)
                 atexit.register(cls.stop)
             return cls._pool
-
-    @classmethod
-    def _discard(cls) -> None:
-        cls._end(wait=False)
 
     @classmethod
     def child_pid(cls) -> int:

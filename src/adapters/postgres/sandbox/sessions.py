@@ -57,21 +57,25 @@ class Sessions:
                     "prepare_threshold": None})  # nothing of ours is prepared server-side
         self._pool.open(wait=False)  # the sessions open in the background
 
+    def _reset(self, conn: psycopg.Connection[Any]) -> tuple[Any, ...] | None:
+        """``DISCARD ALL``, then the identity and settings the session shows."""
+        conn.execute(RESET)
+        row = conn.execute(IDENTITY).fetchone()
+        return None if row is None else tuple(row)
+
     def _configure(self, conn: psycopg.Connection[Any]) -> None:
         register_bound(conn.adapters)
-        conn.execute(RESET)
-        identity = conn.execute(IDENTITY).fetchone()
+        identity = self._reset(conn)
         leftovers = conn.execute(LEFTOVERS).fetchone()
-        if identity is None or tuple(identity) != self.identity or leftovers != (0,):
+        if identity != self.identity or leftovers != (0,):
             raise UncleanSession(f"a new session is not in its pristine state: {identity}")
 
     def _return_step(self, conn: psycopg.Connection[Any]) -> None:
         """The pool's reset (its worker, after ``putconn``): a raise makes the pool close it."""
         try:
             self._release(conn.info.backend_pid)  # first: nothing else runs while rows live
-            conn.execute(RESET)
-            identity = conn.execute(IDENTITY).fetchone()
-            if identity is None or tuple(identity) != self.identity:
+            identity = self._reset(conn)
+            if identity != self.identity:
                 raise UncleanSession(f"a returned session did not reset: {identity}")
         finally:
             self._returned_one()
