@@ -41,9 +41,13 @@ class FastRetrieval:
         # vector scans run here while the request's thread computes BM25: the scan waits on
         # PostgreSQL (another core), so the two lists take about the time of the longer one
         self._scans = ThreadPoolExecutor(max_workers=scans, thread_name_prefix="vector-scan")
+        # half of a scan's matrix products run here (BLAS releases the interpreter's lock, so
+        # the two halves take both cores while the request's thread waits)
+        self._spread = ThreadPoolExecutor(max_workers=2, thread_name_prefix="vector-product")
 
     def close(self) -> None:
         self._scans.shutdown(wait=True, cancel_futures=True)
+        self._spread.shutdown(wait=True, cancel_futures=True)
 
     def lexical(self, query: str, corpus: Corpus,
                 eligible: frozenset[str] | None) -> list[Scored]:
@@ -84,7 +88,8 @@ class FastRetrieval:
             return []
         with self.datastore.transaction(commit=False) as cur:
             cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            scan = VectorScan(cur, list(task), corpus, eligible, self.matrices)
+            scan = VectorScan(cur, list(task), corpus, eligible, self.matrices,
+                              self._spread)
             limit = scan.first_rows()
             while True:
                 fetched: Fetched = scan.fetch(limit)

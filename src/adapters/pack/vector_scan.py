@@ -16,6 +16,7 @@ fetch four times as many. The list is therefore the one the spec's full exact sc
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from concurrent.futures import Executor, Future
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -34,6 +35,7 @@ LIST_LIMIT = 200
 HALF_BOUND = 2e-3
 FIRST_ROWS = 300  # rows a scan fetches first; enough for every measured query
 NONE_LEFT = float("-inf")
+SPREAD_ROWS = 20_000  # rows from which a scan spreads its products over two threads
 
 Row = tuple[float, str, str]  # exact cosine, collection, record id
 
@@ -58,8 +60,9 @@ class VectorScan:
 
     def __init__(self, cur: Any, task: Sequence[float], corpus: Corpus,
                  eligible: frozenset[str] | None,
-                 matrices: VectorMatrices | None = None) -> None:
+                 matrices: VectorMatrices | None = None, spread: Executor | None = None) -> None:
         self.cur = cur
+        self.spread = spread
         self.vector = np.asarray(task, dtype=np.float32)
         self.task = "[" + ",".join(repr(float(x)) for x in self.vector.tolist()) + "]"
         self.eligible = eligible
@@ -91,24 +94,27 @@ class VectorScan:
 
     def _scored(self) -> Candidates:
         if self._candidates is None:
-            self._candidates = Candidates(self.matrices, self.vector, self.eligible)
+            self._candidates = Candidates(self.matrices, self.vector, self.eligible,
+                                          self.spread)
         return self._candidates
 
     def _from_matrices(self, limit: int) -> Fetched:
         best, left_out = self._scored().best(limit)
         if not best:
             return Fetched([], NONE_LEFT)
+        held = [(self.matrices[m], row) for m, row in best]
         # only the distances come back: the rows' ids are the matrices'
         self.cur.execute(
             "SELECT p.embedding <=> %(task)s::vector AS distance"
             " FROM unnest(%(publications)s::int8[], %(ords)s::int4[]) WITH ORDINALITY"
             " AS k(publication, ord, i) JOIN agent_passages p USING (publication, ord)"
             " ORDER BY k.i",
-            {"task": self.task, "publications": [b[0] for b in best],
-             "ords": [b[1] for b in best]})
+            {"task": self.task, "publications": [m.publication for m, _ in held],
+             "ords": [int(m.ords[row]) for m, row in held]})
         distances = [float(r["distance"]) for r in self.cur.fetchall()]
         assert len(distances) == len(best), "a current index lost rows in a snapshot"
-        rows = [(1.0 - d, b[2], b[3]) for d, b in zip(distances, best, strict=True)]
+        rows = [(1.0 - d, m.collection, m.record_ids[row])
+                for d, (m, row) in zip(distances, held, strict=True)]
         return Fetched(rows, NONE_LEFT if left_out is None else left_out + MATRIX_BOUND)
 
     def _rescored(self, publications: list[int], ords: list[int]) -> list[Row]:
@@ -172,24 +178,41 @@ class VectorScan:
 
 
 class Candidates:
-    """The cosines of every eligible row of the matrices, computed once; ``best`` takes the
-    best ``limit`` of them."""
+    """The cosines of every eligible row of the matrices, computed once (with ``spread``, half
+    of the products on one of its threads while the caller computes the other half); ``best``
+    takes the best ``limit`` of them."""
 
     def __init__(self, matrices: Sequence[Matrix], task: np.ndarray[Any, Any],
-                 eligible: frozenset[str] | None) -> None:
+                 eligible: frozenset[str] | None, spread: Executor | None = None) -> None:
         norm = float(np.sqrt(np.dot(task.astype(np.float64), task.astype(np.float64))))
         self.matrices = matrices
-        cosines, owners, rows = [], [], []
-        for i, matrix in enumerate(matrices):
-            found = matrix.cosines(task, norm)
-            chosen = (np.arange(len(matrix), dtype=np.int32) if eligible is None
-                      else matrix.eligible(eligible).astype(np.int32))
-            cosines.append(found[chosen] if eligible is not None else found)
-            owners.append(np.full(len(chosen), i, dtype=np.int32))
-            rows.append(chosen)
-        self.cosines = np.concatenate(cosines)
-        self.owners = np.concatenate(owners)
-        self.rows = np.concatenate(rows)
+        cut = len(matrices)
+        later: Future[list[_Part]] | None = None
+        if spread is not None and sum(map(len, matrices)) >= SPREAD_ROWS:
+            cut = len(matrices) // 2
+            try:
+                later = spread.submit(_scored, matrices, cut, len(matrices), task, norm,
+                                      eligible)
+            except RuntimeError:  # shut down: this thread computes every product
+                cut = len(matrices)
+        parts = _scored(matrices, 0, cut, task, norm, eligible)
+        if later is not None:
+            parts += later.result()
+        self.cosines = np.concatenate([p[0] for p in parts])
+        self.owners = np.concatenate([p[1] for p in parts])
+        self.rows = np.concatenate([p[2] for p in parts])
+        self._head: np.ndarray[Any, np.dtype[np.intp]] | None = None
+
+    def head(self) -> np.ndarray[Any, np.dtype[np.intp]]:
+        """The best ``max(FIRST_ROWS, LIST_LIMIT) + 1`` rows (or all), best first: one
+        partition of every cosine serves the first fetch and its bound."""
+        if self._head is None:
+            n = len(self.cosines)
+            size = min(n, max(FIRST_ROWS, LIST_LIMIT) + 1)
+            top = (np.arange(n) if size == n
+                   else np.argpartition(self.cosines, n - size)[n - size:])
+            self._head = top[np.argsort(-self.cosines[top], kind="stable")]
+        return self._head
 
     def enough(self) -> int:
         """How many of the best rows the list needs, at most: every row whose cosine is within
@@ -197,26 +220,51 @@ class Candidates:
         n = len(self.cosines)
         if n <= LIST_LIMIT:
             return n
-        best_200th = float(np.partition(self.cosines, n - LIST_LIMIT)[n - LIST_LIMIT])
+        head = self.head()
+        best_200th = float(self.cosines[head[LIST_LIMIT - 1]])
         floor = max(best_200th - MATRIX_BOUND, MIN_COSINE_MICROS / SCALE) - 5e-7
-        return max(1, int(np.count_nonzero(self.cosines >= floor - MATRIX_BOUND - 2e-6)))
+        threshold = floor - MATRIX_BOUND - 2e-6
+        counted = int(np.count_nonzero(self.cosines[head] >= threshold))
+        if counted == len(head):  # the rows past the head may qualify too
+            counted = int(np.count_nonzero(self.cosines >= threshold))
+        return max(1, counted)
 
-    def best(self, limit: int) -> tuple[list[tuple[int, int, str, str]], float | None]:
-        """The best ``limit`` rows as (publication, ord, collection, record id), and the
-        highest cosine among the rows left out, or None when none are."""
-        if limit >= len(self.cosines):
-            chosen = np.arange(len(self.cosines))
+    def best(self, limit: int) -> tuple[list[tuple[int, int]], float | None]:
+        """The best ``limit`` rows as (matrix index, row), and the highest cosine among the
+        rows left out, or None when none are."""
+        n = len(self.cosines)
+        if limit >= n:
+            chosen = np.arange(n)
             left_out = None
+        elif limit < len(head := self.head()):
+            chosen = head[:limit]
+            left_out = float(self.cosines[head[limit]])
         else:
             order = np.argpartition(-self.cosines, limit)
             chosen = order[:limit]
             left_out = float(self.cosines[order[limit]])
-        out = []
-        for owner, row in zip(self.owners[chosen].tolist(), self.rows[chosen].tolist(),
-                              strict=True):
-            m = self.matrices[owner]
-            out.append((m.publication, int(m.ords[row]), m.collection, m.record_ids[row]))
-        return out, left_out
+        return (list(zip(self.owners[chosen].tolist(), self.rows[chosen].tolist(),
+                         strict=True)), left_out)
+
+
+_Part = tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]
+
+
+def _scored(matrices: Sequence[Matrix], lo: int, hi: int, task: np.ndarray[Any, Any],
+            norm: float, eligible: frozenset[str] | None) -> list[_Part]:
+    """The cosines of the eligible rows of ``matrices[lo:hi]``, with their matrix indexes and
+    rows."""
+    parts: list[_Part] = []
+    for i in range(lo, hi):
+        matrix = matrices[i]
+        found = matrix.cosines(task, norm)
+        if eligible is None:
+            chosen = np.arange(len(matrix), dtype=np.int32)
+        else:
+            chosen = matrix.eligible(eligible).astype(np.int32)
+            found = found[chosen]
+        parts.append((found, np.full(len(chosen), i, dtype=np.int32), chosen))
+    return parts
 
 
 def _rows(found: Iterable[Any]) -> list[Row]:
