@@ -110,8 +110,8 @@ def midpoint_cases(rng: np.random.Generator) -> list[tuple[np.float32, np.float3
     for a, b in _near_one():
         mantissa = float(rng.integers(1, 2**23)) * 2.0**-23
         sign = -1.0 if rng.random() < 0.5 else 1.0
-        q = int(rng.integers(-100, 100))
-        for q, c in ((q, sign * math.ldexp(1.0 + mantissa, q + 24)),  # normal
+        normal = int(rng.integers(-100, 100))
+        for q, c in ((normal, sign * math.ldexp(1.0 + mantissa, normal + 24)),
                      (-150, sign * math.ldexp(1.0 + mantissa, -126)),  # spacing 2**-149
                      (-150, sign * math.ldexp(0.5 + mantissa / 2, -126)),  # subnormal
                      (103, FLT_MAX)):  # halfway between the largest float32 and infinity

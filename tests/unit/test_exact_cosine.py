@@ -6,6 +6,7 @@ correction gives other bits, so these comparisons can fail."""
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -18,8 +19,8 @@ from context_service.adapters.pack.exact_cosine import distances, fma32, same, s
 from tests.support.cosine_cases import (
     ABOVE,
     BELOW,
-    FLT_MAX,
     F32,
+    FLT_MAX,
     edge_rows,
     fma_reference,
     midpoint_cases,
@@ -148,8 +149,6 @@ def test_another_order_or_rounding_gives_other_bits(
 
 
 def test_the_midpoint_rows_products_are_a_power_of_two_just_off() -> None:
-    from fractions import Fraction
-
     def product(pair: tuple[np.float32, np.float32]) -> Fraction:
         return Fraction(float(pair[0])) * Fraction(float(pair[1]))
 

@@ -64,7 +64,7 @@ def _rounded(p: F64, c: F64) -> F32:
 def _halfway(s: F64) -> npt.NDArray[np.bool_]:
     """Where ``s`` lies exactly halfway between two float32 neighbours."""
     bits = np.ascontiguousarray(s).view(np.uint64) << np.uint64(_SHIFT)
-    half = (bits.view(np.int64) == _MIDPOINT) & (np.abs(s) < 2.0**128)
+    half: npt.NDArray[np.bool_] = (bits.view(np.int64) == _MIDPOINT) & (np.abs(s) < 2.0**128)
     small = np.abs(s) < 2.0**-126  # there the midpoints are the odd multiples of 2**-150
     half[small] = np.fmod(np.abs(s[small]) * 2.0**150, 2.0) == 1.0
     return half
@@ -75,9 +75,9 @@ def _sums(products: Callable[[int, F64], object], m: int) -> F32:
     step ``j``'s exact products (m, 8). Each step's ``s = p + acc`` is rounded by a cast,
     which is the fused rounding (``_rounded``) unless ``s`` is a float32 midpoint, or below
     2**-126 where midpoints follow another pattern: those few are rounded by ``_rounded``."""
-    p, s, mantissas = np.empty((m, LANES)), np.empty((m, LANES)), np.empty((m, LANES))
-    acc = np.zeros((m, LANES))
+    p, s, mantissas, acc = (np.empty((m, LANES)) for _ in range(4))
     bits, exponents = np.empty((m, LANES), np.uint64), np.empty((m, LANES), np.int32)
+    acc[...] = 0.0
     for j in range(STEPS):
         products(j, p)
         np.add(p, acc, out=s)
@@ -103,8 +103,8 @@ def _reduced(lanes: F32) -> F32:
 
 
 def _vectors(found: Any, ndim: int) -> F32:
-    if (not isinstance(found, np.ndarray) or found.dtype != np.float32 or found.ndim != ndim
-            or found.shape[-1] != DIM):
+    if not (isinstance(found, np.ndarray) and found.dtype == np.float32
+            and found.ndim == ndim and found.shape[-1] == DIM):
         raise ValueError(f"expected float32 vectors of {DIM} dimensions")
     return found
 
@@ -123,8 +123,8 @@ def distances(rows: F32, row_norms: F32, task: F32) -> F64:
     """``rows[i] <=> task`` as pgvector computes it, the rows (stored pgvector vectors, whose
     ``square_norms`` are ``row_norms``) being the first operand; NaN for a zero vector."""
     n = len(_vectors(rows, 2))
-    if not np.isfinite(_vectors(task, 1)).all():
-        raise ValueError("pgvector reads no NaN or infinite component")
+    if not np.isfinite(_vectors(task, 1)).all() or np.shape(row_norms) != (n,):
+        raise ValueError("a finite task and one square norm per row are needed")
     steps, t = rows.reshape(n, STEPS, LANES), task.astype(np.float64).reshape(STEPS, LANES)
 
     def products(j: int, out: F64) -> None:
@@ -140,23 +140,19 @@ def distances(rows: F32, row_norms: F32, task: F32) -> F64:
 
 
 def sample() -> tuple[F32, F32]:
-    """A fixed sample: 512 vectors (unit, scaled from 1e-40 to 1e20 as wholes and per
-    component, sparse, zero) and 3 probes (unit, scaled, one of the vectors itself)."""
+    """A fixed sample: 512 vectors (unit; scaled by 1e-6 to 1e6 as wholes times 1e-2 to 1e2
+    per component; by 1e-40 to 1e-30 or 1e15 to 1e20; sparse; zero; an opposite) and 3 probes
+    (unit, scaled by 1e-3, one of the vectors)."""
     rng = np.random.default_rng(20250806)
     rows = rng.standard_normal((512, DIM))
     rows /= np.linalg.norm(rows, axis=1, keepdims=True)
     rows[192:384] *= 10.0 ** rng.uniform(-6, 6, (192, 1)) * 10.0 ** rng.uniform(-2, 2, (192, DIM))
-    rows[384:448] *= 10.0 ** np.concatenate([rng.uniform(-40, -30, (32, 1)),
-                                             rng.uniform(15, 20, (32, 1))])
+    rows[384:448] *= 10.0 ** np.r_[rng.uniform(-40, -30, 32), rng.uniform(15, 20, 32)][:, None]
     rows[448:480] *= rng.random((32, DIM)) < 0.1
-    rows[480] = 0.0
-    vectors = rows.astype(np.float32)
-    probes = rng.standard_normal((3, DIM)).astype(np.float32)
-    probes[0] /= np.linalg.norm(probes[0])
-    probes[1] *= np.float32(1e-3)
-    probes[2] = vectors[7]
-    vectors[8] = -vectors[7]
-    return vectors, probes
+    rows[480], rows[8] = 0.0, -rows[7]
+    probes = rng.standard_normal((3, DIM)) * [[1.0], [1e-3], [1.0]]
+    probes[0], probes[2] = probes[0] / np.linalg.norm(probes[0]), rows[7]
+    return rows.astype(np.float32), probes.astype(np.float32)
 
 
 def literal(vector: F32) -> str:
