@@ -72,9 +72,9 @@ def _halfway(s: F64) -> npt.NDArray[np.bool_]:
 
 def _sums(products: Callable[[int, F64], object], m: int) -> F32:
     """pgvector's float32 sums of ``m`` rows of 256 products, ``products(j, out)`` writing
-    step ``j``'s exact products (m, 8). Each step's ``s = p + acc`` is rounded by a cast,
-    which is the fused rounding (``_rounded``) unless ``s`` is a float32 midpoint, or below
-    2**-126 where midpoints follow another pattern: those few are rounded by ``_rounded``."""
+    step ``j``'s exact products (m, 8). Each step's ``s = p + acc`` rounded by a cast is the
+    fused rounding unless ``s`` is a float32 midpoint, or below 2**-126 (where midpoints
+    follow another pattern): those few go through ``_rounded``, so every step is pgvector's."""
     p, s, mantissas, acc = (np.empty((m, LANES)) for _ in range(4))
     bits, exponents = np.empty((m, LANES), np.uint64), np.empty((m, LANES), np.int32)
     acc[...] = 0.0
