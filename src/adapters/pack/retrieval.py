@@ -1,7 +1,7 @@
 """The fast ``Retrieval`` (agent-context-api 7.5): BM25 in-process over the cached postings of
 the corpus, and the exact cosine list (``vector_scan``: candidates from the in-process matrices
-when held, exact cosines from pgvector) with the task embedded per request, computed while BM25
-runs."""
+when held, exact cosines by pgvector's arithmetic, in-process when the server agrees with the
+model) with the task embedded per request, computed while BM25 runs."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import itertools
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
+from typing import cast
 
 import numpy as np
 from eventsourcing.postgres import PostgresDatastore
@@ -16,10 +17,11 @@ from eventsourcing.postgres import PostgresDatastore
 from context_service.adapters.pack.corpus import CorpusLoader
 from context_service.adapters.pack.lexical import bm25
 from context_service.adapters.pack.ranking import LIST_LIMIT, ranked
-from context_service.adapters.pack.vector_matrix import VectorMatrices
+from context_service.adapters.pack.vector_matrix import Matrix, VectorMatrices
 from context_service.adapters.pack.vector_scan import (
     MIN_COSINE_MICROS,
     Fetched,
+    MatrixScan,
     VectorScan,
     short,
 )
@@ -86,13 +88,31 @@ class FastRetrieval:
         task = self.embed(query)
         if task is None:
             return []
+        held = self._held(corpus)
+        if held is not None:
+            return _complete(MatrixScan(list(task), held, eligible, self._spread))
         with self.datastore.transaction(commit=False) as cur:
             cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            scan = VectorScan(cur, list(task), corpus, eligible, self.matrices,
-                              self._spread)
-            limit = scan.first_rows()
-            while True:
-                fetched: Fetched = scan.fetch(limit)
-                if not short([fetched]):
-                    return ranked(fetched.rows, MIN_COSINE_MICROS)
-                limit *= 4
+            return _complete(VectorScan(cur, list(task), corpus, eligible, self.matrices,
+                                        self._spread))
+
+    def _held(self, corpus: Corpus) -> list[Matrix] | None:
+        """Every index's matrix, by publication, when all are held and the server's cosine is
+        the in-process model's; else None."""
+        matrices = self.matrices
+        if matrices is None or not matrices.exact:
+            return None
+        held = [matrices.get(c.publication)
+                for c in sorted(corpus.values(), key=lambda c: c.publication)]
+        return None if None in held else cast(list[Matrix], held)
+
+
+def _complete(scan: MatrixScan | VectorScan) -> list[Scored]:
+    """The scan's list: its first rows, then four times as many until nothing left out can
+    count."""
+    limit = scan.first_rows()
+    while True:
+        fetched: Fetched = scan.fetch(limit)
+        if not short([fetched]):
+            return ranked(fetched.rows, MIN_COSINE_MICROS)
+        limit *= 4

@@ -1,10 +1,12 @@
 """The current indexes' vectors held in-process, one float32 matrix per publication (read once
 from ``agent_passages`` by the corpus warmer). A vector scan takes its candidates from one
-matrix-vector product per index instead of PostgreSQL reading every row, and still has
-pgvector compute the exact cosine of each candidate (``vector_scan``)."""
+matrix-vector product per index instead of PostgreSQL reading every row; the candidates'
+exact cosines are pgvector's arithmetic, in-process when the server agrees with the model of
+``exact_cosine``, else asked of the server (``vector_scan``)."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
@@ -12,6 +14,10 @@ from typing import Any
 
 import numpy as np
 from eventsourcing.postgres import PostgresDatastore
+
+from context_service.adapters.pack.exact_cosine import agrees, square_norms
+
+log = logging.getLogger(__name__)
 
 DIM = 256
 # |cosine from the matrix - pgvector's cosine| for vectors of 256 dimensions: a float32 sum of
@@ -29,7 +35,7 @@ class Matrix:
     ``documents``."""
 
     __slots__ = ("codes", "collection", "documents", "norms", "ords", "publication",
-                 "record_ids", "rows")
+                 "record_ids", "rows", "squares")
 
     def __init__(self, publication: int, collection: str, ords: list[int],
                  record_ids: list[str], documents: list[bytes], vectors: bytes) -> None:
@@ -39,6 +45,7 @@ class Matrix:
         self.ords = np.asarray(ords, dtype=np.int32)
         self.rows = np.frombuffer(vectors, dtype=">f4").astype(np.float32).reshape(-1, DIM)
         self.norms = np.sqrt(np.einsum("ij,ij->i", self.rows, self.rows, dtype=np.float64))
+        self.squares = square_norms(self.rows)  # pgvector's own a·a of each row
         names, codes = np.unique(np.asarray(documents, dtype=object), return_inverse=True)
         self.documents: list[str] = [bytes(d).decode("utf-8", "surrogatepass") for d in names]
         self.codes = codes.astype(np.int32)
@@ -88,6 +95,9 @@ class VectorMatrices:
         self._cache: OrderedDict[int, Matrix] = OrderedDict()
         self._rows = 0
         self._lock = threading.Lock()
+        # whether the server's ``<=>`` is the in-process model's (``exact_cosine``), asked
+        # once, at the first load: then a scan of held matrices needs no database at all
+        self.exact: bool | None = None
 
     def get(self, publication: int) -> Matrix | None:
         with self._lock:
@@ -115,6 +125,8 @@ class VectorMatrices:
             if cur.fetchone() is None:
                 return None
             matrix = read_matrix(cur, publication)
+        if self.exact is None:
+            self.exact = self._agrees()
         with self._lock:
             if publication not in self._cache:
                 self._cache[publication] = matrix
@@ -123,6 +135,18 @@ class VectorMatrices:
                     _, evicted = self._cache.popitem(last=False)
                     self._rows -= len(evicted)
             return self._cache[publication]
+
+    def _agrees(self) -> bool:
+        try:
+            with self.datastore.transaction(commit=False) as cur:
+                found = agrees(cur)
+        except Exception:  # the server lacks pgvector's operator, or refused the sample
+            log.warning("the exact cosine model could not be checked", exc_info=True)
+            return False
+        if not found:
+            log.warning("the server's cosine distance is not the in-process model's:"
+                        " vector scans ask it for every exact cosine")
+        return found
 
     def retain(self, publications: Iterable[int]) -> None:
         """Drop the matrices of indexes no longer current."""

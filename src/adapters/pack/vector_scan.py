@@ -1,17 +1,19 @@
-"""The exact vector list of agent-context-api 7.5 in PostgreSQL: ``1 - (a <=> b)`` over
-``vector(256)``, best first, at most 200 records with a rounded cosine of at least 0.25.
+"""The exact vector list of agent-context-api 7.5: ``1 - (a <=> b)`` over ``vector(256)``,
+best first, at most 200 records with a rounded cosine of at least 0.25.
 
 A scan fetches rows best first together with a bound: every row it did not fetch has a cosine
-below the bound. When every index asked for is current and its matrix is held in-process
-(``vector_matrix``), the candidates are the best rows by the matrix's cosines and the bound is
-the last one's plus ``MATRIX_BOUND``. Otherwise the current indexes are read through
-``agent_vectors`` (half precision, half the bytes): candidates by halfvec cosine, and the bound
-is the last candidate's plus ``HALF_BOUND``. Either way the candidates' exact cosines are
-pgvector's, on ``agent_passages``. Other paths (a document
-filter; an index no longer current, joined through ``passage_features`` by text hash) fetch
-exact cosines directly, and the bound is the last one fetched. A list is complete once no bound
-reaches the 200th rounded score (or 0.25 while fewer qualify); until then the scans short of it
-fetch four times as many. The list is therefore the one the spec's full exact scan gives."""
+below the bound. When every index asked for has its matrix held in-process (``vector_matrix``),
+the candidates are the best rows by the matrices' cosines and the bound is the best left out's
+plus ``MATRIX_BOUND``; their exact cosines are computed in-process by pgvector's own arithmetic
+when the server agrees with that model (``MatrixScan``, ``exact_cosine``), else asked of
+pgvector on ``agent_passages`` (for current indexes). Otherwise the current indexes are read
+through ``agent_vectors`` (half precision, half the bytes): candidates by halfvec cosine, and
+the bound is the last candidate's plus ``HALF_BOUND``, exact cosines on ``agent_passages``.
+Other paths (a document filter; an index no longer current, joined through
+``passage_features`` by text hash) fetch exact cosines directly, and the bound is the last one
+fetched. A list is complete once no bound reaches the 200th rounded score (or 0.25 while fewer
+qualify); until then the scans short of it fetch four times as many. The list is therefore the
+one the spec's full exact scan gives."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from context_service.adapters.pack.exact_cosine import distances
 from context_service.adapters.pack.vector_matrix import MATRIX_BOUND, Matrix, VectorMatrices
 from context_service.domain.pack.model import CollectionCorpus, Corpus
 from context_service.domain.score import SCALE, to_micros
@@ -175,6 +178,34 @@ class VectorScan:
                          " ORDER BY s.distance LIMIT %(limit)s", params)
         rows = _rows(self.cur.fetchall())
         return Fetched(rows, rows[-1][0] if len(rows) == limit else NONE_LEFT)
+
+
+class MatrixScan:
+    """A scan without the database, when every index asked for has its matrix held and the
+    server agrees with ``exact_cosine``: candidates from the matrices' cosines, their exact
+    cosines by pgvector's own arithmetic on the same stored vectors. A matrix holds the
+    vectors of one publication, which never change, so its list is the spec's whether or not
+    the index is still current."""
+
+    def __init__(self, task: Sequence[float], matrices: Sequence[Matrix],
+                 eligible: frozenset[str] | None, spread: Executor | None = None) -> None:
+        self.vector = np.asarray(task, dtype=np.float32)
+        self.candidates = Candidates(matrices, self.vector, eligible, spread)
+
+    def first_rows(self) -> int:
+        return min(FIRST_ROWS, self.candidates.enough())
+
+    def fetch(self, limit: int) -> Fetched:
+        best, left_out = self.candidates.best(limit)
+        if not best:
+            return Fetched([], NONE_LEFT)
+        held = [(self.candidates.matrices[m], row) for m, row in best]
+        found = distances(np.stack([m.rows[row] for m, row in held]),
+                          np.array([m.squares[row] for m, row in held], dtype=np.float32),
+                          self.vector)
+        rows = [(1.0 - d, m.collection, m.record_ids[row])
+                for d, (m, row) in zip(found.tolist(), held, strict=True)]
+        return Fetched(rows, NONE_LEFT if left_out is None else left_out + MATRIX_BOUND)
 
 
 class Candidates:
