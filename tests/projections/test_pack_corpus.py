@@ -282,7 +282,7 @@ def test_the_warmer_reads_the_vectors_and_says_when_the_caches_are_complete(
     gauges = {name: value for name, _, _, value in warmer.gauges()}
     assert gauges == {"cs_pack_corpus_passages": loader.passages(),
                       "cs_pack_matrix_rows": embedded, "cs_pack_matrix_indexes": 4,
-                      "cs_pack_cache_complete": 1}
+                      "cs_pack_cache_complete": 1, "cs_pack_exact_cosine": 1}
     assert embedded > 0 and loader.passages() >= embedded
     matrices.retain([])  # e.g. a matrix evicted: no longer complete at the next pass
     matrices.max_rows = 0

@@ -7,11 +7,13 @@ one computed in line."""
 from __future__ import annotations
 
 import random
+import threading
+from typing import Any
 
 import numpy as np
 import pytest
 
-from context_service.adapters.pack import vector_scan
+from context_service.adapters.pack import vector_matrix, vector_scan
 from context_service.adapters.pack.corpus import CorpusLoader
 from context_service.adapters.pack.retrieval import FastRetrieval
 from context_service.adapters.pack.vector_matrix import MATRIX_BOUND, VectorMatrices
@@ -49,29 +51,44 @@ def _fast(container: Container) -> FastRetrieval:
     return retrieval
 
 
-def _held(container: Container) -> tuple[FastRetrieval, VectorMatrices]:
-    """A retrieval whose matrices the warmer has loaded."""
+def _held(container: Container, exact: bool = True) -> tuple[FastRetrieval, VectorMatrices]:
+    """A retrieval whose matrices the warmer has loaded; ``exact``: whether it computes the
+    candidates' exact cosines in-process (the server agrees with the model) or asks the
+    server."""
     ports = pack_ports(container)
     assert isinstance(ports.corpus, CorpusLoader) and isinstance(ports.retrieval, FastRetrieval)
     matrices = VectorMatrices(container.datastore)
     CorpusWarmer(ports.corpus, matrices=matrices).warm()
+    assert matrices.exact  # the test server's pgvector is the model's build
+    matrices.exact = exact
     plain = ports.retrieval
     return FastRetrieval(plain.loader, plain.datastore, plain.embed,
                          matrices=matrices), matrices
 
 
 class _Counted:
-    """Counts the scans that took their candidates from the matrices."""
+    """Counts the fetches that took their candidates from the matrices: with the exact cosines
+    asked of the server (``rescored``) or computed in-process (``in_process``)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.calls = 0
-        original = vector_scan.VectorScan._from_matrices
+        self.rescored = self.in_process = 0
+        rescored = vector_scan.VectorScan._from_matrices
+        in_process = vector_scan.MatrixScan.fetch
 
-        def counted(scan: vector_scan.VectorScan, limit: int) -> vector_scan.Fetched:
-            self.calls += 1
-            return original(scan, limit)
+        def counted_rescored(scan: vector_scan.VectorScan, limit: int) -> vector_scan.Fetched:
+            self.rescored += 1
+            return rescored(scan, limit)
 
-        monkeypatch.setattr(vector_scan.VectorScan, "_from_matrices", counted)
+        def counted_in_process(scan: vector_scan.MatrixScan, limit: int) -> vector_scan.Fetched:
+            self.in_process += 1
+            return in_process(scan, limit)
+
+        monkeypatch.setattr(vector_scan.VectorScan, "_from_matrices", counted_rescored)
+        monkeypatch.setattr(vector_scan.MatrixScan, "fetch", counted_in_process)
+
+    @property
+    def calls(self) -> int:
+        return self.rescored + self.in_process
 
 
 def _exact(container: Container, query: str, corpus: Corpus,
@@ -117,13 +134,14 @@ def test_a_list_asked_for_after_close_is_computed_in_line(container: Container) 
     assert retrieval.vector_soon(QUERIES[0], corpus, None).result() == expected
 
 
-@pytest.mark.parametrize("held", [False, True], ids=["postgresql", "matrices"])
+@pytest.mark.parametrize("held", ["postgresql", "rescored", "in-process"])
 @pytest.mark.parametrize("first_rows", [3, 40])
 def test_a_scan_fetches_more_until_nothing_left_out_can_count(
         container: Container, monkeypatch: pytest.MonkeyPatch, first_rows: int,
-        held: bool) -> None:
+        held: str) -> None:
     corpus = _corpus(container)
-    retrieval = _held(container)[0] if held else _fast(container)
+    retrieval = (_fast(container) if held == "postgresql"
+                 else _held(container, exact=held == "in-process")[0])
     counted = _Counted(monkeypatch)
     monkeypatch.setattr(vector_scan, "FIRST_ROWS", first_rows)  # 3: several rounds each
     for query in QUERIES:
@@ -133,7 +151,9 @@ def test_a_scan_fetches_more_until_nothing_left_out_can_count(
         s for s in _exact(container, QUERIES[0], corpus, 10**6)
         if corpus[s.collection].document_of[s.record_id] in eligible][:200]
     # from the matrices, several rounds each; from PostgreSQL, never
-    assert counted.calls > len(QUERIES) + 1 if held else counted.calls == 0
+    rounds = {"postgresql": 0, "rescored": counted.rescored, "in-process": counted.in_process}
+    assert counted.calls == rounds[held]
+    assert counted.calls > len(QUERIES) + 1 if held != "postgresql" else counted.calls == 0
 
 
 def test_every_current_vector_has_its_half_precision_copy(container: Container) -> None:
@@ -148,11 +168,12 @@ def test_every_current_vector_has_its_half_precision_copy(container: Container) 
         assert cur.fetchone()["n"] == same
 
 
+@pytest.mark.parametrize("exact", [False, True], ids=["rescored", "in-process"])
 def test_candidates_from_the_matrices_give_the_exact_scan(
-        container: Container, monkeypatch: pytest.MonkeyPatch) -> None:
+        container: Container, monkeypatch: pytest.MonkeyPatch, exact: bool) -> None:
     whole = _corpus(container)
     by_publication = sorted(whole.values(), key=lambda c: c.publication)
-    retrieval, matrices = _held(container)
+    retrieval, matrices = _held(container, exact)
     assert all(matrices.get(c.publication) is not None for c in by_publication)
     counted = _Counted(monkeypatch)
     for chosen in ([by_publication[0], by_publication[3]], by_publication[1:3], by_publication):
@@ -161,7 +182,73 @@ def test_candidates_from_the_matrices_give_the_exact_scan(
             got = retrieval.vector(query, corpus, None)
             assert got == _exact(container, query, corpus)
             assert retrieval.vector_soon(query, corpus, None).result() == got
-    assert counted.calls == 3 * len(QUERIES) * 2  # one round each: the first rows were enough
+    # one round each: the first rows were enough
+    assert (counted.in_process if exact else counted.rescored) == 3 * len(QUERIES) * 2
+    assert counted.calls == 3 * len(QUERIES) * 2
+
+
+def test_a_scan_of_held_matrices_asks_the_database_nothing(
+        container: Container, monkeypatch: pytest.MonkeyPatch) -> None:
+    corpus = _corpus(container)
+    retrieval, _ = _held(container)
+    expected = {query: _exact(container, query, corpus) for query in QUERIES}
+
+    def refused(*_: object, **__: object) -> None:
+        raise AssertionError("the database was asked")
+
+    monkeypatch.setattr(container.datastore, "transaction", refused)
+    for query in QUERIES:
+        assert retrieval.vector(query, corpus, None) == expected[query]
+
+
+def test_a_scan_spreads_its_products_over_two_threads_and_gives_the_same_list(
+        container: Container, monkeypatch: pytest.MonkeyPatch) -> None:
+    corpus = _corpus(container)
+    retrieval, _ = _held(container)
+    alone = {query: retrieval.vector(query, corpus, None) for query in QUERIES}
+    assert sum(len(c.passages) for c in corpus.values()) < vector_scan.SPREAD_ROWS
+    monkeypatch.setattr(vector_scan, "SPREAD_ROWS", 1)
+    spread: list[str] = []
+    original = vector_scan._scored
+
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        spread.append(threading.current_thread().name)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(vector_scan, "_scored", recorded)
+    for query in QUERIES:
+        assert retrieval.vector(query, corpus, None) == alone[query]
+    assert sum(name.startswith("vector-product") for name in spread) == len(QUERIES)
+    retrieval.close()  # shut down: the caller's thread computes every product
+    spread.clear()
+    assert retrieval.vector(QUERIES[0], corpus, None) == alone[QUERIES[0]]
+    assert spread == [threading.current_thread().name]
+
+
+@pytest.mark.parametrize("answer", ["disagrees", "fails"])
+def test_a_server_whose_cosine_is_not_the_models_is_asked_for_every_exact_cosine(
+        container: Container, monkeypatch: pytest.MonkeyPatch, answer: str) -> None:
+    corpus = _corpus(container)
+
+    def disagrees(_: object) -> bool:
+        if answer == "fails":
+            raise RuntimeError("operator does not exist")
+        return False
+
+    monkeypatch.setattr(vector_matrix, "agrees", disagrees)
+    ports = pack_ports(container)
+    assert isinstance(ports.corpus, CorpusLoader) and isinstance(ports.retrieval, FastRetrieval)
+    matrices = VectorMatrices(container.datastore)
+    warmer = CorpusWarmer(ports.corpus, matrices=matrices)
+    warmer.warm()
+    assert matrices.exact is False
+    assert dict((n, v) for n, _, _, v in warmer.gauges())["cs_pack_exact_cosine"] == 0
+    retrieval = FastRetrieval(ports.retrieval.loader, ports.retrieval.datastore,
+                              ports.retrieval.embed, matrices=matrices)
+    counted = _Counted(monkeypatch)
+    for query in QUERIES:
+        assert retrieval.vector(query, corpus, None) == _exact(container, query, corpus)
+    assert counted.rescored == len(QUERIES) and counted.in_process == 0
 
 
 def test_the_matrix_cosines_are_within_the_bound_of_pgvectors(container: Container) -> None:
@@ -187,10 +274,11 @@ def test_the_matrix_cosines_are_within_the_bound_of_pgvectors(container: Contain
             assert max(abs(ours[k] - theirs[k]) for k in ours) < MATRIX_BOUND / 10
 
 
-def test_an_index_replaced_since_its_matrix_was_read_is_scanned_in_postgresql(
-        container: Container, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("exact", [False, True], ids=["rescored", "in-process"])
+def test_an_index_replaced_since_its_matrix_was_read_gives_the_exact_scan(
+        container: Container, monkeypatch: pytest.MonkeyPatch, exact: bool) -> None:
     old = _corpus(container)
-    retrieval, matrices = _held(container)
+    retrieval, matrices = _held(container, exact)
     replaced = old["c0"].publication
     app = container.contexts
     rng = random.Random(99)
@@ -200,12 +288,16 @@ def test_an_index_replaced_since_its_matrix_was_read_is_scanned_in_postgresql(
     publish(app, "c0", revision, random_records(rng, "c0", revision, 50))
     caught_up(container)
     counted = _Counted(monkeypatch)
-    # the old corpus asks for an index no longer current: its rows are found by text hash
-    assert retrieval.vector(QUERIES[0], old, None) == _exact_by_hash(container, QUERIES[0], old)
-    assert counted.calls == 0
+    # the old corpus asks for an index no longer current: in PostgreSQL its rows are found by
+    # text hash; its matrix, still held, holds the same vectors
+    expected = _exact_by_hash(container, QUERIES[0], old)
+    assert retrieval.vector(QUERIES[0], old, None) == expected
+    assert (counted.rescored, counted.in_process) == ((0, 1) if exact else (0, 0))
     CorpusWarmer(retrieval.loader, matrices=matrices).warm()
     assert matrices.get(replaced) is None  # dropped: no longer current
     assert matrices.load(replaced) is None  # and never read again
+    assert retrieval.vector(QUERIES[0], old, None) == expected
+    assert (counted.rescored, counted.in_process) == ((0, 1) if exact else (0, 0))
 
 
 def _exact_by_hash(container: Container, query: str, corpus: Corpus) -> list[Scored]:

@@ -71,7 +71,10 @@ class CorpusWarmer:
             ("cs_pack_matrix_indexes", "Indexes whose vectors the matrices hold.", {},
              held[0]),
             ("cs_pack_cache_complete", "1 when the last warming pass found every current index"
-             " held whole (corpus and vectors), else 0.", {}, 1 if self.complete else 0)]
+             " held whole (corpus and vectors), else 0.", {}, 1 if self.complete else 0),
+            ("cs_pack_exact_cosine", "1 when the server's cosine distance is the in-process"
+             " model's, so scans of held matrices need no database, else 0.", {},
+             1 if self.matrices is not None and self.matrices.exact else 0)]
 
     def start(self) -> CorpusWarmer:
         self._thread = threading.Thread(target=self._run, name="corpus-warmer", daemon=True)
