@@ -1,5 +1,6 @@
 """The exact cosine model (``exact_cosine.distances``) against asking PostgreSQL for the same
-``embedding <=> task`` of the candidates, as the vector scan does today, on real embeddings.
+``embedding <=> task`` of the candidates, as the vector scan does when the server disagrees
+with the model, on real embeddings.
 
     python -m bench.bench_exact_cosine [--rows 1200] [--tasks 20]
 

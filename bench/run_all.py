@@ -22,6 +22,7 @@ BENCHES = {
     "agent": "credential creates vs context creates; agent read latency vs the /v1 read",
     "corpus": "index publication with vs without features; pack retrieval lists vs query search",
     "packs": "context packs (hybrid, lexical) vs the query route; replay verify, over HTTP",
+    "exact_cosine": "the in-process exact cosine of 200-1,200 candidates vs asking pgvector",
     "recall": "planted-passage recall of packs, hybrid vs lexical (own words and synonyms)",
     "templates": "template run overhead vs the same SQL on the service connection; timeout",
     "fields": "fields/query over 10,000 documents (list, grouped aggregate) vs hand-written SQL",
