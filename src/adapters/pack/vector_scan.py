@@ -17,7 +17,7 @@ one the spec's full exact scan gives."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor, Future
 from typing import Any, NamedTuple
 
@@ -41,6 +41,7 @@ NONE_LEFT = float("-inf")
 SPREAD_ROWS = 20_000  # rows from which a scan spreads its products over two threads
 
 Row = tuple[float, str, str]  # exact cosine, collection, record id
+Held = tuple[Matrix, int]  # a matrix and one of its rows
 
 
 class Fetched(NamedTuple):
@@ -102,11 +103,11 @@ class VectorScan:
         return self._candidates
 
     def _from_matrices(self, limit: int) -> Fetched:
-        best, left_out = self._scored().best(limit)
-        if not best:
-            return Fetched([], NONE_LEFT)
-        held = [(self.matrices[m], row) for m, row in best]
-        # only the distances come back: the rows' ids are the matrices'
+        return self._scored().fetched(limit, self._asked)
+
+    def _asked(self, held: list[Held]) -> list[float]:
+        """The server's distances of the held rows (only the distances come back: the rows'
+        ids are the matrices')."""
         self.cur.execute(
             "SELECT p.embedding <=> %(task)s::vector AS distance"
             " FROM unnest(%(publications)s::int8[], %(ords)s::int4[]) WITH ORDINALITY"
@@ -114,11 +115,9 @@ class VectorScan:
             " ORDER BY k.i",
             {"task": self.task, "publications": [m.publication for m, _ in held],
              "ords": [int(m.ords[row]) for m, row in held]})
-        distances = [float(r["distance"]) for r in self.cur.fetchall()]
-        assert len(distances) == len(best), "a current index lost rows in a snapshot"
-        rows = [(1.0 - d, m.collection, m.record_ids[row])
-                for d, (m, row) in zip(distances, held, strict=True)]
-        return Fetched(rows, NONE_LEFT if left_out is None else left_out + MATRIX_BOUND)
+        found = [float(r["distance"]) for r in self.cur.fetchall()]
+        assert len(found) == len(held), "a current index lost rows in a snapshot"
+        return found
 
     def _rescored(self, publications: list[int], ords: list[int]) -> list[Row]:
         """The exact cosines of the candidates ``(publication, ord)``."""
@@ -196,16 +195,15 @@ class MatrixScan:
         return min(FIRST_ROWS, self.candidates.enough())
 
     def fetch(self, limit: int) -> Fetched:
-        best, left_out = self.candidates.best(limit)
-        if not best:
-            return Fetched([], NONE_LEFT)
-        held = [(self.candidates.matrices[m], row) for m, row in best]
-        found = distances(np.stack([m.rows[row] for m, row in held]),
-                          np.array([m.squares[row] for m, row in held], dtype=np.float32),
-                          self.vector)
-        rows = [(1.0 - d, m.collection, m.record_ids[row])
-                for d, (m, row) in zip(found.tolist(), held, strict=True)]
-        return Fetched(rows, NONE_LEFT if left_out is None else left_out + MATRIX_BOUND)
+        return self.candidates.fetched(limit, self._computed)
+
+    def _computed(self, held: list[Held]) -> list[float]:
+        """pgvector's distances of the held rows, computed here."""
+        found: list[float] = distances(
+            np.stack([m.rows[row] for m, row in held]),
+            np.array([m.squares[row] for m, row in held], dtype=np.float32),
+            self.vector).tolist()
+        return found
 
 
 class Candidates:
@@ -276,6 +274,17 @@ class Candidates:
             left_out = float(self.cosines[order[limit]])
         return (list(zip(self.owners[chosen].tolist(), self.rows[chosen].tolist(),
                          strict=True)), left_out)
+
+    def fetched(self, limit: int, exact: Callable[[list[Held]], list[float]]) -> Fetched:
+        """The best ``limit`` rows with the distances ``exact`` gives them (pgvector's), and
+        the bound of the rows left out."""
+        best, left_out = self.best(limit)
+        if not best:
+            return Fetched([], NONE_LEFT)
+        held = [(self.matrices[m], row) for m, row in best]
+        rows = [(1.0 - d, m.collection, m.record_ids[row])
+                for d, (m, row) in zip(exact(held), held, strict=True)]
+        return Fetched(rows, NONE_LEFT if left_out is None else left_out + MATRIX_BOUND)
 
 
 _Part = tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]
