@@ -29,6 +29,20 @@ def texts(draw: st.DrawFn) -> str:
     return " ".join(words)
 
 
+POOL = [f"w{i % 97}x{i % 13}" for i in range(400)]  # 400 tokens, few repeated 5-token runs
+
+
+@st.composite
+def windows(draw: st.DrawFn) -> str:
+    """Overlapping windows of one long token run, some edited: sets of 30 to 150 shingles
+    whose overlaps fall on both sides of Jaccard 4/5, where the prefix count bound decides."""
+    start = draw(st.integers(0, 60))
+    words = POOL[start:start + draw(st.integers(34, 154))]
+    for _ in range(draw(st.integers(0, 2))):
+        words[draw(st.integers(0, len(words) - 1))] = draw(st.sampled_from(("edit", "acme")))
+    return " ".join(words)
+
+
 def brute_force(refs_texts: list[tuple[str, str]]) -> dict[str, str]:
     kept: list[tuple[str, str]] = []
     keeper_of: dict[str, str] = {}
@@ -61,3 +75,17 @@ def test_the_walk_absorbs_what_brute_force_would(all_texts: list[str], lists: in
     assert walk.duplicates == [c.ref for c in candidates if c.ref in expected]
     for keeper, absorbed in walk.absorbed.items():
         assert absorbed == [r for r in walk.duplicates if expected[r] == keeper]
+
+
+@given(st.lists(windows(), min_size=2, max_size=20))
+def test_long_overlapping_windows_are_absorbed_as_brute_force_would(
+        all_texts: list[str]) -> None:
+    records = [QueryRecord(id=f"r{i:02d}", context="c", type="memory", revision="1", text=t)
+               for i, t in enumerate(all_texts)]
+    corpus = CollectionCorpus("c", "1", 1, records, len)
+    candidates = [Candidate(p, 0, 0) for p in corpus.passages]
+    walk = Walk({"c": corpus})
+    walk.visit(candidates)
+    expected = brute_force([(c.ref, c.passage.record.text) for c in candidates])
+    assert walk.keeper_of == expected
+    assert walk.duplicates == [c.ref for c in candidates if c.ref in expected]

@@ -6,14 +6,17 @@ list, and absorbs each passage whose text duplicates a candidate kept earlier.""
 
 from __future__ import annotations
 
+from bisect import bisect_right
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from fractions import Fraction
 from functools import lru_cache
+from itertools import chain, repeat
 from typing import NamedTuple
 
 from context_service.domain.pack.model import Corpus, Passage, Scored
 from context_service.domain.pack.records import Judge
-from context_service.domain.pack.text import Shingle, may_be_near, shingles
+from context_service.domain.pack.text import Shingle, Signature, may_be_near, shingles
 from context_service.domain.query.tokenizer import tokenize
 from context_service.domain.score import to_micros
 
@@ -62,8 +65,9 @@ def ranked(corpus: Corpus, judge: Judge, lexical: Sequence[Scored],
                     continue
                 entry = fused.setdefault(p.ref, (p, []))
                 entry[1].append(rank)
-        in_lexical = {f"{s.collection}/{s.record_id}" for s in lexical}
         tokens = frozenset(tokenize(lexical_only_for)) if lexical_only_for is not None else None
+        in_lexical = ({f"{s.collection}/{s.record_id}" for s in lexical} if tokens is not None
+                      else set())
         for ref, (p, ranks) in fused.items():
             if tokens is not None and ref not in in_lexical and not shares_token(p, tokens):
                 continue
@@ -89,7 +93,11 @@ def _rrf_micros(ranks: tuple[int, ...]) -> int:
 class Walk:
     """Candidates in walk order (first encounter), with deduplication as they are met.
 
-    Exact duplicates have equal shingle sets, so the near-duplicate test finds them too."""
+    Exact duplicates have equal shingle sets, so the near-duplicate test finds them too. A
+    candidate is compared only with the kept candidates whose prefix signatures share a hash
+    with its own, and each such pair passes three exact filters before its shingles are
+    built: the sizes, the count of shared prefix hashes (``_may_share_enough``) and the count
+    of all shared hashes."""
 
     def __init__(self, corpus: Corpus) -> None:
         self.corpus = corpus
@@ -98,10 +106,10 @@ class Walk:
         self.keeper_of: dict[str, str] = {}  # absorbed ref -> keeper ref
         self.absorbed: dict[str, list[str]] = {}  # keeper ref -> absorbed refs, in order
         self.duplicates: list[str] = []  # absorbed refs, in order
-        self._kept: list[tuple[str, Passage, int]] = []  # ref, passage, shingle count
+        self._kept: list[tuple[str, Passage, Signature]] = []
         self._shingles: dict[int, frozenset[Shingle]] = {}  # kept index -> shingles
         self._hashes: dict[int, set[int]] = {}  # kept index -> its shingles' hashes
-        self._by_prefix: dict[int, list[int]] = {}
+        self._by_prefix: defaultdict[int, list[int]] = defaultdict(list)
 
     def visit(self, candidates: Sequence[Candidate]) -> None:
         for c in candidates:
@@ -124,40 +132,15 @@ class Walk:
     def _kept_hashes(self, k: int) -> set[int]:
         found = self._hashes.get(k)
         if found is None:
-            p = self._kept[k][1]
-            found = self._hashes[k] = set(self.corpus[p.collection].signature(
-                p.record.id).hashes)
+            found = self._hashes[k] = set(self._kept[k][2].hashes)
         return found
 
     def _dedup(self, p: Passage, ref: str) -> None:
         sig = self.corpus[p.collection].signature(p.record.id)
-        size = sig.size
         by_prefix = self._by_prefix
-        kept = self._kept
-        probed: set[int] = set()
-        for h in sig.prefix:
-            found = by_prefix.get(h)
-            if found is not None:
-                probed.update(found)
-        keeper: int | None = None
-        # sets whose sizes rule out Jaccard >= 4/5 are never compared
-        near = sorted(k for k in probed if may_be_near(size, kept[k][2]))
-        if near:
-            mine_hashes = set(sig.hashes)
-            mine: frozenset[Shingle] | None = None
-            for k in near:  # the earliest kept candidate that is a near duplicate
-                other_size = kept[k][2]
-                if sig.injective:  # shared hashes >= shared shingles: a "no" here is exact
-                    hashed = len(mine_hashes & self._kept_hashes(k))
-                    if 5 * hashed < 4 * (size + other_size - hashed):
-                        continue
-                if mine is None:
-                    mine = shingles(p.record.text)
-                other = self._kept_shingles(k)
-                shared = len(mine & other)
-                if 5 * shared >= 4 * (len(mine) + len(other) - shared):  # Jaccard >= 4/5
-                    keeper = k
-                    break
+        # kept index -> how many of this prefix's hashes its prefix holds
+        shared = Counter(chain.from_iterable(map(by_prefix.get, sig.prefix, repeat(()))))
+        keeper = self._keeper(p, sig, shared) if shared else None
         if keeper is not None:
             keeper_ref = self._kept[keeper][0]
             self.keeper_of[ref] = keeper_ref
@@ -165,6 +148,48 @@ class Walk:
             self.duplicates.append(ref)
             return
         index = len(self._kept)
-        self._kept.append((ref, p, size))
+        self._kept.append((ref, p, sig))
         for h in sig.prefix:
-            by_prefix.setdefault(h, []).append(index)
+            by_prefix[h].append(index)
+
+    def _keeper(self, p: Passage, sig: Signature, shared: Counter[int]) -> int | None:
+        """The earliest kept candidate of which ``p`` is a near duplicate, if any."""
+        size = sig.size
+        kept = self._kept
+        mine_hashes: set[int] | None = None
+        mine: frozenset[Shingle] | None = None
+        for k in sorted(shared):
+            other = kept[k][2]
+            # sets whose sizes rule out Jaccard >= 4/5 are never compared
+            if not may_be_near(size, other.size):
+                continue
+            if sig.injective:  # shared hashes >= shared shingles: a "no" here is exact
+                if other.injective and not _may_share_enough(sig, other, shared[k]):
+                    continue
+                if mine_hashes is None:
+                    mine_hashes = set(sig.hashes)
+                hashed = len(mine_hashes & self._kept_hashes(k))
+                if 5 * hashed < 4 * (size + other.size - hashed):
+                    continue
+            if mine is None:
+                mine = shingles(p.record.text)
+            theirs = self._kept_shingles(k)
+            common = len(mine & theirs)
+            if 5 * common >= 4 * (len(mine) + len(theirs) - common):  # Jaccard >= 4/5
+                return k
+        return None
+
+
+def _may_share_enough(a: Signature, b: Signature, in_both_prefixes: int) -> bool:
+    """Whether two injective signatures whose prefixes share ``in_both_prefixes`` hashes can
+    share enough hashes for Jaccard >= 4/5, from their prefixes alone.
+
+    Let m be the smaller of the two prefixes' last hashes. Every hash of A at most m is in A's
+    prefix, and likewise for B, so the hashes at most m that both hold are exactly the ones
+    their prefixes share. Each other hash of A at most m is one A holds and B does not, so A
+    and B share at most ``|A| - (#A<=m - in_both_prefixes)`` hashes; the same holds for B.
+    Jaccard rises with the count shared, so at that bound it is the most it can be."""
+    last = min(a.prefix[-1], b.prefix[-1])
+    most = min(a.size - bisect_right(a.prefix, last), b.size - bisect_right(b.prefix, last))
+    most += in_both_prefixes
+    return 5 * most >= 4 * (a.size + b.size - most)
