@@ -82,15 +82,16 @@ class _Packer:
         self.skipped.append(Skipped(item.id, item.concerns))
         return False
 
-    def offer_document(self, d: Document, build: Callable[[], Item]) -> None:
-        """``offer`` of a whole document's item, built only when it fits (a document's
-        flags read every record of it; skipping needs only its id and collection)."""
-        if d.tokens + FRAMING_TOKENS <= self.remaining:
-            self.offer(build())
-            return
-        item_id = f"doc:{d.document_id}"
+    def offer_built(self, item_id: str, tokens: int, collection: str,
+                    build: Callable[[], Item]) -> bool:
+        """``offer`` of a passage's or a whole document's item (of ``tokens`` with its
+        framing), built only when it fits: its flags read the judge, while skipping needs
+        only its id and its collection."""
+        if tokens <= self.remaining:
+            return self.offer(build())
         self.offered.add(item_id)
-        self.skipped.append(Skipped(item_id, frozenset((d.collection,))))
+        self.skipped.append(Skipped(item_id, frozenset((collection,))))
+        return False
 
 
 def _anchor_facts(walk: Walk, corpus: Corpus, judge: Judge,
@@ -158,9 +159,12 @@ def assemble(request: PackRequest, as_of: AsOf, scope: PackScope, corpus: Corpus
     packer = _Packer(request.max_tokens)
     walked = {c.ref: c for c in walk.order}
 
-    def passage(c: Candidate, cls: str, req: tuple[str, ...] = ()) -> Item:
-        return passage_item(c.passage, judge, cls, c.score, req,
-                            tuple(walk.absorbed.get(c.ref, ())))
+    def offer_passage(c: Candidate, cls: str, req: tuple[str, ...] = ()) -> bool:
+        p = c.passage
+        return packer.offer_built(
+            f"psg:{c.ref}", p.tokens + FRAMING_TOKENS, p.collection,
+            lambda: passage_item(p, judge, cls, c.score, req,
+                                 tuple(walk.absorbed.get(c.ref, ()))))
 
     def offer_facts(ref: str) -> None:
         for f in anchored.get(ref, ()):
@@ -191,8 +195,8 @@ def assemble(request: PackRequest, as_of: AsOf, scope: PackScope, corpus: Corpus
                 held = packer.items[at]
                 packer.items[at] = _with_requirement(held, req.id)
                 served[req.id].append(pid)
-            elif pid not in packer.offered and packer.offer(
-                    passage(c, REQUIRED_EVIDENCE, (req.id,))):
+            elif pid not in packer.offered and offer_passage(c, REQUIRED_EVIDENCE,
+                                                             (req.id,)):
                 served[req.id].append(pid)
         if not served[req.id]:
             unmet[req.id] = "budget" if picks else "not_found"
@@ -202,11 +206,12 @@ def assemble(request: PackRequest, as_of: AsOf, scope: PackScope, corpus: Corpus
         if walk.is_absorbed(cand.ref):
             continue
         if request.wants("passages") and f"psg:{cand.ref}" not in packer.offered:
-            packer.offer(passage(cand, "evidence"))
+            offer_passage(cand, "evidence")
         offer_facts(cand.ref)
     if request.wants("documents") and deadline.allows():
         for d, score in _whole_documents(task_list, walk, packer, corpus):
-            packer.offer_document(d, partial(document_item, d, corpus, judge, score))
+            packer.offer_built(f"doc:{d.document_id}", d.tokens + FRAMING_TOKENS, d.collection,
+                               partial(document_item, d, corpus, judge, score))
     packed = Packed(items=packer.items, skipped=packer.skipped, duplicates=walk.duplicates,
                     served=served, unmet=unmet,
                     requirement_order=[r.id for r, _ in requirements])

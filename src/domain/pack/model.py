@@ -66,11 +66,7 @@ class Passage(msgspec.Struct, frozen=True, kw_only=True):
     ord: int  # position in the index's records array (publish order)
     record: QueryRecord
     tokens: int  # token count of ``record.text``
-
-    @property
-    def ref(self) -> str:
-        """The record reference ``<collection>/<recordId>``."""
-        return f"{self.collection}/{self.record.id}"
+    ref: str  # the record reference ``<collection>/<recordId>`` (read by every step of a pack)
 
 
 class Document(msgspec.Struct, frozen=True, kw_only=True):
@@ -113,7 +109,8 @@ class CollectionCorpus:
         for ord_, record in enumerate(records):
             if record.id not in first:
                 first[record.id] = Passage(collection=collection, revision=revision, ord=ord_,
-                                           record=record, tokens=tokens(record.text))
+                                           record=record, tokens=tokens(record.text),
+                                           ref=f"{collection}/{record.id}")
         self.passages: tuple[Passage, ...] = tuple(first.values())
         self.by_id: dict[str, Passage] = first
         superseders: dict[str, list[str]] = {}
