@@ -13,7 +13,12 @@ import msgspec
 
 from context_service.domain.context_set.events import RequiredEvidence
 from context_service.domain.pack import set_items
-from context_service.domain.pack.evidence import document_item, fact_item, passage_item
+from context_service.domain.pack.evidence import (
+    document_item,
+    fact_item,
+    passage_id,
+    passage_item,
+)
 from context_service.domain.pack.graph import Fact, derived_from, facts_of_record
 from context_service.domain.pack.items import (
     FRAMING_TOKENS,
@@ -162,7 +167,7 @@ def assemble(request: PackRequest, as_of: AsOf, scope: PackScope, corpus: Corpus
     def offer_passage(c: Candidate, cls: str, req: tuple[str, ...] = ()) -> bool:
         p = c.passage
         return packer.offer_built(
-            f"psg:{c.ref}", p.tokens + FRAMING_TOKENS, p.collection,
+            passage_id(c.ref), p.tokens + FRAMING_TOKENS, p.collection,
             lambda: passage_item(p, judge, cls, c.score, req,
                                  tuple(walk.absorbed.get(c.ref, ()))))
 

@@ -16,7 +16,13 @@ from typing import NamedTuple
 
 from context_service.domain.pack.model import Corpus, Passage, Scored
 from context_service.domain.pack.records import Judge
-from context_service.domain.pack.text import Shingle, Signature, may_be_near, shingles
+from context_service.domain.pack.text import (
+    Shingle,
+    Signature,
+    may_be_near,
+    shares_enough,
+    shingles,
+)
 from context_service.domain.query.tokenizer import tokenize
 from context_service.domain.score import to_micros
 
@@ -106,7 +112,7 @@ class Walk:
         self.keeper_of: dict[str, str] = {}  # absorbed ref -> keeper ref
         self.absorbed: dict[str, list[str]] = {}  # keeper ref -> absorbed refs, in order
         self.duplicates: list[str] = []  # absorbed refs, in order
-        self._kept: list[tuple[str, Passage, Signature]] = []
+        self._kept: list[tuple[Passage, Signature]] = []
         self._shingles: dict[int, frozenset[Shingle]] = {}  # kept index -> shingles
         self._hashes: dict[int, set[int]] = {}  # kept index -> its shingles' hashes
         self._by_prefix: defaultdict[int, list[int]] = defaultdict(list)
@@ -126,13 +132,13 @@ class Walk:
     def _kept_shingles(self, k: int) -> frozenset[Shingle]:
         found = self._shingles.get(k)
         if found is None:
-            found = self._shingles[k] = shingles(self._kept[k][1].record.text)
+            found = self._shingles[k] = shingles(self._kept[k][0].record.text)
         return found
 
     def _kept_hashes(self, k: int) -> set[int]:
         found = self._hashes.get(k)
         if found is None:
-            found = self._hashes[k] = set(self._kept[k][2].hashes)
+            found = self._hashes[k] = set(self._kept[k][1].hashes)
         return found
 
     def _dedup(self, p: Passage, ref: str) -> None:
@@ -142,13 +148,13 @@ class Walk:
         shared = Counter(chain.from_iterable(map(by_prefix.get, sig.prefix, repeat(()))))
         keeper = self._keeper(p, sig, shared) if shared else None
         if keeper is not None:
-            keeper_ref = self._kept[keeper][0]
+            keeper_ref = self._kept[keeper][0].ref
             self.keeper_of[ref] = keeper_ref
             self.absorbed.setdefault(keeper_ref, []).append(ref)
             self.duplicates.append(ref)
             return
         index = len(self._kept)
-        self._kept.append((ref, p, sig))
+        self._kept.append((p, sig))
         for h in sig.prefix:
             by_prefix[h].append(index)
 
@@ -159,7 +165,7 @@ class Walk:
         mine_hashes: set[int] | None = None
         mine: frozenset[Shingle] | None = None
         for k in sorted(shared):
-            other = kept[k][2]
+            other = kept[k][1]
             # sets whose sizes rule out Jaccard >= 4/5 are never compared
             if not may_be_near(size, other.size):
                 continue
@@ -168,14 +174,13 @@ class Walk:
                     continue
                 if mine_hashes is None:
                     mine_hashes = set(sig.hashes)
-                hashed = len(mine_hashes & self._kept_hashes(k))
-                if 5 * hashed < 4 * (size + other.size - hashed):
+                if not shares_enough(len(mine_hashes & self._kept_hashes(k)), size,
+                                     other.size):
                     continue
             if mine is None:
                 mine = shingles(p.record.text)
             theirs = self._kept_shingles(k)
-            common = len(mine & theirs)
-            if 5 * common >= 4 * (len(mine) + len(theirs) - common):  # Jaccard >= 4/5
+            if shares_enough(len(mine & theirs), len(mine), len(theirs)):
                 return k
         return None
 
@@ -191,5 +196,4 @@ def _may_share_enough(a: Signature, b: Signature, in_both_prefixes: int) -> bool
     Jaccard rises with the count shared, so at that bound it is the most it can be."""
     last = min(a.prefix[-1], b.prefix[-1])
     most = min(a.size - bisect_right(a.prefix, last), b.size - bisect_right(b.prefix, last))
-    most += in_both_prefixes
-    return 5 * most >= 4 * (a.size + b.size - most)
+    return shares_enough(most + in_both_prefixes, a.size, b.size)

@@ -97,3 +97,8 @@ def signature(text: str) -> Signature:
 def may_be_near(size_a: int, size_b: int) -> bool:
     """Whether sets of these sizes can have Jaccard >= 4/5 (it is at most min / max)."""
     return 5 * min(size_a, size_b) >= 4 * max(size_a, size_b)
+
+
+def shares_enough(shared: int, size_a: int, size_b: int) -> bool:
+    """Whether sets of these sizes sharing ``shared`` elements have Jaccard >= 4/5, exactly."""
+    return 5 * shared >= 4 * (size_a + size_b - shared)
