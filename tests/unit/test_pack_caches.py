@@ -1,6 +1,6 @@
 """What the engine precomputes or memoises gives what computing afresh would: RRF scores by
-their ranks, passage signatures with their shingle counts, and the size bound of the
-near-duplicate test."""
+their ranks, passage signatures with their shingle counts, the exact shingle keys, and the size
+bound of the near-duplicate test."""
 
 from __future__ import annotations
 
@@ -15,8 +15,10 @@ from context_service.domain.pack.ranking import rrf_micros
 from context_service.domain.pack.text import (
     may_be_near,
     prefix_signature,
+    shingle_keys,
     shingles,
     signature,
+    token_keys,
 )
 from context_service.domain.score import to_micros
 
@@ -34,19 +36,40 @@ def test_memoised_rrf_equals_the_exact_sum(ranks: list[int]) -> None:
 def test_a_signature_counts_the_distinct_shingles(words: list[str]) -> None:
     text = " ".join(words)
     sig = signature(text)
-    assert sig.size == len(shingles(text))
+    assert sig.size == len(shingles(text)) == len(shingle_keys(sig.keys))
     assert sig.prefix == prefix_signature(text)
-    assert list(sig.hashes) == sorted(hash(s) for s in shingles(text))
-    assert sig.injective == (len(set(sig.hashes)) == sig.size)
+    hashes = sorted(hash(k) for k in shingle_keys(sig.keys))
+    assert sig.injective == (len(set(hashes)) == sig.size)
+    assert list(sig.prefix) == hashes[:len(sig.prefix)]
 
 
-@given(st.lists(WORDS, min_size=1, max_size=30), st.lists(WORDS, min_size=1, max_size=30))
-def test_shared_hashes_never_undercount_shared_shingles(a: list[str], b: list[str]) -> None:
-    """The walk's test on hashes may say "maybe" wrongly, never "no" wrongly."""
+TOKENS = st.one_of(WORDS, st.text(min_size=1, max_size=6), st.sampled_from(("Ünïcode", "²", "a")))
+
+
+@given(st.lists(TOKENS, max_size=30), st.lists(TOKENS, max_size=30))
+def test_shingle_keys_are_the_shingles_exactly(a: list[str], b: list[str]) -> None:
+    """Sizes and intersections of key sets are those of the shingle sets, for any two texts:
+    short ones (one shingle, the whole token run), empty ones, non-ASCII ones."""
     ta, tb = " ".join(a), " ".join(b)
-    sa, sb = signature(ta), signature(tb)
-    if sa.injective:
-        assert len(set(sa.hashes) & set(sb.hashes)) >= len(shingles(ta) & shingles(tb))
+    ka, kb = shingle_keys(token_keys(ta)), shingle_keys(token_keys(tb))
+    sa, sb = shingles(ta), shingles(tb)
+    assert len(ka) == len(sa) and len(kb) == len(sb)
+    assert len(ka & kb) == len(sa & sb)
+    assert (ka == kb) == (sa == sb)
+
+
+def test_a_short_text_never_shares_its_shingle_with_a_longer_one() -> None:
+    short, longer = "acme board cfo", "acme board cfo lisbon report"
+    assert not shingle_keys(token_keys(short)) & shingle_keys(token_keys(longer))
+    assert shingle_keys(token_keys(short)) == shingle_keys(token_keys("ACME, board; cfo!"))
+    assert shingle_keys(token_keys("")) == shingle_keys(token_keys("  ...  ")) == {b""}
+
+
+def test_texts_longer_than_the_held_slices_give_every_shingle() -> None:
+    words = [f"w{i}" for i in (*range(70_000), 0, 1, 2, 3, 4)]  # the last shingle repeats
+    text = " ".join(words)
+    # 70,005 tokens: 70,001 shingles, the last one a repeat of the first
+    assert len(shingle_keys(token_keys(text))) == len(shingles(text)) == 70_000
 
 
 @given(st.lists(WORDS, min_size=1, max_size=30), st.lists(WORDS, min_size=1, max_size=30))

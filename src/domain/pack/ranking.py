@@ -17,11 +17,10 @@ from typing import NamedTuple
 from context_service.domain.pack.model import Corpus, Passage, Scored
 from context_service.domain.pack.records import Judge
 from context_service.domain.pack.text import (
-    Shingle,
     Signature,
     may_be_near,
     shares_enough,
-    shingles,
+    shingle_keys,
 )
 from context_service.domain.query.tokenizer import tokenize
 from context_service.domain.score import to_micros
@@ -101,9 +100,9 @@ class Walk:
 
     Exact duplicates have equal shingle sets, so the near-duplicate test finds them too. A
     candidate is compared only with the kept candidates whose prefix signatures share a hash
-    with its own, and each such pair passes three exact filters before its shingles are
-    built: the sizes, the count of shared prefix hashes (``_may_share_enough``) and the count
-    of all shared hashes."""
+    with its own, and each such pair passes two exact filters before its shingle sets are
+    compared: the sizes, and the count of shared prefix hashes (``_may_share_enough``). The
+    sets compared are ``text.shingle_keys`` (exact: slices of the texts' token ids)."""
 
     def __init__(self, corpus: Corpus) -> None:
         self.corpus = corpus
@@ -113,8 +112,7 @@ class Walk:
         self.absorbed: dict[str, list[str]] = {}  # keeper ref -> absorbed refs, in order
         self.duplicates: list[str] = []  # absorbed refs, in order
         self._kept: list[tuple[Passage, Signature]] = []
-        self._shingles: dict[int, frozenset[Shingle]] = {}  # kept index -> shingles
-        self._hashes: dict[int, set[int]] = {}  # kept index -> its shingles' hashes
+        self._shingles: dict[int, frozenset[bytes]] = {}  # kept index -> its shingle keys
         self._by_prefix: defaultdict[int, list[int]] = defaultdict(list)
 
     def visit(self, candidates: Sequence[Candidate]) -> None:
@@ -129,16 +127,10 @@ class Walk:
     def is_absorbed(self, ref: str) -> bool:
         return ref in self.keeper_of
 
-    def _kept_shingles(self, k: int) -> frozenset[Shingle]:
+    def _kept_shingles(self, k: int) -> frozenset[bytes]:
         found = self._shingles.get(k)
         if found is None:
-            found = self._shingles[k] = shingles(self._kept[k][0].record.text)
-        return found
-
-    def _kept_hashes(self, k: int) -> set[int]:
-        found = self._hashes.get(k)
-        if found is None:
-            found = self._hashes[k] = set(self._kept[k][1].hashes)
+            found = self._shingles[k] = shingle_keys(self._kept[k][1].keys)
         return found
 
     def _dedup(self, p: Passage, ref: str) -> None:
@@ -146,7 +138,7 @@ class Walk:
         by_prefix = self._by_prefix
         # kept index -> how many of this prefix's hashes its prefix holds
         shared = Counter(chain.from_iterable(map(by_prefix.get, sig.prefix, repeat(()))))
-        keeper = self._keeper(p, sig, shared) if shared else None
+        keeper = self._keeper(sig, shared) if shared else None
         if keeper is not None:
             keeper_ref = self._kept[keeper][0].ref
             self.keeper_of[ref] = keeper_ref
@@ -158,29 +150,23 @@ class Walk:
         for h in sig.prefix:
             by_prefix[h].append(index)
 
-    def _keeper(self, p: Passage, sig: Signature, shared: Counter[int]) -> int | None:
-        """The earliest kept candidate of which ``p`` is a near duplicate, if any."""
+    def _keeper(self, sig: Signature, shared: Counter[int]) -> int | None:
+        """The earliest kept candidate of which the passage of ``sig`` is a near duplicate, if
+        any."""
         size = sig.size
         kept = self._kept
-        mine_hashes: set[int] | None = None
-        mine: frozenset[Shingle] | None = None
+        mine: frozenset[bytes] | None = None
         for k in sorted(shared):
             other = kept[k][1]
             # sets whose sizes rule out Jaccard >= 4/5 are never compared
             if not may_be_near(size, other.size):
                 continue
-            if sig.injective:  # shared hashes >= shared shingles: a "no" here is exact
-                if other.injective and not _may_share_enough(sig, other, shared[k]):
-                    continue
-                if mine_hashes is None:
-                    mine_hashes = set(sig.hashes)
-                if not shares_enough(len(mine_hashes & self._kept_hashes(k)), size,
-                                     other.size):
-                    continue
+            if (sig.injective and other.injective
+                    and not _may_share_enough(sig, other, shared[k])):
+                continue
             if mine is None:
-                mine = shingles(p.record.text)
-            theirs = self._kept_shingles(k)
-            if shares_enough(len(mine & theirs), len(mine), len(theirs)):
+                mine = shingle_keys(sig.keys)
+            if shares_enough(len(mine & self._kept_shingles(k)), size, other.size):
                 return k
         return None
 

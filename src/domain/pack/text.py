@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import hashlib
 from array import array
+from collections.abc import Iterable
 from fractions import Fraction
+from itertools import count, islice
 from typing import NamedTuple
 
 from context_service.domain.query.tokenizer import tokenize
@@ -62,15 +64,67 @@ def occurs_in(phrase: list[str], tokens: list[str]) -> int:
     return -1
 
 
+# --- exact shingle keys ------------------------------------------------------------------------
+#
+# Deduplication compares shingle sets as sets of byte strings rather than of joined tokens: each
+# distinct token gets an id (one table for the whole process, so keys compare across
+# collections), a text becomes the bytes of its token ids, and a shingle becomes the slice of
+# those bytes that holds its five ids. Ids are distinct for distinct tokens, so two slices are
+# equal exactly when their shingles are, and the shingle set of a text is the set of its slices
+# (same size, same intersections). A set of slices is built with one C-level map, about twice as
+# fast as joining tokens, and the bytes take 4 bytes a token to keep.
+
+_TOKEN_IDS: dict[str, int] = {}
+_NEXT_ID = count()  # next() is atomic: two threads interning one token agree on its id
+_WIDTH = array("I").itemsize  # bytes of one token id
+_SHINGLE_BYTES = SHINGLE * _WIDTH
+
+
+def token_keys(text: str) -> bytes:
+    """The bytes of the ids of the text's tokens, in order (ids of this process only)."""
+    known = _TOKEN_IDS.get
+    intern = _TOKEN_IDS.setdefault
+    return array("I", [intern(t, next(_NEXT_ID)) if (i := known(t)) is None else i
+                       for t in tokenize(text)]).tobytes()
+
+
+_HELD_SLICES = 1 << 16  # slices kept for reuse: texts of up to 65,540 tokens
+_slices: tuple[slice, ...] = ()
+
+
+def _shingle_slices(tokens: int) -> Iterable[slice]:
+    """Where the shingles of a text of ``tokens`` tokens lie in its ``token_keys``: the first
+    ``tokens - 4`` of one tuple of slices that grows to the longest text seen (up to a bound)."""
+    global _slices
+    if tokens < SHINGLE:
+        return (slice(0, tokens * _WIDTH),)
+    wanted = tokens - SHINGLE + 1
+    if wanted > _HELD_SLICES:
+        return (slice(i, i + _SHINGLE_BYTES) for i in range(0, wanted * _WIDTH, _WIDTH))
+    held = _slices
+    if wanted > len(held):
+        held = _slices = tuple(slice(i, i + _SHINGLE_BYTES)
+                               for i in range(0, min(max(wanted, 2 * len(held)), _HELD_SLICES)
+                                              * _WIDTH, _WIDTH))
+    return islice(held, wanted)
+
+
+def shingle_keys(keys: bytes) -> frozenset[bytes]:
+    """The shingle set of a text as slices of its ``token_keys``: the same size as its
+    ``shingles`` and, between two texts, the same intersection (a text of fewer than 5 tokens
+    has one key, shorter than any 5-shingle's, as its one shingle is)."""
+    return frozenset(map(keys.__getitem__, _shingle_slices(len(keys) // _WIDTH)))
+
+
 class Signature(NamedTuple):
     """What deduplication keeps of a passage's text: ``prefix`` (``prefix_signature``), the
-    number of its distinct shingles, and every shingle's hash, sorted. ``injective``: no two
-    of its shingles share a hash, so a count of shared hashes is never below the count of
-    shared shingles (the near-duplicate test on hashes can only err towards "maybe")."""
+    number of its distinct shingles, its ``token_keys`` (from which ``shingle_keys`` gives its
+    shingle set exactly), and ``injective``: no two of its shingles share a hash, which the
+    prefix bound of the walk relies on."""
 
     prefix: array[int]
     size: int
-    hashes: array[int]
+    keys: bytes
     injective: bool
 
 
@@ -81,17 +135,18 @@ def prefix_signature(text: str) -> array[int]:
     ordered by hash, the first |A| - ceil(4|A|/5) + 1 of A and the first |B| - ceil(4|B|/5) + 1
     of B contain the hash of their shared shingle of least hash (the prefix takes every shingle
     whose hash is at most the last one's, so hash ties cannot hide it). A pair whose signatures
-    share a hash is then compared exactly. Hashes are those of this process: a signature is
-    never stored or compared across processes."""
+    share a hash is then compared exactly. Hashes (of ``shingle_keys``) are those of this
+    process: a signature is never stored or compared across processes."""
     return signature(text).prefix
 
 
 def signature(text: str) -> Signature:
     """The text's ``Signature``."""
-    hashes = sorted(map(hash, shingles(text)))
+    keys = token_keys(text)
+    hashes = sorted(map(hash, shingle_keys(keys)))
     last = hashes[len(hashes) - (4 * len(hashes) + 4) // 5]
-    return Signature(array("q", (h for h in hashes if h <= last)), len(hashes),
-                     array("q", hashes), len(set(hashes)) == len(hashes))
+    return Signature(array("q", (h for h in hashes if h <= last)), len(hashes), keys,
+                     len(set(hashes)) == len(hashes))
 
 
 def may_be_near(size_a: int, size_b: int) -> bool:
