@@ -30,7 +30,7 @@ from context_service.adapters.eventstore.consistency import LogConsistency
 from context_service.adapters.eventstore.context_packs import ContextPackApplication
 from context_service.adapters.eventstore.context_sets import ContextSetApplication
 from context_service.adapters.eventstore.query_templates import QueryTemplateApplication
-from context_service.adapters.eventstore.runner import ProjectionRunner
+from context_service.adapters.eventstore.runner import Listener, ProjectionRunner
 from context_service.adapters.eventstore.store import EventStore
 from context_service.adapters.eventstore.timeline import Timeline
 from context_service.adapters.pack.corpus import CorpusLoader
@@ -99,6 +99,7 @@ from context_service.projections.agent_access.projection import AgentCredentials
 from context_service.projections.agent_data.projection import AgentData
 from context_service.projections.audit_log.projection import AuditLog
 from context_service.projections.base import Projection
+from context_service.projections.context_catalog.listing import CatalogListing
 from context_service.projections.context_catalog.projection import ContextCatalog
 from context_service.projections.context_pack_replays.projection import ContextPackReplays
 from context_service.projections.context_sets.projection import ContextSets
@@ -194,6 +195,8 @@ class Container:
     context_packs: ContextPackApplication
     query_templates: QueryTemplateApplication
     sandbox: TemplateSandbox
+    # the live contexts of each namespace, fed by the projections runner like ``access``
+    catalog: CatalogListing
     runners: dict[str, ProjectionRunner] = field(default_factory=dict)
     started: list[Any] = field(default_factory=list)
     # scrape-time gauges of parts that are not workers (the pack caches)
@@ -377,17 +380,19 @@ def build(settings: Settings, url: str | None = None, pool_size: int = 8) -> Con
     # fed by the projections runner while it runs in this process; reads the views otherwise
     access = AccessDirectory(AccessReadsSql(datastore),
                              live=lambda: runners["projections"].running)
+    catalog = CatalogListing(ContextReadsSql(datastore),
+                             live=lambda: runners["projections"].running)
     container = Container(settings, url, datastore, store, tracking, ContextApplication(store),
                           PoolApplication(store), WorkspaceApplication(store),
                           CredentialApplication(store), access,
                           ContextSetApplication(store), ContextPackApplication(store),
-                          QueryTemplateApplication(store), sandbox, runners)
+                          QueryTemplateApplication(store), sandbox, catalog, runners)
     if owned:
         container.servers["postgres"] = functools.partial(embedded.stop, settings.data_dir)
     for name, group in projection_workers().items():
         # query-index events carry whole indexes (up to a 1 MiB body each): read fewer at once
         batch = 100 if RUNNER_WORKER[name] == "query-index" else 2000
-        listeners = [access] if name == "projections" else []
+        listeners: list[Listener] = [access, catalog] if name == "projections" else []
         runners[name] = ProjectionRunner(store, tracking, group, batch_size=batch,
                                          listeners=listeners)
     return container
@@ -431,6 +436,7 @@ def agent_services(container: Container) -> AgentServices:
     return AgentServices(
         workspaces=container.workspaces, credentials=container.credentials,
         directory=container.access, reads=AccessReadsSql(container.datastore),
+        catalog=container.catalog,
         key=credential_key(container.datastore, settings.credential_key),
         limiter=RateLimiter(settings.agent_rate_per_second, settings.agent_rate_burst),
         clock=utc_now, context_sets=container.context_sets)

@@ -47,9 +47,12 @@ def no_content(position: int = 0) -> Response[bytes]:
     return Response(b"", status_code=204, headers=headers)
 
 
-def wait_for_views(request: Request[Any, Any, Any], views: Sequence[str]) -> None:
+def wait_for_views(request: Request[Any, Any, Any], views: Sequence[str],
+                   head: int | None = None) -> None:
+    """Wait until ``views`` reach the log head as of now (or ``head``, read by the caller just
+    before); 503 past the read wait."""
     found = services(request)
-    if not found.consistency.wait(views, found.read_wait_seconds):
+    if not found.consistency.wait(views, found.read_wait_seconds, head):
         raise HttpError(503, "unavailable",
                         "the read model has not caught up with the event log; retry shortly")
 

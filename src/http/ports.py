@@ -100,6 +100,10 @@ class AccessLookups(Protocol):
     def role(self, namespace: str, subject: Subject) -> str | None: ...
 
 
+class CatalogLookup(Protocol):
+    def live_contexts(self, namespace: str) -> Sequence[ContextState]: ...
+
+
 class AccessReads(AccessLookups, Protocol):
     def credentials(self, namespace: str) -> list[Credential]: ...
 
@@ -178,6 +182,9 @@ class AgentServices:
     limiter: Any  # http.agent.ratelimit.RateLimiter
     clock: Callable[[], datetime]
     context_sets: ContextSetLookup = field(default_factory=NoContextSets)
+    # the live contexts of a workspace (``ContextReads.list`` without a subject), kept in
+    # memory while this process's runner maintains the catalog; None: read the view
+    catalog: CatalogLookup | None = None
 
 
 @dataclass

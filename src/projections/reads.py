@@ -42,5 +42,6 @@ class ContextReads(Protocol):
 
 
 class Consistency(Protocol):
-    def wait(self, views: Sequence[str], timeout: float) -> bool:
-        """Block until ``views`` have reached the log head as of now; False on time-out."""
+    def wait(self, views: Sequence[str], timeout: float, head: int | None = None) -> bool:
+        """Block until ``views`` have reached the log head as of now (or ``head``, a head the
+        caller read just before); False on time-out."""

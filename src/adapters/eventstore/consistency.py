@@ -22,8 +22,9 @@ class LogConsistency:
         self.tracking = tracking
         self.runners = runners
 
-    def wait(self, views: Sequence[str], timeout: float) -> bool:
-        head = self.store.head()
+    def wait(self, views: Sequence[str], timeout: float, head: int | None = None) -> bool:
+        if head is None:
+            head = self.store.head()
         deadline = time.monotonic() + timeout
         for view in views:
             runner = self.runners.get(view)

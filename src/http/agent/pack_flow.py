@@ -156,7 +156,10 @@ class Access:
     def readable(self) -> Readable:
         """The collections readable now (one read of the catalog)."""
         creator, bound = self.caller.creator, self.caller.context_set_id
-        listed = services(self.request).reads.list(self.caller.workspace, None)
+        workspace = self.caller.workspace
+        catalog = agent_services(self.request).catalog
+        listed = (catalog.live_contexts(workspace) if catalog is not None
+                  else services(self.request).reads.list(workspace, None))
         bound_set = self.sets()(bound) if bound else None
         return readable_collections(creator, listed, bound, bound_set)
 
@@ -175,12 +178,37 @@ def collection_not_found(name: str) -> ApiError:
     return ApiError(404, "NOT_FOUND", f"collection {quote(name)} not found")
 
 
+RELEASE_VIEWS = ("context_catalog", "context_sets", *ACCESS_VIEWS)
+
+
+class ReleaseAccess:
+    """The caller's access at the release check (§7.9), read once when the engine first asks,
+    after waiting for the catalog, the sets and the access views to reach the log head then:
+    the route's own recheck of the credential (§1.5 steps 2-4) needs no second wait."""
+
+    def __init__(self, access: Access) -> None:
+        self.access = access
+        self.read: Readable | None = None
+
+    def readable(self, name: str) -> bool:
+        if self.read is None:
+            wait_for_views(self.access.request, RELEASE_VIEWS)
+            self.read = self.access.readable()
+        return name in self.read
+
+    def settle(self) -> None:
+        """Wait for the access views now, unless the engine already asked (a pack with no
+        items never does)."""
+        if self.read is None:
+            wait_for_views(self.access.request, ACCESS_VIEWS)
+
+
 def build_pack(packs: PackServices, access: Access, request: PackRequest,
                active: ContextSetState | None, as_of: AsOf, timings: Timings,
-               deadline: float) -> tuple[Pack, int]:
+               deadline: float, at_release: ReleaseAccess) -> tuple[Pack, int]:
     """Steps 9-11 at ``as_of``: scope and named collections, retrieval and packing under the
-    deadline (a monotonic instant), the release check against access read again at the end.
-    Returns the pack and the active set's version in force at P."""
+    deadline (a monotonic instant), the release check against access read again at the end
+    (``at_release``). Returns the pack and the active set's version in force at P."""
     started = time.monotonic()
     ports = packs.configured()
     ns = ports.inputs.namespace_at(access.caller.workspace, as_of.position)
@@ -190,18 +218,10 @@ def build_pack(packs: PackServices, access: Access, request: PackRequest,
         raise collection_not_found(scope.not_found)
     corpus = ports.corpus.corpus(scope.usable)
     timings.retrieve += (time.monotonic() - started) * 1000
-    release_access: list[Readable] = []
-
-    def readable_at_release(name: str) -> bool:
-        if not release_access:  # read once, when the engine first asks at release
-            wait_for_views(access.request, ("context_catalog", "context_sets"))
-            release_access.append(access.readable())
-        return name in release_access[0]
-
     before = timings.retrieve
     packing = time.monotonic()
     pack = assemble(request, as_of, scope, corpus, TimedRetrieval(ports.retrieval, timings),
-                    ports.count_tokens, readable_at_release,
+                    ports.count_tokens, at_release.readable,
                     lambda: time.monotonic() >= deadline)
     timings.pack += (time.monotonic() - packing) * 1000 - (timings.retrieve - before)
     return pack, scope.set_version
@@ -249,7 +269,7 @@ def release(request: Request[Any, Any, Any], raw: bytes) -> Released:
     agent = agent_services(request)
     started_at = agent.clock()
     head = packs.head()
-    caller = authenticate(request, SCOPE, (*VIEWS, *packs.wait_views()))
+    caller = authenticate(request, SCOPE, (*VIEWS, *packs.wait_views()), head)
     timings.wait = (time.monotonic() - timings.started) * 1000
     checked = shapes.check_pack(decode(raw, shapes.PackBody), started_at)
     access = Access(request, caller)
@@ -261,9 +281,10 @@ def release(request: Request[Any, Any, Any], raw: bytes) -> Released:
     valid_time = checked.valid_time or shapes.valid_time_default(started_at)
     as_of = AsOf(valid_time=valid_time, system_time=system_time, position=position)
     deadline = timings.started + pack_request.max_latency_ms / 1000
+    at_release = ReleaseAccess(access)
     pack, set_version = build_pack(packs, access, pack_request, active, as_of, timings,
-                                   deadline)
-    wait_for_views(request, ACCESS_VIEWS)  # a revocation during retrieval is seen here
+                                   deadline, at_release)
+    at_release.settle()  # a revocation during retrieval is seen here
     recheck(request, caller, SCOPE)
     if pack.refused:
         raise ApiError(422, "AGENT_PACK_INCOMPLETE", "the pack is incomplete",

@@ -71,13 +71,13 @@ def presented_token(request: Request[Any, Any, Any]) -> str:
 
 
 def authenticate(request: Request[Any, Any, Any], scope: str,
-                 views: Sequence[str] = ()) -> AgentCaller:
+                 views: Sequence[str] = (), head: int | None = None) -> AgentCaller:
     """Steps 1-5 of §1.5, in order; blocking (it waits for the views ``views`` and the access
-    views to reach the log head as of now)."""
+    views to reach the log head as of now, or ``head`` when the caller has just read it)."""
     refuse_browser(request.scope["headers"])
     token = presented_token(request)
     agent = agent_services(request)
-    wait_for_views(request, (*ACCESS_VIEWS, *views))  # answered in the /api/ body on /api/
+    wait_for_views(request, (*ACCESS_VIEWS, *views), head)  # answered in the /api/ body
     credential_id = token_id(token)
     assert credential_id is not None
     credential = agent.directory.credential(credential_id)

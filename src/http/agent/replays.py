@@ -33,7 +33,14 @@ from context_service.domain.values import format_timestamp
 from context_service.http.agent import packs_shapes as shapes
 from context_service.http.agent.body import decode
 from context_service.http.agent.errors import ApiError, api_json
-from context_service.http.agent.pack_flow import SCOPE, VIEWS, Access, Timings, build_pack
+from context_service.http.agent.pack_flow import (
+    SCOPE,
+    VIEWS,
+    Access,
+    ReleaseAccess,
+    Timings,
+    build_pack,
+)
 from context_service.http.agent.pack_services import PackServices, pack_services
 from context_service.http.agent.pipeline import AgentCaller, agent_services, authenticate
 from context_service.http.common import threaded_body
@@ -126,7 +133,7 @@ def _recompute(packs: PackServices, access: Access, release: ContextPackReleased
                  position=release.position)
     timings = Timings()
     pack, _ = build_pack(packs, access, request, active, as_of, timings,
-                         time.monotonic() + p.max_latency_ms / 1000)
+                         time.monotonic() + p.max_latency_ms / 1000, ReleaseAccess(access))
     changes = diff(recorded_items(release), pack)
     body = {"replayId": release.replay_id, "mode": "recompute",
             "engineVersion": {"recorded": release.engine_version, "current": ENGINE_VERSION},
@@ -145,7 +152,7 @@ def replay(request: Request[Any, Any, Any], body: bytes) -> Response[bytes]:
     """Verify a released pack's items against the current state, or recompute the pack."""
     packs = pack_services(request)
     head = packs.head()
-    caller = authenticate(request, SCOPE, (*VIEWS, *packs.wait_views()))
+    caller = authenticate(request, SCOPE, (*VIEWS, *packs.wait_views()), head)
     req = decode(body, shapes.ReplayBody)
     mode = shapes.check_replay(req)
     replay_id = str(request.path_params["replayId"])
