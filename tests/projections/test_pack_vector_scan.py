@@ -123,15 +123,6 @@ def test_a_part_of_the_corpus_scans_only_its_own_indexes(container: Container) -
             got = retrieval.vector(query, corpus, None)
             assert got == _exact(container, query, corpus), label
             assert {s.collection for s in got} <= set(corpus), label
-            assert retrieval.vector_soon(query, corpus, None).result() == got, label
-
-
-def test_a_list_asked_for_after_close_is_computed_in_line(container: Container) -> None:
-    corpus = _corpus(container)
-    retrieval = _fast(container)
-    expected = retrieval.vector(QUERIES[0], corpus, None)
-    retrieval.close()
-    assert retrieval.vector_soon(QUERIES[0], corpus, None).result() == expected
 
 
 @pytest.mark.parametrize("held", ["postgresql", "rescored", "in-process"])
@@ -181,7 +172,7 @@ def test_candidates_from_the_matrices_give_the_exact_scan(
         for query in QUERIES:
             got = retrieval.vector(query, corpus, None)
             assert got == _exact(container, query, corpus)
-            assert retrieval.vector_soon(query, corpus, None).result() == got
+            assert retrieval.vector(query, corpus, None) == got  # a second scan, the same list
     # one round each: the first rows were enough
     assert (counted.in_process if exact else counted.rescored) == 3 * len(QUERIES) * 2
     assert counted.calls == 3 * len(QUERIES) * 2

@@ -139,16 +139,14 @@ def assemble(request: PackRequest, as_of: AsOf, scope: PackScope, corpus: Corpus
     def lists(query: str, requirement: bool) -> list[Candidate] | None:
         if not deadline.allows():
             return None
-        # the vector list may be computed while the lexical one is; it counts only when its
-        # step is reached before the deadline
-        soon = retrieval.vector_soon(query, corpus, eligible) if hybrid else None
         lexical = retrieval.lexical(query, corpus, eligible)
         vector: list[Scored] | None = None
-        if soon is not None:
+        if hybrid:
+            # the task's vector list is a step of its own: it counts only when reached before
+            # the deadline (a requirement's list, once begun, is completed)
             if not requirement and not deadline.allows():
-                soon.cancel()
                 return ranked(corpus, judge, lexical, [])
-            vector = soon.result()
+            vector = retrieval.vector(query, corpus, eligible)
         return ranked(corpus, judge, lexical, vector, query if requirement else None)
 
     task_list = lists(request.task, False) or []

@@ -179,31 +179,3 @@ class Retrieval(Protocol):
     def vector(self, query: str, corpus: Corpus,
                eligible: frozenset[str] | None) -> list[Scored]:
         """Cosine ≥ 0.25, by cosine descending, collection, record id; at most 200."""
-
-    def vector_soon(self, query: str, corpus: Corpus,
-                    eligible: frozenset[str] | None) -> Pending:
-        """``vector``'s list, which the implementation may compute while the caller computes
-        the lexical list; the caller asks for it once, or cancels it."""
-
-
-class Pending(Protocol):
-    """A list being computed (``concurrent.futures.Future`` is one)."""
-
-    def result(self) -> list[Scored]:
-        """The list, waiting for it if need be."""
-
-    def cancel(self) -> bool:
-        """Give up on the list (its computation may still run to its end)."""
-
-
-class Later:
-    """A ``Pending`` computed by the caller's thread, when asked for."""
-
-    def __init__(self, compute: Callable[[], list[Scored]]) -> None:
-        self._compute = compute
-
-    def result(self) -> list[Scored]:
-        return self._compute()
-
-    def cancel(self) -> bool:
-        return True

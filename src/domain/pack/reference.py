@@ -9,13 +9,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from functools import partial
 
 from context_service.domain.pack.model import (
     Corpus,
-    Later,
     Passage,
-    Pending,
     Scored,
     document_id,
 )
@@ -88,10 +85,6 @@ class ReferenceRetrieval:
         scores = {ref: to_micros(c) for ref, c in self.cosines.get(query, {}).items()}
         return _ordered({ref: s for ref, s in scores.items()
                          if s >= MIN_COSINE and self._eligible(ref, corpus, eligible)})
-
-    def vector_soon(self, query: str, corpus: Corpus,
-                    eligible: frozenset[str] | None) -> Pending:
-        return Later(partial(self.vector, query, corpus, eligible))
 
     @staticmethod
     def _eligible(ref: str, corpus: Corpus, eligible: frozenset[str] | None) -> bool:

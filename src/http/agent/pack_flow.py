@@ -37,7 +37,6 @@ from context_service.domain.pack.items import Item, Missing, Pack
 from context_service.domain.pack.model import (
     ENGINE_VERSION,
     Corpus,
-    Pending,
     Retrieval,
     Scored,
 )
@@ -100,33 +99,11 @@ class TimedRetrieval:
 
     def vector(self, query: str, corpus: Corpus,
                eligible: frozenset[str] | None) -> list[Scored]:
-        return self.vector_soon(query, corpus, eligible).result()
-
-    def vector_soon(self, query: str, corpus: Corpus,
-                    eligible: frozenset[str] | None) -> Pending:
         started = time.monotonic()
         try:
-            return _TimedPending(self.inner.vector_soon(query, corpus, eligible), self.timings)
+            return self.inner.vector(query, corpus, eligible)
         finally:
             self.timings.retrieve += (time.monotonic() - started) * 1000
-
-
-class _TimedPending:
-    """A pending list whose wait is added to ``timings.retrieve``."""
-
-    def __init__(self, inner: Pending, timings: Timings) -> None:
-        self.inner = inner
-        self.timings = timings
-
-    def result(self) -> list[Scored]:
-        started = time.monotonic()
-        try:
-            return self.inner.result()
-        finally:
-            self.timings.retrieve += (time.monotonic() - started) * 1000
-
-    def cancel(self) -> bool:
-        return self.inner.cancel()
 
 
 @dataclass(frozen=True, slots=True)

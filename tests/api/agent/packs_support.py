@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from context_service.config import Settings
-from context_service.domain.pack.model import Corpus, Pending, Retrieval, Scored
+from context_service.domain.pack.model import Corpus, Retrieval, Scored
 from context_service.http.agent.pack_services import KEY as PACKS_KEY
 from context_service.http.agent.pack_services import PackServices
 from tests.api.conftest import Api
@@ -127,6 +127,3 @@ class HookedRetrieval:
                eligible: frozenset[str] | None) -> list[Scored]:
         return self.inner.vector(query, corpus, eligible)
 
-    def vector_soon(self, query: str, corpus: Corpus,
-                    eligible: frozenset[str] | None) -> Pending:
-        return self.inner.vector_soon(query, corpus, eligible)
