@@ -200,13 +200,13 @@ def test_a_scan_spreads_its_products_over_two_threads_and_gives_the_same_list(
     assert sum(len(c.passages) for c in corpus.values()) < vector_scan.SPREAD_ROWS
     monkeypatch.setattr(vector_scan, "SPREAD_ROWS", 1)
     spread: list[str] = []
-    original = vector_scan._scored
+    original = vector_scan._products
 
     def recorded(*args: Any, **kwargs: Any) -> Any:
         spread.append(threading.current_thread().name)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(vector_scan, "_scored", recorded)
+    monkeypatch.setattr(vector_scan, "_products", recorded)
     for query in QUERIES:
         assert retrieval.vector(query, corpus, None) == alone[query]
     assert sum(name.startswith("vector-product") for name in spread) == len(QUERIES)
@@ -253,9 +253,9 @@ def test_the_matrix_cosines_are_within_the_bound_of_pgvectors(container: Contain
         for one in corpus.values():
             matrix = matrices.get(one.publication)
             assert matrix is not None
-            ours = dict(zip(matrix.ords.tolist(), matrix.cosines(
-                task, float(np.linalg.norm(task.astype("float64")))).tolist(),
-                strict=True))
+            scored = vector_scan.Candidates([matrix], task, None)  # the scans' own cosines
+            ours = dict(zip(matrix.ords[scored.rows].tolist(), scored.cosines.tolist(),
+                            strict=True))
             with container.datastore.transaction(commit=False) as cur:
                 cur.execute("SELECT ord, 1 - (embedding <=> %s::vector) AS cosine"
                             " FROM agent_passages WHERE publication = %s"
@@ -310,3 +310,25 @@ def _exact_by_hash(container: Container, query: str, corpus: Corpus) -> list[Sco
                                  passage.record.id))
     rows = sorted(r for r in rows if -r[0] >= to_micros(0.25))[:200]
     return [Scored(c, i, -m / SCALE) for m, c, i in rows]
+
+
+def test_a_layout_is_kept_for_the_same_matrices_only(container: Container) -> None:
+    corpus = _corpus(container)
+    _, matrices = _held(container)
+    held = [m for c in corpus.values() if (m := matrices.get(c.publication)) is not None]
+    assert len(held) == len(corpus) > 1
+    layout = vector_scan.Layout.of(held)
+    assert vector_scan.Layout.of(held) is layout
+    assert layout.size == sum(map(len, held))
+    assert layout.starts == np.cumsum([0, *map(len, held)])[:-1].tolist()
+    for i, m in enumerate(held):  # each row's matrix, row and norm, in place
+        part = slice(layout.starts[i], layout.starts[i] + len(m))
+        assert (layout.owners[part] == i).all()
+        assert layout.rows[part].tolist() == list(range(len(m)))
+        assert (layout.norms[part] == m.norms).all()
+    # the same publications read again (another object): a layout of its own
+    again = vector_matrix.read_matrix
+    with container.datastore.transaction(commit=False) as cur:
+        reread = [again(cur, held[0].publication), *held[1:]]
+    assert vector_scan.Layout.of(reread) is not layout
+    assert vector_scan.Layout.of(held[::-1]) is not layout

@@ -53,15 +53,6 @@ class Matrix:
     def __len__(self) -> int:
         return len(self.ords)
 
-    def cosines(self, task: np.ndarray[Any, np.dtype[np.float32]], task_norm: float) -> Floats:
-        """Every row's cosine with ``task``, within ``MATRIX_BOUND`` of pgvector's; a row of
-        norm 0 (pgvector: not a number, ordered last) gets -inf."""
-        dots = (self.rows @ task).astype(np.float64)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            cosines: Floats = dots / (self.norms * task_norm)
-        cosines[~np.isfinite(cosines)] = -np.inf
-        return cosines
-
     def eligible(self, documents: frozenset[str]) -> np.ndarray[Any, np.dtype[np.intp]]:
         """The rows whose document is one of ``documents``."""
         wanted = [i for i, name in enumerate(self.documents) if name in documents]

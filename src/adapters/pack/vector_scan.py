@@ -17,6 +17,8 @@ one the spec's full exact scan gives."""
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor, Future
 from typing import Any, NamedTuple
@@ -39,6 +41,7 @@ HALF_BOUND = 2e-3
 FIRST_ROWS = 300  # rows a scan fetches first; enough for every measured query
 NONE_LEFT = float("-inf")
 SPREAD_ROWS = 20_000  # rows from which a scan spreads its products over two threads
+LAYOUTS_KEPT = 8  # sets of matrices whose ``Layout`` is kept
 
 Row = tuple[float, str, str]  # exact cosine, collection, record id
 Held = tuple[Matrix, int]  # a matrix and one of its rows
@@ -209,27 +212,41 @@ class MatrixScan:
 class Candidates:
     """The cosines of every eligible row of the matrices, computed once (with ``spread``, half
     of the products on one of its threads while the caller computes the other half); ``best``
-    takes the best ``limit`` of them."""
+    takes the best ``limit`` of them.
+
+    Each matrix's product is written into one buffer of every row's dot product, and the
+    cosines are then computed over that buffer at once with the matrices' ``Layout``: a few
+    numpy calls a scan instead of several a matrix."""
 
     def __init__(self, matrices: Sequence[Matrix], task: np.ndarray[Any, Any],
                  eligible: frozenset[str] | None, spread: Executor | None = None) -> None:
         norm = float(np.sqrt(np.dot(task.astype(np.float64), task.astype(np.float64))))
         self.matrices = matrices
+        layout = Layout.of(matrices)
+        dots = np.empty(layout.size, dtype=np.float32)
         cut = len(matrices)
-        later: Future[list[_Part]] | None = None
-        if spread is not None and sum(map(len, matrices)) >= SPREAD_ROWS:
+        later: Future[None] | None = None
+        if spread is not None and layout.size >= SPREAD_ROWS:
             cut = len(matrices) // 2
             try:
-                later = spread.submit(_scored, matrices, cut, len(matrices), task, norm,
-                                      eligible)
+                later = spread.submit(_products, matrices, layout, cut, len(matrices), task,
+                                      dots)
             except RuntimeError:  # shut down: this thread computes every product
                 cut = len(matrices)
-        parts = _scored(matrices, 0, cut, task, norm, eligible)
+        _products(matrices, layout, 0, cut, task, dots)
         if later is not None:
-            parts += later.result()
-        self.cosines = np.concatenate([p[0] for p in parts])
-        self.owners = np.concatenate([p[1] for p in parts])
-        self.rows = np.concatenate([p[2] for p in parts])
+            later.result()
+        cosines = dots.astype(np.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cosines /= layout.norms * norm
+        cosines[~np.isfinite(cosines)] = -np.inf  # a row of norm 0 (pgvector: NaN, last)
+        if eligible is None:
+            self.cosines, self.owners, self.rows = cosines, layout.owners, layout.rows
+        else:
+            chosen = np.concatenate([m.eligible(eligible) + start for m, start
+                                     in zip(matrices, layout.starts, strict=False)])
+            self.cosines = cosines[chosen]
+            self.owners, self.rows = layout.owners[chosen], layout.rows[chosen]
         self._head: np.ndarray[Any, np.dtype[np.intp]] | None = None
 
     def head(self) -> np.ndarray[Any, np.dtype[np.intp]]:
@@ -287,24 +304,48 @@ class Candidates:
         return Fetched(rows, NONE_LEFT if left_out is None else left_out + MATRIX_BOUND)
 
 
-_Part = tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]
+class Layout:
+    """Where each matrix's rows lie in one vector of every row of several matrices: the
+    matrices' norms end to end, each row's matrix index and row, each matrix's first index.
+    Kept for the few sets of matrices scanned lately (a set is the same objects, in order)."""
+
+    _kept: OrderedDict[tuple[int, ...], tuple[tuple[Matrix, ...], Layout]] = OrderedDict()
+    _lock = threading.Lock()
+
+    def __init__(self, matrices: Sequence[Matrix]) -> None:
+        sizes = [len(m) for m in matrices]
+        self.size = sum(sizes)
+        self.starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.intp).tolist()
+        self.norms = (np.concatenate([m.norms for m in matrices]) if matrices
+                      else np.empty(0, dtype=np.float64))
+        self.owners = np.repeat(np.arange(len(matrices), dtype=np.int32), sizes)
+        self.rows = (np.concatenate([np.arange(n, dtype=np.int32) for n in sizes]) if matrices
+                     else np.empty(0, dtype=np.int32))
+
+    @classmethod
+    def of(cls, matrices: Sequence[Matrix]) -> Layout:
+        key = tuple(m.publication for m in matrices)
+        with cls._lock:
+            found = cls._kept.get(key)
+            if found is not None and all(a is b for a, b in zip(found[0], matrices,
+                                                                  strict=True)):
+                cls._kept.move_to_end(key)
+                return found[1]
+        layout = cls(matrices)
+        with cls._lock:
+            cls._kept[key] = (tuple(matrices), layout)
+            while len(cls._kept) > LAYOUTS_KEPT:
+                cls._kept.popitem(last=False)
+        return layout
 
 
-def _scored(matrices: Sequence[Matrix], lo: int, hi: int, task: np.ndarray[Any, Any],
-            norm: float, eligible: frozenset[str] | None) -> list[_Part]:
-    """The cosines of the eligible rows of ``matrices[lo:hi]``, with their matrix indexes and
-    rows."""
-    parts: list[_Part] = []
+def _products(matrices: Sequence[Matrix], layout: Layout, lo: int, hi: int,
+              task: np.ndarray[Any, Any], dots: np.ndarray[Any, Any]) -> None:
+    """The dot products of ``matrices[lo:hi]``'s rows with ``task``, into their places in
+    ``dots`` (one BLAS call a matrix, the interpreter's lock released in each)."""
     for i in range(lo, hi):
-        matrix = matrices[i]
-        found = matrix.cosines(task, norm)
-        if eligible is None:
-            chosen = np.arange(len(matrix), dtype=np.int32)
-        else:
-            chosen = matrix.eligible(eligible).astype(np.int32)
-            found = found[chosen]
-        parts.append((found, np.full(len(chosen), i, dtype=np.int32), chosen))
-    return parts
+        start = layout.starts[i]
+        np.matmul(matrices[i].rows, task, out=dots[start:start + len(matrices[i])])
 
 
 def _rows(found: Iterable[Any]) -> list[Row]:
