@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from context_service.domain.context.events import QueryRecord
@@ -14,6 +14,8 @@ from context_service.domain.pack.model import CollectionCorpus
 from context_service.domain.pack.ranking import rrf_micros
 from context_service.domain.pack.text import (
     may_be_near,
+    near_duplicates,
+    near_keys,
     prefix_signature,
     shingle_keys,
     shingles,
@@ -56,6 +58,31 @@ def test_shingle_keys_are_the_shingles_exactly(a: list[str], b: list[str]) -> No
     assert len(ka) == len(sa) and len(kb) == len(sb)
     assert len(ka & kb) == len(sa & sb)
     assert (ka == kb) == (sa == sb)
+
+
+POOL = [f"w{i % 97}x{i % 13}" for i in range(400)]  # no 5-token run repeats
+
+
+@st.composite
+def overlapping(draw: st.DrawFn) -> str:
+    """Windows of one run of tokens, some edited, some with a stretch repeated: pairs on both
+    sides of Jaccard 4/5 with up to 150 shingles (past the first look of ``near_keys``), texts
+    with repeated shingles, short texts."""
+    start = draw(st.integers(0, 60))
+    words = POOL[start:start + draw(st.integers(1, 154))]
+    for _ in range(draw(st.integers(0, 3))):
+        words[draw(st.integers(0, len(words) - 1))] = draw(st.sampled_from(("edit", "w1x1")))
+    if draw(st.booleans()):
+        words += words[:draw(st.integers(0, 8))]
+    return " ".join(words)
+
+
+@settings(max_examples=400)
+@given(overlapping(), overlapping())
+def test_near_keys_is_the_jaccard_test_of_the_shingle_sets(a: str, b: str) -> None:
+    sig = signature(a)
+    assert near_keys(sig.keys, sig.size, shingle_keys(token_keys(b))) \
+        == near_duplicates(shingles(a), shingles(b))
 
 
 def test_a_short_text_never_shares_its_shingle_with_a_longer_one() -> None:

@@ -19,6 +19,7 @@ from context_service.domain.pack.records import Judge
 from context_service.domain.pack.text import (
     Signature,
     may_be_near,
+    near_keys,
     shares_enough,
     shingle_keys,
 )
@@ -155,7 +156,6 @@ class Walk:
         any."""
         size = sig.size
         kept = self._kept
-        mine: frozenset[bytes] | None = None
         for k in sorted(shared):
             other = kept[k][1]
             # sets whose sizes rule out Jaccard >= 4/5 are never compared
@@ -164,9 +164,7 @@ class Walk:
             if (sig.injective and other.injective
                     and not _may_share_enough(sig, other, shared[k])):
                 continue
-            if mine is None:
-                mine = shingle_keys(sig.keys)
-            if shares_enough(len(mine & self._kept_shingles(k)), size, other.size):
+            if near_keys(sig.keys, size, self._kept_shingles(k)):
                 return k
         return None
 

@@ -116,6 +116,28 @@ def shingle_keys(keys: bytes) -> frozenset[bytes]:
     return frozenset(map(keys.__getitem__, _shingle_slices(len(keys) // _WIDTH)))
 
 
+_FIRST_LOOK = 48  # shingles counted before a pair may be ruled out early
+
+
+def near_keys(keys: bytes, size: int, theirs: frozenset[bytes]) -> bool:
+    """Whether the text of ``keys`` (``token_keys``, with ``size`` distinct shingles) and the
+    text whose shingle set is ``theirs`` (``shingle_keys``) are near duplicates, exactly.
+
+    When every shingle of the text is distinct (nearly always), its shingles are counted in
+    ``theirs`` one by one, without building its set, and a pair is ruled out as soon as its
+    first shingles miss more than Jaccard >= 4/5 allows; otherwise the two sets are
+    intersected."""
+    tokens = len(keys) // _WIDTH
+    if tokens - SHINGLE + 1 != size:  # repeated shingles (or a short text): count distinct ones
+        return shares_enough(len(shingle_keys(keys) & theirs), size, len(theirs))
+    shared_at_least = -(-4 * (size + len(theirs)) // 9)  # Jaccard >= 4/5 <=> shared >= this
+    mine = map(keys.__getitem__, _shingle_slices(tokens))
+    first = sum(map(theirs.__contains__, islice(mine, _FIRST_LOOK)))
+    if min(size, _FIRST_LOOK) - first > size - shared_at_least:
+        return False
+    return first + sum(map(theirs.__contains__, mine)) >= shared_at_least
+
+
 class Signature(NamedTuple):
     """What deduplication keeps of a passage's text: ``prefix`` (``prefix_signature``), the
     number of its distinct shingles, its ``token_keys`` (from which ``shingle_keys`` gives its
