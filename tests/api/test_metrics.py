@@ -22,7 +22,7 @@ DOCUMENTED = ("cs_http_requests_total", "cs_http_request_seconds", "cs_log_head_
               "cs_projection_position", "cs_projection_lag", "cs_group_commit_transactions",
               "cs_group_commit_appends", "cs_group_commit_seconds", "cs_pack_corpus_passages",
               "cs_pack_matrix_rows", "cs_pack_matrix_indexes", "cs_pack_cache_complete",
-              "cs_pack_exact_cosine")
+              "cs_pack_exact_cosine", "cs_pack_token_ids")
 SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})? (\S+)$")
 
 

@@ -24,6 +24,7 @@ from context_service.domain.context_set.state import evolve as evolve_set
 from context_service.domain.events import ADMIN
 from context_service.domain.pack.model import document_id
 from context_service.domain.pack.reference import ReferenceRetrieval
+from context_service.domain.pack.text import token_ids
 from context_service.projections.pack_inputs.fold import EPOCH
 from context_service.projections.pack_inputs.view import PACK_INPUTS
 from context_service.projections.passage_features.features import text_hash
@@ -282,7 +283,9 @@ def test_the_warmer_reads_the_vectors_and_says_when_the_caches_are_complete(
     gauges = {name: value for name, _, _, value in warmer.gauges()}
     assert gauges == {"cs_pack_corpus_passages": loader.passages(),
                       "cs_pack_matrix_rows": embedded, "cs_pack_matrix_indexes": 4,
-                      "cs_pack_cache_complete": 1, "cs_pack_exact_cosine": 1}
+                      "cs_pack_cache_complete": 1, "cs_pack_exact_cosine": 1,
+                      "cs_pack_token_ids": token_ids()}
+    assert token_ids() > 0  # the warmed signatures gave their tokens ids
     assert embedded > 0 and loader.passages() >= embedded
     matrices.retain([])  # e.g. a matrix evicted: no longer complete at the next pass
     matrices.max_rows = 0

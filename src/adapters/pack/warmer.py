@@ -13,6 +13,7 @@ import time
 from context_service.adapters.pack.corpus import CorpusLoader
 from context_service.adapters.pack.vector_matrix import VectorMatrices
 from context_service.domain.pack.model import CollectionAt
+from context_service.domain.pack.text import token_ids
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +75,9 @@ class CorpusWarmer:
              " held whole (corpus and vectors), else 0.", {}, 1 if self.complete else 0),
             ("cs_pack_exact_cosine", "1 when the server's cosine distance is the in-process"
              " model's, so scans of held matrices need no database, else 0.", {},
-             1 if self.matrices is not None and self.matrices.exact else 0)]
+             1 if self.matrices is not None and self.matrices.exact else 0),
+            ("cs_pack_token_ids", "Distinct tokens with an id for near-duplicate keys (the"
+             " table only grows).", {}, token_ids())]
 
     def start(self) -> CorpusWarmer:
         self._thread = threading.Thread(target=self._run, name="corpus-warmer", daemon=True)

@@ -80,6 +80,12 @@ _WIDTH = array("I").itemsize  # bytes of one token id
 _SHINGLE_BYTES = SHINGLE * _WIDTH
 
 
+def token_ids() -> int:
+    """How many distinct tokens have an id (the table only grows: one entry a distinct token
+    the process has seen in a passage)."""
+    return len(_TOKEN_IDS)
+
+
 def token_keys(text: str) -> bytes:
     """The bytes of the ids of the text's tokens, in order (ids of this process only)."""
     known = _TOKEN_IDS.get
