@@ -181,10 +181,10 @@ class AgentServices:
     key: bytes  # the HMAC key of credential secrets
     limiter: Any  # http.agent.ratelimit.RateLimiter
     clock: Callable[[], datetime]
-    context_sets: ContextSetLookup = field(default_factory=NoContextSets)
     # the live contexts of a workspace (``ContextReads.list`` without a subject), kept in
-    # memory while this process's runner maintains the catalog; None: read the view
-    catalog: CatalogLookup | None = None
+    # memory while this process's runner maintains the catalog, read from the view otherwise
+    catalog: CatalogLookup
+    context_sets: ContextSetLookup = field(default_factory=NoContextSets)
 
 
 @dataclass

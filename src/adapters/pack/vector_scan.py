@@ -307,9 +307,11 @@ class Candidates:
 class Layout:
     """Where each matrix's rows lie in one vector of every row of several matrices: the
     matrices' norms end to end, each row's matrix index and row, each matrix's first index.
-    Kept for the few sets of matrices scanned lately (a set is the same objects, in order)."""
+    Kept for the few sets of publications scanned lately: a publication's vectors never change,
+    so neither does its part of a layout, and a layout holds no matrix (an evicted one is
+    freed)."""
 
-    _kept: OrderedDict[tuple[int, ...], tuple[tuple[Matrix, ...], Layout]] = OrderedDict()
+    _kept: OrderedDict[tuple[tuple[int, int], ...], Layout] = OrderedDict()
     _lock = threading.Lock()
 
     def __init__(self, matrices: Sequence[Matrix]) -> None:
@@ -324,16 +326,15 @@ class Layout:
 
     @classmethod
     def of(cls, matrices: Sequence[Matrix]) -> Layout:
-        key = tuple(m.publication for m in matrices)
+        key = tuple((m.publication, len(m)) for m in matrices)
         with cls._lock:
             found = cls._kept.get(key)
-            if found is not None and all(a is b for a, b in zip(found[0], matrices,
-                                                                  strict=True)):
+            if found is not None:
                 cls._kept.move_to_end(key)
-                return found[1]
+                return found
         layout = cls(matrices)
         with cls._lock:
-            cls._kept[key] = (tuple(matrices), layout)
+            cls._kept[key] = layout
             while len(cls._kept) > LAYOUTS_KEPT:
                 cls._kept.popitem(last=False)
         return layout

@@ -133,10 +133,7 @@ class Access:
     def readable(self) -> Readable:
         """The collections readable now (one read of the catalog)."""
         creator, bound = self.caller.creator, self.caller.context_set_id
-        workspace = self.caller.workspace
-        catalog = agent_services(self.request).catalog
-        listed = (catalog.live_contexts(workspace) if catalog is not None
-                  else services(self.request).reads.list(workspace, None))
+        listed = agent_services(self.request).catalog.live_contexts(self.caller.workspace)
         bound_set = self.sets()(bound) if bound else None
         return readable_collections(creator, listed, bound, bound_set)
 
