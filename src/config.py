@@ -72,6 +72,16 @@ class Settings:
     settings_dev_subject: bool = False  # the settings pages let the person type the subject
     agent_query_url: str = ""  # CS_AGENT_QUERY_URL; empty: the managed cs_agent_query login
     agent_query_connections: int = 4  # CS_AGENT_QUERY_CONNECTIONS
+    # how long a template run waits for a database session before answering 503
+    agent_query_wait_seconds: float = 0.5  # CS_AGENT_QUERY_WAIT_SECONDS
+    agent_query_per_workspace: int = 2  # CS_AGENT_QUERY_PER_WORKSPACE: concurrent runs a workspace
+    # CS_ALLOWED_HOSTS: the Host names the service answers for; empty: derived from the listen
+    # address (see ``allowed_host_names``); "*" answers any host
+    allowed_hosts: tuple[str, ...] = ()
+    gateway_secret: str = ""  # CS_GATEWAY_SECRET: the gateway's proof beside X-Context-Subject
+    # failed authentications one client address may make in a burst before 429 (refill per second)
+    auth_failure_burst: int = 20  # CS_AUTH_FAILURE_BURST
+    auth_failure_per_second: float = 2.0  # CS_AUTH_FAILURE_PER_SECOND
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -81,6 +91,23 @@ class Settings:
     @property
     def listen_port(self) -> int:
         return _listen(self.listen_addr)[1]
+
+    @property
+    def allowed_host_names(self) -> frozenset[str]:
+        """The Host names (without port, lower case) requests may carry; ``*`` means any.
+
+        Unset: the listen host, plus ``localhost``, ``127.0.0.1`` and ``::1`` when it is a
+        loopback address; a wildcard listen address (``0.0.0.0``, ``::``) without the setting
+        answers any host (a cluster sets ``CS_ALLOWED_HOSTS`` in the deploy manifests)."""
+        if self.allowed_hosts:
+            return frozenset(h.lower() for h in self.allowed_hosts)
+        host = self.listen_host.strip("[]").lower()
+        if host in ("0.0.0.0", "::", ""):
+            return frozenset({"*"})
+        names = {host}
+        if host in ("127.0.0.1", "localhost", "::1") or host.startswith("127."):
+            names |= {"localhost", "127.0.0.1", "::1"}
+        return frozenset(names)
 
     @staticmethod
     def from_env(env: Mapping[str, str] | None = None) -> Settings:
@@ -111,6 +138,9 @@ class Settings:
             shutdown_grace=_seconds(env, "CS_SHUTDOWN_GRACE", 20.0),
             log_format=env.get("CS_LOG_FORMAT", "auto").strip() or "auto",
             settings_dev_subject=_flag(env, "CS_SETTINGS_DEV_SUBJECT"),
+            allowed_hosts=tuple(h.strip() for h in env.get("CS_ALLOWED_HOSTS", "").split(",")
+                                if h.strip()),
+            gateway_secret=env.get("CS_GATEWAY_SECRET", "").strip(),
             **Settings._agent(env),  # type: ignore[arg-type]
         )
         _listen(settings.listen_addr)
@@ -135,10 +165,21 @@ class Settings:
         if not slots.isdigit() or int(slots) < 1:
             raise SettingsError("CS_AGENT_QUERY_CONNECTIONS must be a positive integer")
         return {"credential_key": key, "agent_rate_per_second": rate,
+                "agent_query_wait_seconds": _seconds(env, "CS_AGENT_QUERY_WAIT_SECONDS", 0.5),
+                "agent_query_per_workspace": _positive(env, "CS_AGENT_QUERY_PER_WORKSPACE", 2),
+                "auth_failure_burst": _positive(env, "CS_AUTH_FAILURE_BURST", 20),
+                "auth_failure_per_second": _seconds(env, "CS_AUTH_FAILURE_PER_SECOND", 2.0),
                 "agent_query_url": env.get("CS_AGENT_QUERY_URL", "").strip(),
                 "agent_query_connections": int(slots),
                 "agent_rate_burst": int(burst_raw),
                 "replay_retention_seconds": _retention(env.get("CS_REPLAY_RETENTION", ""))}
+
+
+def _positive(env: Mapping[str, str], key: str, default: int) -> int:
+    raw = env.get(key, "").strip() or str(default)
+    if not raw.isdigit() or int(raw) < 1:
+        raise SettingsError(f"{key} must be a positive integer")
+    return int(raw)
 
 
 def _retention(raw: str) -> float:
