@@ -11,26 +11,34 @@ from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation, localcontext
 from fractions import Fraction
 
-CONTEXT_NAME = re.compile(r"^[a-z0-9](?:[-a-z0-9]*[a-z0-9])?$")
-DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-DIGEST = re.compile(r"^[0-9a-f]{64}$")
+# Every pattern below is unambiguous and possessive (``++``, ``*+``): whatever follows a run, the
+# engine never gives characters back, so a refusal costs time linear in the input; and every
+# validator checks the length first, so no pattern ever sees more than its value's maximum.
+# A label is alphanumeric runs joined by hyphen runs: ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$ exactly.
+_LABEL = r"[a-z0-9]++(?:-++[a-z0-9]++)*+"
+CONTEXT_NAME = re.compile(_LABEL)
+DNS_LABEL = re.compile(_LABEL)
+DNS_SUBDOMAIN = re.compile(rf"{_LABEL}(?:\.{_LABEL})*+")
+DIGEST = re.compile(r"[0-9a-f]{64}")
+MAX_CONTEXT_NAME = 50
+MAX_DNS_LABEL = 63
+MAX_DNS_SUBDOMAIN = 253
 
 
 def is_context_name(value: str) -> bool:
-    return 0 < len(value) <= 50 and CONTEXT_NAME.fullmatch(value) is not None
+    return 0 < len(value) <= MAX_CONTEXT_NAME and CONTEXT_NAME.fullmatch(value) is not None
 
 
 def is_dns_label(value: str) -> bool:
-    return 0 < len(value) <= 63 and DNS_LABEL.fullmatch(value) is not None
+    return 0 < len(value) <= MAX_DNS_LABEL and DNS_LABEL.fullmatch(value) is not None
 
 
 def is_dns_subdomain(value: str) -> bool:
-    return 0 < len(value) <= 253 and DNS_SUBDOMAIN.fullmatch(value) is not None
+    return 0 < len(value) <= MAX_DNS_SUBDOMAIN and DNS_SUBDOMAIN.fullmatch(value) is not None
 
 
 def is_digest(value: str) -> bool:
-    return DIGEST.fullmatch(value) is not None
+    return len(value) == 64 and DIGEST.fullmatch(value) is not None
 
 
 def quote(value: str) -> str:
@@ -44,8 +52,12 @@ _BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
 _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 _DECIMAL_SUFFIX = {v: k for k, v in _DECIMAL.items()}
 # re.ASCII here and below: only 0-9 are digits (a bare \d accepts any script's digits).
-_QUANTITY = re.compile(r"^([+-]?)(\d+\.?\d*|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?\d+|[numkMGTPE]?)$",
-                       re.ASCII)
+# "\d+\.?\d*" split a run of digits in n ways and retried each: quadratic in the digits.
+_QUANTITY = re.compile(
+    r"([+-]?)(\d++(?:\.\d*+)?|\.\d++)(Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?\d++|[numkMGTPE]?)", re.ASCII)
+# No Kubernetes size needs more characters (2^63 has 19 digits; nine decimals are kept); a longer
+# text is refused before any pattern or arithmetic sees it, and never fills the caches below.
+MAX_QUANTITY = 64
 _LIMIT = Fraction(2**63)
 
 
@@ -59,8 +71,14 @@ class Quantity:
         self.family = family  # binary | decimal | exponent
 
 
-@functools.lru_cache(maxsize=1024)  # requests repeat a few sizes; Fraction math is slow
 def parse_quantity(text: str) -> Quantity | None:
+    if len(text) > MAX_QUANTITY:
+        return None
+    return _parse_quantity(text)
+
+
+@functools.lru_cache(maxsize=1024)  # requests repeat a few sizes; Fraction math is slow
+def _parse_quantity(text: str) -> Quantity | None:
     match = _QUANTITY.fullmatch(text)
     if match is None:
         return None
@@ -88,12 +106,17 @@ def is_positive_quantity(text: str) -> bool:
     return quantity is not None and 0 < quantity.value < _LIMIT
 
 
-@functools.lru_cache(maxsize=1024)
 def canonical_quantity(text: str) -> str:
     """Kubernetes canonical form of a valid positive quantity (spec 2.1.5)."""
-    quantity = parse_quantity(text)
-    if quantity is None:
-        raise ValueError(f"not a quantity: {text!r}")
+    if parse_quantity(text) is None:
+        raise ValueError(f"not a quantity: {text[:MAX_QUANTITY]!r}")
+    return _canonical_quantity(text)
+
+
+@functools.lru_cache(maxsize=1024)
+def _canonical_quantity(text: str) -> str:
+    quantity = _parse_quantity(text)
+    assert quantity is not None
     value = quantity.value
     nano = value * 10**9
     if nano.denominator != 1:  # more than nine fractional digits: round up to 1e-9
@@ -138,13 +161,16 @@ def _decimal_parts(value: Fraction) -> tuple[int, int]:
 
 _UNITS_NS = {"ns": 1, "us": 10**3, "\u00b5s": 10**3, "\u03bcs": 10**3, "ms": 10**6,
              "s": 10**9, "m": 60 * 10**9, "h": 3600 * 10**9}
-_DURATION = re.compile(r"^([+-]?)((?:(?:\d+\.?\d*|\.\d+)(?:ns|us|\u00b5s|\u03bcs|ms|s|m|h))+)$",
-                       re.ASCII)
-_DURATION_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)", re.ASCII)
+_DURATION_NUMBER = r"(\d++(?:\.\d*+)?|\.\d++)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)"
+_DURATION = re.compile(rf"([+-]?)((?:{_DURATION_NUMBER})++)", re.ASCII)
+_DURATION_PART = re.compile(_DURATION_NUMBER, re.ASCII)
+MAX_DURATION = 64  # "2540400h10m10.000000000s", Go's longest, has 24 characters
 
 
 def parse_duration_ns(text: str) -> int | None:
     """Nanoseconds of a Go-style duration, or None when it is not one (spec 2.1.7)."""
+    if len(text) > MAX_DURATION:
+        return None
     if text in ("0", "+0", "-0"):
         return 0
     match = _DURATION.fullmatch(text)
@@ -160,13 +186,16 @@ def parse_duration_ns(text: str) -> int | None:
 # --- timestamps -------------------------------------------------------------------------------
 
 _RFC3339 = re.compile(
-    r"^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(Z|z|[+-]\d{2}:[0-5]\d)$",
+    r"(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d++))?(Z|z|[+-]\d{2}:[0-5]\d)",
     re.ASCII,
 )
+MAX_TIMESTAMP = 64  # 25 characters and a zone, with room for nanoseconds and more
 
 
 def parse_timestamp(text: str) -> datetime | None:
     """RFC 3339 with a zone, converted to UTC; fractional digits past microseconds truncated."""
+    if len(text) > MAX_TIMESTAMP:
+        return None
     match = _RFC3339.fullmatch(text)
     if match is None:
         return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import uuid
 from typing import Any
 
 from litestar import Litestar, Request, Response, get
@@ -13,7 +14,7 @@ from litestar.exceptions import (
 )
 
 from context_service.domain.errors import DomainError
-from context_service.http import metrics, openapi, settings
+from context_service.http import hosts, limits, metrics, openapi, settings
 from context_service.http.agent import (
     credentials,
     fields,
@@ -113,8 +114,12 @@ def _allow(headers: dict[str, str]) -> dict[str, str] | None:
 
 
 def _on_any(request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
-    log.exception("request failed", extra={"path": request.url.path})
-    return _error(request, 500, "internal_error", f"internal error: {type(exc).__name__}: {exc}")
+    """A failure nobody foresaw: the answer names a request id the log line also carries, never
+    the exception (its text can hold SQL, paths or values of other callers)."""
+    request_id = uuid.uuid4().hex
+    log.exception("request failed", extra={"path": request.url.path, "request_id": request_id})
+    return _error(request, 500, "internal_error", f"internal error (request id {request_id})",
+                  {"X-Request-Id": request_id})
 
 
 def _trailing_slash(request: Request[Any, Any, Any]) -> bool:
@@ -138,7 +143,9 @@ async def _exact_paths(request: Request[Any, Any, Any]) -> Response[bytes] | Non
     return None
 
 
-def create_app(services: Services, extra_routes: list[Any] | None = None) -> Litestar:
+def create_app(services: Services, extra_routes: list[Any] | None = None,
+               allowed_hosts: frozenset[str] = frozenset({hosts.ANY})) -> Litestar:
+    """The application; ``allowed_hosts`` as ``Settings.allowed_host_names`` (any by default)."""
     routes = [healthz, readyz, *contexts.ROUTES, *access.ROUTES, *history.ROUTES,
               *query.ROUTES, *timeline.ROUTES, *pools.ROUTES, *lifecycle.ROUTES, *members.ROUTES,
               *credentials.ROUTES, *context_sets.ROUTES, *library.ROUTES,
@@ -164,7 +171,7 @@ def create_app(services: Services, extra_routes: list[Any] | None = None) -> Lit
             Exception: _on_any,
         },
         openapi_config=None,
-        request_max_body_size=64 * 1024 * 1024,
+        request_max_body_size=limits.APP_LIMIT,  # never reached: BodyLimit cuts bodies first
         before_request=_exact_paths,
         middleware=[metrics.middleware(requests), settings.SettingsGuard],
         template_config=settings.template_config(),
@@ -173,4 +180,6 @@ def create_app(services: Services, extra_routes: list[Any] | None = None) -> Lit
         debug=False,
     )
     app.state.services = services
+    # in front of routing, so that they hold for every path, known or not
+    app.asgi_handler = hosts.HostGuard(limits.BodyLimit(app.asgi_handler), allowed_hosts)
     return app

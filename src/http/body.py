@@ -9,8 +9,8 @@ import msgspec
 
 from context_service.domain.errors import RequestInvalidError
 from context_service.domain.values import parse_timestamp
+from context_service.http.limits import MAX_BODY
 
-MAX_BODY = 1024 * 1024
 T = TypeVar("T")
 
 

@@ -79,10 +79,24 @@ def database_url(pg_admin_url: str, pg_template: str) -> Iterator[str]:
         )
 
 
+TEST_CLIENT_HOST = "testserver.local"  # the Host Litestar's TestClient sends
+
+
+@pytest.fixture(autouse=True)
+def test_client_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Apps built in this process also answer the test client's Host (as a test environment
+    does); a served process (tests/e2e/server.py) keeps the real rule."""
+    names = Settings.allowed_host_names.fget  # type: ignore[attr-defined]
+    monkeypatch.setattr(Settings, "allowed_host_names",
+                        property(lambda s: names(s) | {TEST_CLIENT_HOST}))
+
+
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
+    # auth_failure_per_second=0: suites fail authentication on purpose, all from the one test
+    # client address; the throttle has tests of its own (tests/security/test_auth_throttle.py)
     return Settings(data_dir=tmp_path, sandbox_image="busybox:1.36", kube_mode="off",
-                    workers=("projections", "query-index"))
+                    workers=("projections", "query-index"), auth_failure_per_second=0.0)
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ import re
 TOKEN_PATTERN = re.compile(r"bdk_([0-9a-f]{16})_[A-Za-z0-9_-]{43}")
 _BEARER = re.compile(r"[Bb][Ee][Aa][Rr][Ee][Rr] +(\S.*)")
 DUMMY_HASH = "0" * 64
+MAX_AUTHORIZATION = 512  # "Bearer" and a 64-character token, with room for spaces
 
 
 def format_token(credential_id: str, secret: bytes) -> str:
@@ -32,6 +33,8 @@ def token_id(token: str) -> str | None:
 def bearer_token(header: str) -> str | None:
     """The token of an ``Authorization`` value (``Bearer`` in any letter case, one or more
     spaces), or None when the value is not that shape."""
+    if len(header) > MAX_AUTHORIZATION:
+        return None
     match = _BEARER.fullmatch(header.strip())
     if match is None:
         return None

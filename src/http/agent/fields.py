@@ -25,6 +25,7 @@ from context_service.domain.pack.model import CollectionAt
 from context_service.http.agent import fields_shapes as shapes
 from context_service.http.agent.body import Violations, decode
 from context_service.http.agent.errors import api_json
+from context_service.http.agent.late_body import PendingBody, body_after_pipeline
 from context_service.http.agent.pack_flow import Access, collection_not_found
 from context_service.http.agent.pack_services import pack_services
 from context_service.http.agent.pipeline import (
@@ -32,7 +33,7 @@ from context_service.http.agent.pipeline import (
     agent_services,
     authenticate,
 )
-from context_service.http.common import services, threaded_body, wait_for_views
+from context_service.http.common import services, wait_for_views
 from context_service.projections.studied_fields.reads import Current, FieldReads, FieldSession
 
 PATH = "/api/agent/v1/fields"
@@ -105,8 +106,8 @@ def _check_plan(plan: Plan, source: FieldSource) -> None:
 
 
 @post(PATH + "/list", status_code=200, opt={"body": shapes.FieldsListRequest, "errors": ERRORS})
-@threaded_body
-def list_fields(request: Request[Any, Any, Any], body: bytes) -> Response[bytes]:
+@body_after_pipeline
+def list_fields(request: Request[Any, Any, Any], body: PendingBody) -> Response[bytes]:
     """The studied fields of a collection's current usable index, with their coverage."""
     caller = authenticate(request, SCOPE, VIEWS)
     name = shapes.check_list(decode(body, shapes.FieldsListRequest))
@@ -118,8 +119,8 @@ def list_fields(request: Request[Any, Any, Any], body: bytes) -> Response[bytes]
 
 @post(PATH + "/query", status_code=200,
       opt={"body": shapes.FieldsQueryRequest, "errors": ERRORS})
-@threaded_body
-def query_fields(request: Request[Any, Any, Any], body: bytes) -> Response[bytes]:
+@body_after_pipeline
+def query_fields(request: Request[Any, Any, Any], body: PendingBody) -> Response[bytes]:
     """Rows and aggregates of a plan over a collection's documents, every value cited live."""
     caller = authenticate(request, SCOPE, VIEWS)
     now = agent_services(request).clock()

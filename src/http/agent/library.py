@@ -18,8 +18,9 @@ from context_service.domain.library.scope import named_set, searched_sets, visib
 from context_service.http.agent import library_shapes as shapes
 from context_service.http.agent.body import decode
 from context_service.http.agent.errors import api_json
+from context_service.http.agent.late_body import PendingBody, body_after_pipeline
 from context_service.http.agent.pipeline import AgentCaller, authenticate
-from context_service.http.common import services, threaded_body
+from context_service.http.common import services
 from context_service.projections.context_sets.view import ContextSetReads
 
 PATH = "/api/agent/v1"
@@ -51,8 +52,8 @@ def _caller(request: Request[Any, Any, Any]) -> tuple[AgentCaller, _Scope]:
 
 @post(PATH + "/context-sets/list", status_code=200,
       opt={"body": shapes.ListContextSetsRequest})
-@threaded_body
-def list_context_sets(request: Request[Any, Any, Any], body: bytes) -> Response[bytes]:
+@body_after_pipeline
+def list_context_sets(request: Request[Any, Any, Any], body: PendingBody) -> Response[bytes]:
     """The context sets the credential may see; ranked by word match with a ``query``."""
     _, scope = _caller(request)
     req = decode(body, shapes.ListContextSetsRequest)
@@ -66,8 +67,8 @@ def list_context_sets(request: Request[Any, Any, Any], body: bytes) -> Response[
 
 
 @post(PATH + "/context-sets/get", status_code=200, opt={"body": shapes.GetContextSetRequest})
-@threaded_body
-def get_context_set(request: Request[Any, Any, Any], body: bytes) -> Response[bytes]:
+@body_after_pipeline
+def get_context_set(request: Request[Any, Any, Any], body: PendingBody) -> Response[bytes]:
     """One context set as an agent reads it (the bound set when none is named)."""
     _, scope = _caller(request)
     req = decode(body, shapes.GetContextSetRequest)
@@ -78,8 +79,8 @@ def get_context_set(request: Request[Any, Any, Any], body: bytes) -> Response[by
 
 @post(PATH + "/definitions/lookup", status_code=200,
       opt={"body": shapes.LookupDefinitionsRequest})
-@threaded_body
-def lookup(request: Request[Any, Any, Any], body: bytes) -> Response[bytes]:
+@body_after_pipeline
+def lookup(request: Request[Any, Any, Any], body: PendingBody) -> Response[bytes]:
     """Definitions of a term: exact term, exact alias, then word matches."""
     _, scope = _caller(request)
     req = decode(body, shapes.LookupDefinitionsRequest)
@@ -92,8 +93,8 @@ def lookup(request: Request[Any, Any, Any], body: bytes) -> Response[bytes]:
 
 @post(PATH + "/verified-answers/match", status_code=200,
       opt={"body": shapes.MatchVerifiedAnswersRequest})
-@threaded_body
-def match(request: Request[Any, Any, Any], body: bytes) -> Response[bytes]:
+@body_after_pipeline
+def match(request: Request[Any, Any, Any], body: PendingBody) -> Response[bytes]:
     """Verified answers whose question matches: exact first, then by word-match score."""
     _, scope = _caller(request)
     req = decode(body, shapes.MatchVerifiedAnswersRequest)

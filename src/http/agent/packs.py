@@ -14,8 +14,8 @@ from litestar.response import Stream
 from context_service.domain.pack.render import render, stream_error_line, stream_lines
 from context_service.http.agent import packs_shapes as shapes
 from context_service.http.agent.errors import NO_STORE, POSITION_HEADER
+from context_service.http.agent.late_body import PendingBody, body_after_pipeline
 from context_service.http.agent.pack_flow import Released, release
-from context_service.http.common import threaded_body
 
 PATH = "/api/agent/v1/context-packs"
 NDJSON = "application/x-ndjson"
@@ -35,8 +35,8 @@ def _headers(released: Released) -> dict[str, str]:
 
 
 @post(PATH, status_code=200, opt={"body": shapes.PackBody, "errors": ERRORS})
-@threaded_body
-def context_pack(request: Request[Any, Any, Any], body: bytes) -> Response[bytes]:
+@body_after_pipeline
+def context_pack(request: Request[Any, Any, Any], body: PendingBody) -> Response[bytes]:
     """A ranked, deduplicated, cited pack of evidence for a task within a token budget,
     recorded as a replay."""
     released = release(request, body)
@@ -46,8 +46,8 @@ def context_pack(request: Request[Any, Any, Any], body: bytes) -> Response[bytes
 
 
 @post(PATH + "/stream", status_code=200, opt={"body": shapes.PackBody, "errors": ERRORS})
-@threaded_body
-def context_pack_stream(request: Request[Any, Any, Any], body: bytes) -> Response[Any]:
+@body_after_pipeline
+def context_pack_stream(request: Request[Any, Any, Any], body: PendingBody) -> Response[Any]:
     """The same pack as ``application/x-ndjson``: a header line, one line per item, a footer."""
     released = release(request, body)
     lines = stream_lines(released.pack, released.replay_id, released.expires_at)

@@ -33,6 +33,7 @@ from context_service.domain.values import format_timestamp
 from context_service.http.agent import packs_shapes as shapes
 from context_service.http.agent.body import decode
 from context_service.http.agent.errors import ApiError, api_json
+from context_service.http.agent.late_body import PendingBody, body_after_pipeline
 from context_service.http.agent.pack_flow import (
     SCOPE,
     VIEWS,
@@ -43,7 +44,6 @@ from context_service.http.agent.pack_flow import (
 )
 from context_service.http.agent.pack_services import PackServices, pack_services
 from context_service.http.agent.pipeline import AgentCaller, agent_services, authenticate
-from context_service.http.common import threaded_body
 
 PATH = "/api/agent/v1/replays/{replayId:str}"
 ERRORS = {"400": "INVALID_REQUEST or VALIDATION_ERROR (recompute without task included)",
@@ -147,8 +147,8 @@ def _recompute(packs: PackServices, access: Access, release: ContextPackReleased
 
 
 @post(PATH, status_code=200, opt={"body": shapes.ReplayBody, "errors": ERRORS})
-@threaded_body
-def replay(request: Request[Any, Any, Any], body: bytes) -> Response[bytes]:
+@body_after_pipeline
+def replay(request: Request[Any, Any, Any], body: PendingBody) -> Response[bytes]:
     """Verify a released pack's items against the current state, or recompute the pack."""
     packs = pack_services(request)
     head = packs.head()

@@ -19,7 +19,7 @@ from context_service.http.common import CATALOG, caller, json, services, threade
 from context_service.http.schemas import PublishRevisionRequest
 
 PATH = "/v1/namespaces/{namespace:str}/contexts/{name:str}"
-_INTEGER = re.compile(r"[+-]?[0-9]+")
+_INTEGER = re.compile(r"[+-]?[0-9]{1,20}")  # bounded: int() refuses 4,300 digits
 
 
 @get(PATH + "/revisions")

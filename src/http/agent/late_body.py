@@ -1,0 +1,58 @@
+"""Agent routes read their body only after the bearer pipeline (agent-context-api.md §1.5): the
+handler runs on the thread pool with a ``PendingBody`` and reads it when it decodes, so an unknown
+or refused credential is answered before one body byte is buffered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from litestar import Request, Response
+
+from context_service.http.agent.errors import ApiError
+from context_service.http.common import in_thread
+
+R = TypeVar("R", bound=Response[Any])
+# How long a handler thread waits for the body once the pipeline passed: a sender slower than
+# this would otherwise hold one of the request threads for as long as it likes.
+BODY_WAIT_SECONDS = 10.0
+
+
+class PendingBody:
+    """The request body, read from the event loop the first time a handler thread asks."""
+
+    def __init__(self, request: Request[Any, Any, Any], loop: asyncio.AbstractEventLoop) -> None:
+        self._request = request
+        self._loop = loop
+        self._body: bytes | None = None
+
+    def read(self) -> bytes:
+        if self._body is None:
+            future = asyncio.run_coroutine_threadsafe(self._request.body(), self._loop)
+            try:
+                self._body = future.result(BODY_WAIT_SECONDS)
+            except concurrent.futures.TimeoutError:
+                future.cancel()
+                raise ApiError(400, "INVALID_REQUEST",
+                               f"request body did not arrive within {BODY_WAIT_SECONDS:g} "
+                               "seconds") from None
+        return self._body
+
+
+def body_after_pipeline(
+        fn: Callable[[Request[Any, Any, Any], PendingBody], R],
+) -> Callable[[Request[Any, Any, Any]], Awaitable[R]]:
+    """Like ``common.threaded_body``, except that the body is read when the handler decodes it
+    (after ``authenticate``), not before the handler starts."""
+
+    async def handler(request: Request[Any, Any, Any]) -> R:
+        return await in_thread(fn, request, PendingBody(request, asyncio.get_running_loop()))
+
+    for attribute in ("__module__", "__name__", "__qualname__", "__doc__"):
+        setattr(handler, attribute, getattr(fn, attribute))
+    # resolved objects: Litestar reads them in the route's module, which does not know ``R``
+    handler.__annotations__ = {"request": Request[Any, Any, Any], "return": Response[Any]}
+    return handler
