@@ -15,7 +15,7 @@ from litestar import Request, Response
 from context_service.domain.events import Subject
 from context_service.http.errors import HttpError
 from context_service.http.ports import Services
-from context_service.http.subject import HEADER, parse_subject
+from context_service.http.subject import request_subject
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -33,7 +33,8 @@ def services(request: Request[Any, Any, Any]) -> Services:
 
 
 def caller(request: Request[Any, Any, Any]) -> Subject:
-    return parse_subject(request.headers.get(HEADER), services(request).require_subject)
+    found = services(request)
+    return request_subject(request.headers, found.require_subject, found.extra)
 
 
 def json(body: Any, status: int = 200, position: int = 0) -> Response[bytes]:

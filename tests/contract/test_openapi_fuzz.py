@@ -64,7 +64,8 @@ def served(tmp_path: Path, database_url: str, kubeconfig: Path, kube_ns: str
     proc = ServerProcess(tmp_path, env={
         "CS_KUBE": "kubeconfig", "KUBECONFIG": str(kubeconfig), "CS_NAMESPACE": kube_ns,
         "CS_WORKERS": "projections,query-index", "CS_READ_WAIT_SECONDS": "5",
-        "CS_AGENT_RATE_PER_SECOND": "0"})  # the limit has tests of its own
+        "CS_AGENT_RATE_PER_SECOND": "0",  # the limits have tests of their own
+        "CS_AUTH_FAILURE_PER_SECOND": "0"})
     proc.env["CS_DATABASE_URL"] = database_url
     proc.start()
     yield proc

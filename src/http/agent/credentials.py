@@ -31,7 +31,7 @@ from context_service.http.agent.pipeline import agent_services
 from context_service.http.common import services, threaded, wait_for_views
 from context_service.http.errors import HttpError
 from context_service.http.ports import AgentServices
-from context_service.http.subject import HEADER, parse_subject
+from context_service.http.subject import request_subject
 
 PATH = "/api/w/{wsId:str}/agent-credentials"
 PERMISSION = "agent_credential:manage"
@@ -61,11 +61,12 @@ class CreateCredentialRequest(ApiBody):
 def api_caller(request: Request[Any, Any, Any]) -> Subject:
     """``X-Context-Subject`` with the ``/api/`` error body."""
     try:
-        return parse_subject(request.headers.get(HEADER), services(request).require_subject)
+        found = services(request)
+        return request_subject(request.headers, found.require_subject, found.extra)
     except RequestInvalidError as exc:
         raise ApiError(400, "INVALID_REQUEST", exc.message) from exc
-    except HttpError as exc:  # an absent header under CS_REQUIRE_SUBJECT
-        raise ApiError(401, "UNAUTHORIZED", "X-Context-Subject is required") from exc
+    except HttpError as exc:  # absent under CS_REQUIRE_SUBJECT, or without the gateway's proof
+        raise ApiError(401, "UNAUTHORIZED", exc.message) from exc
 
 
 def managing_role(agent: AgentServices, workspace: str, actor: Subject) -> str | None:

@@ -1,6 +1,6 @@
 """The bearer pipeline every ``/api/agent/v1`` route calls first (agent-context-api.md §1.5,
-§4.5): browser refusal, credential, scope, the creator's live authority, the rate limit. The
-route then reads its body and runs its own checks.
+§4.5): browser refusal, the failed-authentication throttle of the client address, credential,
+scope, the creator's live authority, the rate limit. The route then reads its body.
 
 Credentials and roles come from the in-process access directory after the read-your-writes wait,
 so a credential revoked (or a member removed) before this request began is refused.
@@ -20,6 +20,7 @@ from context_service.domain.events import ADMIN, Subject
 from context_service.domain.values import quote
 from context_service.domain.workspace.roles import role_permits
 from context_service.http.agent.errors import ApiError
+from context_service.http.agent.ratelimit import AUTH_FAILURES, AuthFailures
 from context_service.http.common import from_browser, services, wait_for_views
 from context_service.http.ports import AgentServices
 
@@ -70,13 +71,54 @@ def presented_token(request: Request[Any, Any, Any]) -> str:
     return token
 
 
+def client_address(scope: Any) -> str:
+    """The peer of the connection (the ASGI ``client``). Behind a proxy it is the proxy's: the
+    throttle then counts the proxy's failures, which no header can dodge (docs/deploy.md)."""
+    client = scope.get("client")
+    return str(client[0]) if client else ""
+
+
+def failure_throttle(request: Request[Any, Any, Any]) -> AuthFailures | None:
+    found: AuthFailures | None = services(request).extra.get(AUTH_FAILURES)
+    return found
+
+
 def authenticate(request: Request[Any, Any, Any], scope: str,
                  views: Sequence[str] = (), head: int | None = None) -> AgentCaller:
     """Steps 1-5 of §1.5, in order; blocking (it waits for the views ``views`` and the access
-    views to reach the log head as of now, or ``head`` when the caller has just read it)."""
+    views to reach the log head as of now, or ``head`` when the caller has just read it).
+
+    Between steps 1 and 2, an address that failed step 2 too often is refused (429) before its
+    credential is looked at; every failure of step 2 counts against the address."""
     refuse_browser(request.scope["headers"])
-    token = presented_token(request)
+    throttle = failure_throttle(request)
+    address = client_address(request.scope)
+    if throttle is not None and (wait := throttle.refusal(address)):
+        raise ApiError(429, "RATE_LIMITED", "too many failed authentications; retry after "
+                       f"{wait} seconds", None, {"Retry-After": str(wait)})
     agent = agent_services(request)
+    try:
+        credential = _credential(request, agent, views, head)
+    except ApiError as exc:
+        if throttle is not None and exc.status == 401:
+            throttle.failed(address)
+        raise
+    if scope not in credential.scopes:
+        raise ApiError(403, "FORBIDDEN", f"agent credential lacks scope {quote(scope)}")
+    creator = _creator(credential)
+    _check_authority(agent, credential, creator, scope)
+    wait = agent.limiter.take(credential.id)
+    if wait:
+        raise ApiError(429, "RATE_LIMITED", f"rate limit exceeded; retry after {wait} seconds",
+                       None, {"Retry-After": str(wait)})
+    return AgentCaller(credential, creator)
+
+
+def _credential(request: Request[Any, Any, Any], agent: AgentServices, views: Sequence[str],
+                head: int | None) -> Credential:
+    """Step 2: the presented credential, valid now. An unknown id costs what a known one with
+    a wrong secret costs: the directory answers both from memory, and both are hashed."""
+    token = presented_token(request)
     wait_for_views(request, (*ACCESS_VIEWS, *views), head)  # answered in the /api/ body
     credential_id = token_id(token)
     assert credential_id is not None
@@ -88,15 +130,7 @@ def authenticate(request: Request[Any, Any, Any], scope: str,
         raise _unauthorized("agent credential is not valid")
     if agent.clock() >= credential.expires_at:
         raise ApiError(401, "EXPIRED_CREDENTIAL", "agent credential has expired")
-    if scope not in credential.scopes:
-        raise ApiError(403, "FORBIDDEN", f"agent credential lacks scope {quote(scope)}")
-    creator = _creator(credential)
-    _check_authority(agent, credential, creator, scope)
-    wait = agent.limiter.take(credential.id)
-    if wait:
-        raise ApiError(429, "RATE_LIMITED", f"rate limit exceeded; retry after {wait} seconds",
-                       None, {"Retry-After": str(wait)})
-    return AgentCaller(credential, creator)
+    return credential
 
 
 def _creator(credential: Credential) -> Subject:
