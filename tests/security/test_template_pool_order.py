@@ -15,6 +15,7 @@ import pytest
 
 from context_service import bootstrap
 from context_service.config import Settings
+from tests.security.template_grants import SLEEP, executable
 
 pytestmark = pytest.mark.postgres
 PID = "SELECT pg_backend_pid() AS pid"
@@ -63,10 +64,11 @@ def test_after_overlapping_runs_the_one_that_finished_last_serves_the_next(
 
     threads = [threading.Thread(target=sleeper, args=(name, seconds))
                for name, seconds in (("early", 0.1), ("late", 0.4))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    with executable(container, SLEEP):  # revoked from the login since issue 24
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
     assert not errors, errors
     assert found["early"] != found["late"]  # both ran at once, on two sessions
     assert container.sandbox.settle()

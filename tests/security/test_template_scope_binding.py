@@ -23,10 +23,13 @@ from context_service import bootstrap
 from context_service.adapters.postgres.sandbox.checks import catalog_problem
 from context_service.adapters.postgres.sandbox.role import ROLE
 from context_service.config import Settings
+from tests.security.template_grants import SET_CONFIG, executable
 
 pytestmark = pytest.mark.postgres
 READ = "SELECT count(*) AS n FROM passages"
-# the template sets a token itself before the view is read (the CTE is scanned first)
+# the template sets a token itself before the view is read (the CTE is scanned first); since
+# issue 24 registration refuses set_config and the login may not execute it: the tests that
+# use it grant it back, to show the binding holds on its own
 STEAL = ("WITH s AS MATERIALIZED (SELECT set_config('cs.agent_scope', '{}', true) AS t)"
          " SELECT (SELECT count(*) FROM s, passages) AS n, pg_backend_pid() AS pid")
 
@@ -35,6 +38,12 @@ STEAL = ("WITH s AS MATERIALIZED (SELECT set_config('cs.agent_scope', '{}', true
 def settings(tmp_path: Path) -> Settings:
     return Settings(data_dir=tmp_path, sandbox_image="busybox:1.36", kube_mode="off",
                     workers=(), agent_query_connections=2)
+
+
+@pytest.fixture
+def stealing(seeded: bootstrap.Container) -> Iterator[bootstrap.Container]:
+    with executable(seeded, SET_CONFIG):
+        yield seeded
 
 
 @pytest.fixture
@@ -88,27 +97,27 @@ def return_step(container: bootstrap.Container,
 
 
 def test_a_token_set_by_a_template_reads_through_its_own_session_only(
-        seeded: bootstrap.Container) -> None:
-    own = value(run(seeded, "SELECT pg_backend_pid() AS pid"), "pid")
-    assert seeded.sandbox.settle()
+        stealing: bootstrap.Container) -> None:
+    own = value(run(stealing, "SELECT pg_backend_pid() AS pid"), "pid")
+    assert stealing.sandbox.settle()
     # the attack works against a row bound to the session that runs it (the control) ...
-    insert_scope(seeded, "own-token", own)
-    insert_scope(seeded, "other-token", own + 100000)  # ... and not against any other backend
+    insert_scope(stealing, "own-token", own)
+    insert_scope(stealing, "other-token", own + 100000)  # ... and not against any other backend
     served = set()
     # the return steps keep every row (as if each deletion were still to come); the pool hands
     # its two sessions out in turn, so a cycle of three tokens meets both
-    with return_step(seeded, lambda release, pid: None):
+    with return_step(stealing, lambda release, pid: None):
         for token in ["own-token", "other-token", "own-token"] * 4:
-            probe = run(seeded, STEAL.format(token))
+            probe = run(stealing, STEAL.format(token))
             pid, n = value(probe, "pid"), value(probe, "n")
             assert n == (30 if (token, pid) == ("own-token", own) else 0), (token, pid)
             served.add((token, pid))
-            assert seeded.sandbox.settle()
+            assert stealing.sandbox.settle()
     assert ("own-token", own) in served  # the control: the attack reads through its own row
 
 
 def test_a_leaked_token_opens_nothing_on_another_session_while_its_row_exists(
-        seeded: bootstrap.Container) -> None:
+        stealing: bootstrap.Container) -> None:
     hold, held = threading.Event(), threading.Event()
 
     def holding(release: Callable[[int], None], pid: int) -> None:
@@ -116,21 +125,21 @@ def test_a_leaked_token_opens_nothing_on_another_session_while_its_row_exists(
         hold.wait(10)
         release(pid)
 
-    with return_step(seeded, holding):
-        first = run(seeded, "SELECT current_setting('cs.agent_scope') AS token,"
+    with return_step(stealing, holding):
+        first = run(stealing, "SELECT current_setting('cs.agent_scope') AS token,"
                             " pg_backend_pid() AS pid, (SELECT count(*) FROM passages) AS n")
         token, pid = value(first, "token"), value(first, "pid")
         assert value(first, "n") == 30  # the run itself read its scope
         assert held.wait(5)
         try:
-            assert rows_of(seeded, "token = %s", (token,)) == 1  # the row still exists
-            stolen = run(seeded, STEAL.format(token))
+            assert rows_of(stealing, "token = %s", (token,)) == 1  # the row still exists
+            stolen = run(stealing, STEAL.format(token))
             assert value(stolen, "pid") != pid  # another session: the held one is not handed out
             assert value(stolen, "n") == 0
         finally:
             hold.set()
-    assert seeded.sandbox.settle()
-    assert rows_of(seeded) == 0
+    assert stealing.sandbox.settle()
+    assert rows_of(stealing) == 0
 
 
 def test_a_session_serves_no_other_run_until_its_scope_row_is_gone(

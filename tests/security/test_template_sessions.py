@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ import pytest
 from context_service import bootstrap
 from context_service.adapters.postgres.sandbox.role import ROLE
 from context_service.config import Settings
+from tests.security.template_grants import ADVISORY, SET_CONFIG, SLEEP, executable
 
 pytestmark = pytest.mark.postgres
 PROBE = ("SELECT pg_backend_pid() AS pid, session_user AS su, current_user AS cu,"
@@ -34,6 +36,15 @@ PROBE = ("SELECT pg_backend_pid() AS pid, session_user AS su, current_user AS cu
 def settings(tmp_path: Path) -> Settings:
     return Settings(data_dir=tmp_path, sandbox_image="busybox:1.36", kube_mode="off",
                     workers=(), agent_query_connections=1)
+
+
+@pytest.fixture(autouse=True)
+def unrevoked(container: bootstrap.Container) -> Iterator[None]:
+    """What these runs do on purpose (sleep, set settings, take advisory locks) is refused at
+    registration and not executable by the login (issue 24); granted back here, the session
+    reset is shown to hold on its own."""
+    with executable(container, SLEEP, SET_CONFIG, *ADVISORY):
+        yield
 
 
 def sandboxed(container: bootstrap.Container, sql: str, timeout_ms: int = 2000) -> Any:
@@ -126,7 +137,8 @@ def test_a_run_waiting_for_the_only_session_counts_the_wait_against_its_timeout(
     try:
         time.sleep(0.3)
         started = time.monotonic()
-        assert sandboxed(container, "SELECT 1", 300).outcome == "timeout"
+        # not admitted: the one session's slot is taken (issue 24), refused without waiting
+        assert sandboxed(container, "SELECT 1", 300).outcome == "busy"
         assert time.monotonic() - started < 1.0
     finally:
         busy.join()

@@ -1,6 +1,7 @@
 """``POST /api/agent/v1/query-templates/run`` (agent-context-api.md §11.4): checks 1-9, then
-the run in the sandbox, recorded as ``QueryTemplateRun`` whatever its outcome. Agents never
-see SQL: errors carry the database's primary message and SQLSTATE only."""
+the run in the sandbox, recorded as ``QueryTemplateRun`` whatever its outcome; a run the
+sandbox does not admit (503, issue 24) never ran and is not recorded. Agents never see SQL:
+errors carry the database's primary message and SQLSTATE only."""
 
 from __future__ import annotations
 
@@ -21,10 +22,11 @@ from context_service.domain.query_template.state import QueryTemplateState
 from context_service.domain.query_template.validation import rewrite
 from context_service.http.agent.body import ApiBody, Violations, decode
 from context_service.http.agent.errors import ApiError, Violation, api_json
+from context_service.http.agent.late_body import PendingBody, body_after_pipeline
 from context_service.http.agent.pack_flow import Access, chosen_set
 from context_service.http.agent.pipeline import AgentCaller, agent_services, authenticate
 from context_service.http.agent.template_values import check_parameters
-from context_service.http.common import services, threaded_body
+from context_service.http.common import services
 from context_service.http.ports import QueryTemplateServices
 
 PATH = "/api/agent/v1/query-templates/run"
@@ -36,8 +38,18 @@ ERRORS = {"400": "INVALID_REQUEST, VALIDATION_ERROR or AGENT_QUERY_FAILED (detai
           "404": "NOT_FOUND: context set not found, query template not found",
           "429": "RATE_LIMITED (Retry-After)",
           "500": "INTERNAL_ERROR: query template sandbox is not configured: <point>",
+          "503": "AGENT_QUERY_CAPACITY_EXHAUSTED (Retry-After): every run slot of the service"
+                 " or of the workspace is taken",
           "504": "AGENT_QUERY_TIMEOUT"}
 _NOT_FOUND = ApiError(404, "NOT_FOUND", "query template not found")
+RETRY_AFTER_S = 1
+
+
+def capacity_exhausted() -> ApiError:
+    """A run that was not admitted: refused at once, never queued in a request thread."""
+    return ApiError(503, "AGENT_QUERY_CAPACITY_EXHAUSTED",
+                    f"query templates are at capacity; retry after {RETRY_AFTER_S} seconds",
+                    None, {"Retry-After": str(RETRY_AFTER_S)})
 
 
 class RunBody(ApiBody):
@@ -52,7 +64,7 @@ def _templates(request: Request[Any, Any, Any]) -> QueryTemplateServices:
     return found
 
 
-def _checked_body(raw: bytes) -> RunBody:
+def _checked_body(raw: PendingBody) -> RunBody:
     body = decode(raw, RunBody)
     violations = Violations()
     if body.template_id is None:
@@ -83,8 +95,8 @@ def parameters_sha256(parameters: tuple[Parameter, ...], values: list[Any]) -> s
 
 
 @post(PATH, status_code=200, opt={"body": RunBody, "errors": ERRORS})
-@threaded_body
-def run_query_template(request: Request[Any, Any, Any], body: bytes) -> Response[bytes]:
+@body_after_pipeline
+def run_query_template(request: Request[Any, Any, Any], body: PendingBody) -> Response[bytes]:
     """Run an approved template by id with typed parameters; rows back, never SQL."""
     caller = authenticate(request, SCOPE, VIEWS)
     checked = _checked_body(body)
@@ -116,6 +128,8 @@ def _run(templates: QueryTemplateServices, caller: AgentCaller, set_id: str,
                                       parameters=template.parameters))
     result = templates.sandbox.run(statement, template.parameters, values, caller.workspace,
                                    collections, template.timeout_ms, template.max_rows)
+    if result.outcome == "busy":  # it never ran: nothing is recorded
+        raise capacity_exhausted()
     duration = int((time.monotonic() - started) * 1000)
     event = QueryTemplateRun(
         at=clock(), actor=caller.creator.key, run_id=secrets.token_hex(8),

@@ -96,6 +96,14 @@ def _privilege_problem(cur: Any, role: str) -> str | None:
         cur.execute("SELECT has_function_privilege(%s, %s, 'EXECUTE') AS x", (role, function))
         if cur.fetchone()["x"]:
             return f"EXECUTE on {function.split('(')[0]} is not revoked from PUBLIC"
+    # migration 0016: catalog, settings and statistics readers, dynamic SQL, advisory locks,
+    # sleeps, files, large objects and transaction ids
+    cur.execute("SELECT name FROM agent_data.revoked_functions"
+                " WHERE has_function_privilege(%s, function, 'EXECUTE') ORDER BY name LIMIT 1",
+                (role,))
+    executable = cur.fetchone()
+    if executable is not None:
+        return f"EXECUTE on {executable['name']} is not revoked from PUBLIC"
     cur.execute("SELECT extname FROM pg_extension WHERE extname IN ('dblink', 'postgres_fdw')"
                 " ORDER BY 1 LIMIT 1")
     extension = cur.fetchone()

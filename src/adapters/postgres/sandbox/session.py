@@ -1,8 +1,9 @@
 """Sessions of the restricted login (spec 11.2 check 9, 11.5): the registration check and runs.
 
-Each run: a pooled session (waiting for one counts against the timeout), a scope row bound to
-that session's backend recorded on the service's login, then one pipeline: ``BEGIN READ ONLY``,
-the statement timeout and the scope token set with ``set_config`` (bound), the statement
+Each run: admitted (``admission.py``), a pooled session (a brief wait, counted against the
+timeout), a scope row bound to that session's backend recorded on the service's login, then one
+pipeline: ``BEGIN READ ONLY``, the statement timeout and the scope token set with ``SET LOCAL``
+(the login may not execute ``set_config``, migration 0016), the statement
 declared as a cursor with its values bound as the declared types, ``FETCH maxRows + 1``,
 ``ROLLBACK``. A client-side cancel fires at ``timeoutMs + 1000``. The answer goes out then; the
 scope row is deleted and the session reset in its return step (``sessions.py``) before any other
@@ -13,6 +14,7 @@ goes through the extended protocol, which refuses more than one statement.
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import threading
 import time
@@ -24,6 +26,9 @@ import psycopg
 from eventsourcing.postgres import PostgresDatastore
 from psycopg_pool import PoolTimeout
 
+from context_service.adapters.postgres.sandbox.admission import Admission, RunLimits
+from context_service.adapters.postgres.sandbox.calls import functions_problem, types_problem
+from context_service.adapters.postgres.sandbox.parse_tree import calls, tokens
 from context_service.adapters.postgres.sandbox.plan import plan_problem
 from context_service.adapters.postgres.sandbox.scopes import Scopes
 from context_service.adapters.postgres.sandbox.sessions import DRAIN_TIMEOUT_S, Sessions
@@ -44,7 +49,7 @@ LOST = "08006"  # connection_failure: the session ended without an error of the 
 
 @dataclass
 class RunResult:
-    outcome: str  # ok, timeout or failed
+    outcome: str  # ok, timeout, failed, or busy (not admitted: no session in time)
     columns: list[dict[str, str]] = field(default_factory=list)
     rows: list[list[Any]] = field(default_factory=list)
     truncated: bool = False
@@ -61,17 +66,41 @@ def _prepare(parameters: tuple[Parameter, ...], statement: str) -> bytes:
     return (head + statement).encode()
 
 
+_TOKEN = re.compile(r"[A-Za-z0-9_-]{43}")
+
+
+def _scope(token: str) -> str:
+    """``SET LOCAL`` of the scope token: 43 base64url characters drawn by the service, checked
+    before they are written into the statement."""
+    if _TOKEN.fullmatch(token) is None:
+        raise ValueError("a scope token is 43 base64url characters")
+    return f"SET LOCAL cs.agent_scope = '{token}'"
+
+
+def _statement_tree(trees: list[str]) -> str | None:
+    """The analysed query among the parse trees the server logged (the utility statements
+    around it log theirs too): the one tree whose top node is a ``SELECT`` query."""
+    found = []
+    for tree in trees:
+        head = [t for t, _ in zip(tokens(tree), range(4), strict=False)]
+        if head == [("{", False), ("QUERY", False), (":commandType", False), ("1", False)]:
+            found.append(tree)
+    return found[0] if len(found) == 1 else None
+
+
 class TemplateSandbox:
     """Runs statements on the restricted login; ``problem`` is the start-up check's finding."""
 
     def __init__(self, datastore: PostgresDatastore, conninfo: str, problem: str | None,
-                 sessions: Sessions | None = None,
-                 scopes: Scopes | None = None) -> None:
+                 sessions: Sessions | None = None, scopes: Scopes | None = None,
+                 limits: RunLimits | None = None) -> None:
         self.datastore = datastore
         self.conninfo = conninfo
         self.problem = problem
         self._sessions = sessions
         self._scopes = scopes
+        self.admission = Admission(limits or RunLimits(sessions=4, wait_seconds=0.5,
+                                                       per_workspace=2))
         self._types: dict[tuple[int, int], str] = {}
         self._watchdog = Watchdog()
 
@@ -102,37 +131,73 @@ class TemplateSandbox:
         return conn
 
     def check(self, statement: str, parameters: tuple[Parameter, ...]) -> str | None:
-        """Check 9, on a fresh session: the database's primary message, a plan refusal, or
-        None."""
+        """Check 9, on a fresh session: the database's primary message, a refusal of what the
+        statement calls or of its plan, or None.
+
+        The statement is prepared with ``debug_print_parse`` sent to this session only: the
+        server's analysed tree names every function, operator and type it calls by OID.
+        """
+        trees: list[str] = []
+
+        def note(diag: psycopg.errors.Diagnostic) -> None:
+            if diag.severity_nonlocalized == "LOG" and diag.message_primary == "parse tree:":
+                trees.append(diag.message_detail or "")
+
         with self._connect() as conn:
+            conn.add_notice_handler(note)
             try:
                 conn.execute("BEGIN READ ONLY")
                 conn.execute(f"SET LOCAL statement_timeout = {CHECK_TIMEOUT_MS}")
-                conn.execute("SELECT set_config('cs.agent_scope', $1, true)",
-                             [secrets.token_urlsafe(32)])
+                conn.execute(_scope(secrets.token_urlsafe(32)))
+                conn.execute("SET LOCAL debug_pretty_print = off")
+                conn.execute("SET LOCAL client_min_messages = log")
+                conn.execute("SET LOCAL debug_print_parse = on")
                 conn.execute(_prepare(parameters, statement), prepare=True)
+                conn.execute("SET LOCAL debug_print_parse = off")
+                conn.execute("SET LOCAL client_min_messages = notice")
+                tree = _statement_tree(trees)
+                if tree is None:
+                    return "sql could not be inspected"
+                called = calls(tree)
+                refused = functions_problem(conn, called)
+                if refused is not None:
+                    return refused
                 conn.execute("SET LOCAL plan_cache_mode = force_generic_plan")
                 nulls = ", ".join("NULL" for _ in parameters)
                 row = conn.execute(
                     "EXPLAIN (VERBOSE, FORMAT JSON) EXECUTE cs_template"
                     + (f"({nulls})" if parameters else "")).fetchone()
+                assert row is not None
+                plan = row[0] if not isinstance(row[0], str) else json.loads(row[0])
+                # what it reads (the spec's message), then the values it handles
+                return plan_problem(plan) or types_problem(conn, called)
             except psycopg.Error as exc:
                 return _primary(exc)
             finally:
                 _rollback(conn)
-        assert row is not None
-        plan = row[0] if not isinstance(row[0], str) else json.loads(row[0])
-        return plan_problem(plan)
 
     def run(self, statement: str, parameters: tuple[Parameter, ...], values: Sequence[Any],
             namespace: str, collections: Sequence[str], timeout_ms: int,
             max_rows: int) -> RunResult:
         assert self._sessions is not None and self._scopes is not None, self.problem
-        started = time.monotonic()
+        if not self.admission.enter(namespace):
+            return RunResult("busy")
         try:
-            conn = self._sessions.take(timeout_ms / 1000)
+            return self._admitted(statement, parameters, values, namespace, collections,
+                                  timeout_ms, max_rows)
+        finally:
+            self.admission.leave(namespace)
+
+    def _admitted(self, statement: str, parameters: tuple[Parameter, ...],
+                  values: Sequence[Any], namespace: str, collections: Sequence[str],
+                  timeout_ms: int, max_rows: int) -> RunResult:
+        assert self._sessions is not None and self._scopes is not None
+        started = time.monotonic()
+        try:  # briefly: the admitted runs fit the sessions, a wait means some are reopening
+            conn = self._sessions.take(min(self.admission.limits.wait_seconds,
+                                           timeout_ms / 1000))
         except PoolTimeout:
-            return RunResult("timeout", sqlstate=TIMEOUT)
+            return RunResult("busy")
         clean = False
         try:
             remaining = timeout_ms - int((time.monotonic() - started) * 1000)
@@ -167,9 +232,8 @@ class TemplateSandbox:
             # no more than the maxRows + 1 rows fetched, and its description comes with them
             with conn.pipeline():
                 conn.execute("BEGIN READ ONLY")
-                conn.execute("SELECT set_config('statement_timeout', $1, true),"
-                             " set_config('cs.agent_scope', $2, true)",
-                             [str(int(remaining_ms)), token])
+                conn.execute(f"SET LOCAL statement_timeout = {int(remaining_ms)}")
+                conn.execute(_scope(token))
                 conn.execute(_DECLARE + statement.encode(), bound(parameters, values))
                 fetch.execute(f"FETCH FORWARD {int(max_rows) + 1} FROM cs_run")
                 conn.execute("ROLLBACK")

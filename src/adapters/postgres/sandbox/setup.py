@@ -10,6 +10,7 @@ import logging
 from eventsourcing.postgres import PostgresDatastore
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from context_service.adapters.postgres.sandbox.admission import RunLimits
 from context_service.adapters.postgres.sandbox.checks import catalog_problem, session_problem
 from context_service.adapters.postgres.sandbox.role import ROLE, ensure_role, login_password
 from context_service.adapters.postgres.sandbox.scopes import Scopes
@@ -39,7 +40,10 @@ def prepare_role(datastore: PostgresDatastore, query_url: str) -> None:
 
 
 def open_sandbox(datastore: PostgresDatastore, service_url: str, query_url: str,
-                 slots: int) -> TemplateSandbox:
+                 slots: int, wait_seconds: float = 0.5,
+                 per_workspace: int = 2) -> TemplateSandbox:
+    """The checked sandbox: ``slots`` sessions, runs admitted as ``admission.RunLimits``."""
+    limits = RunLimits(sessions=slots, wait_seconds=wait_seconds, per_workspace=per_workspace)
     conninfo = query_url or managed_conninfo(service_url, login_password(datastore))
     role = str(conninfo_to_dict(conninfo).get("user") or "")
     with datastore.transaction(commit=False) as cur:
@@ -64,4 +68,4 @@ def open_sandbox(datastore: PostgresDatastore, service_url: str, query_url: str,
         log.warning("query template sandbox: dead scope rows not cleared",
                     extra={"error": type(exc).__name__})
     return TemplateSandbox(datastore, conninfo, None,
-                           Sessions(conninfo, role, slots, scopes.release), scopes)
+                           Sessions(conninfo, role, slots, scopes.release), scopes, limits)
