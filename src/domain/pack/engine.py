@@ -1,5 +1,6 @@
-"""Assembling a pack (§7.4-§7.10): ranked lists under the latency deadline, deduplication,
-graph facts, set-first packing within the budget, the release check and completeness.
+"""Assembling a pack (§7.4-§7.10): ranked lists under the latency deadline, deduplication
+within its limits and the deadline, graph facts, set-first packing within the budget, the
+release check and completeness.
 
 Pure: the clock arrives as ``deadline_passed``, the tokenizer as a ``TokenCount``, the vector
 scan as the ``Retrieval`` port, access now as ``readable_now``."""
@@ -28,7 +29,7 @@ from context_service.domain.pack.items import (
     Pack,
 )
 from context_service.domain.pack.model import Corpus, Document, Retrieval, Scored, TokenCount
-from context_service.domain.pack.ranking import Candidate, Walk, ranked
+from context_service.domain.pack.ranking import LIMITS, Candidate, Walk, WalkLimits, ranked
 from context_service.domain.pack.records import Judge
 from context_service.domain.pack.release import Packed, Skipped, release
 from context_service.domain.pack.request import HYBRID, AsOf, PackRequest, split_document_id
@@ -123,13 +124,15 @@ def _anchor_facts(walk: Walk, corpus: Corpus, judge: Judge,
 
 def assemble(request: PackRequest, as_of: AsOf, scope: PackScope, corpus: Corpus,
              retrieval: Retrieval, count_tokens: TokenCount, readable_now: Readable,
-             deadline_passed: Callable[[], bool]) -> Pack:
+             deadline_passed: Callable[[], bool], limits: WalkLimits = LIMITS) -> Pack:
     """The pack of ``request`` at ``as_of`` (§7.2 steps 10-12).
 
     ``scope`` comes from ``pack_scope`` (its ``not_found`` already answered by the route);
     ``corpus`` holds the usable indexes of ``scope.usable`` by collection name. The release
     check reads ``readable_now`` at the end, so pass access as of release. Items carry their
-    hashes; ``Pack.refused`` says when ``require_complete`` must answer 422."""
+    hashes; ``Pack.refused`` says when ``require_complete`` must answer 422. Deduplication
+    works within ``limits`` and looks at the deadline as it goes; a candidate it kept without
+    every comparison makes ``missing`` say so."""
     judge = Judge(corpus, as_of.valid_time)
     eligible, document_missing = eligible_documents(request, corpus)
     deadline = _Deadline(deadline_passed)
@@ -152,7 +155,7 @@ def assemble(request: PackRequest, as_of: AsOf, scope: PackScope, corpus: Corpus
     task_list = lists(request.task, False) or []
     requirements: list[tuple[RequiredEvidence, list[Candidate] | None]] = [
         (r, lists(r.query, True)) for r in (s.required_evidence if s is not None else ())]
-    walk = Walk(corpus)
+    walk = Walk(corpus, deadline_passed, limits)
     for _, found in requirements:
         walk.visit(found or [])
     from_requirements = len(walk.order)
@@ -222,6 +225,10 @@ def assemble(request: PackRequest, as_of: AsOf, scope: PackScope, corpus: Corpus
     tail = [m for m in scope.missing if m.kind == "context_set"]
     if deadline.cut_short:
         tail.append(Missing(kind="deadline", reason="retrieval_cut_short"))
+    if walk.cut_short:
+        tail.append(Missing(kind="deadline", reason="deduplication_cut_short"))
+    if walk.capped:
+        tail.append(Missing(kind="deduplication", reason="comparisons_capped"))
     return release(request, as_of, packed, head + document_missing, tail, readable_now)
 
 

@@ -7,6 +7,7 @@ scan); the engine (``engine.py``) only reads them.
 
 from __future__ import annotations
 
+import weakref
 from array import array
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
@@ -16,7 +17,13 @@ import msgspec
 
 from context_service.domain.context.events import QueryRecord, SourceRef
 from context_service.domain.context_set.state import ContextSetState
-from context_service.domain.pack.text import Signature, signature
+from context_service.domain.pack.text import (
+    Signature,
+    TokenTable,
+    release_tokens,
+    signature,
+    token_table,
+)
 
 ENGINE_VERSION = "pack-engine/1"
 SOURCES = ("passages", "graph", "documents")
@@ -135,17 +142,29 @@ class CollectionCorpus:
                                  text=text, tokens=tokens(text))
         self.documents = docs
         self._signatures: dict[str, Signature] = {}
+        # token ids first given for this corpus's texts, by table generation: given back to
+        # the token table when the corpus is dropped
+        self._claims: dict[int, int] = {}
+        weakref.finalize(self, release_tokens, self._claims).atexit = False
 
     def prefix(self, record_id: str) -> array[int]:
         """The deduplication signature of a passage's text (``text.prefix_signature``)."""
         return self.signature(record_id)[0]
 
-    def signature(self, record_id: str) -> Signature:
-        """The passage's ``Signature`` (its ``prefix``, shingle count and shingle hashes)."""
+    def signature(self, record_id: str, table: TokenTable | None = None) -> Signature:
+        """The passage's ``Signature`` (its ``prefix``, shingle count and shingle hashes), its
+        keys of ``table`` (by default the current token table): one of another generation is
+        computed again."""
+        table = token_table() if table is None else table
         found = self._signatures.get(record_id)
-        if found is None:
-            found = signature(self.by_id[record_id].record.text)
-            self._signatures[record_id] = found
+        if found is None or found.generation != table.generation:
+            before = len(table)
+            computed = signature(self.by_id[record_id].record.text, table)
+            claims = self._claims
+            claims[table.generation] = claims.get(table.generation, 0) + len(table) - before
+            if found is None or found.generation < computed.generation:
+                self._signatures[record_id] = computed
+            return computed
         return found
 
     def warm(self) -> None:

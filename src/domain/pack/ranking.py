@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 from functools import lru_cache
 from itertools import chain, repeat
@@ -19,9 +19,10 @@ from context_service.domain.pack.records import Judge
 from context_service.domain.pack.text import (
     Signature,
     may_be_near,
-    near_keys,
+    near_keys_counted,
     shares_enough,
     shingle_keys,
+    token_table,
 )
 from context_service.domain.query.tokenizer import tokenize
 from context_service.domain.score import to_micros
@@ -96,6 +97,20 @@ def _rrf_micros(ranks: tuple[int, ...]) -> int:
     return to_micros(total)
 
 
+class WalkLimits(NamedTuple):
+    """What deduplication may cost, in units of work: one unit is one shingle looked up in a
+    set, added to a set, or one kept passage found behind a shared prefix hash. The counts
+    depend on the texts alone (``text.prefix_signature``), so a cap gives the same pack in
+    every process; the deadline is looked at every ``look_every`` units."""
+
+    candidate: int = 200_000  # what one candidate's comparisons may cost
+    walk: int = 1_000_000  # what the whole walk may cost
+    look_every: int = 50_000  # units between two looks at the deadline
+
+
+LIMITS = WalkLimits()
+
+
 class Walk:
     """Candidates in walk order (first encounter), with deduplication as they are met.
 
@@ -103,15 +118,33 @@ class Walk:
     candidate is compared only with the kept candidates whose prefix signatures share a hash
     with its own, and each such pair passes two exact filters before its shingle sets are
     compared: the sizes, and the count of shared prefix hashes (``_may_share_enough``). The
-    sets compared are ``text.shingle_keys`` (exact: slices of the texts' token ids)."""
+    sets compared are ``text.shingle_keys`` (exact: slices of the texts' token ids, all of one
+    token table generation, held for the whole walk).
 
-    def __init__(self, corpus: Corpus) -> None:
+    The work is bounded (``WalkLimits``): a candidate whose comparisons would cost more than
+    its share is kept without them (``capped``), and once the walk's share is spent, or the
+    deadline has passed (``cut_short``), every later candidate is kept unchecked; each such
+    candidate is in ``unchecked``."""
+
+    def __init__(self, corpus: Corpus, deadline_passed: Callable[[], bool] | None = None,
+                 limits: WalkLimits = LIMITS) -> None:
         self.corpus = corpus
         self.order: list[Candidate] = []  # every candidate, first encounter, absorbed included
         self.seen: set[str] = set()
         self.keeper_of: dict[str, str] = {}  # absorbed ref -> keeper ref
         self.absorbed: dict[str, list[str]] = {}  # keeper ref -> absorbed refs, in order
         self.duplicates: list[str] = []  # absorbed refs, in order
+        self.unchecked: list[str] = []  # refs kept without every comparison, in order
+        self.capped = False  # a candidate or the walk reached its share of work
+        self.cut_short = False  # the deadline passed during the walk
+        self.work = 0  # units spent
+        self._paced = 0  # units spent, plus each candidate's tokens: paces the deadline looks
+        self._limits = limits
+        self._deadline = deadline_passed
+        self._look_at = limits.look_every
+        self._allowance = min(limits.candidate, limits.walk)  # what the next candidate may cost
+        self._stopped = False
+        self._table = token_table()
         self._kept: list[tuple[Passage, Signature]] = []
         self._shingles: dict[int, frozenset[bytes]] = {}  # kept index -> its shingle keys
         self._by_prefix: defaultdict[int, list[int]] = defaultdict(list)
@@ -123,10 +156,28 @@ class Walk:
                 continue
             self.seen.add(ref)
             self.order.append(c)
+            if self._paced >= self._look_at and self._stops():
+                self.unchecked.append(ref)
+                continue
             self._dedup(c.passage, ref)
 
     def is_absorbed(self, ref: str) -> bool:
         return ref in self.keeper_of
+
+    def _stops(self) -> bool:
+        """Whether the walk compares no more: its share was spent, or the deadline, looked at
+        once per ``look_every`` units of work (a signature computed for the walk, linear in
+        its text, counts its tokens), has passed."""
+        if not self._stopped:
+            self._look_at = self._paced + self._limits.look_every
+            if self._deadline is not None and self._deadline():
+                self.cut_short = True
+                self._stop()
+        return self._stopped
+
+    def _stop(self) -> None:
+        self._stopped = True
+        self._look_at = -1  # every later candidate asks ``_stops``
 
     def _kept_shingles(self, k: int) -> frozenset[bytes]:
         found = self._shingles.get(k)
@@ -135,27 +186,59 @@ class Walk:
         return found
 
     def _dedup(self, p: Passage, ref: str) -> None:
-        sig = self.corpus[p.collection].signature(p.record.id)
+        sig = self.corpus[p.collection].signature(p.record.id, self._table)
+        self._paced += len(sig.keys) >> 2
         by_prefix = self._by_prefix
+        allowance = self._allowance
+        if len(sig.prefix) * len(self._kept) > allowance:  # the probe alone may cost too much
+            probes = sum(map(len, map(by_prefix.get, sig.prefix, repeat(()))))
+            if probes > allowance:
+                self._unchecked(p, sig, ref)
+                return
         # kept index -> how many of this prefix's hashes its prefix holds
         shared = Counter(chain.from_iterable(map(by_prefix.get, sig.prefix, repeat(()))))
-        keeper = self._keeper(sig, shared) if shared else None
-        if keeper is not None:
-            keeper_ref = self._kept[keeper][0].ref
-            self.keeper_of[ref] = keeper_ref
-            self.absorbed.setdefault(keeper_ref, []).append(ref)
-            self.duplicates.append(ref)
-            return
+        if shared:
+            keeper, spent = self._keeper(sig, shared, sum(shared.values()), allowance)
+            self._spend(spent)
+            if keeper is not None:
+                if keeper < 0:  # its comparisons would pass its share
+                    self._unchecked(p, sig, ref)
+                    return
+                keeper_ref = self._kept[keeper][0].ref
+                self.keeper_of[ref] = keeper_ref
+                self.absorbed.setdefault(keeper_ref, []).append(ref)
+                self.duplicates.append(ref)
+                return
         index = len(self._kept)
         self._kept.append((p, sig))
         for h in sig.prefix:
             by_prefix[h].append(index)
 
-    def _keeper(self, sig: Signature, shared: Counter[int]) -> int | None:
-        """The earliest kept candidate of which the passage of ``sig`` is a near duplicate, if
-        any."""
+    def _spend(self, units: int) -> None:
+        self.work += units
+        self._paced += units
+        self._allowance = min(self._limits.candidate, self._limits.walk - self.work)
+
+    def _unchecked(self, p: Passage, sig: Signature, ref: str) -> None:
+        """Keep a candidate whose comparisons would pass its allowance; when that was what
+        remained of the walk's share, the walk stops comparing."""
+        self.capped = True
+        self.unchecked.append(ref)
+        index = len(self._kept)
+        self._kept.append((p, sig))
+        for h in sig.prefix:
+            self._by_prefix[h].append(index)
+        if self._allowance < self._limits.candidate:
+            self._stop()
+
+    def _keeper(self, sig: Signature, shared: Counter[int], spent: int,
+                allowance: int) -> tuple[int | None, int]:
+        """The earliest kept candidate of which the passage of ``sig`` is a near duplicate
+        (None: none is; -1: finding out would pass ``allowance``), and the work spent, from
+        ``spent``."""
         size = sig.size
         kept = self._kept
+        held = self._shingles
         for k in sorted(shared):
             other = kept[k][1]
             # sets whose sizes rule out Jaccard >= 4/5 are never compared
@@ -164,9 +247,14 @@ class Walk:
             if (sig.injective and other.injective
                     and not _may_share_enough(sig, other, shared[k])):
                 continue
-            if near_keys(sig.keys, size, self._kept_shingles(k)):
-                return k
-        return None
+            building = 0 if k in held else other.size
+            if spent + building + size > allowance:
+                return -1, spent
+            near, looked = near_keys_counted(sig.keys, size, self._kept_shingles(k))
+            spent += building + looked
+            if near:
+                return k, spent
+        return None, spent
 
 
 def _may_share_enough(a: Signature, b: Signature, in_both_prefixes: int) -> bool:

@@ -53,6 +53,7 @@ from context_service.domain.values import quote
 from context_service.http.agent import packs_shapes as shapes
 from context_service.http.agent.body import decode
 from context_service.http.agent.errors import ApiError
+from context_service.http.agent.late_body import PendingBody
 from context_service.http.agent.pack_services import PackServices, pack_services
 from context_service.http.agent.pipeline import (
     ACCESS_VIEWS,
@@ -235,7 +236,7 @@ def _missing_entry(m: Missing) -> MissingEntry:
                         document_id=m.document_id, reason=m.reason)
 
 
-def release(request: Request[Any, Any, Any], raw: bytes) -> Released:
+def release(request: Request[Any, Any, Any], raw: bytes | PendingBody) -> Released:
     """Every check of §7.2 and the recording of §7.13; raises the first failure as an
     ``ApiError`` (or the pipeline's)."""
     timings = Timings()
