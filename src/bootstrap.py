@@ -20,6 +20,7 @@ from threadpoolctl import threadpool_limits
 
 from context_service.adapters.embedding.feature_process import FeatureProcess
 from context_service.adapters.embedding.wordllama_model import TextFeaturesModel, load
+from context_service.adapters.embedding.wordllama_model import gauges as word_id_gauges
 from context_service.adapters.eventstore.access import CredentialApplication, WorkspaceApplication
 from context_service.adapters.eventstore.application import (
     ContextApplication,
@@ -34,6 +35,7 @@ from context_service.adapters.eventstore.runner import Listener, ProjectionRunne
 from context_service.adapters.eventstore.store import EventStore
 from context_service.adapters.eventstore.timeline import Timeline
 from context_service.adapters.pack.corpus import CorpusLoader
+from context_service.adapters.pack.inputs_cache import FoldCache
 from context_service.adapters.pack.retrieval import FastRetrieval
 from context_service.adapters.pack.vector_matrix import VectorMatrices
 from context_service.adapters.pack.warmer import CorpusWarmer
@@ -49,6 +51,10 @@ from context_service.adapters.postgres.views.agent_access import (
     MembersSql,
     credential_key,
 )
+from context_service.adapters.postgres.views.collection_admission import (
+    AdmittedContextsSql,
+    CollectionAdmissionSql,
+)
 from context_service.adapters.postgres.views.context_pack_replays import (
     ReplayReadsSql,
     ReplaySql,
@@ -63,6 +69,7 @@ from context_service.adapters.postgres.views.contexts import (
     ContextReadsSql,
     RevisionSql,
 )
+from context_service.adapters.postgres.views.credential_ids import credential_ids
 from context_service.adapters.postgres.views.features import AgentDataSql, PassageFeaturesSql
 from context_service.adapters.postgres.views.fields_plans import FieldReadsSql
 from context_service.adapters.postgres.views.pack_inputs import PackInputReadsSql, PackInputsSql
@@ -83,7 +90,7 @@ from context_service.domain.cluster import Cluster
 from context_service.domain.reconcile.guard import ClaimNameGuard
 from context_service.http.agent.pack_services import KEY as PACKS
 from context_service.http.agent.pack_services import PackServices
-from context_service.http.agent.ratelimit import RateLimiter
+from context_service.http.agent.ratelimit import AUTH_FAILURES, AuthFailures, RateLimiter
 from context_service.http.app import create_app
 from context_service.http.ports import (
     AgentServices,
@@ -94,11 +101,13 @@ from context_service.http.ports import (
 )
 from context_service.http.settings import KEY as SETTINGS_UI
 from context_service.http.settings import SettingsUi
+from context_service.http.subject import GATEWAY_SECRET
 from context_service.projections.agent_access.directory import AccessDirectory
 from context_service.projections.agent_access.projection import AgentCredentials, WorkspaceMembers
 from context_service.projections.agent_data.projection import AgentData
 from context_service.projections.audit_log.projection import AuditLog
 from context_service.projections.base import Projection
+from context_service.projections.collection_admission.projection import CollectionAdmission
 from context_service.projections.context_catalog.listing import CatalogListing
 from context_service.projections.context_catalog.projection import ContextCatalog
 from context_service.projections.context_pack_replays.projection import ContextPackReplays
@@ -167,6 +176,7 @@ def projection_workers() -> dict[str, list[tuple[Projection, Callable[[Any], Any
             (WorkspaceMembers(), MembersSql),
             (AgentCredentials(), CredentialsSql),
             (ContextSets(), ContextSetSql),
+            (CollectionAdmission(), CollectionAdmissionSql),
             (QueryTemplates(), QueryTemplateSql),
             (PackInputs(), PackInputsSql),
             (ContextPackReplays(), ReplaySql),
@@ -368,7 +378,9 @@ def build(settings: Settings, url: str | None = None, pool_size: int = 8) -> Con
             migrate(datastore)
             prepare_role(datastore, settings.agent_query_url)
             sandbox = open_sandbox(datastore, url, settings.agent_query_url,
-                                   settings.agent_query_connections)
+                                   settings.agent_query_connections,
+                                   settings.agent_query_wait_seconds,
+                                   settings.agent_query_per_workspace)
         except BaseException:
             datastore.close()
             raise
@@ -379,8 +391,10 @@ def build(settings: Settings, url: str | None = None, pool_size: int = 8) -> Con
     runners: dict[str, ProjectionRunner] = {}
     # fed by the projections runner while it runs in this process; reads the views otherwise
     access = AccessDirectory(AccessReadsSql(datastore),
-                             live=lambda: runners["projections"].running)
-    catalog = CatalogListing(ContextReadsSql(datastore),
+                             live=lambda: runners["projections"].running,
+                             ids=functools.partial(credential_ids, datastore))
+    # agents read only admitted collections (agent-context-api §3.4 rule 5)
+    catalog = CatalogListing(AdmittedContextsSql(datastore),
                              live=lambda: runners["projections"].running)
     container = Container(settings, url, datastore, store, tracking, ContextApplication(store),
                           PoolApplication(store), WorkspaceApplication(store),
@@ -413,11 +427,16 @@ def pack_ports(container: Container, warm: bool = False) -> PackPorts:
         return embedder.embedder.count(text)
 
     loader = CorpusLoader(container.datastore, count)
+    folds = FoldCache(PackInputReadsSql(container.datastore, cache_size=0))
     matrices = VectorMatrices(container.datastore) if warm else None
     if warm:
         warmer = CorpusWarmer(loader, matrices=matrices).start()
         container.closers.append(warmer.stop)
         container.gauge_sources.append(warmer.gauges)
+        # what the in-process caches hold, and the folds forgotten as the runner applies
+        container.gauge_sources.extend([warmer.cache_gauges, folds.gauges,
+                                        container.catalog.gauges, word_id_gauges])
+        container.runners["projections"].listeners.append(folds)
         # a pack's walk allocates thousands of short-lived objects; at the default threshold
         # of 700 they set off collections whose full passes cost 20-30 ms each (measured)
         gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
@@ -427,18 +446,20 @@ def pack_ports(container: Container, warm: bool = False) -> PackPorts:
     retrieval = FastRetrieval(loader, container.datastore,
                               lambda text: embedder.embedder.embed(text), matrices=matrices)
     container.closers.append(retrieval.close)
-    return PackPorts(inputs=PackInputReadsSql(container.datastore), corpus=loader,
+    return PackPorts(inputs=folds, corpus=loader,
                      retrieval=retrieval, count_tokens=count)
 
 
 def agent_services(container: Container) -> AgentServices:
     settings = container.settings
+    limiter = RateLimiter(settings.agent_rate_per_second, settings.agent_rate_burst)
+    container.gauge_sources.append(limiter.gauges)
     return AgentServices(
         workspaces=container.workspaces, credentials=container.credentials,
         directory=container.access, reads=AccessReadsSql(container.datastore),
         catalog=container.catalog,
         key=credential_key(container.datastore, settings.credential_key),
-        limiter=RateLimiter(settings.agent_rate_per_second, settings.agent_rate_burst),
+        limiter=limiter,
         clock=utc_now, context_sets=container.context_sets)
 
 
@@ -456,6 +477,9 @@ def services(container: Container) -> Services:
     if container.cluster is not None:
         extra["name_guard"] = ClaimNameGuard(container.cluster)
     ports = pack_ports(container, warm=True)
+    failures = AuthFailures(container.settings.auth_failure_per_second,
+                            container.settings.auth_failure_burst)
+    container.gauge_sources.extend([failures.gauges, container.access.gauges])
     return Services(contexts=container.contexts, reads=reads, consistency=consistency,
                     require_subject=container.settings.require_subject,
                     read_wait_seconds=container.settings.read_wait_seconds,
@@ -478,6 +502,8 @@ def services(container: Container) -> Services:
                            "pack_ports": ports,
                            "fields": FieldReadsSql(container.datastore),
                            "gauges": container.gauges,
+                           AUTH_FAILURES: failures,
+                           GATEWAY_SECRET: container.settings.gateway_secret,
                            PACKS: pack_services(container, ports),
                            "readiness": functools.partial(schema_problem, container.url),
                            SETTINGS_UI: SettingsUi(
@@ -537,4 +563,5 @@ def adopt(container: Container) -> Any:
 
 
 def app(container: Container) -> Litestar:
-    return create_app(services(container))
+    return create_app(services(container),
+                      allowed_hosts=container.settings.allowed_host_names)

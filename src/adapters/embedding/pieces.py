@@ -9,7 +9,8 @@ a few dictionary look-ups. ``WordPieces.applies`` checks these properties on the
 a text holding a special token's literal (``<s>``) goes through the full tokenizer.
 
 Each word's ids are cached packed (native int32 bytes): a text's ids are one ``bytes.join``
-away from an array, and its count is a sum of lengths.
+away from an array, and its count is a sum of lengths. The cache is bounded in estimated bytes
+(``LIMIT_BYTES``): a full one is replaced by one holding the words in use.
 
 A text joined from parts (``Text``) is not split again: with a separator of neither spaces nor
 ``▁``, the words of ``a + sep + b`` are those of ``a`` and of ``b``, except that the last word
@@ -21,7 +22,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+import sys
+from collections.abc import Iterable, Sequence
 from itertools import pairwise
 from typing import Any
 
@@ -34,7 +36,10 @@ _WORD = re.compile("▁*[^▁]+|▁+")
 _NORMALIZER = {"type": "Sequence", "normalizers": [
     {"type": "Prepend", "prepend": "▁"},
     {"type": "Replace", "pattern": {"String": " "}, "content": "▁"}]}
-_CACHE_LIMIT = 1_000_000
+LIMIT_BYTES = 64 << 20
+# a cached word's dictionary slot (with the table's spare room) beyond its key and value
+WORD_OVERHEAD = 100
+_NEW_IDS = 45  # the packed ids of a word not encoded yet, as a guess (one to three ids)
 _ID = np.dtype(np.int32)
 Ids = npt.NDArray[np.int32]
 _Plan = list[str | tuple[str, int, int]]  # a joined text's words: runs of parts, and joints
@@ -46,6 +51,15 @@ def _packed(ids: Sequence[int]) -> bytes:
 
 def _count(packed: bytes) -> int:
     return len(packed) // _ID.itemsize
+
+
+def _entry(word: str, packed: bytes) -> int:
+    return sys.getsizeof(word) + sys.getsizeof(packed) + WORD_OVERHEAD
+
+
+def _new(words: Iterable[str]) -> int:
+    """The estimated bytes of caching ``words``, before their ids are known."""
+    return sum(sys.getsizeof(w) + _NEW_IDS + WORD_OVERHEAD for w in words)
 
 
 class WordPieces:
@@ -65,6 +79,8 @@ class WordPieces:
         # one scan of the text for any of them (None: the tokenizer has none)
         self._special = re.compile("|".join(map(re.escape, literals))) if literals else None
         self._cache: dict[str, bytes] = {}  # word -> its ids, packed
+        self._bytes = 0  # the cache's estimated bytes
+        self.limit = LIMIT_BYTES
 
     @staticmethod
     def applies(tokenizer: Any) -> bool:
@@ -95,11 +111,21 @@ class WordPieces:
             if fill and not all(map(cache.__contains__, words)):  # cached, as a rule
                 missing.update(dict.fromkeys(w for w in words if w not in cache))
         if missing:
-            if len(cache) + len(missing) > _CACHE_LIMIT:
-                kept = {w: cache[w] for words in split if words for w in words if w in cache}
-                cache = self._cache = kept
+            if self._bytes + _new(missing) > self.limit:
+                cache = self._replace({w: cache[w] for words in split if words for w in words
+                                       if w in cache})
             self._split_words(list(missing), cache)
         return split, cache
+
+    def _replace(self, kept: dict[str, bytes]) -> dict[str, bytes]:
+        """A full cache replaced by ``kept`` (never emptied under another thread)."""
+        self._cache = kept
+        self._bytes = sum(_entry(w, ids) for w, ids in kept.items())
+        return kept
+
+    def held(self) -> tuple[int, int]:
+        """The words cached and their estimated bytes."""
+        return len(self._cache), self._bytes
 
     def ids(self, texts: Sequence[str]) -> list[list[int]]:
         split, cache = self._split(texts)
@@ -184,8 +210,8 @@ class WordPieces:
         the words of ``needed``, never emptied under another thread)."""
         cache = self._cache
         missing = {w for ws in needed for w in ws if w not in cache}
-        if len(cache) + len(missing) > _CACHE_LIMIT:
-            cache = self._cache = {w: cache[w] for ws in needed for w in ws if w in cache}
+        if self._bytes + _new(missing) > self.limit:
+            cache = self._replace({w: cache[w] for ws in needed for w in ws if w in cache})
         if missing:
             self._split_words(sorted(missing), cache)
         return cache
@@ -260,5 +286,9 @@ class WordPieces:
         """Cache the ids of ``words`` (already split; encoded as they are, in one batch: the
         tokenizer releases the GIL)."""
         encoded = self._bare.encode_batch(words, add_special_tokens=False)
+        added = 0
         for word, enc in zip(words, encoded, strict=True):
-            cache[word] = _packed(enc.ids)
+            packed = cache[word] = _packed(enc.ids)
+            added += _entry(word, packed)
+        if cache is self._cache:
+            self._bytes += added

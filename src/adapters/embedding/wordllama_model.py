@@ -21,7 +21,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from context_service.adapters.embedding.pieces import WordPieces
+from context_service.adapters.embedding.pieces import LIMIT_BYTES, WordPieces
+from context_service.domain.bounded import Gauge, cache_gauges
 from context_service.projections.passage_features.features import Feature, Text
 
 CONFIG = "l2_supercat"
@@ -58,6 +59,12 @@ class Embedder:
 
     def count(self, text: str) -> int:
         return len(self.token_ids([text])[0])
+
+    def cache_gauges(self) -> list[Gauge]:
+        """The word-ids cache: words held, their estimated bytes and its bound."""
+        if self._pieces is None:  # the full tokenizer: no word cache
+            return cache_gauges("word_ids", 0, 0, LIMIT_BYTES)
+        return cache_gauges("word_ids", *self._pieces.held(), self._pieces.limit)
 
     def counts(self, texts: Sequence[str]) -> list[int]:
         if self._pieces is not None:
@@ -153,6 +160,15 @@ def _load(cache_dir: str | None) -> Embedder:
     tokenizer.no_padding()
     tokenizer.no_truncation()
     return Embedder(tokenizer, matrix)
+
+
+def gauges() -> list[Gauge]:
+    """The loaded model's cache gauges (empty ones before it is loaded: a scrape never loads
+    it)."""
+    loaded = _loaded
+    if loaded is None:
+        return cache_gauges("word_ids", 0, 0, LIMIT_BYTES)
+    return loaded.cache_gauges()
 
 
 def vector_bytes(vector: Vector | None) -> bytes | None:

@@ -1,32 +1,54 @@
 """The corpus loader (agent-context-api 7.4): each usable index read once from the log by the
 position of its publication, with token counts from ``passage_features``, and kept in-process
-(an index at a position never changes), least recently used first out past a record bound."""
+(an index at a position never changes), least recently used first out past a bound in bytes,
+and dropped once its index is no longer current (``retain``, by the corpus warmer)."""
 
 from __future__ import annotations
 
 import logging
+import sys
 import threading
-from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
+import msgspec
 from eventsourcing.postgres import PostgresDatastore
 
 from context_service.adapters.pack.lexical import LexicalIndex
 from context_service.adapters.postgres.views.published import index_records, published_at
+from context_service.domain.bounded import BoundedCache, Gauge, MiB, text_bytes
 from context_service.domain.context.events import QueryIndexPublished, QueryRecord
 from context_service.domain.pack.model import CollectionAt, CollectionCorpus, Corpus, TokenCount
 from context_service.projections.passage_features.features import PublishedTexts, text_hash
 
 log = logging.getLogger(__name__)
 
+LIMIT_BYTES = 1024 * MiB  # the corpus cache's bound (about 100,000 realistic passages)
+# What a passage costs beyond its record's encoded bytes (the Passage and QueryRecord objects,
+# their dictionary slots, a signature's tuple and arrays, the record counted twice for its
+# Python objects): measured with tracemalloc on generated corpora, rounded up.
+PASSAGE_OVERHEAD = 900
+_encode = msgspec.json.Encoder().encode
+
 
 class Cached:
-    __slots__ = ("corpus", "lexical")
+    __slots__ = ("corpus", "lexical", "size")
 
     def __init__(self, corpus: CollectionCorpus) -> None:
         corpus.warm()  # deduplication signatures paid once at load, not by the first packs
         self.corpus = corpus
         self.lexical = LexicalIndex(corpus)
+        self.size = corpus_bytes(corpus) + self.lexical.nbytes()
+
+
+def corpus_bytes(corpus: CollectionCorpus) -> int:
+    """An estimate of what a loaded corpus holds: each record twice its encoded length plus a
+    fixed overhead, its signature's keys and prefix, each document's text."""
+    total = 0
+    for p in corpus.passages:
+        sig = corpus.signature(p.record.id)
+        total += (PASSAGE_OVERHEAD + 2 * len(_encode(p.record)) + sys.getsizeof(sig.keys)
+                  + sys.getsizeof(sig.prefix) + text_bytes(p.ref))
+    return total + sum(text_bytes(d.text) + 200 for d in corpus.documents.values())
 
 
 class CorpusLoader:
@@ -34,53 +56,63 @@ class CorpusLoader:
     (the features view behind the log); packs wait for that view, so normally never."""
 
     def __init__(self, datastore: PostgresDatastore, count: TokenCount,
-                 max_records: int = 200_000) -> None:
+                 limit_bytes: int = LIMIT_BYTES) -> None:
         self.datastore = datastore
         self.count = count
-        self.max_records = max_records
-        self._cache: OrderedDict[int, Cached] = OrderedDict()
-        self._records = 0
+        self._cache: BoundedCache[int, Cached] = BoundedCache(
+            "pack_corpus", limit_bytes, lambda _, c: c.size)
         self._lock = threading.Lock()
+        self._oversized: set[int] = set()  # publications too large to keep: not warmed again
         self.loads = 0  # indexes read from the log (misses)
 
     def holds(self, publication: int) -> bool:
+        return publication in self._cache
+
+    def oversized(self, publication: int) -> bool:
+        """Whether the index was loaded once and found larger than the whole bound."""
         with self._lock:
-            return publication in self._cache
+            return publication in self._oversized
 
     def has_room(self) -> bool:
-        with self._lock:
-            return self._records < self.max_records
+        return self._cache.bytes < self._cache.limit
 
     def passages(self) -> int:
-        with self._lock:
-            return self._records
+        return sum(len(c.corpus.passages) for c in self._held())
+
+    def _held(self) -> list[Cached]:
+        return self._cache.values()
 
     def corpus(self, collections: Sequence[CollectionAt]) -> Corpus:
         return {c.name: self.cached(c).corpus for c in collections if c.usable}
 
     def cached(self, collection: CollectionAt) -> Cached:
-        with self._lock:
-            hit = self._cache.get(collection.publication)
-            if hit is not None:
-                self._cache.move_to_end(collection.publication)
-                return hit
+        hit = self._cache.get(collection.publication)
+        if hit is not None:
+            return hit
         loaded = Cached(self._load(collection))
         with self._lock:
-            if collection.publication not in self._cache:
-                self._cache[collection.publication] = loaded
-                self._records += len(loaded.corpus.passages)
-                self.loads += 1
-                while self._records > self.max_records and len(self._cache) > 1:
-                    _, evicted = self._cache.popitem(last=False)
-                    self._records -= len(evicted.corpus.passages)
-            return self._cache[collection.publication]
+            self.loads += 1
+        if loaded.size > self._cache.limit:  # served, never kept
+            with self._lock:
+                self._oversized.add(collection.publication)
+        return self._cache.keep(collection.publication, loaded)
 
     def lexical(self, corpus: CollectionCorpus) -> LexicalIndex:
-        with self._lock:
-            hit = self._cache.get(corpus.publication)
+        hit = self._cache.get(corpus.publication)
         if hit is not None and hit.corpus is corpus:
             return hit.lexical
         return LexicalIndex(corpus)
+
+    def retain(self, publications: Iterable[int]) -> int:
+        """Drop the corpora of indexes no longer current (deleted contexts, replaced indexes);
+        how many were dropped."""
+        keep = set(publications)
+        with self._lock:
+            self._oversized &= keep
+        return self._cache.retain(lambda publication, _: publication in keep)
+
+    def gauges(self) -> list[Gauge]:
+        return self._cache.gauges()
 
     def _load(self, collection: CollectionAt) -> CollectionCorpus:
         with self.datastore.transaction(commit=False) as cur:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import sys
 from collections.abc import Iterable
 
 import numpy as np
@@ -18,6 +19,9 @@ from context_service.domain.pack.model import CollectionCorpus
 from context_service.domain.query.scoring import query_terms, weighted_terms
 
 K1, B = 1.2, 0.75
+# A term's entry in the postings' dictionary beyond its string: the slot, the (lo, hi) tuple
+# and its two integers (measured with tracemalloc, rounded up).
+TERM_OVERHEAD = 150
 
 Rows = npt.NDArray[np.int64]
 Floats = npt.NDArray[np.float64]
@@ -69,6 +73,13 @@ class LexicalIndex:
 
     def __len__(self) -> int:
         return len(self.record_ids)
+
+    def nbytes(self) -> int:
+        """An estimate of what the index holds: its arrays, and each term of its dictionary."""
+        arrays = (self._rows.nbytes + self._tf.nbytes + self.lengths.nbytes
+                  + self.document_rows.nbytes)
+        terms = sum(map(sys.getsizeof, self._ranges)) + TERM_OVERHEAD * len(self._ranges)
+        return arrays + terms + 8 * (len(self.record_ids) + len(self.documents))
 
     def posting(self, term: str) -> tuple[Rows, Floats] | None:
         found = self._ranges.get(term)

@@ -7,8 +7,7 @@ exact cosines are pgvector's arithmetic, in-process when the server agrees with 
 from __future__ import annotations
 
 import logging
-import threading
-from collections import OrderedDict
+import sys
 from collections.abc import Iterable
 from typing import Any
 
@@ -16,6 +15,7 @@ import numpy as np
 from eventsourcing.postgres import PostgresDatastore
 
 from context_service.adapters.pack.exact_cosine import agrees, square_norms
+from context_service.domain.bounded import BoundedCache, Gauge, MiB
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +25,7 @@ DIM = 256
 # additions. pgvector makes three such sums (a·b, a·a, b·b: at most ~3.1e-5 on the cosine), the
 # matrix one (a·b; its norms are float64): at most ~4.6e-5 together. 1e-4 is twice that.
 MATRIX_BOUND = 1e-4
+LIMIT_BYTES = 512 * MiB  # the matrices' bound: about 400,000 passages at ~1.3 KB each
 
 Floats = np.ndarray[Any, np.dtype[np.float64]]
 
@@ -53,6 +54,15 @@ class Matrix:
     def __len__(self) -> int:
         return len(self.ords)
 
+    def nbytes(self) -> int:
+        """What the matrix holds: its arrays, and its record ids and document names (a list
+        slot and the string each)."""
+        arrays = sum(a.nbytes for a in (self.rows, self.norms, self.squares, self.ords,
+                                        self.codes))
+        names = sum(map(sys.getsizeof, self.record_ids)) + sum(map(sys.getsizeof,
+                                                                   self.documents))
+        return arrays + names + 8 * (len(self.record_ids) + len(self.documents))
+
     def eligible(self, documents: frozenset[str]) -> np.ndarray[Any, np.dtype[np.intp]]:
         """The rows whose document is one of ``documents``."""
         wanted = [i for i, name in enumerate(self.documents) if name in documents]
@@ -78,33 +88,33 @@ def read_matrix(cur: Any, publication: int) -> Matrix:
 
 
 class VectorMatrices:
-    """The matrices of current indexes, least recently used first out past a row bound."""
+    """The matrices of current indexes, least recently used first out past a bound in bytes
+    (``max_rows`` stops the warmer loading more)."""
 
-    def __init__(self, datastore: PostgresDatastore, max_rows: int = 200_000) -> None:
+    def __init__(self, datastore: PostgresDatastore, max_rows: int = 400_000,
+                 limit_bytes: int = LIMIT_BYTES) -> None:
         self.datastore = datastore
         self.max_rows = max_rows
-        self._cache: OrderedDict[int, Matrix] = OrderedDict()
-        self._rows = 0
-        self._lock = threading.Lock()
+        self._cache: BoundedCache[int, Matrix] = BoundedCache(
+            "pack_matrices", limit_bytes, lambda _, m: m.nbytes())
+        self._oversized: set[int] = set()  # matrices too large to keep: not read again
         # whether the server's ``<=>`` is the in-process model's (``exact_cosine``), asked
         # once, at the first load: then a scan of held matrices needs no database at all
         self.exact: bool | None = None
 
     def get(self, publication: int) -> Matrix | None:
-        with self._lock:
-            found = self._cache.get(publication)
-            if found is not None:
-                self._cache.move_to_end(publication)
-            return found
+        return self._cache.get(publication)
 
     def has_room(self) -> bool:
-        with self._lock:
-            return self._rows < self.max_rows
+        return self.held()[1] < self.max_rows and self._cache.bytes < self._cache.limit
 
     def held(self) -> tuple[int, int]:
         """How many indexes and rows are held."""
-        with self._lock:
-            return len(self._cache), self._rows
+        held = self._cache.values()
+        return len(held), sum(map(len, held))
+
+    def gauges(self) -> list[Gauge]:
+        return self._cache.gauges()
 
     def load(self, publication: int) -> Matrix | None:
         """Read the matrix of an index if it is current (its rows are written in one
@@ -118,14 +128,13 @@ class VectorMatrices:
             matrix = read_matrix(cur, publication)
         if self.exact is None:
             self.exact = self._agrees()
-        with self._lock:
-            if publication not in self._cache:
-                self._cache[publication] = matrix
-                self._rows += len(matrix)
-                while self._rows > self.max_rows and len(self._cache) > 1:
-                    _, evicted = self._cache.popitem(last=False)
-                    self._rows -= len(evicted)
-            return self._cache[publication]
+        if matrix.nbytes() > self._cache.limit:  # not kept: its scans run in PostgreSQL
+            self._oversized.add(publication)
+            return None
+        return self._cache.keep(publication, matrix)
+
+    def oversized(self, publication: int) -> bool:
+        return publication in self._oversized
 
     def _agrees(self) -> bool:
         try:
@@ -139,9 +148,8 @@ class VectorMatrices:
                         " vector scans ask it for every exact cosine")
         return found
 
-    def retain(self, publications: Iterable[int]) -> None:
-        """Drop the matrices of indexes no longer current."""
+    def retain(self, publications: Iterable[int]) -> int:
+        """Drop the matrices of indexes no longer current; how many were dropped."""
         keep = set(publications)
-        with self._lock:
-            for publication in [p for p in self._cache if p not in keep]:
-                self._rows -= len(self._cache.pop(publication))
+        self._oversized &= keep
+        return self._cache.retain(lambda publication, _: publication in keep)

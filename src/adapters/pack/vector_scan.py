@@ -17,8 +17,6 @@ one the spec's full exact scan gives."""
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor, Future
 from typing import Any, NamedTuple
@@ -27,6 +25,7 @@ import numpy as np
 
 from context_service.adapters.pack.exact_cosine import distances
 from context_service.adapters.pack.vector_matrix import MATRIX_BOUND, Matrix, VectorMatrices
+from context_service.domain.bounded import BoundedCache, Gauge, MiB
 from context_service.domain.pack.model import CollectionCorpus, Corpus
 from context_service.domain.score import SCALE, to_micros
 from context_service.projections.passage_features.features import embedded_text, text_hash
@@ -42,6 +41,7 @@ FIRST_ROWS = 300  # rows a scan fetches first; enough for every measured query
 NONE_LEFT = float("-inf")
 SPREAD_ROWS = 20_000  # rows from which a scan spreads its products over two threads
 LAYOUTS_KEPT = 8  # sets of matrices whose ``Layout`` is kept
+LAYOUTS_LIMIT_BYTES = 64 * MiB  # and their bound: 16 bytes a row
 
 Row = tuple[float, str, str]  # exact cosine, collection, record id
 Held = tuple[Matrix, int]  # a matrix and one of its rows
@@ -309,10 +309,11 @@ class Layout:
     matrices' norms end to end, each row's matrix index and row, each matrix's first index.
     Kept for the few sets of publications scanned lately: a publication's vectors never change,
     so neither does its part of a layout, and a layout holds no matrix (an evicted one is
-    freed)."""
+    freed); the layouts of a publication no longer current are dropped with its matrix."""
 
-    _kept: OrderedDict[tuple[tuple[int, int], ...], Layout] = OrderedDict()
-    _lock = threading.Lock()
+    _kept: BoundedCache[tuple[tuple[int, int], ...], Layout] = BoundedCache(
+        "pack_layouts", LAYOUTS_LIMIT_BYTES, lambda _, layout: layout.nbytes(),
+        max_entries=LAYOUTS_KEPT)
 
     def __init__(self, matrices: Sequence[Matrix]) -> None:
         sizes = [len(m) for m in matrices]
@@ -324,20 +325,26 @@ class Layout:
         self.rows = (np.concatenate([np.arange(n, dtype=np.int32) for n in sizes]) if matrices
                      else np.empty(0, dtype=np.int32))
 
+    def nbytes(self) -> int:
+        return self.norms.nbytes + self.owners.nbytes + self.rows.nbytes + 8 * len(self.starts)
+
     @classmethod
     def of(cls, matrices: Sequence[Matrix]) -> Layout:
         key = tuple((m.publication, len(m)) for m in matrices)
-        with cls._lock:
-            found = cls._kept.get(key)
-            if found is not None:
-                cls._kept.move_to_end(key)
-                return found
-        layout = cls(matrices)
-        with cls._lock:
-            cls._kept[key] = layout
-            while len(cls._kept) > LAYOUTS_KEPT:
-                cls._kept.popitem(last=False)
-        return layout
+        found = cls._kept.get(key)
+        if found is not None:
+            return found
+        return cls._kept.keep(key, cls(matrices))
+
+    @classmethod
+    def retain(cls, publications: Iterable[int]) -> int:
+        """Drop the layouts of any publication not among ``publications``."""
+        keep = set(publications)
+        return cls._kept.retain(lambda key, _: all(p in keep for p, _ in key))
+
+    @classmethod
+    def gauges(cls) -> list[Gauge]:
+        return cls._kept.gauges()
 
 
 def _products(matrices: Sequence[Matrix], layout: Layout, lo: int, hi: int,

@@ -1,7 +1,8 @@
 """Keeps the corpus cache warm: loads every current usable index (``agent_collections``) that
 the cache lacks, and its vector matrix, at start and after each publication, so the first pack
-after a publication does not pay for reading and laying out the index; drops the matrices of
-indexes no longer current."""
+after a publication does not pay for reading and laying out the index; drops the corpora,
+matrices and scan layouts of indexes no longer current (a deleted context, a replaced index)
+at every pass, so what a caller published and deleted again leaves nothing behind."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ import time
 
 from context_service.adapters.pack.corpus import CorpusLoader
 from context_service.adapters.pack.vector_matrix import VectorMatrices
+from context_service.adapters.pack.vector_scan import Layout
+from context_service.domain.bounded import Gauge
 from context_service.domain.pack.model import CollectionAt
-from context_service.domain.pack.text import token_ids
+from context_service.domain.pack.text import token_ids, token_table_gauges
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +30,7 @@ class CorpusWarmer:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._frozen_at = 0  # the loader's loads when objects were last frozen
+        self.dropped = 0  # indexes the last pass dropped from the caches
         self.complete = False  # at the last pass, every current index was held whole
 
     def current(self) -> list[CollectionAt]:
@@ -44,17 +48,22 @@ class CorpusWarmer:
         loaded."""
         loaded = 0
         current = self.current()
+        publications = [c.publication for c in current]
+        self.dropped = self.loader.retain(publications)
         if self.matrices is not None:
-            self.matrices.retain(c.publication for c in current)
+            self.dropped += self.matrices.retain(publications)
+        Layout.retain(publications)
         for collection in current:
             if self._stop.is_set() or not self.loader.has_room():
                 break
-            if not self.loader.holds(collection.publication):
+            if not (self.loader.holds(collection.publication)
+                    or self.loader.oversized(collection.publication)):
                 self.loader.cached(collection)
                 loaded += 1
             matrices = self.matrices
             if (matrices is not None and matrices.has_room()
-                    and matrices.get(collection.publication) is None):
+                    and matrices.get(collection.publication) is None
+                    and not matrices.oversized(collection.publication)):
                 matrices.load(collection.publication)
         self.complete = all(
             self.loader.holds(c.publication)
@@ -77,7 +86,13 @@ class CorpusWarmer:
              " model's, so scans of held matrices need no database, else 0.", {},
              1 if self.matrices is not None and self.matrices.exact else 0),
             ("cs_pack_token_ids", "Distinct tokens with an id for near-duplicate keys (the"
-             " table only grows).", {}, token_ids())]
+             " current token table, bounded in bytes).", {}, token_ids())]
+
+    def cache_gauges(self) -> list[Gauge]:
+        """Entries and estimated bytes of the corpus, matrix and layout caches and of the
+        token table."""
+        matrices = self.matrices.gauges() if self.matrices is not None else []
+        return [*self.loader.gauges(), *matrices, *Layout.gauges(), *token_table_gauges()]
 
     def start(self) -> CorpusWarmer:
         self._thread = threading.Thread(target=self._run, name="corpus-warmer", daemon=True)
@@ -101,7 +116,10 @@ class CorpusWarmer:
         if loaded or self.loader.loads != self._frozen_at:
             # a loaded corpus lives until its publication is replaced: keep its objects out of
             # the cyclic collector's full passes (whoever loaded it: the first pack after a
-            # publication may load an index before this thread does)
+            # publication may load an index before this thread does). Cyclic garbage frozen
+            # would never be collected: collect first (a pass over the objects not frozen yet).
+            # A corpus holds no cycle, so one dropped later is freed by its reference counts.
+            gc.collect()
             gc.freeze()
             self._frozen_at = self.loader.loads
         if loaded:

@@ -7,21 +7,33 @@ namespace's listing is read from the view once and kept until a committed batch 
 of any context. The runner tells the listing before waiters see the batch's position, so a read
 that waited for the catalog never gets a listing older than the view. A read of the view that
 overlapped such a batch is not kept (it may predate the batch). When another process maintains
-the catalog, every call reads the view.
+the catalog, every call reads the view. The listings are bounded in estimated bytes (and in
+namespaces), least recently used out first.
 """
 
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
+import msgspec
+
+from context_service.domain.bounded import BoundedCache, Gauge, MiB
 from context_service.domain.context.state import ContextState
 from context_service.domain.events import Subject
 from context_service.domain.stream import Recorded
 
 CONTEXT = "context"  # the stream kind whose events change the catalog
+LIMIT_BYTES = 64 * MiB
+# a listed state's Python objects beyond twice its encoded length (measured, rounded up)
+STATE_OVERHEAD = 600
+_encode = msgspec.json.Encoder().encode
+
+
+def listing_bytes(_: str, states: tuple[ContextState, ...]) -> int:
+    """An estimate of what a namespace's listing holds."""
+    return 64 + sum(STATE_OVERHEAD + 2 * len(_encode(s)) for s in states)
 
 
 class CatalogListReads(Protocol):
@@ -30,13 +42,13 @@ class CatalogListReads(Protocol):
 
 class CatalogListing:
     def __init__(self, reads: CatalogListReads, live: Callable[[], bool],
-                 size: int = 1024) -> None:
+                 size: int = 1024, limit_bytes: int = LIMIT_BYTES) -> None:
         self.reads = reads
         self.live = live  # True while the local runner keeps the catalog (and this) current
-        self._size = size
         self._lock = threading.Lock()
         self._generation = 0
-        self._namespaces: OrderedDict[str, tuple[ContextState, ...]] = OrderedDict()
+        self._namespaces: BoundedCache[str, tuple[ContextState, ...]] = BoundedCache(
+            "catalog_listing", limit_bytes, listing_bytes, max_entries=size)
 
     def live_contexts(self, namespace: str) -> tuple[ContextState, ...]:
         """Every live context of the namespace, by name (``ContextReads.list`` without a
@@ -47,15 +59,15 @@ class CatalogListing:
             found = self._namespaces.get(namespace)
             generation = self._generation
             if found is not None:
-                self._namespaces.move_to_end(namespace)
                 return found
         loaded = tuple(self.reads.list(namespace, None))
         with self._lock:
             if generation == self._generation:
-                self._namespaces[namespace] = loaded
-                while len(self._namespaces) > self._size:
-                    self._namespaces.popitem(last=False)
+                self._namespaces.keep(namespace, loaded)
         return loaded
+
+    def gauges(self) -> list[Gauge]:
+        return self._namespaces.gauges()
 
     # --- fed by the projection runner -----------------------------------------------------------
 
@@ -66,6 +78,7 @@ class CatalogListing:
             self._namespaces.clear()
 
     def applied(self, batch: Sequence[Recorded]) -> None:
-        """A batch the runner committed: any event of a context forgets every listing."""
-        if any(r.stream.kind == CONTEXT for r in batch):
+        """A batch the runner committed: any event of a context forgets every listing, and so
+        does any of a context set (a set version admits collections, §3.4 rule 5)."""
+        if any(r.stream.kind in (CONTEXT, "context_set") for r in batch):
             self.reset()
