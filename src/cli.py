@@ -3,58 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import logging
-import signal
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from types import FrameType
 
 from context_service import logs
 from context_service.config import Settings, SettingsError
+from context_service.stop_signals import ShutdownRequested, StopSignals
 
 log = logging.getLogger("context_service")
-SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-
-_signalled: list[float] = []  # when the first SIGTERM/SIGINT arrived (time.monotonic)
-
-
-class ShutdownRequested(BaseException):
-    """SIGTERM or SIGINT arrived: unwind to the shutdown sequence (SIGTERM means Ctrl-C)."""
-
-
-def _request_shutdown(sig: int, frame: FrameType | None) -> None:
-    _signalled.append(time.monotonic())
-    log.info("shutdown requested", extra={"signal": signal.Signals(sig).name})
-    raise ShutdownRequested
-
-
-def _stop_on_signals() -> None:
-    for sig in SIGNALS:
-        signal.signal(sig, _request_shutdown)
-
-
-@contextlib.contextmanager
-def _shutting_down() -> Iterator[None]:
-    """A repeated signal during the shutdown sequence is noted, not obeyed: an interrupted
-    shutdown is what leaves children behind, and every step of it is bounded."""
-    started = (_signalled or [time.monotonic()])[0]
-
-    def note(sig: int, frame: FrameType | None) -> None:
-        log.warning("shutdown in progress; signal ignored",
-                    extra={"signal": signal.Signals(sig).name})
-
-    previous = {sig: signal.signal(sig, note) for sig in SIGNALS}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        log.info("shutdown complete", extra={  # since the signal, when there was one
-            "seconds": round(time.monotonic() - started, 3)})
 
 
 def _settle_heap() -> None:
@@ -73,22 +32,24 @@ def _serve(settings: Settings) -> int:
     if not settings.sandbox_image:
         print("CS_SANDBOX_IMAGE is required", file=sys.stderr)
         return 2
-    import uvicorn
-
-    from context_service import bootstrap
-    from context_service.adapters.embedding.wordllama_model import ModelUnavailable
-    from context_service.http.shutdown import Drain, Server
-
-    try:
-        bootstrap.check_model()
-    except ModelUnavailable as exc:
-        print(str(exc), file=sys.stderr)
-        return 2
-
-    _stop_on_signals()
+    signals = StopSignals()
     container = None
     try:
+        signals.install()  # before anything starts: from here on a stop signal is obeyed
+        import uvicorn
+
+        from context_service import bootstrap
+        from context_service.adapters.embedding.wordllama_model import ModelUnavailable
+        from context_service.http.shutdown import Drain, Server
+
+        try:
+            bootstrap.check_model()
+        except ModelUnavailable as exc:
+            print(str(exc), file=sys.stderr)
+            return 2
+        signals.check()
         container = bootstrap.build(settings)
+        signals.check()
         bootstrap.connect_cluster(container)
         bootstrap.adopt(container)
         container.start_workers(settings.workers)
@@ -99,6 +60,7 @@ def _serve(settings: Settings) -> int:
                                 server_header=False)
         server = Server(config, drain, settings.shutdown_grace)
         _settle_heap()
+        signals.check()
         where = (settings.database_url and "CS_DATABASE_URL") or str(settings.data_dir.resolve())
         log.info("context service listening", extra={
             "url": f"http://{settings.listen_host}:{settings.listen_port}",
@@ -109,13 +71,12 @@ def _serve(settings: Settings) -> int:
             if settings.settings_dev_subject else ""
         print(f"Settings: http://{settings.listen_host}:{settings.listen_port}/settings{mode}",
               flush=True)
-        server.run()  # until SIGTERM or SIGINT, then drains
-        if server.signalled_at is not None:
-            _signalled.append(server.signalled_at)
+        with signals.delivering_to(lambda sig: server.handle_exit(sig, None)):
+            server.run()  # until SIGTERM or SIGINT, then drains
     except ShutdownRequested:
         pass  # a signal during start-up: stop what already runs
     finally:
-        with _shutting_down():
+        with signals.stopping():
             if container is not None:
                 container.close()
     return 0
@@ -124,11 +85,12 @@ def _serve(settings: Settings) -> int:
 def _worker(settings: Settings, name: str) -> int:
     """Run one worker as its own process; a PostgreSQL advisory lock keeps one active.
     SIGTERM and SIGINT stop it at a batch boundary, releasing the lock."""
-    from context_service import bootstrap
-
-    _stop_on_signals()
+    signals = StopSignals()
     container = None
     try:
+        signals.install()  # before anything starts: from here on a stop signal is obeyed
+        from context_service import bootstrap
+
         container = bootstrap.build(settings)
         known = [*container.runners, "reconciler", "snapshots", "relay"]
         if name not in known:
@@ -139,14 +101,14 @@ def _worker(settings: Settings, name: str) -> int:
             if container.cluster is None:
                 print(f"worker {name} needs Kubernetes (CS_KUBE is off)", file=sys.stderr)
                 return 2
+        signals.check()
         container.start_workers((name,))  # active only while holding its advisory lock
         _settle_heap()
-        while True:
-            time.sleep(3600)  # until a signal raises ShutdownRequested
+        signals.wait()
     except ShutdownRequested:
         pass
     finally:
-        with _shutting_down():
+        with signals.stopping():
             if container is not None:
                 container.close()
     return 0

@@ -2,8 +2,8 @@
 grace period to finish, and those still running then are answered ``503 unavailable``.
 
 ``Drain`` wraps the ASGI app and knows the requests in flight; ``Server`` is uvicorn's server
-with the service's signal handling (no re-raise of the signal after the drain: the caller runs
-the rest of the shutdown) and the drain started as it stops listening.
+with the drain started as it stops listening; it leaves the signals to the caller, which calls
+``handle_exit`` (a second SIGINT during the drain ends it at once).
 """
 
 from __future__ import annotations
@@ -11,12 +11,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import signal
 import socket
-import threading
 import time
 from collections.abc import Iterator
-from types import FrameType
 
 import uvicorn
 from litestar.enums import ScopeType
@@ -31,7 +28,6 @@ from litestar.types import (
 )
 
 log = logging.getLogger(__name__)
-SIGNALS = (signal.SIGINT, signal.SIGTERM)
 UNAVAILABLE = (b'{"error":"unavailable","message":"the service is shutting down; '
                b'retry against another instance"}')
 
@@ -121,28 +117,13 @@ class Server(uvicorn.Server):
         super().__init__(config)
         self.drain = drain
         self.grace = grace
-        self.signal: str | None = None
-        self.signalled_at: float | None = None
-
-    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-        if self.signal is None:
-            self.signal, self.signalled_at = signal.Signals(sig).name, time.monotonic()
-            log.info("shutdown requested", extra={"signal": self.signal, "grace": self.grace})
-        super().handle_exit(sig, frame)
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
-        """uvicorn's, minus raising the signal again afterwards (the default SIGTERM action
-        would end the process before the rest of the shutdown ran)."""
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
-        previous = {sig: signal.signal(sig, self.handle_exit) for sig in SIGNALS}
-        try:
-            yield
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+        """Nothing: the process's stop signals have one owner for its whole life, which calls
+        ``handle_exit``. uvicorn's own would replace the handlers while serving, restore them
+        afterwards and raise the signal again, each a moment in which a signal is not obeyed."""
+        yield
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         started = time.monotonic()
