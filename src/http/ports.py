@@ -22,6 +22,7 @@ from context_service.domain.query_template.events import Parameter, QueryTemplat
 from context_service.domain.query_template.state import QueryTemplateState
 from context_service.domain.workspace.commands import MembershipCommand
 from context_service.domain.workspace.state import Member, WorkspaceState
+from context_service.projections.context_catalog.listing import Listed
 from context_service.projections.context_sets.view import ContextSetReads
 from context_service.projections.pool_status.projection import PoolReads
 from context_service.projections.query_templates.view import QueryTemplateReads
@@ -101,7 +102,7 @@ class AccessLookups(Protocol):
 
 
 class CatalogLookup(Protocol):
-    def live_contexts(self, namespace: str) -> Sequence[ContextState]: ...
+    def listed(self, namespace: str) -> Listed: ...
 
 
 class AccessReads(AccessLookups, Protocol):

@@ -154,6 +154,9 @@ class Lists:
         return [ContextState(live=True, namespace=namespace, name=f"c{i}")
                 for i in range(self.states)]
 
+    def refused(self, namespace: str) -> frozenset[str]:
+        return frozenset()
+
 
 def test_a_listing_larger_than_the_bound_is_read_every_time() -> None:
     small, large = Lists(2), Lists(400)

@@ -33,6 +33,9 @@ class Reads:
             hook()
         return found
 
+    def refused(self, namespace: str) -> frozenset[str]:
+        return frozenset()
+
 
 def state(name: str) -> ContextState:
     return ContextState(live=True, namespace="acme", name=name)

@@ -205,6 +205,9 @@ class CountingReads:
         self.reads += 1
         return ()
 
+    def refused(self, namespace: str) -> frozenset[str]:
+        return frozenset()
+
 
 def test_a_set_version_makes_the_listing_read_again() -> None:
     reads = CountingReads()

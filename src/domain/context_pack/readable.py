@@ -30,30 +30,36 @@ class BoundToOtherSetError(DomainError):
 class Readable(msgspec.Struct, frozen=True):
     """The collections readable now, asked with ``name in readable``. ``names`` None means any
     name (the bootstrap administrator, who reads every context, deleted ones included, §3.4
-    rule 2); ``limit`` is a bound credential's set (§3.4 rule 3), None when unbound."""
+    rule 2) except the ``refused`` ones (live collections not admitted to agents, rule 5);
+    ``limit`` is a bound credential's set (§3.4 rule 3), None when unbound."""
 
     names: frozenset[str] | None
     limit: frozenset[str] | None = None
+    refused: frozenset[str] = frozenset()
 
     def __contains__(self, name: object) -> bool:
         if not isinstance(name, str):
             return False
         if self.limit is not None and name not in self.limit:
             return False
-        return self.names is None or name in self.names
+        if self.names is None:
+            return name not in self.refused
+        return name in self.names
 
 
 def readable_collections(creator: Subject, contexts: Iterable[ContextState], bound: str,
-                         bound_set: ContextSetState | None) -> Readable:
-    """The live memory/knowledge contexts on which ``creator`` holds ``read`` now (any context
-    for the bootstrap administrator), limited to the bound set's current collections (the last
-    version's when it is archived; none at all when a bound set cannot be found)."""
+                         bound_set: ContextSetState | None,
+                         refused: frozenset[str] = frozenset()) -> Readable:
+    """The live memory/knowledge contexts (among those admitted to agents) on which ``creator``
+    holds ``read`` now (any context but the ``refused`` ones for the bootstrap administrator),
+    limited to the bound set's current collections (the last version's when it is archived;
+    none at all when a bound set cannot be found)."""
     limit: frozenset[str] | None = None
     if bound:
         limit = frozenset(bound_set.collections) if bound_set is not None and bound_set.exists \
             else frozenset()
     if creator == ADMIN:
-        return Readable(None, limit)
+        return Readable(None, limit, refused)
     names = frozenset(c.name for c in contexts if c.live and c.type in COLLECTION_TYPES
                       and "read" in c.permissions_of(creator))
     return Readable(names, limit)

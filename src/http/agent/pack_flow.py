@@ -134,9 +134,9 @@ class Access:
     def readable(self) -> Readable:
         """The collections readable now (one read of the catalog)."""
         creator, bound = self.caller.creator, self.caller.context_set_id
-        listed = agent_services(self.request).catalog.live_contexts(self.caller.workspace)
+        listed = agent_services(self.request).catalog.listed(self.caller.workspace)
         bound_set = self.sets()(bound) if bound else None
-        return readable_collections(creator, listed, bound, bound_set)
+        return readable_collections(creator, listed.states, bound, bound_set, listed.refused)
 
 
 def chosen_set(access: Access, named: str | None) -> ContextSetState | None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import msgspec
 
@@ -31,13 +31,23 @@ STATE_OVERHEAD = 600
 _encode = msgspec.json.Encoder().encode
 
 
-def listing_bytes(_: str, states: tuple[ContextState, ...]) -> int:
+class Listed(NamedTuple):
+    """A namespace's live contexts agents may read, and the names of those they may not."""
+
+    states: tuple[ContextState, ...]
+    refused: frozenset[str]
+
+
+def listing_bytes(_: str, listed: Listed) -> int:
     """An estimate of what a namespace's listing holds."""
-    return 64 + sum(STATE_OVERHEAD + 2 * len(_encode(s)) for s in states)
+    return 64 + sum(STATE_OVERHEAD + 2 * len(_encode(s)) for s in listed.states) \
+        + sum(64 + len(name) for name in listed.refused)
 
 
 class CatalogListReads(Protocol):
     def list(self, namespace: str, subject: Subject | None) -> Sequence[ContextState]: ...
+
+    def refused(self, namespace: str) -> frozenset[str]: ...
 
 
 class CatalogListing:
@@ -47,24 +57,30 @@ class CatalogListing:
         self.live = live  # True while the local runner keeps the catalog (and this) current
         self._lock = threading.Lock()
         self._generation = 0
-        self._namespaces: BoundedCache[str, tuple[ContextState, ...]] = BoundedCache(
+        self._namespaces: BoundedCache[str, Listed] = BoundedCache(
             "catalog_listing", limit_bytes, listing_bytes, max_entries=size)
 
     def live_contexts(self, namespace: str) -> tuple[ContextState, ...]:
-        """Every live context of the namespace, by name (``ContextReads.list`` without a
-        subject)."""
+        """Every live context of the namespace that agents may read, by name."""
+        return self.listed(namespace).states
+
+    def listed(self, namespace: str) -> Listed:
+        """The namespace's live contexts agents may read and the names of those they may not."""
         if not self.live():
-            return tuple(self.reads.list(namespace, None))
+            return self._read(namespace)
         with self._lock:
             found = self._namespaces.get(namespace)
             generation = self._generation
             if found is not None:
                 return found
-        loaded = tuple(self.reads.list(namespace, None))
+        loaded = self._read(namespace)
         with self._lock:
             if generation == self._generation:
                 self._namespaces.keep(namespace, loaded)
         return loaded
+
+    def _read(self, namespace: str) -> Listed:
+        return Listed(tuple(self.reads.list(namespace, None)), self.reads.refused(namespace))
 
     def gauges(self) -> list[Gauge]:
         return self._namespaces.gauges()

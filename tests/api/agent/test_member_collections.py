@@ -117,6 +117,23 @@ def test_a_non_members_collection_never_reaches_the_members_credential(planted: 
     assert resp.status_code == 200, resp.text
 
 
+def test_the_bootstrap_administrators_credential_is_kept_from_it_too(planted: Api) -> None:
+    """The administrator's credentials read any collection (rule 2) but the refused ones."""
+    agent = Agent(planted, token(planted, creator="service:context-service-admin"))
+    found = pack(agent)
+    assert found.status_code == 200, found.text
+    assert INJECTION not in found.text
+    named = pack(agent, filters={"collectionIds": [PLANTED]})
+    assert named.status_code == 404, named.text
+    facts = pack(agent, CFO_TASK, filters={"collectionIds": [FACTS]})
+    assert facts.status_code == 200, facts.text
+    assert any(i.get("source", {}).get("collectionId") == FACTS for i in facts.json()["items"])
+    put_set(planted, [FACTS, PLANTED], "admitted")  # a new version after the creation
+    admitted = pack(agent, filters={"collectionIds": [PLANTED]})
+    assert admitted.status_code == 200, admitted.text
+    assert INJECTION in admitted.text
+
+
 def test_an_owner_naming_it_in_a_new_set_version_admits_it(planted: Api) -> None:
     agent = Agent(planted, token(planted, creator=READER))
     runs = runner(planted, READER)

@@ -98,8 +98,19 @@ class AdmittedContextsSql:
         self.datastore = datastore
 
     def list(self, namespace: str, subject: Subject | None) -> Sequence[ContextState]:
+        states, names = self._judged(namespace)
+        return [s for s in states if s.name in names
+                and (subject is None or any(g.subject == subject for g in s.grants))]
+
+    def refused(self, namespace: str) -> frozenset[str]:
+        """The live collections of the namespace that agents may not read (yet): what even the
+        bootstrap administrator's credentials, which read any name, are kept from."""
+        states, names = self._judged(namespace)
+        return frozenset(s.name for s in states if s.name not in names)
+
+    def _judged(self, namespace: str) -> tuple[Sequence[ContextState], frozenset[str]]:
         if "\x00" in namespace:  # no context can live there
-            return []
+            return (), frozenset()
         with self.datastore.transaction(commit=False) as cur:
             cur.execute(
                 "SELECT 0 AS part, c.name, c.doc::text AS doc, c.created_position AS position,"
@@ -117,6 +128,4 @@ class AdmittedContextsSql:
                    for r in rows if r["part"] == 0}
         sets = [SetInForce(r["position"], tuple(r["collections"]))
                 for r in rows if r["part"] == 1]
-        names = admitted_names(origins, sets)
-        return [s for s in states if s.name in names
-                and (subject is None or any(g.subject == subject for g in s.grants))]
+        return states, frozenset(admitted_names(origins, sets))
