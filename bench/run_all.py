@@ -24,6 +24,7 @@ BENCHES = {
     "packs": "context packs (hybrid, lexical) vs the query route; replay verify, over HTTP",
     "exact_cosine": "the in-process exact cosine of 200-1,200 candidates vs asking pgvector",
     "recall": "planted-passage recall of packs, hybrid vs lexical (own words and synonyms)",
+    "retrieval": "LoCoMo evidence recall and Cranfield nDCG@10 of packs vs a plain BM25",
     "templates": "template run overhead vs the same SQL on the service connection; timeout",
     "fields": "fields/query over 10,000 documents (list, grouped aggregate) vs hand-written SQL",
 }
