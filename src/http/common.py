@@ -89,22 +89,6 @@ def threaded(fn: Callable[P, Response[bytes]]) -> Callable[P, Awaitable[Response
     return handler
 
 
-def threaded_body(
-        fn: Callable[[Request[Any, Any, Any], bytes], Response[bytes]],
-) -> Callable[[Request[Any, Any, Any]], Awaitable[Response[bytes]]]:
-    """``threaded`` for a handler of ``(request, body)``: the body is read on the event loop
-    with ``request.body()`` (a ``RawBody`` parameter costs Litestar several times more per
-    request), then the handler runs on the thread pool."""
-
-    async def handler(request: Request[Any, Any, Any]) -> Response[bytes]:
-        body = await request.body()
-        return await in_thread(fn, request, body)
-
-    for attribute in ("__module__", "__name__", "__qualname__", "__doc__"):
-        setattr(handler, attribute, getattr(fn, attribute))
-    return handler
-
-
 async def in_thread(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
     """Run a blocking call on the handlers' thread pool, with the caller's context."""
     call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)

@@ -45,7 +45,7 @@ class PendingBody:
 def body_after_pipeline(
         fn: Callable[[Request[Any, Any, Any], PendingBody], R],
 ) -> Callable[[Request[Any, Any, Any]], Awaitable[R]]:
-    """Like ``common.threaded_body``, except that the body is read when the handler decodes it
+    """Like ``common.threaded``, except that the body is read when the handler decodes it
     (after ``authenticate``), not before the handler starts."""
 
     async def handler(request: Request[Any, Any, Any]) -> R:
