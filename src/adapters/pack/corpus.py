@@ -22,7 +22,8 @@ from context_service.projections.passage_features.features import PublishedTexts
 
 log = logging.getLogger(__name__)
 
-LIMIT_BYTES = 1024 * MiB  # the corpus cache's bound (about 100,000 realistic passages)
+LIMIT_BYTES = 3 * 1024 * MiB  # the corpus cache's bound: about 200,000 passages of the packs
+# benchmark (about 16 KB each, measured), the count bound it replaced
 # What a passage costs beyond its record's encoded bytes (the Passage and QueryRecord objects,
 # their dictionary slots, a signature's tuple and arrays, the record counted twice for its
 # Python objects): measured with tracemalloc on generated corpora, rounded up.
