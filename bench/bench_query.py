@@ -39,10 +39,11 @@ from context_service.adapters.postgres.views.query_index import postings_copy_te
 from context_service.config import Settings
 from context_service.domain.context import commands as c
 from context_service.domain.context.events import QueryRecord, SourceRef
-from context_service.domain.events import Subject
+from context_service.domain.events import ADMIN, Subject
 from context_service.domain.query.index import layout
 from context_service.domain.query.tokenizer import tokenize
 from context_service.domain.stream import context_stream
+from context_service.domain.workspace.commands import SetMember
 from tests.unit.test_query_reference import reference_search
 
 NS = "bench"
@@ -99,6 +100,8 @@ def _revision(name: str) -> str:
 def seed(container: bootstrap.Container, data: Corpus) -> None:
     app = container.contexts
     now = datetime.now(UTC)
+    # the owner is a member before it creates anything, so agents may read its collections
+    container.workspaces.execute(NS, SetMember(actor=ADMIN, subject=OWNER, role="owner"))
     for name, records in data.items():
         app.execute(NS, name, c.CreateContext(actor=OWNER, name=name, namespace=NS,
                                               type=records[0].type, backend="pvc", size="1Gi",
