@@ -134,7 +134,7 @@ def main() -> None:
               f"computed in {took:.1f}s", flush=True)
         env = {"CS_AGENT_RATE_PER_SECOND": "0", "CS_READ_WAIT_SECONDS": "30"}
         with served(url, dirs, workers="projections,query-index", env=env) as server, \
-                httpx.Client(base_url=server.url, timeout=60) as client:
+                httpx.Client(base_url=server.url, timeout=300) as client:
             bearer = {"Authorization": f"Bearer {credential(client)}"}
 
             def pack(retrieval: str, max_tokens: int = 4000) -> Callable[[str], httpx.Response]:
