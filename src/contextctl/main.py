@@ -15,6 +15,7 @@ from context_service.contextctl import (
     contexts,
     history,
     index,
+    ingest,
     pools,
     query,
     snapshots,
@@ -79,8 +80,8 @@ def help_command(ctx: click.Context, command: tuple[str, ...]) -> None:
 
 
 for _command in (*pools.TOP_LEVEL, pools.storage_class, pools.sandbox_pool, contexts.ctx,
-                 index.group_, query.query, snapshots.snapshot, history.history, agent.agent,
-                 completion.completion):
+                 index.group_, ingest.ingest_command, query.query, snapshots.snapshot,
+                 history.history, agent.agent, completion.completion):
     cli.add_command(_command)
 for _command in (access.grants, *access.COMMANDS):
     contexts.ctx.add_command(_command)

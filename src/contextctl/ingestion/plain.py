@@ -1,0 +1,16 @@
+"""Plain text: paragraphs are separated by blank lines; there are no headings, so every passage
+takes the document's title (its file name)."""
+
+from __future__ import annotations
+
+import re
+
+from context_service.contextctl.ingestion.blocks import Document, Outline
+
+_BLANK_LINES = re.compile(r"\n[ \t]*\n")
+
+
+def parse(text: str, name: str) -> Document:
+    outline = Outline()
+    paragraphs = (p.strip() for p in _BLANK_LINES.split(text.replace("\r\n", "\n")))
+    return Document(name, [outline.block(p) for p in paragraphs if p])

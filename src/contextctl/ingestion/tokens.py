@@ -1,0 +1,140 @@
+"""Token counts of passages with the tokenizer the service counts pack items with: the Llama-2
+BPE tokenizer shipped inside the ``wordllama`` package (model ``l2_supercat``), read from its own
+file, without special tokens, padding or truncation. Nothing is downloaded.
+
+The tokenizer turns a text into ``"▁" + text.replace(" ", "▁")`` and runs BPE over the whole
+string; since no piece of its vocabulary holds a ``▁`` after another character, no merge crosses
+the start of a ``▁``-led word, and a text's count is the sum of its words' counts (the property
+the service's own word-by-word counter relies on, checked here on the loaded file). Words
+repeat, so their counts are cached; a text holding a special token's literal, or a tokenizer
+without the property, is counted by the tokenizer itself."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from context_service.contextctl.client import CommandError
+
+TOKENIZER_FILE = ("tokenizers", "l2_supercat_tokenizer_config.json")
+TOKENIZER_NAME = "l2_supercat"
+CACHED_WORDS = 500_000  # a fuller cache starts again empty
+_WORD = re.compile("\u2581*[^\u2581]+|\u2581+")
+_NORMALIZER = {"type": "Sequence", "normalizers": [
+    {"type": "Prepend", "prepend": "\u2581"},
+    {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]}
+
+
+class TokenCounter:
+    """Counts tokens and cuts a text into pieces of at most a number of tokens."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self._tokenizer = tokenizer
+        spec = json.loads(tokenizer.to_str())
+        self._by_words = by_words(spec)
+        literals = [t["content"] for t in spec.get("added_tokens", ()) if t.get("content")]
+        self._special = re.compile("|".join(map(re.escape, literals))) if literals else None
+        self._words: dict[str, int] = {}
+
+    def count(self, text: str) -> int:
+        return self.counts([text])[0]
+
+    def counts(self, texts: list[str]) -> list[int]:
+        if not self._by_words:
+            return self._full(texts)
+        found: list[int] = []
+        for text in texts:
+            if self._special is not None and self._special.search(text):
+                found.extend(self._full([text]))
+                continue
+            words = _WORD.findall("\u2581" + text.replace(" ", "\u2581")) if text else []
+            missing = [w for w in dict.fromkeys(words) if w not in self._words]
+            if missing:
+                if len(self._words) + len(missing) > CACHED_WORDS:
+                    self._words = {}
+                self._words.update(zip(missing, self._bare_counts(missing), strict=True))
+            found.append(sum(map(self._words.__getitem__, words)))
+        return found
+
+    def full_count(self, text: str) -> int:
+        """The tokenizer's own count (what ``count`` equals)."""
+        return self._full([text])[0]
+
+    def _full(self, texts: list[str]) -> list[int]:
+        if not texts:
+            return []
+        return [len(e.ids) for e in self._tokenizer.encode_batch(texts,
+                                                                 add_special_tokens=False)]
+
+    def _bare_counts(self, words: list[str]) -> list[int]:
+        """Counts of words already normalised (``▁``-led): BPE alone, without normalising."""
+        return [len(e.ids) for e in self._bare.encode_batch(words, add_special_tokens=False)]
+
+    @property
+    def _bare(self) -> Any:
+        bare = getattr(self, "_bare_tokenizer", None)
+        if bare is None:
+            from tokenizers import Tokenizer
+
+            bare = Tokenizer.from_str(self._tokenizer.to_str())
+            bare.normalizer = None
+            bare.pre_tokenizer = None
+            bare.no_padding()
+            bare.no_truncation()
+            self._bare_tokenizer = bare
+        return bare
+
+    def windows(self, text: str, most: int) -> list[str]:
+        """``text`` cut at token boundaries into pieces of at most ``most`` tokens each (a
+        piece counted alone can take a token more than inside the whole: cut finer then)."""
+        offsets = self._tokenizer.encode(text, add_special_tokens=False).offsets
+        size = most
+        while True:
+            pieces = []
+            for start in range(0, len(offsets), size):
+                end = offsets[start + size][0] if start + size < len(offsets) else len(text)
+                piece = text[offsets[start][0]:end].strip()
+                if piece:
+                    pieces.append(piece)
+            if size == 1 or all(n <= most for n in self.counts(pieces)):
+                return pieces
+            size = max(1, size - max(1, size // 16))
+
+
+def by_words(spec: dict[str, Any]) -> bool:
+    """Whether a text's count is the sum of its words' counts under this tokenizer."""
+    model = spec.get("model", {})
+    vocab: dict[str, int] = model.get("vocab", {})
+    return (spec.get("normalizer") == _NORMALIZER and spec.get("pre_tokenizer") is None
+            and model.get("type") == "BPE" and model.get("byte_fallback") is True
+            and model.get("dropout") is None
+            and all(f"<0x{b:02X}>" in vocab for b in range(256))
+            and not any("\u2581" in piece.lstrip("\u2581") for piece in vocab))
+
+
+def tokenizer_path() -> Path:
+    """The tokenizer file inside the installed ``wordllama`` package (found without importing
+    the package, which would load numpy and the model code)."""
+    spec = importlib.util.find_spec("wordllama")
+    folders = list(spec.submodule_search_locations or []) if spec is not None else []
+    for folder in folders:
+        path = Path(folder).joinpath(*TOKENIZER_FILE)
+        if path.is_file():
+            return path
+    raise CommandError("the wordllama package's tokenizer file is not installed: "
+                       "pip install wordllama==0.4.0.post1")
+
+
+@cache
+def counter() -> TokenCounter:
+    """The process's counter, loaded on first use (about a tenth of a second)."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(tokenizer_path()))
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    return TokenCounter(tokenizer)
