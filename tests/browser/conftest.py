@@ -125,7 +125,7 @@ class Service:
 @pytest.fixture(scope="module")
 def browser_database(pg_admin_url: str, pg_template: str) -> Iterator[str]:
     name = "b_" + uuid.uuid4().hex[:16]
-    create = sql.SQL("CREATE DATABASE {} TEMPLATE {} STRATEGY FILE_COPY")
+    create = sql.SQL("CREATE DATABASE {} TEMPLATE {} STRATEGY WAL_LOG")
     with psycopg.connect(pg_admin_url, autocommit=True) as conn:
         conn.execute(create.format(sql.Identifier(name), sql.Identifier(pg_template)))
     params = conninfo_to_dict(pg_admin_url)

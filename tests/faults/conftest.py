@@ -61,7 +61,7 @@ def rebuilt(pg_admin_url: str, pg_template: str, tmp_path: Path) -> Rebuild:
     def rebuild(live: bootstrap.Container) -> dict[str, list[Any]]:
         name = "r_" + uuid.uuid4().hex[:16]
         with psycopg.connect(pg_admin_url, autocommit=True) as admin:
-            admin.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {} STRATEGY FILE_COPY").format(
+            admin.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {} STRATEGY WAL_LOG").format(
                 sql.Identifier(name), sql.Identifier(pg_template)))
         url = _with_db(pg_admin_url, name)
         try:
