@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+from context_service.adapters.pack.hybrid_features import stem_words
 from context_service.domain.context.events import QueryRecord, SourceRef
 from context_service.domain.context_set.events import (
     Definition,
@@ -15,7 +16,7 @@ from context_service.domain.context_set.events import (
 )
 from context_service.domain.context_set.state import ContextSetState
 from context_service.domain.pack.model import CollectionAt, CollectionCorpus, NamespaceAt
-from context_service.domain.pack.reference import ReferenceRetrieval
+from context_service.domain.pack.retrieval2.reference import ReferenceHybrid
 
 REV = "4f1c2a9b0d3e5f607182a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f8"
 SOURCE_REV = "9a8b7c6d5e4f30211f0e1d2c3b4a59687766554433221100ffeeddccbbaa9988"
@@ -89,8 +90,8 @@ TASK_COSINES = {"company-facts/cfo-2021": 0.60, "company-facts/cfo-2025": 0.50,
                 "company-facts/news-2024-07-b": 0.11}
 
 
-def retrieval() -> ReferenceRetrieval:
-    return ReferenceRetrieval({TASK: TASK_COSINES})
+def retrieval() -> ReferenceHybrid:
+    return ReferenceHybrid(stem_words, {TASK: TASK_COSINES})
 
 
 def corpus(records: tuple[QueryRecord, ...] = RECORDS) -> dict[str, CollectionCorpus]:

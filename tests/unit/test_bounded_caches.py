@@ -97,8 +97,8 @@ def test_a_corpus_estimate_is_near_what_it_takes(n: int, words: int) -> None:
     """Measured with tracemalloc from the records' bytes on, as the loader holds them (the
     process-wide token-id table filled first: it is not the corpus cache's)."""
     encoded = msgspec.json.encode(records(n, words))
-    CollectionCorpus("c", "1", 1, msgspec.json.decode(encoded, type=list[QueryRecord]),
-                     len).warm()
+    Cached(CollectionCorpus("c", "1", 1, msgspec.json.decode(encoded, type=list[QueryRecord]),
+                            len))  # the model, its word ids and the token table: not the cache's
     gc.collect()
     tracemalloc.start()
     try:

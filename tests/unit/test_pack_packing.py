@@ -9,14 +9,15 @@ from typing import Any
 
 import msgspec
 
+from context_service.adapters.pack.hybrid_features import stem_words
 from context_service.domain.context_set.events import Instruction, RequiredEvidence
 from context_service.domain.context_set.state import ContextSetState
 from context_service.domain.pack.engine import assemble
 from context_service.domain.pack.items import Missing, Pack
 from context_service.domain.pack.model import CollectionAt, CollectionCorpus
-from context_service.domain.pack.reference import ReferenceRetrieval
 from context_service.domain.pack.render import missing_json
 from context_service.domain.pack.request import AsOf, PackRequest
+from context_service.domain.pack.retrieval2.reference import ReferenceHybrid
 from context_service.domain.pack.scope import PackScope, pack_scope
 from tests.unit import pack_cfo as ex
 
@@ -45,7 +46,7 @@ def run(request: PackRequest, *, corpus: dict[str, CollectionCorpus] | None = No
     scope = scope or pack_scope(ns, request, active, everything)
     scope = msgspec.structs.replace(scope, usable=tuple(
         c for c in scope.usable if c.name in corpus))
-    retrieval = ReferenceRetrieval(cosines if cosines is not None else {
+    retrieval = ReferenceHybrid(stem_words, cosines if cosines is not None else {
         ex.TASK: ex.TASK_COSINES})
     return assemble(request, AS_OF, scope, corpus, retrieval, ex.count_tokens, at_release,
                     deadline)
@@ -58,7 +59,9 @@ def with_mirror() -> tuple[dict[str, CollectionCorpus], dict[str, CollectionAt]]
 
 
 def test_classes_follow_the_set_first_order_with_trust_marks() -> None:
-    pack = run(PackRequest(task=ex.TASK, context_set_id="finance"), active=ex.FINANCE)
+    # lexical: the newsletter's second record stays out of the list, so its document is offered
+    pack = run(PackRequest(task=ex.TASK, context_set_id="finance", retrieval="lexical"),
+               active=ex.FINANCE)
     order = ["verified_answers", "definitions", "instructions", "required_evidence",
              "evidence", "whole_document"]
     ranks = [order.index(i.cls) for i in pack.items]
@@ -68,8 +71,11 @@ def test_classes_follow_the_set_first_order_with_trust_marks() -> None:
 
 
 def test_without_a_set_only_evidence_and_whole_documents() -> None:
-    pack = run(PackRequest(task=ex.TASK))
+    pack = run(PackRequest(task=ex.TASK, retrieval="lexical"))
     assert {i.cls for i in pack.items} == {"evidence", "whole_document"}
+    # hybrid: the neighbour rule brings the newsletter's second record in, and a document
+    # whose records are all packed or absorbed is not offered
+    assert {i.cls for i in run(PackRequest(task=ex.TASK)).items} == {"evidence"}
 
 
 def test_require_complete_reports_the_requirement_that_did_not_fit() -> None:
@@ -199,7 +205,7 @@ def test_the_deadline_cuts_retrieval_short() -> None:
         return passed
 
     request = PackRequest(task=ex.TASK, context_set_id="finance")
-    cut = run(request, active=ex.FINANCE, deadline=after(2))  # after the task's two lists
+    cut = run(request, active=ex.FINANCE, deadline=after(1))  # after the task's list
     assert cut.missing == (Missing(kind="required_evidence", id="appointment",
                                    reason="deadline"),
                            Missing(kind="deadline", reason="retrieval_cut_short"))
@@ -208,7 +214,7 @@ def test_the_deadline_cuts_retrieval_short() -> None:
     nothing = run(request, active=ex.FINANCE, deadline=lambda: True)
     assert [i.cls for i in nothing.items] == ["verified_answers", "definitions",
                                              "instructions"]
-    whole = run(request, active=ex.FINANCE, deadline=after(4))  # only documents skipped
+    whole = run(request, active=ex.FINANCE, deadline=after(3))  # only documents skipped
     assert whole.missing == (Missing(kind="deadline", reason="retrieval_cut_short"),)
     assert not any(i.id.startswith("doc:") for i in whole.items)
 

@@ -10,15 +10,16 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from context_service.adapters.pack.hybrid_features import stem_words
 from context_service.domain.context.events import QueryRecord
 from context_service.domain.context_set.events import Definition, Instruction, RequiredEvidence
 from context_service.domain.context_set.state import ContextSetState
 from context_service.domain.pack.engine import assemble
 from context_service.domain.pack.items import Pack
 from context_service.domain.pack.model import CollectionAt, CollectionCorpus, NamespaceAt
-from context_service.domain.pack.reference import ReferenceRetrieval
 from context_service.domain.pack.render import render
 from context_service.domain.pack.request import AsOf, PackRequest
+from context_service.domain.pack.retrieval2.reference import ReferenceHybrid
 from context_service.domain.pack.scope import pack_scope
 
 WORDS = ("cfo", "acme", "board", "lisbon", "office", "report", "budget", "dana", "priya", "q3")
@@ -93,7 +94,8 @@ def build(case: dict[str, Any]) -> Pack:
     request: PackRequest = case["request"]
     scope = pack_scope(ns, request, case["active"], lambda c: True)
     return assemble(request, AsOf(valid_time=T, system_time=T, position=9), scope, corpus,
-                    ReferenceRetrieval(case["cosines"]), cost, lambda c: True, lambda: False)
+                    ReferenceHybrid(stem_words, case["cosines"]), cost, lambda c: True,
+                    lambda: False)
 
 
 @settings(max_examples=60)

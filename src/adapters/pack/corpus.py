@@ -1,7 +1,9 @@
 """The corpus loader (agent-context-api 7.4): each usable index read once from the log by the
 position of its publication, with token counts from ``passage_features``, and kept in-process
 (an index at a position never changes), least recently used first out past a bound in bytes,
-and dropped once its index is no longer current (``retain``, by the corpus warmer)."""
+and dropped once its index is no longer current (``retain``, by the corpus warmer). What packs
+compute per record (signatures, postings, pack-engine/2's features) is computed here, once per
+publication, and counted in the bound."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from collections.abc import Iterable, Sequence
 import msgspec
 from eventsourcing.postgres import PostgresDatastore
 
+from context_service.adapters.pack.hybrid_features import HybridFeatures, ModelPieces, PieceModel
 from context_service.adapters.pack.lexical import LexicalIndex
 from context_service.adapters.postgres.views.published import index_records, published_at
 from context_service.domain.bounded import BoundedCache, Gauge, MiB, text_bytes
@@ -29,16 +32,22 @@ LIMIT_BYTES = 3 * 1024 * MiB  # the corpus cache's bound: about 200,000 passages
 # Python objects): measured with tracemalloc on generated corpora, rounded up.
 PASSAGE_OVERHEAD = 900
 _encode = msgspec.json.Encoder().encode
+PROCESS_MODEL = ModelPieces()  # the process's embedding model, loaded on first use
 
 
 class Cached:
-    __slots__ = ("corpus", "lexical", "size")
+    """A loaded index with what packs read of it, each computed once here: deduplication
+    signatures, §7.5's postings, and pack-engine/2's features (stems, postings, bags,
+    neighbours, pooled vectors)."""
 
-    def __init__(self, corpus: CollectionCorpus) -> None:
+    __slots__ = ("corpus", "hybrid", "lexical", "size")
+
+    def __init__(self, corpus: CollectionCorpus, model: PieceModel | None = None) -> None:
         corpus.warm()  # deduplication signatures paid once at load, not by the first packs
         self.corpus = corpus
         self.lexical = LexicalIndex(corpus)
-        self.size = corpus_bytes(corpus) + self.lexical.nbytes()
+        self.hybrid = HybridFeatures(corpus, model or PROCESS_MODEL)
+        self.size = corpus_bytes(corpus) + self.lexical.nbytes() + self.hybrid.nbytes()
 
 
 def corpus_bytes(corpus: CollectionCorpus) -> int:
@@ -57,9 +66,10 @@ class CorpusLoader:
     (the features view behind the log); packs wait for that view, so normally never."""
 
     def __init__(self, datastore: PostgresDatastore, count: TokenCount,
-                 limit_bytes: int = LIMIT_BYTES) -> None:
+                 limit_bytes: int = LIMIT_BYTES, model: PieceModel = PROCESS_MODEL) -> None:
         self.datastore = datastore
         self.count = count
+        self.model = model
         self._cache: BoundedCache[int, Cached] = BoundedCache(
             "pack_corpus", limit_bytes, lambda _, c: c.size)
         self._lock = threading.Lock()
@@ -90,7 +100,7 @@ class CorpusLoader:
         hit = self._cache.get(collection.publication)
         if hit is not None:
             return hit
-        loaded = Cached(self._load(collection))
+        loaded = Cached(self._load(collection), self.model)
         with self._lock:
             self.loads += 1
         if loaded.size > self._cache.limit:  # served, never kept
@@ -103,6 +113,12 @@ class CorpusLoader:
         if hit is not None and hit.corpus is corpus:
             return hit.lexical
         return LexicalIndex(corpus)
+
+    def hybrid(self, corpus: CollectionCorpus) -> HybridFeatures:
+        hit = self._cache.get(corpus.publication)
+        if hit is not None and hit.corpus is corpus:
+            return hit.hybrid
+        return HybridFeatures(corpus, self.model)
 
     def retain(self, publications: Iterable[int]) -> int:
         """Drop the corpora of indexes no longer current (deleted contexts, replaced indexes);

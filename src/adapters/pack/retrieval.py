@@ -1,5 +1,6 @@
 """The fast ``Retrieval`` (agent-context-api 7.5): BM25 in-process over the cached postings of
-the corpus, and the exact cosine list (``vector_scan``: candidates from the in-process matrices
+the corpus, pack-engine/2's hybrid list over the cached features (``hybrid``), and the exact
+cosine list (``vector_scan``: candidates from the in-process matrices
 when held, exact cosines by pgvector's arithmetic, in-process when the server agrees with the
 model) with the task embedded per request.
 
@@ -19,6 +20,7 @@ import numpy as np
 from eventsourcing.postgres import PostgresDatastore
 
 from context_service.adapters.pack.corpus import CorpusLoader
+from context_service.adapters.pack.hybrid import Part, hybrid_list
 from context_service.adapters.pack.lexical import bm25
 from context_service.adapters.pack.ranking import LIST_LIMIT, ranked
 from context_service.adapters.pack.vector_matrix import Matrix, VectorMatrices
@@ -72,6 +74,16 @@ class FastRetrieval:
                                   [index.record_ids[r] for r in rows[keep].tolist()],
                                   strict=False))
         return ranked(candidates, 0)
+
+    def hybrid(self, query: str, corpus: Corpus, eligible: frozenset[str] | None,
+               requirement: bool) -> list[Scored]:
+        """pack-engine/2's list over the cached features (``hybrid``); only the query is
+        analysed and pooled here."""
+        chosen = [c for _, c in sorted(corpus.items())]
+        parts = [Part(self.loader.hybrid(c), self.loader.lexical(c), eligible) for c in chosen]
+        model = self.loader.model
+        query_ids = model.token_ids([query])[0] if parts else []
+        return hybrid_list(query, parts, query_ids, model.rows, requirement)
 
     def vector(self, query: str, corpus: Corpus,
                eligible: frozenset[str] | None) -> list[Scored]:

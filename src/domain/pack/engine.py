@@ -2,8 +2,9 @@
 within its limits and the deadline, graph facts, set-first packing within the budget, the
 release check and completeness.
 
-Pure: the clock arrives as ``deadline_passed``, the tokenizer as a ``TokenCount``, the vector
-scan as the ``Retrieval`` port, access now as ``readable_now``."""
+Pure: the clock arrives as ``deadline_passed``, the tokenizer as a ``TokenCount``, the lists
+as the ``Retrieval`` port (``lexical``: §7.5's BM25 list; ``hybrid``: pack-engine/2's fused
+list), access now as ``readable_now``."""
 
 from __future__ import annotations
 
@@ -28,11 +29,12 @@ from context_service.domain.pack.items import (
     Missing,
     Pack,
 )
-from context_service.domain.pack.model import Corpus, Document, Retrieval, Scored, TokenCount
+from context_service.domain.pack.model import Corpus, Document, Retrieval, TokenCount
 from context_service.domain.pack.ranking import LIMITS, Candidate, Walk, WalkLimits, ranked
 from context_service.domain.pack.records import Judge
 from context_service.domain.pack.release import Packed, Skipped, release
 from context_service.domain.pack.request import HYBRID, AsOf, PackRequest, split_document_id
+from context_service.domain.pack.retrieval2.floor import floor_cut
 from context_service.domain.pack.scope import PackScope, Readable
 
 REQUIREMENT_ITEMS = 3
@@ -142,17 +144,17 @@ def assemble(request: PackRequest, as_of: AsOf, scope: PackScope, corpus: Corpus
     def lists(query: str, requirement: bool) -> list[Candidate] | None:
         if not deadline.allows():
             return None
-        lexical = retrieval.lexical(query, corpus, eligible)
-        vector: list[Scored] | None = None
-        if hybrid:
-            # the task's vector list is a step of its own: it counts only when reached before
-            # the deadline (a requirement's list, once begun, is completed)
-            if not requirement and not deadline.allows():
-                return ranked(corpus, judge, lexical, [])
-            vector = retrieval.vector(query, corpus, eligible)
-        return ranked(corpus, judge, lexical, vector, query if requirement else None)
+        if hybrid:  # pack-engine/2: one fused list, its scores ranked as they are
+            found = retrieval.hybrid(query, corpus, eligible, requirement)
+            if not requirement:
+                shares.update((f"{s.collection}/{s.record_id}", s.lexical) for s in found)
+            return ranked(corpus, judge, found, None)
+        return ranked(corpus, judge, retrieval.lexical(query, corpus, eligible), None)
 
+    shares: dict[str, float] = {}  # the task's hybrid list: each candidate's lexical share
     task_list = lists(request.task, False) or []
+    if hybrid:  # the relevance floor: the task's weak tail is no candidate
+        task_list = task_list[:floor_cut([shares[c.ref] for c in task_list])]
     requirements: list[tuple[RequiredEvidence, list[Candidate] | None]] = [
         (r, lists(r.query, True)) for r in (s.required_evidence if s is not None else ())]
     walk = Walk(corpus, deadline_passed, limits)

@@ -25,7 +25,7 @@ from context_service.domain.pack.text import (
     token_table,
 )
 
-ENGINE_VERSION = "pack-engine/1"
+ENGINE_VERSION = "pack-engine/2"
 SOURCES = ("passages", "graph", "documents")
 
 TokenCount = Callable[[str], int]
@@ -184,12 +184,13 @@ class Scored(NamedTuple):
     collection: str
     record_id: str
     score: float  # rounded as scores are (§1.8)
+    lexical: float = 0.0  # a hybrid list's lexical share, rounded likewise (the floor reads it)
 
 
 class Retrieval(Protocol):
-    """The two retrieval lists over a corpus. ``eligible`` restricts the list to the records of
-    those documents (None: every record of the corpus); statistics (N, n(t), avgdl) are always
-    over the whole corpus."""
+    """The retrieval lists over a corpus (§7.5's two, and pack-engine/2's hybrid). ``eligible``
+    restricts the list to the records of those documents (None: every record of the corpus);
+    statistics (N, n(t), avgdl) are always over the whole corpus."""
 
     def lexical(self, query: str, corpus: Corpus,
                 eligible: frozenset[str] | None) -> list[Scored]:
@@ -198,3 +199,9 @@ class Retrieval(Protocol):
     def vector(self, query: str, corpus: Corpus,
                eligible: frozenset[str] | None) -> list[Scored]:
         """Cosine ≥ 0.25, by cosine descending, collection, record id; at most 200."""
+
+    def hybrid(self, query: str, corpus: Corpus, eligible: frozenset[str] | None,
+               requirement: bool) -> list[Scored]:
+        """pack-engine/2's hybrid list (docs/pack-engine.md): fused score > 0, by fused score
+        descending, collection, record id; at most 200. ``requirement``: only records sharing
+        a query token (§7.5 BM25 > 0) are in it."""

@@ -106,6 +106,14 @@ class TimedRetrieval:
         finally:
             self.timings.retrieve += (time.monotonic() - started) * 1000
 
+    def hybrid(self, query: str, corpus: Corpus, eligible: frozenset[str] | None,
+               requirement: bool) -> list[Scored]:
+        started = time.monotonic()
+        try:
+            return self.inner.hybrid(query, corpus, eligible, requirement)
+        finally:
+            self.timings.retrieve += (time.monotonic() - started) * 1000
+
 
 @dataclass(frozen=True, slots=True)
 class Released:

@@ -111,8 +111,8 @@ def pack_services(api: Api) -> PackServices:
 
 
 class HookedRetrieval:
-    """Retrieval with a hook run before each lexical list (e.g. access changing between the
-    scope and the release)."""
+    """Retrieval with a hook run before each lexical or hybrid list (e.g. access changing
+    between the scope and the release)."""
 
     def __init__(self, inner: Retrieval, before: Any) -> None:
         self.inner = inner
@@ -126,4 +126,9 @@ class HookedRetrieval:
     def vector(self, query: str, corpus: Corpus,
                eligible: frozenset[str] | None) -> list[Scored]:
         return self.inner.vector(query, corpus, eligible)
+
+    def hybrid(self, query: str, corpus: Corpus, eligible: frozenset[str] | None,
+               requirement: bool) -> list[Scored]:
+        self.before()
+        return self.inner.hybrid(query, corpus, eligible, requirement)
 

@@ -103,7 +103,7 @@ def test_recompute_reproduces_the_pack_with_an_empty_diff(
     publish(api, FACTS, "6" * 64, facts_records(CHANGED_TEXT, "6" * 64))
     answer = replay(alice, pack["replayId"], mode="recompute", task=TASK)
     assert list(answer) == ["replayId", "mode", "engineVersion", "pack", "diff"]
-    assert answer["engineVersion"] == {"recorded": "pack-engine/1", "current": "pack-engine/1"}
+    assert answer["engineVersion"] == {"recorded": "pack-engine/2", "current": "pack-engine/2"}
     expected = {k: v for k, v in pack.items() if k not in ("replayId", "expiresAt")}
     assert answer["pack"] == expected
     assert answer["diff"] == {"added": [], "removed": [], "changed": [],

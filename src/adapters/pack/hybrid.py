@@ -1,0 +1,188 @@
+"""pack-engine/2's hybrid list over the cached features (``hybrid_features``): the rules of
+``domain.pack.retrieval2`` vectorised over each collection's arrays. Only the query is
+analysed, weighted and pooled per request; ``retrieval2.reference`` is the plain-Python oracle
+the tests hold it to."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from context_service.adapters.pack.hybrid_features import Floats, HybridFeatures, stem_words
+from context_service.adapters.pack.lexical import LexicalIndex
+from context_service.domain.pack.model import Scored
+from context_service.domain.pack.retrieval2.analyzer import query_terms
+from context_service.domain.pack.retrieval2.bm25 import K1, B, idf
+from context_service.domain.pack.retrieval2.feedback import (
+    FEEDBACK_HITS,
+    expansion,
+    feedback_query,
+    informative,
+)
+from context_service.domain.pack.retrieval2.fusion import (
+    COSINE_ONLY_MARGIN,
+    COSINE_UNIT,
+    SPREAD,
+    VECTOR_WEIGHT,
+    moments,
+)
+from context_service.domain.pack.retrieval2.neighbours import (
+    DOCUMENT_PRIOR_WEIGHT,
+    NEIGHBOUR_WEIGHT,
+)
+from context_service.domain.query import scoring
+from context_service.domain.score import SCALE, to_micros
+
+LIST_LIMIT = 200
+_SLACK = 1e-6  # raw scores within this of the cut may round to the cut's score
+
+Mask = npt.NDArray[np.bool_]
+
+
+class Part:
+    """One collection of the request: its features, its §7.5 index (eligibility, requirement
+    tokens) and the eligible rows."""
+
+    def __init__(self, features: HybridFeatures, index: LexicalIndex,
+                 eligible: frozenset[str] | None) -> None:
+        self.features = features
+        self.index = index
+        self.keep: Mask | None = index.mask(eligible) if eligible is not None else None
+
+
+def bm25(query: Mapping[str, float], parts: Sequence[Part]) -> list[Floats]:
+    """Rule 2 for each collection (0 for ineligible records), statistics over all of them."""
+    n_records = sum(len(p.features) for p in parts)
+    out = [np.zeros(len(p.features), dtype=np.float64) for p in parts]
+    if not n_records or not query:
+        return out
+    avgdl = sum(p.features.total_length for p in parts) / n_records
+    per_length = K1 * B / avgdl
+    for term, weight in query.items():
+        postings = [p.features.weighted_posting(term) for p in parts]
+        holding = sum(len(found[0]) for found in postings if found is not None)
+        if not holding:
+            continue
+        term_idf = idf(n_records, holding)
+        for scores, found in zip(out, postings, strict=True):
+            if found is None:
+                continue
+            # w idf tf (k1 + 1) / (tf + k1 (1 - b) + k1 b dl / avgdl), in place
+            rows, dl, numerator, base = found
+            part_scores = dl * per_length
+            part_scores += base
+            np.divide(numerator, part_scores, out=part_scores)
+            part_scores *= weight * term_idf
+            scores[rows] += part_scores
+    for scores, part in zip(out, parts, strict=True):
+        if part.keep is not None:
+            scores[~part.keep] = 0.0
+    return out
+
+
+def _first_hits(scores: Sequence[Floats], parts: Sequence[Part],
+                limit: int) -> list[tuple[float, int, int]]:
+    """The first ``limit`` positive scores (score, part, row), by score, collection, id."""
+    found: list[tuple[float, str, str, int, int]] = []
+    for at, (s, part) in enumerate(zip(scores, parts, strict=True)):
+        rows = np.flatnonzero(s > 0)
+        if len(rows) > limit:
+            cut = np.partition(s[rows], -limit)[-limit]
+            rows = rows[s[rows] >= cut]
+        ids = part.features.record_ids
+        found.extend((float(s[r]), part.features.collection, ids[r], at, int(r))
+                     for r in rows.tolist())
+    found.sort(key=lambda f: (-f[0], f[1], f[2]))
+    return [(score, at, row) for score, _, _, at, row in found[:limit]]
+
+
+def lexical_scores(query: str, parts: Sequence[Part]) -> list[Floats]:
+    """Rules 1-5: BM25, feedback, neighbour turns, the document prior."""
+    terms = query_terms(query, stem_words)
+    first = bm25(dict(terms), parts)
+    matched = sum(int(np.count_nonzero(s > 0)) for s in first)
+    hits = _first_hits(first, parts, FEEDBACK_HITS) if informative(matched) else []
+    scores = first
+    if hits:
+        bags = [(score, parts[at].features.bag(row)) for score, at, row in hits]
+        scores = bm25(feedback_query(terms, expansion(bags)), parts)
+    out = []
+    for s, part in zip(scores, parts, strict=True):
+        f = part.features
+        padded = np.append(s, 0.0)  # row -1 (no neighbour) reads the 0 at the end
+        lent = np.maximum(padded[f.previous], padded[f.following]) - s  # beyond its own
+        s = s + NEIGHBOUR_WEIGHT * np.maximum(lent, 0.0)
+        best = np.zeros(f.n_documents, dtype=np.float64)
+        np.maximum.at(best, f.documents, s)
+        out.append(s + DOCUMENT_PRIOR_WEIGHT * best[f.documents])
+    return out
+
+
+def cosines(query_ids: Sequence[int], parts: Sequence[Part],
+            matrix: npt.NDArray[np.float32]) -> list[Floats]:
+    """Rule 6: each collection's cosines with the query (exact: see ``fusion``)."""
+    out = []
+    for part in parts:
+        f = part.features
+        q = f.query_vector(query_ids, matrix)
+        out.append((f.vectors @ q).astype(np.float64))
+    return out
+
+
+def hybrid_list(query: str, parts: Sequence[Part], query_ids: Sequence[int],
+                matrix: npt.NDArray[np.float32], requirement: bool) -> list[Scored]:
+    """Rule 7 and the list: the admitted records (``fusion.admitted``), by fused score,
+    collection, record id; first 200."""
+    if not parts:
+        return []
+    lexical = lexical_scores(query, parts)
+    cos = cosines(query_ids, parts, matrix)
+    units = [np.rint(c / COSINE_UNIT).astype(np.int64) for c in cos]
+    n = sum(len(u) for u in units)
+    total = sum(int(u.sum()) for u in units)
+    squares = sum(int(np.dot(u, u)) for u in units)
+    mean, deviation = moments(n, total, squares)
+    top = max((float(s.max()) for s in lexical if len(s)), default=0.0)
+    fused_all: list[Floats] = []
+    keeps: list[Mask] = []
+    for s, c, part in zip(lexical, cos, parts, strict=True):
+        share = s / top if top > 0 else np.zeros(len(s), dtype=np.float64)
+        fused = (share + VECTOR_WEIGHT * (c - mean) / (SPREAD * deviation) if deviation > 0
+                 else share)
+        keep = (fused > 0) & ((s > 0) | (c - mean >= COSINE_ONLY_MARGIN * deviation))
+        if part.keep is not None:
+            keep &= part.keep
+        if requirement:
+            keep &= _sharing_a_token(query, part.index)
+        fused_all.append(fused)
+        keeps.append(keep)
+    chosen = np.concatenate([f[k] for f, k in zip(fused_all, keeps, strict=True)])
+    if not len(chosen):
+        return []
+    floor = -math.inf
+    if len(chosen) > LIST_LIMIT:
+        floor = float(np.partition(chosen, -LIST_LIMIT)[-LIST_LIMIT]) - _SLACK
+    keyed: list[tuple[int, str, str, int]] = []
+    for s, fused, keep, part in zip(lexical, fused_all, keeps, parts, strict=True):
+        picked = np.flatnonzero(keep & (fused >= floor))
+        ids = part.features.record_ids
+        shares = (s[picked] / top).tolist() if top > 0 else [0.0] * len(picked)
+        for raw, row, share in zip(fused[picked].tolist(), picked.tolist(), shares, strict=True):
+            micros = to_micros(raw)
+            if micros > 0:
+                keyed.append((-micros, part.features.collection, ids[row], to_micros(share)))
+    keyed.sort()
+    return [Scored(c, r, -neg / SCALE, share / SCALE) for neg, c, r, share in keyed[:LIST_LIMIT]]
+
+
+def _sharing_a_token(query: str, index: LexicalIndex) -> Mask:
+    """The records whose §7.5 BM25 for the query is positive (they share a query token)."""
+    mask = np.zeros(len(index), dtype=np.bool_)
+    for term in scoring.query_terms(query):
+        found = index.posting(term)
+        if found is not None:
+            mask[found[0]] = True
+    return mask

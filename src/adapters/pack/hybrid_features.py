@@ -1,0 +1,232 @@
+"""What pack-engine/2's hybrid list reads of each record, computed once per publication when the
+corpus loader loads an index (``corpus.Cached``) and kept with it: the analyzer's terms as BM25
+postings and as each record's bag, each record's document and neighbours, and each record's
+pooled, centred vector with the collection's piece weights and mean vector.
+
+The stems come from PyStemmer (Porter2 ``english``; one stemmer per thread: a stemmer is not
+thread-safe), the pieces and rows from the bundled embedding model."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+import Stemmer
+
+from context_service.domain.pack.model import CollectionCorpus
+from context_service.domain.pack.retrieval2.analyzer import record_analysis
+from context_service.domain.pack.retrieval2.bm25 import K1, B
+from context_service.domain.pack.retrieval2.fusion import GRID
+from context_service.domain.pack.retrieval2.neighbours import neighbours_in_order
+from context_service.projections.passage_features.features import embedded_text
+
+Rows = npt.NDArray[np.int64]
+Floats = npt.NDArray[np.float64]
+Vectors = npt.NDArray[np.float32]
+CHUNK = 8192  # piece entries pooled at once (a block of 8192 x 256 floats, 8 MiB)
+TERM_OVERHEAD = 150  # a term's dictionary slot and string, beyond its characters
+
+_local = threading.local()
+
+
+def stem_words(words: list[str]) -> list[str]:
+    """Porter2 stems of ``words`` (this thread's stemmer, with its own cache)."""
+    stemmer = getattr(_local, "stemmer", None)
+    if stemmer is None:
+        stemmer = _local.stemmer = Stemmer.Stemmer("english")
+    stems: list[str] = stemmer.stemWords(words)
+    return stems
+
+
+def memoised(stem: Callable[[list[str]], list[str]]) -> Callable[[list[str]], list[str]]:
+    """``stem`` with a memo of its own (one collection's load): each distinct word is stemmed
+    once, the rest are lookups."""
+    known: dict[str, str] = {}
+
+    def stem_known(words: list[str]) -> list[str]:
+        new = [w for w in dict.fromkeys(words) if w not in known]
+        if new:
+            known.update(zip(new, stem(new), strict=True))
+        return [known[w] for w in words]
+
+    return stem_known
+
+
+class PieceModel(Protocol):
+    """The embedding model's tokenizer and embedding matrix (``wordllama_model.Embedder``)."""
+
+    def token_ids(self, texts: Sequence[str]) -> list[list[int]]: ...
+
+    @property
+    def rows(self) -> npt.NDArray[np.float32]: ...
+
+
+class ModelPieces:
+    """``PieceModel`` of the process's model, loaded on first use."""
+
+    def __init__(self, embedder: Any = None) -> None:
+        self._embedder = embedder
+
+    @property
+    def embedder(self) -> Any:
+        if self._embedder is None:
+            from context_service.adapters.embedding.wordllama_model import load
+
+            self._embedder = load()
+        return self._embedder
+
+    def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        ids: list[list[int]] = self.embedder.token_ids(texts)
+        return ids
+
+    @property
+    def rows(self) -> npt.NDArray[np.float32]:
+        matrix: npt.NDArray[np.float32] = self.embedder._matrix
+        return matrix
+
+
+class HybridFeatures:
+    """One collection's features for pack-engine/2 (immutable once built)."""
+
+    def __init__(self, corpus: CollectionCorpus, model: PieceModel) -> None:
+        passages = corpus.passages
+        n = len(passages)
+        self.collection = corpus.collection
+        self.record_ids = [p.record.id for p in passages]
+        terms: dict[str, int] = {}
+        flat_terms: list[int] = []
+        flat_tf: list[int] = []
+        flat_counts: list[int] = []
+        sizes: list[int] = []
+        stem = memoised(stem_words)
+        for p in passages:
+            r = p.record
+            weights, bag = record_analysis(r.title, r.keywords, r.text, stem)
+            flat_terms.extend(terms.setdefault(t, len(terms)) for t in weights)
+            flat_tf.extend(weights.values())
+            flat_counts.extend(bag[t] for t in weights)  # same terms, same order
+            sizes.append(len(weights))
+        self.terms = terms
+        self.term_names = list(terms)
+        bag_terms = np.array(flat_terms, dtype=np.int32)
+        tf = np.array(flat_tf, dtype=np.float64)
+        row_of = np.repeat(np.arange(n, dtype=np.int32), np.array(sizes, dtype=np.int64))
+        self.bag_terms = bag_terms
+        self.bag_counts = np.array(flat_counts, dtype=np.int32)
+        self.bag_starts: Rows = np.r_[0, np.cumsum(np.array(sizes, dtype=np.int64))]
+        lengths = np.zeros(n, dtype=np.float64)
+        np.add.at(lengths, row_of, tf)
+        self.lengths: Floats = lengths
+        self.total_length = float(lengths.sum())
+        order = np.argsort(bag_terms, kind="stable")  # by term, rows ascending within a term
+        self.posting_rows = row_of[order]
+        self.posting_tf: Floats = tf[order]
+        # rule 2's parts of each posting that do not depend on the request: its record's
+        # length, tf (k1 + 1) and tf + k1 (1 - b); a request adds k1 b dl / avgdl
+        self.posting_dl: Floats = lengths[self.posting_rows]
+        self.posting_numerator: Floats = self.posting_tf * (K1 + 1)
+        self.posting_base: Floats = self.posting_tf + K1 * (1 - B)
+        self.posting_starts: Rows = np.searchsorted(bag_terms[order],
+                                                    np.arange(len(terms) + 1))
+        documents = {d: i for i, d in enumerate(dict.fromkeys(
+            corpus.document_of[rid] for rid in self.record_ids))}
+        numbers = [documents[corpus.document_of[rid]] for rid in self.record_ids]
+        previous, following = neighbours_in_order(numbers, [bool(p.record.file)
+                                                            for p in passages])
+        self.documents = np.array(numbers, dtype=np.int64)
+        self.n_documents = len(documents)
+        self.previous = np.array(previous, dtype=np.int64)
+        self.following = np.array(following, dtype=np.int64)
+        self._pool(corpus, model)
+
+    def __len__(self) -> int:
+        return len(self.record_ids)
+
+    def weighted_posting(self, term: str) -> tuple[npt.NDArray[np.int32], Floats, Floats,
+                                                   Floats] | None:
+        """A term's rows with their lengths and rule 2's request-free parts (``posting_*``)."""
+        number = self.terms.get(term)
+        if number is None:
+            return None
+        lo, hi = int(self.posting_starts[number]), int(self.posting_starts[number + 1])
+        return (self.posting_rows[lo:hi], self.posting_dl[lo:hi],
+                self.posting_numerator[lo:hi], self.posting_base[lo:hi])
+
+    def posting(self, term: str) -> tuple[npt.NDArray[np.int32], Floats] | None:
+        number = self.terms.get(term)
+        if number is None:
+            return None
+        lo, hi = int(self.posting_starts[number]), int(self.posting_starts[number + 1])
+        return self.posting_rows[lo:hi], self.posting_tf[lo:hi]
+
+    def bag(self, row: int) -> dict[str, int]:
+        lo, hi = int(self.bag_starts[row]), int(self.bag_starts[row + 1])
+        names = self.term_names
+        return {names[t]: c for t, c in zip(self.bag_terms[lo:hi].tolist(),
+                                            self.bag_counts[lo:hi].tolist(), strict=True)}
+
+    def _pool(self, corpus: CollectionCorpus, model: PieceModel) -> None:
+        """Rule 6 over the collection: IDF-weighted pooling, centring, unit length, grid."""
+        n = len(self.record_ids)
+        matrix = model.rows
+        ids = model.token_ids([embedded_text(p.record) for p in corpus.passages])
+        width = matrix.shape[1]
+        vocabulary = matrix.shape[0]
+        rows = np.repeat(np.arange(n, dtype=np.int64),
+                         np.array([len(i) for i in ids], dtype=np.int64))
+        pieces = (np.concatenate([np.asarray(i, dtype=np.int64) for i in ids])
+                  if n and rows.size else np.zeros(0, dtype=np.int64))
+        keys, counts = np.unique(rows * vocabulary + pieces, return_counts=True)
+        entry_rows, entry_pieces = np.divmod(keys, vocabulary)
+        df = np.bincount(entry_pieces, minlength=vocabulary).astype(np.float64)
+        self.piece_idf: Floats = np.log(1 + (n - df + 0.5) / (df + 0.5))
+        # float32 (the rows are float16 values): the pooled vector is rounded to the grid later
+        weights = (counts * self.piece_idf[entry_pieces]).astype(np.float32)
+        pooled = np.zeros((n, width), dtype=np.float64)
+        for lo in range(0, len(keys), CHUNK):
+            hi = min(lo + CHUNK, len(keys))
+            block = weights[lo:hi, None] * matrix[entry_pieces[lo:hi]]
+            chunk_rows = entry_rows[lo:hi]
+            starts = np.flatnonzero(np.r_[True, chunk_rows[1:] != chunk_rows[:-1]])
+            # a row split across two blocks gets both parts, added in order
+            pooled[chunk_rows[starts]] += np.add.reduceat(block, starts, axis=0)
+        pooled = unit_rows(pooled)
+        self.mean: Floats = pooled.mean(axis=0) if n else np.zeros(width)
+        self.vectors: Vectors = on_grid(unit_rows(pooled - self.mean))
+
+    def query_vector(self, ids: Sequence[int], matrix: npt.NDArray[np.float32]) -> Vectors:
+        """The query's vector for this collection (rule 6), on the grid; zero when it has none."""
+        width = matrix.shape[1]
+        if not len(ids):
+            return np.zeros(width, dtype=np.float32)
+        pieces, counts = np.unique(np.asarray(ids, dtype=np.int64), return_counts=True)
+        weights = counts.astype(np.float64) * self.piece_idf[pieces]
+        pooled = (weights[:, None] * matrix[pieces].astype(np.float64)).sum(axis=0)
+        vector: Vectors = on_grid(unit_rows(unit_rows(pooled[None, :]) - self.mean))[0]
+        return vector
+
+    def nbytes(self) -> int:
+        arrays = sum(a.nbytes for a in (
+            self.bag_terms, self.bag_counts, self.bag_starts, self.lengths, self.posting_rows,
+            self.posting_tf, self.posting_dl, self.posting_numerator, self.posting_base,
+            self.posting_starts, self.documents, self.previous,
+            self.following, self.piece_idf, self.mean, self.vectors))
+        words = sum(map(sys.getsizeof, self.terms)) + TERM_OVERHEAD * len(self.terms)
+        return arrays + words + 8 * len(self.term_names)
+
+
+def unit_rows(x: Floats) -> Floats:
+    norms = np.sqrt((x * x).sum(axis=1, keepdims=True))
+    norms[norms == 0] = 1.0
+    out: Floats = x / norms
+    return out
+
+
+def on_grid(x: Floats) -> Vectors:
+    """Components rounded to multiples of ``GRID`` (exact in float32)."""
+    grid: Vectors = (np.round(x / GRID) * GRID).astype(np.float32)
+    return grid

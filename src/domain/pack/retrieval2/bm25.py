@@ -1,0 +1,40 @@
+"""Rule 2, BM25 over the analyzer's terms (k1 1.2, b 0.75), with a query whose terms may carry
+any positive weight (feedback's re-weighted query). Corpus statistics (N, n(t), avgdl) are over
+every record of the request's collections, as in engine 1.
+
+Each term's contribution is ``weight x IDF x tf x (k1 + 1) / (tf + k1 x (1 - b + b x |r| /
+avgdl))`` in IEEE-754 doubles, added per record in the query's term order: the service's
+vectorised sums are these, operation for operation."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+K1, B = 1.2, 0.75
+
+
+def idf(n_records: int, holding: int) -> float:
+    """``ln(1 + (N - n + 0.5) / (n + 0.5))``: of a term held by ``holding`` of ``n_records``
+    records (also the vectors' piece weight, rule 6)."""
+    return math.log(1 + (n_records - holding + 0.5) / (holding + 0.5))
+
+
+def bm25(query: Mapping[str, float], records: Sequence[Mapping[str, int]]) -> list[float]:
+    """The BM25 of each record (its weighted term frequencies) for a weighted query."""
+    n_records = len(records)
+    if not n_records or not query:
+        return [0.0] * n_records
+    lengths = [sum(r.values()) for r in records]
+    avgdl = sum(lengths) / n_records
+    weights = {t: idf(n_records, sum(1 for r in records if t in r)) for t in query}
+    out = []
+    for r, length in zip(records, lengths, strict=True):
+        total = 0.0
+        for t, w in query.items():
+            tf = r.get(t, 0)
+            if tf:
+                total += w * weights[t] * tf * (K1 + 1) / (
+                    tf + K1 * (1 - B + B * length / avgdl))
+        out.append(total)
+    return out

@@ -1,0 +1,168 @@
+"""pack-engine/2's vectorised hybrid list (``adapters.pack.hybrid``) against the plain-Python
+rules (``retrieval2.reference``), its exact cosines, determinism across processes, and a pack
+that an unreadable collection beside it never changes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from context_service.adapters.pack.hybrid import Part, cosines, hybrid_list
+from context_service.adapters.pack.hybrid_features import HybridFeatures, ModelPieces, stem_words
+from context_service.adapters.pack.lexical import LexicalIndex
+from context_service.domain.context.events import QueryRecord
+from context_service.domain.pack.engine import assemble
+from context_service.domain.pack.model import CollectionAt, CollectionCorpus, Corpus, Scored
+from context_service.domain.pack.reference import ReferenceRetrieval
+from context_service.domain.pack.render import render
+from context_service.domain.pack.request import AsOf, PackRequest
+from context_service.domain.pack.retrieval2.reference import ReferenceHybrid
+from context_service.domain.pack.scope import pack_scope
+from tests.unit import pack_cfo as ex
+
+ROOT = Path(__file__).resolve().parents[2]
+MODEL = ModelPieces()
+WORDS = ("appointed", "appointment", "cfo", "board", "lisbon", "office", "the", "was", "when",
+         "report", "reports", "budget", "priya", "dana", "moved", "moving", "q3")
+T = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+class AdapterRetrieval(ReferenceRetrieval):
+    """§7.5's lexical list from the reference, the hybrid list from the service's adapter."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    def part(self, c: CollectionCorpus, eligible: frozenset[str] | None) -> Part:
+        return Part(HybridFeatures(c, MODEL), LexicalIndex(c), eligible)
+
+    def hybrid(self, query: str, corpus: Corpus, eligible: frozenset[str] | None,
+               requirement: bool) -> list[Scored]:
+        parts = [self.part(c, eligible) for _, c in sorted(corpus.items())]
+        return hybrid_list(query, parts, MODEL.token_ids([query])[0], MODEL.rows, requirement)
+
+
+def text(draw: Any) -> str:
+    return " ".join(draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=12)))
+
+
+@st.composite
+def collection(draw: st.DrawFn, name: str) -> CollectionCorpus:
+    n = draw(st.integers(1, 9))
+    records = [QueryRecord(id=f"r{i}", context=name, type="memory", revision="1",
+                           text=text(draw), title=draw(st.sampled_from(("", "cfo report"))),
+                           keywords=tuple(draw(st.lists(st.sampled_from(WORDS), max_size=2))),
+                           file=draw(st.sampled_from(("", "a.md", "b.md"))))
+               for i in range(n)]
+    return CollectionCorpus(name, "1", 5, records, len)
+
+
+@st.composite
+def corpora(draw: st.DrawFn) -> dict[str, CollectionCorpus]:
+    names = draw(st.lists(st.sampled_from(("alpha", "beta")), min_size=1, max_size=2,
+                          unique=True))
+    return {n: draw(collection(n)) for n in names}
+
+
+@settings(max_examples=60, deadline=None)
+@given(corpora(), st.data())
+def test_the_adapter_list_is_the_reference_list(corpus: dict[str, CollectionCorpus],
+                                                 data: st.DataObject) -> None:
+    query = text(data.draw)
+    requirement = data.draw(st.booleans())
+    documents = sorted({d for c in corpus.values() for d in c.documents})
+    eligible = data.draw(st.none() | st.frozensets(st.sampled_from(documents)))
+    retrieval = AdapterRetrieval()
+    names = sorted(corpus)
+    parts = [retrieval.part(corpus[n], eligible) for n in names]
+    got = hybrid_list(query, parts, MODEL.token_ids([query])[0], MODEL.rows, requirement)
+    given_cosines = {f"{n}/{rid}": c for n, part, cos in zip(
+        names, parts, cosines(MODEL.token_ids([query])[0], parts, MODEL.rows), strict=True)
+        for rid, c in zip(part.features.record_ids, cos.tolist(), strict=True)}
+    want = ReferenceHybrid(stem_words, {query: given_cosines}).hybrid(query, corpus, eligible,
+                                                                     requirement)
+    assert got == want
+
+
+def test_cosines_are_exact_on_the_grid() -> None:
+    corpus = CollectionCorpus("c", "1", 1, [
+        QueryRecord(id=f"r{i}", context="c", type="memory", revision="1",
+                    text=" ".join(WORDS[i:i + 5])) for i in range(12)], len)
+    part = AdapterRetrieval().part(corpus, None)
+    query = "when was the cfo appointed"
+    ids = MODEL.token_ids([query])[0]
+    q = part.features.query_vector(ids, MODEL.rows)
+    got = (part.features.vectors @ q).tolist()
+    exact = [float(sum(Fraction(float(a)) * Fraction(float(b)) for a, b in zip(row, q,
+                                                                              strict=True)))
+             for row in part.features.vectors.tolist()]
+    assert got == exact
+    assert np.all(np.abs(part.features.vectors * 1024 - np.rint(part.features.vectors * 1024))
+                  == 0)
+
+
+def _packs(seed_corpus: int, count: int) -> list[str]:
+    """``count`` packs over a generated corpus, as response bodies."""
+    import random
+
+    rng = random.Random(seed_corpus)
+    records = [QueryRecord(id=f"t{i:03d}", context="company-facts", type="memory",
+                           revision="1", file=f"session_{i // 20}",
+                           text=" ".join(rng.choices(WORDS, k=rng.randint(3, 15))))
+               for i in range(200)]
+    corpus = {"company-facts": CollectionCorpus("company-facts", ex.REV, 1800, records, len)}
+    ns = ex.namespace(sets={})
+    retrieval = AdapterRetrieval()
+    bodies = []
+    for k in range(count):
+        task = " ".join(rng.choices(WORDS, k=rng.randint(1, 6)))
+        request = PackRequest(task=task, max_tokens=rng.choice((300, 800, 2000)))
+        scope = pack_scope(ns, request, None, lambda _: True)
+        pack = assemble(request, AsOf(valid_time=T, system_time=T, position=1842 + k), scope,
+                        corpus, retrieval, len, lambda _: True, lambda: False)
+        bodies.append(render(pack, f"rp_{k}", T).decode())
+    return bodies
+
+
+def test_the_same_packs_byte_for_byte_in_two_processes() -> None:
+    """200 packs, each process with another hash seed, against this one's."""
+    here = _packs(7, 200)
+    script = ("import json; from tests.unit.test_engine2_adapter import _packs; "
+              "print(json.dumps(_packs(7, 200)))")
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, check=True,
+                             capture_output=True, text=True).stdout
+        assert json.loads(out) == here
+
+
+@settings(max_examples=40, deadline=None)
+@given(collection("company-facts"), collection("secret"), st.data())
+def test_an_unreadable_collection_never_changes_a_pack(
+        facts: CollectionCorpus, secret: CollectionCorpus, data: st.DataObject) -> None:
+    task = text(data.draw)
+    request = PackRequest(task=task, max_tokens=data.draw(st.integers(50, 400)))
+    at = {name: CollectionAt(name=name, live=True, type="memory", current_revision="1",
+                             index_revision="1", publication=5) for name in ("company-facts",
+                                                                               "secret")}
+    corpora = {"company-facts": facts, "secret": secret}
+
+    def body(names: tuple[str, ...]) -> bytes:
+        ns = ex.namespace(sets={}, collections={n: at[n] for n in names})
+        scope = pack_scope(ns, request, None, lambda c: c != "secret")
+        corpus = {c.name: corpora[c.name] for c in scope.usable}
+        pack = assemble(request, AsOf(valid_time=T, system_time=T, position=9), scope, corpus,
+                        AdapterRetrieval(), len, lambda c: c != "secret", lambda: False)
+        return render(pack, "rp_1", T)
+
+    assert body(("company-facts", "secret")) == body(("company-facts",))
