@@ -25,7 +25,7 @@ BENCHES = {
     "exact_cosine": "the in-process exact cosine of 200-1,200 candidates vs asking pgvector",
     "recall": "planted-passage recall of packs, hybrid vs lexical (own words and synonyms)",
     "retrieval": "LoCoMo evidence recall and Cranfield nDCG@10 of packs vs a plain BM25",
-    "ingest": "contextctl ingest MB/s (Markdown, PDF) to a searchable index; calls other than the service",
+    "ingest": "contextctl ingest MB/s (Markdown, PDF) to a searchable index; outside calls",
     "templates": "template run overhead vs the same SQL on the service connection; timeout",
     "fields": "fields/query over 10,000 documents (list, grouped aggregate) vs hand-written SQL",
 }
