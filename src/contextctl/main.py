@@ -16,6 +16,7 @@ from context_service.contextctl import (
     history,
     index,
     ingest,
+    mcp,
     pools,
     query,
     snapshots,
@@ -81,7 +82,7 @@ def help_command(ctx: click.Context, command: tuple[str, ...]) -> None:
 
 for _command in (*pools.TOP_LEVEL, pools.storage_class, pools.sandbox_pool, contexts.ctx,
                  index.group_, ingest.ingest_command, query.query, snapshots.snapshot,
-                 history.history, agent.agent, completion.completion):
+                 history.history, agent.agent, mcp.mcp_command, completion.completion):
     cli.add_command(_command)
 for _command in (access.grants, *access.COMMANDS):
     contexts.ctx.add_command(_command)

@@ -26,6 +26,7 @@ from context_service.http.agent import (
 from context_service.http.agent import errors as api
 from context_service.http.common import in_thread, services
 from context_service.http.errors import HttpError, domain_error_response, error_response
+from context_service.http.mcp.endpoint import McpEndpoint
 from context_service.http.ports import Services
 from context_service.http.routes import (
     access,
@@ -160,9 +161,11 @@ def create_app(services: Services, extra_routes: list[Any] | None = None,
 
     requests = metrics.RequestMetrics()
     gauges = services.extra.get("gauges", list)
+    mcp = McpEndpoint()  # the agent API's tools over MCP, beside the routes they call
     app = Litestar(
         route_handlers=[*routes, openapi_document, metrics.route(requests, gauges),
-                        *settings.routers()],
+                        *settings.routers(), *mcp.routes],
+        lifespan=[mcp.lifespan],
         exception_handlers={
             DomainError: _on_domain,
             HttpError: _on_http,

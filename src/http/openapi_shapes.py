@@ -179,7 +179,10 @@ RESPONSES: dict[str, Schema] = {
          "updatedAt": _STAMP, "collections": {"type": "array", "items": _STR}},
         {"description": _STR, **_SET_ITEMS, "queryTemplates": {
             "type": "array", "minItems": 1, "items": obj(
-                {"id": _STR, "description": _STR, "parameters": {},
+                {"id": _STR, "description": _STR,
+                 "parameters": {"type": "array", "items": obj(
+                     {"name": _STR, "type": _STR, "required": {"type": "boolean"}},
+                     {"default": {}})},
                  "maxRows": {"type": "integer"}, "timeoutMs": {"type": "integer"}})}}),
     "ContextSetSummary": obj(
         {"id": _STR, "name": _STR, "version": {"type": "integer", "minimum": 1},

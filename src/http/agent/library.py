@@ -15,6 +15,7 @@ from litestar import Request, Response, post
 from context_service.domain.context_set.state import ContextSetState
 from context_service.domain.library.matching import lookup_definitions, match_answers, rank_sets
 from context_service.domain.library.scope import named_set, searched_sets, visible_sets
+from context_service.domain.query_template.state import QueryTemplateState
 from context_service.http.agent import library_shapes as shapes
 from context_service.http.agent.body import decode
 from context_service.http.agent.errors import api_json
@@ -26,6 +27,7 @@ from context_service.projections.context_sets.view import ContextSetReads
 PATH = "/api/agent/v1"
 SCOPE = "context:read"
 VIEWS = ("context_sets",)
+GET_VIEWS = (*VIEWS, "query_templates")  # the set's templates are read as of the request too
 
 
 class _Scope:
@@ -43,8 +45,9 @@ class _Scope:
         return list(self.reads.list(self.workspace))
 
 
-def _caller(request: Request[Any, Any, Any]) -> tuple[AgentCaller, _Scope]:
-    agent = authenticate(request, SCOPE, VIEWS)
+def _caller(request: Request[Any, Any, Any],
+            views: tuple[str, ...] = VIEWS) -> tuple[AgentCaller, _Scope]:
+    agent = authenticate(request, SCOPE, views)
     found = services(request).context_sets
     assert found is not None, "context sets are not configured"
     return agent, _Scope(found.reads, agent)
@@ -70,11 +73,22 @@ def list_context_sets(request: Request[Any, Any, Any], body: PendingBody) -> Res
 @body_after_pipeline
 def get_context_set(request: Request[Any, Any, Any], body: PendingBody) -> Response[bytes]:
     """One context set as an agent reads it (the bound set when none is named)."""
-    _, scope = _caller(request)
+    _, scope = _caller(request, GET_VIEWS)
     req = decode(body, shapes.GetContextSetRequest)
     shapes.check_get(req, scope.bound)
     state = named_set(scope.bound, req.context_set_id or scope.bound, scope.get)
-    return api_json(shapes.agent_view(state))
+    return api_json(shapes.agent_view(state, _active_templates(request, scope, state)))
+
+
+def _active_templates(request: Request[Any, Any, Any], scope: _Scope,
+                      state: ContextSetState) -> list[QueryTemplateState]:
+    """The set's templates that are still active, in the set's order (a retired one stays
+    listed by the set but cannot be run, so an agent is not shown it)."""
+    templates = services(request).query_templates
+    if templates is None or not state.query_templates:
+        return []
+    found = (templates.reads.get(scope.workspace, t) for t in state.query_templates)
+    return [t for t in found if t is not None and t.active]
 
 
 @post(PATH + "/definitions/lookup", status_code=200,

@@ -12,10 +12,12 @@ import msgspec
 
 from context_service.domain.context_set.state import ContextSetState
 from context_service.domain.library.matching import AnswerMatch, DefinitionMatch, SetMatch
+from context_service.domain.query_template.state import QueryTemplateState
 from context_service.domain.score import format_score
 from context_service.domain.values import format_timestamp
 from context_service.http.agent.body import ApiBody, Violations, check_range, check_text
 from context_service.http.context_set_shapes import definition, items_of, verified_answer
+from context_service.http.query_template_shapes import parameter_json
 
 Json = dict[str, Any]
 MAX_QUERY, MAX_TERM, MAX_QUESTION = 200, 200, 4000
@@ -115,9 +117,9 @@ def set_summary(state: ContextSetState, match: SetMatch | None = None) -> Json:
     return out
 
 
-def agent_view(state: ContextSetState) -> Json:
-    """The set as an agent reads it. ``queryTemplates`` lists the set's active templates; no
-    template can be registered yet, so it is always empty here and omitted."""
+def agent_view(state: ContextSetState, templates: list[QueryTemplateState]) -> Json:
+    """The set as an agent reads it; ``templates`` are the set's active ones, listed without
+    their SQL (omitted when there are none)."""
     out: Json = {"id": state.id, "name": state.name}
     if state.description:
         out["description"] = state.description
@@ -126,7 +128,16 @@ def agent_view(state: ContextSetState) -> Json:
     out["updatedAt"] = format_timestamp(state.updated_at)
     out["collections"] = list(state.collections)
     out.update(items_of(state))
+    if templates:
+        out["queryTemplates"] = [agent_template(t) for t in templates]
     return out
+
+
+def agent_template(state: QueryTemplateState) -> Json:
+    """A template as an agent may read it: never its SQL."""
+    return {"id": state.id, "description": state.description,
+            "parameters": [parameter_json(p) for p in state.parameters],
+            "maxRows": state.max_rows, "timeoutMs": state.timeout_ms}
 
 
 def definition_match(m: DefinitionMatch) -> Json:

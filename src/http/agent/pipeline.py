@@ -90,6 +90,24 @@ def authenticate(request: Request[Any, Any, Any], scope: str,
 
     Between steps 1 and 2, an address that failed step 2 too often is refused (429) before its
     credential is looked at; every failure of step 2 counts against the address."""
+    credential = identify(request, views, head)
+    if scope not in credential.scopes:
+        raise ApiError(403, "FORBIDDEN", f"agent credential lacks scope {quote(scope)}")
+    creator = _creator(credential)
+    agent = agent_services(request)
+    _check_authority(agent, credential, creator, scope)
+    wait = agent.limiter.take(credential.id)
+    if wait:
+        raise ApiError(429, "RATE_LIMITED", f"rate limit exceeded; retry after {wait} seconds",
+                       None, {"Retry-After": str(wait)})
+    return AgentCaller(credential, creator)
+
+
+def identify(request: Request[Any, Any, Any], views: Sequence[str] = (),
+             head: int | None = None) -> Credential:
+    """Steps 1-2 of §1.5 with the failed-authentication throttle between them: the credential
+    presenting the request, valid now, before any scope is asked for (``authenticate`` goes on
+    from here; the MCP endpoint admits a connection with it). Blocking, as ``authenticate``."""
     refuse_browser(request.scope["headers"])
     throttle = failure_throttle(request)
     address = client_address(request.scope)
@@ -103,15 +121,7 @@ def authenticate(request: Request[Any, Any, Any], scope: str,
         if throttle is not None and exc.status == 401:
             throttle.failed(address)
         raise
-    if scope not in credential.scopes:
-        raise ApiError(403, "FORBIDDEN", f"agent credential lacks scope {quote(scope)}")
-    creator = _creator(credential)
-    _check_authority(agent, credential, creator, scope)
-    wait = agent.limiter.take(credential.id)
-    if wait:
-        raise ApiError(429, "RATE_LIMITED", f"rate limit exceeded; retry after {wait} seconds",
-                       None, {"Retry-After": str(wait)})
-    return AgentCaller(credential, creator)
+    return credential
 
 
 def _credential(request: Request[Any, Any, Any], agent: AgentServices, views: Sequence[str],

@@ -1,0 +1,123 @@
+"""The asynchronous client: the synchronous one's routes and rules on ``httpx.AsyncClient``."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from types import TracebackType
+from typing import Any, Literal, TypeVar
+
+import httpx
+import msgspec
+
+from context_service.client import routes
+from context_service.client.errors import ServiceUnavailable, error_of
+from context_service.client.retry import Retry
+from context_service.client.sync import PackStream
+from context_service.contract import agent as c
+
+T = TypeVar("T")
+
+
+class AsyncClient:
+    """``AsyncClient(url, token)``; or ``AsyncClient(token=..., http=an httpx.AsyncClient)``."""
+
+    def __init__(self, url: str = "", token: str = "", *, timeout: float = 60.0,
+                 retry: Retry | None = None, http: httpx.AsyncClient | None = None,
+                 headers: Mapping[str, str] | None = None,
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
+        self.http = http if http is not None else httpx.AsyncClient(base_url=url,
+                                                                    timeout=timeout)
+        self._owned = http is None
+        self.headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json",
+                        "User-Agent": "context-service-client", **(headers or {})}
+        self.retry = retry or Retry()
+        self.sleep = sleep
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *_: type[BaseException] | BaseException | TracebackType | None
+                        ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        if self._owned:
+            await self.http.aclose()
+
+    async def _send(self, path: str, body: bytes, stream: bool = False) -> httpx.Response:
+        attempt = 0
+        while True:
+            try:
+                request = self.http.build_request("POST", path, content=body,
+                                                  headers=self.headers)
+                response = await self.http.send(request, stream=stream)
+            except httpx.TransportError as exc:
+                raise ServiceUnavailable(0, "UNREACHABLE", str(exc)) from exc
+            if response.is_success:
+                return response
+            error = error_of(response, await response.aread())
+            await response.aclose()
+            wait = self.retry.wait(response.status_code, attempt, error.retry_after)
+            if wait is None:
+                raise error
+            await self.sleep(wait)
+            attempt += 1
+
+    async def call(self, path: str, body: msgspec.Struct | dict[str, Any]) -> bytes:
+        """The raw answer of an agent route (the service's exact bytes)."""
+        return (await self._send(path, routes.encode(body))).content
+
+    async def _typed(self, path: str, body: msgspec.Struct | dict[str, Any],
+                     answer: type[T]) -> T:
+        return msgspec.json.decode(await self.call(path, body), type=answer)
+
+    async def pack(self, request: c.PackRequest | str) -> c.ContextPack:
+        return await self._typed(routes.PACKS, routes.pack_request(request), c.ContextPack)
+
+    async def stream_pack(self, request: c.PackRequest | str) -> AsyncIterator[c.PackItem]:
+        """The items of the pack as its lines arrive (an error line raises ``StreamFailed``)."""
+        response = await self._send(routes.STREAM,
+                                    routes.encode(routes.pack_request(request)), stream=True)
+        stream = PackStream(iter(()), lambda: None)
+        try:
+            async for raw in response.aiter_lines():
+                item = stream.take(routes.line(raw.encode())) if raw else None
+                if item is not None:
+                    yield item
+        finally:
+            await response.aclose()
+
+    async def replay(self, replay_id: str, mode: Literal["verify", "recompute"],
+                     task: str | None = None) -> c.Replay:
+        body = c.ReplayRequest(mode=mode, task=msgspec.UNSET if task is None else task)
+        return await self._typed(routes.replay(replay_id), body, c.Replay)  # type: ignore[arg-type]
+
+    async def list_context_sets(self, request: c.ListContextSetsRequest | None = None
+                                ) -> c.ContextSetList:
+        return await self._typed(routes.SETS_LIST, request or c.ListContextSetsRequest(),
+                                 c.ContextSetList)
+
+    async def get_context_set(self, context_set_id: str | None = None) -> c.AgentContextSet:
+        body = c.GetContextSetRequest(
+            context_set_id=msgspec.UNSET if context_set_id is None else context_set_id)
+        return await self._typed(routes.SETS_GET, body, c.AgentContextSet)
+
+    async def lookup_definitions(self, request: c.LookupDefinitionsRequest
+                                 ) -> c.DefinitionMatches:
+        return await self._typed(routes.LOOKUP, request, c.DefinitionMatches)
+
+    async def match_verified_answers(self, request: c.MatchVerifiedAnswersRequest
+                                     ) -> c.AnswerMatches:
+        return await self._typed(routes.MATCH, request, c.AnswerMatches)
+
+    async def list_fields(self, collection_id: str) -> c.FieldListing:
+        return await self._typed(routes.FIELDS_LIST,
+                                 c.ListFieldsRequest(collection_id=collection_id),
+                                 c.FieldListing)
+
+    async def query_fields(self, request: c.QueryFieldsRequest) -> c.FieldAnswer:
+        return await self._typed(routes.FIELDS_QUERY, request, c.FieldAnswer)
+
+    async def run_query_template(self, request: c.RunQueryTemplateRequest) -> c.TemplateRows:
+        return await self._typed(routes.RUN, request, c.TemplateRows)

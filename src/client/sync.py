@@ -1,0 +1,164 @@
+"""The synchronous client: one ``httpx.Client``, the credential on every request, retries on
+429 and 503, answers decoded into the contract's Structs."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping
+from types import TracebackType
+from typing import Any, Literal, TypeVar
+
+import httpx
+import msgspec
+
+from context_service.client import routes
+from context_service.client.errors import ApiError, ServiceUnavailable, StreamFailed, error_of
+from context_service.client.retry import Retry
+from context_service.contract import agent as c
+
+T = TypeVar("T")
+
+
+class Client:
+    """``Client(url, token)``; or ``Client(token=..., http=an httpx.Client)`` with its own base
+    URL and transport. Close it (or use it as a context manager) when done."""
+
+    def __init__(self, url: str = "", token: str = "", *, timeout: float = 60.0,
+                 retry: Retry | None = None, http: httpx.Client | None = None,
+                 headers: Mapping[str, str] | None = None,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.http = http if http is not None else httpx.Client(base_url=url, timeout=timeout)
+        self._owned = http is None
+        self.headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json",
+                        "User-Agent": "context-service-client", **(headers or {})}
+        self.retry = retry or Retry()
+        self.sleep = sleep
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *_: type[BaseException] | BaseException | TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._owned:
+            self.http.close()
+
+    # --- transport ------------------------------------------------------------------------------
+
+    def _send(self, path: str, body: bytes, stream: bool = False) -> httpx.Response:
+        """The 2xx answer of a POST, retried on 429 and 503; raises the typed error otherwise.
+        A streamed answer is returned unread (the caller closes it)."""
+        attempt = 0
+        while True:
+            try:
+                request = self.http.build_request("POST", path, content=body,
+                                                  headers=self.headers)
+                response = self.http.send(request, stream=stream)
+            except httpx.TransportError as exc:
+                raise ServiceUnavailable(0, "UNREACHABLE", str(exc)) from exc
+            if response.is_success:
+                return response
+            error = error_of(response, response.read())
+            response.close()
+            wait = self.retry.wait(response.status_code, attempt, error.retry_after)
+            if wait is None:
+                raise error
+            self.sleep(wait)
+            attempt += 1
+
+    def call(self, path: str, body: msgspec.Struct | dict[str, Any]) -> bytes:
+        """The raw answer of an agent route (the service's exact bytes)."""
+        return self._send(path, routes.encode(body)).content
+
+    def _typed(self, path: str, body: msgspec.Struct | dict[str, Any], answer: type[T]) -> T:
+        return msgspec.json.decode(self.call(path, body), type=answer)
+
+    # --- the agent routes -----------------------------------------------------------------------
+
+    def pack(self, request: c.PackRequest | str) -> c.ContextPack:
+        return self._typed(routes.PACKS, routes.pack_request(request), c.ContextPack)
+
+    def stream_pack(self, request: c.PackRequest | str) -> PackStream:
+        """The pack as it streams: iterate over its items; ``header`` and ``footer`` are set as
+        their lines arrive. Close it (or use it as a context manager) if you stop early."""
+        response = self._send(routes.STREAM, routes.encode(routes.pack_request(request)),
+                              stream=True)
+        return PackStream(response.iter_lines(), response.close)
+
+    def replay(self, replay_id: str, mode: Literal["verify", "recompute"],
+               task: str | None = None) -> c.Replay:
+        body = c.ReplayRequest(mode=mode, task=msgspec.UNSET if task is None else task)
+        return self._typed(routes.replay(replay_id), body, c.Replay)  # type: ignore[arg-type]
+
+    def list_context_sets(self, request: c.ListContextSetsRequest | None = None
+                          ) -> c.ContextSetList:
+        return self._typed(routes.SETS_LIST, request or c.ListContextSetsRequest(),
+                           c.ContextSetList)
+
+    def get_context_set(self, context_set_id: str | None = None) -> c.AgentContextSet:
+        body = c.GetContextSetRequest(
+            context_set_id=msgspec.UNSET if context_set_id is None else context_set_id)
+        return self._typed(routes.SETS_GET, body, c.AgentContextSet)
+
+    def lookup_definitions(self, request: c.LookupDefinitionsRequest) -> c.DefinitionMatches:
+        return self._typed(routes.LOOKUP, request, c.DefinitionMatches)
+
+    def match_verified_answers(self, request: c.MatchVerifiedAnswersRequest
+                               ) -> c.AnswerMatches:
+        return self._typed(routes.MATCH, request, c.AnswerMatches)
+
+    def list_fields(self, collection_id: str) -> c.FieldListing:
+        return self._typed(routes.FIELDS_LIST, c.ListFieldsRequest(collection_id=collection_id),
+                           c.FieldListing)
+
+    def query_fields(self, request: c.QueryFieldsRequest) -> c.FieldAnswer:
+        return self._typed(routes.FIELDS_QUERY, request, c.FieldAnswer)
+
+    def run_query_template(self, request: c.RunQueryTemplateRequest) -> c.TemplateRows:
+        return self._typed(routes.RUN, request, c.TemplateRows)
+
+
+class PackStream:
+    """The items of a streamed pack, in pack order, decoded as their lines arrive."""
+
+    def __init__(self, lines: Iterator[str], close: Callable[[], None]) -> None:
+        self._lines = lines
+        self._close = close
+        self.header: c.HeaderLine | None = None
+        self.footer: c.FooterLine | None = None
+
+    def __iter__(self) -> Iterator[c.PackItem]:
+        try:
+            for raw in self._lines:
+                if not raw:
+                    continue
+                item = self.take(routes.line(raw.encode()))
+                if item is not None:
+                    yield item
+        finally:
+            self.close()
+
+    def take(self, line: c.PackLine) -> c.PackItem | None:
+        """Record a header or footer; the item of an item line; raise on an error line."""
+        if isinstance(line, c.ItemLine):
+            return line.item
+        if isinstance(line, c.HeaderLine):
+            self.header = line
+        elif isinstance(line, c.FooterLine):
+            self.footer = line
+        else:
+            raise StreamFailed(200, line.code, line.message)
+        return None
+
+    def close(self) -> None:
+        self._close()
+
+    def __enter__(self) -> PackStream:
+        return self
+
+    def __exit__(self, *_: type[BaseException] | BaseException | TracebackType | None) -> None:
+        self.close()
+
+
+__all__ = ["ApiError", "Client", "PackStream"]
