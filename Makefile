@@ -21,7 +21,7 @@ run: $(STAMP)
 	CS_SETTINGS_DEV_SUBJECT=true $(BIN)/context-service serve
 
 test: $(STAMP) browser-deps
-	$(BIN)/pytest -W error -q
+	$(BIN)/pytest -W error -q --durations=20
 
 # chromium, chromium-driver and axe-core for tests/browser (does nothing when present)
 browser-deps:
