@@ -39,14 +39,12 @@ class Bridge:
 
     async def call_tool(self, _: ServerRequestContext[Any, Any],
                         params: types.CallToolRequestParams) -> types.CallToolResult:
-        tool = catalogue.BY_NAME.get(params.name)
-        if tool is None:
-            return catalogue.failure(catalogue.unknown_tool(params.name))
-        routed = tool.route(dict(params.arguments or {}))
-        if not isinstance(routed, tuple):
-            return catalogue.failure(routed)
+        resolved = catalogue.resolve(params)
+        if isinstance(resolved, types.CallToolResult):
+            return resolved
+        tool, path, arguments = resolved
         try:
-            body = await self.client.call(*routed)
+            body = await self.client.call(path, arguments)
         except ApiError as exc:
             return catalogue.failure(c.ErrorBody(
                 code=exc.code, message=exc.message,

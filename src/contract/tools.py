@@ -155,6 +155,19 @@ def listed(scopes: frozenset[str] | set[str] | tuple[str, ...],
     return [tool.definition(bound_set) for tool in TOOLS if tool.scope in scopes]
 
 
+def resolve(params: types.CallToolRequestParams
+            ) -> tuple[AgentTool, str, dict[str, Any]] | types.CallToolResult:
+    """The tool, route path and body a call names, or the failure it gets at once (an unknown
+    tool, an argument that cannot name a path)."""
+    tool = BY_NAME.get(params.name)
+    if tool is None:
+        return failure(unknown_tool(params.name))
+    routed = tool.route(dict(params.arguments or {}))
+    if not isinstance(routed, tuple):
+        return failure(routed)
+    return tool, *routed
+
+
 def success(tool: AgentTool, body: bytes) -> types.CallToolResult:
     """A route's answer as a tool result: the answer itself as structured content, and a text
     for the model (a pack rendered compactly, anything else its JSON)."""

@@ -31,13 +31,11 @@ async def list_tools(ctx: ServerRequestContext[Any, Any],
 
 async def call_tool(ctx: ServerRequestContext[Any, Any],
                     params: types.CallToolRequestParams) -> types.CallToolResult:
-    tool = catalogue.BY_NAME.get(params.name)
-    if tool is None:
-        return catalogue.failure(catalogue.unknown_tool(params.name))
-    routed = tool.route(dict(params.arguments or {}))
-    if not isinstance(routed, tuple):
-        return catalogue.failure(routed)
-    status, body = await call_route(_scope_of(ctx), *routed)
+    resolved = catalogue.resolve(params)
+    if isinstance(resolved, types.CallToolResult):
+        return resolved
+    tool, path, arguments = resolved
+    status, body = await call_route(_scope_of(ctx), path, arguments)
     if status == 200:
         return catalogue.success(tool, body)
     return catalogue.failure(catalogue.error_of(status, body))
