@@ -45,6 +45,11 @@ class Embedder:
         self._pieces = WordPieces(tokenizer) if WordPieces.applies(tokenizer) else None
         self.exact_up_to = exact_sums_up_to(matrix)
 
+    @property
+    def matrix(self) -> npt.NDArray[np.float32]:
+        """The embedding rows, by piece id (read-only)."""
+        return self._matrix
+
     def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
         if not texts:
             return []

@@ -85,7 +85,7 @@ class ModelPieces:
 
     @property
     def rows(self) -> npt.NDArray[np.float32]:
-        matrix: npt.NDArray[np.float32] = self.embedder._matrix
+        matrix: npt.NDArray[np.float32] = self.embedder.matrix
         return matrix
 
 
