@@ -1,7 +1,8 @@
 """What pack-engine/2's hybrid list reads of each record, computed once per publication when the
 corpus loader loads an index (``corpus.Cached``) and kept with it: the analyzer's terms as BM25
 postings and as each record's bag, each record's document and neighbours, and each record's
-pooled, centred vector with the collection's piece weights and mean vector.
+pooled, centred vector (taking in its neighbours' where its document's are related, rule 6b)
+with the collection's piece weights and mean vector.
 
 The stems come from PyStemmer (Porter2 ``english``; one stemmer per thread: a stemmer is not
 thread-safe), the pieces and rows from the bundled embedding model."""
@@ -20,7 +21,13 @@ import Stemmer
 from context_service.domain.pack.model import CollectionCorpus
 from context_service.domain.pack.retrieval2.analyzer import record_analysis
 from context_service.domain.pack.retrieval2.bm25 import K1, B
-from context_service.domain.pack.retrieval2.fusion import GRID
+from context_service.domain.pack.retrieval2.context import (
+    CONTEXT_WEIGHT,
+    MIN_PAIRS,
+    pair_mean,
+    related,
+)
+from context_service.domain.pack.retrieval2.fusion import COSINE_UNIT, GRID
 from context_service.domain.pack.retrieval2.neighbours import neighbours_in_order
 from context_service.projections.passage_features.features import embedded_text
 
@@ -196,7 +203,9 @@ class HybridFeatures:
             pooled[chunk_rows[starts]] += np.add.reduceat(block, starts, axis=0)
         pooled = unit_rows(pooled)
         self.mean: Floats = pooled.mean(axis=0) if n else np.zeros(width)
-        self.vectors: Vectors = on_grid(unit_rows(pooled - self.mean))
+        self.vectors: Vectors = with_context(on_grid(unit_rows(pooled - self.mean)),
+                                             self.previous, self.following, self.documents,
+                                             self.n_documents)
 
     def query_vector(self, ids: Sequence[int], matrix: npt.NDArray[np.float32]) -> Vectors:
         """The query's vector for this collection (rule 6), on the grid; zero when it has none."""
@@ -217,6 +226,49 @@ class HybridFeatures:
             self.following, self.piece_idf, self.mean, self.vectors))
         words = sum(map(sys.getsizeof, self.terms)) + TERM_OVERHEAD * len(self.terms)
         return arrays + words + 8 * len(self.term_names)
+
+
+def with_context(vectors: Vectors, previous: Rows, following: Rows, documents: Rows,
+                 n_documents: int) -> Vectors:
+    """Rule 6b over a collection's grid vectors: the rows of related documents
+    (``context.related``) take in their neighbours' vectors. Every sum below is exact: grid
+    products are multiples of 2^-20, a cosine's partial sums stay below 2 (float32), and the
+    collection's sums stay far below 2^53 steps (float64)."""
+    n = len(vectors)
+    rows = np.flatnonzero(following >= 0)
+    if n < 2 or len(rows) < 2:
+        return vectors
+    steps = 1 / COSINE_UNIT
+    total = np.rint(vectors.sum(axis=0, dtype=np.float64) / GRID).astype(np.int64)
+    squares = np.einsum("ij,ij->i", vectors, vectors).sum(dtype=np.float64) * steps
+    baseline = pair_mean(total.tolist(), int(squares), n)
+    adjacent = np.zeros(len(rows), dtype=np.int64)
+    for lo in range(0, len(rows), CHUNK):
+        at = rows[lo:lo + CHUNK]
+        dots = np.einsum("ij,ij->i", vectors[at], vectors[following[at]])
+        adjacent[lo:lo + CHUNK] = np.rint(dots.astype(np.float64) * steps).astype(np.int64)
+    of = documents[rows]
+    pairs = np.bincount(of, minlength=n_documents)
+    sums = np.zeros(n_documents, dtype=np.int64)
+    np.add.at(sums, of, adjacent)
+    sums_of_squares = np.zeros(n_documents, dtype=np.int64)
+    np.add.at(sums_of_squares, of, adjacent * adjacent)
+    coherent = np.zeros(n_documents, dtype=np.bool_)
+    for d in np.flatnonzero(pairs >= MIN_PAIRS).tolist():
+        coherent[d] = related(int(pairs[d]), int(sums[d]), int(sums_of_squares[d]), baseline)
+    chosen = np.flatnonzero(coherent[documents])
+    if not len(chosen):
+        return vectors
+    out = vectors.copy()
+    for lo in range(0, len(chosen), CHUNK):
+        at = chosen[lo:lo + CHUNK]
+        before, after = previous[at], following[at]
+        has_before = (before >= 0).astype(np.float64)[:, None]
+        has_after = (after >= 0).astype(np.float64)[:, None]
+        around = (vectors[np.maximum(before, 0)] * has_before
+                  + vectors[np.maximum(after, 0)] * has_after) / (has_before + has_after)
+        out[at] = on_grid(unit_rows(vectors[at].astype(np.float64) + CONTEXT_WEIGHT * around))
+    return out
 
 
 def unit_rows(x: Floats) -> Floats:
