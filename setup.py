@@ -6,5 +6,8 @@ sources does not have."""
 
 from setuptools import find_namespace_packages, setup
 
-found = find_namespace_packages("src", exclude=["*__pycache__*"])
-setup(packages=["context_service", *(f"context_service.{name}" for name in found)])
+# ``devcluster`` (the local control plane of ``make run``) stays in the checkout
+found = find_namespace_packages("src", exclude=["*__pycache__*", "devcluster", "devcluster.*"])
+# the SQL migrations live in the top-level ``migrations/`` (mapped by ``package-dir``)
+setup(packages=["context_service", *(f"context_service.{name}" for name in found),
+                "context_service.migrations"])

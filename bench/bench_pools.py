@@ -28,10 +28,10 @@ from bench.harness import postgres
 from context_service.adapters.kubernetes import manifests
 from context_service.adapters.kubernetes.client import close
 from context_service.adapters.kubernetes.cluster import KubernetesCluster
-from context_service.adapters.kubernetes.controlplane import ControlPlane
-from context_service.adapters.kubernetes.devsim import DevSimulator
-from context_service.adapters.kubernetes.local import ensure_binaries
 from context_service.adapters.kubernetes.rest import Rest
+from context_service.devcluster.controlplane import ControlPlane
+from context_service.devcluster.devsim import DevSimulator
+from context_service.devcluster.local import ensure_binaries
 from context_service.domain.cluster import POOL_LABEL, BuiltinRuntime, PoolSandbox, WorkspaceClaim
 from tests.e2e.server import ServerProcess
 from tests.support.kube import running_apiserver

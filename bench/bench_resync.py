@@ -24,11 +24,11 @@ from context_service.adapters.kubernetes.cluster import (
     WARM_POOL,
     KubernetesCluster,
 )
-from context_service.adapters.kubernetes.devsim import DevSimulator
-from context_service.adapters.kubernetes.local import ensure_binaries
 from context_service.adapters.kubernetes.reconciler import Reconciler
 from context_service.adapters.kubernetes.rest import PVCS, Rest
 from context_service.config import Settings
+from context_service.devcluster.devsim import DevSimulator
+from context_service.devcluster.local import ensure_binaries
 from context_service.domain.cluster import BuiltinRuntime
 from context_service.domain.pool.commands import RequestPool
 from context_service.domain.pool.events import Workspace

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import importlib
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -34,6 +35,7 @@ from context_service.adapters.eventstore.query_templates import QueryTemplateApp
 from context_service.adapters.eventstore.runner import Listener, ProjectionRunner
 from context_service.adapters.eventstore.store import EventStore
 from context_service.adapters.eventstore.timeline import Timeline
+from context_service.adapters.optional import NotInstalledError
 from context_service.adapters.pack.corpus import CorpusLoader
 from context_service.adapters.pack.inputs_cache import FoldCache
 from context_service.adapters.pack.retrieval import FastRetrieval
@@ -88,9 +90,8 @@ from context_service.adapters.postgres.views.workspaces import WorkspacesSql
 from context_service.config import Settings
 from context_service.domain.cluster import Cluster
 from context_service.domain.reconcile.guard import ClaimNameGuard
-from context_service.http.agent.pack_services import KEY as PACKS
 from context_service.http.agent.pack_services import PackServices
-from context_service.http.agent.ratelimit import AUTH_FAILURES, AuthFailures, RateLimiter
+from context_service.http.agent.ratelimit import AuthFailures, RateLimiter
 from context_service.http.app import create_app
 from context_service.http.ports import (
     AgentServices,
@@ -99,9 +100,7 @@ from context_service.http.ports import (
     QueryTemplateServices,
     Services,
 )
-from context_service.http.settings import KEY as SETTINGS_UI
 from context_service.http.settings import SettingsUi
-from context_service.http.subject import GATEWAY_SECRET
 from context_service.projections.agent_access.directory import AccessDirectory
 from context_service.projections.agent_access.projection import AgentCredentials, WorkspaceMembers
 from context_service.projections.agent_data.projection import AgentData
@@ -134,6 +133,9 @@ INDEX_VIEWS = ("query_index", "passage_features", "agent_data", "studied_fields"
 # embeddings are computed.
 RUNNER_WORKER = {"projections": "projections", "query-index": "query-index",
                  "query-features": "query-index"}
+# The development control plane (CS_KUBE=local, ``make run``): the one door from the service to
+# ``context_service.devcluster``, opened by name in the local mode only. A wheel does not ship it.
+LOCAL_CONTROL_PLANE = "context_service.devcluster.local"
 
 
 def database_url(settings: Settings) -> str:
@@ -473,15 +475,17 @@ def pack_services(container: Container, ports: PackPorts) -> PackServices:
 def services(container: Container) -> Services:
     reads = ContextReadsSql(container.datastore)
     consistency = LogConsistency(container.store, container.tracking, container.view_runners())
-    extra: dict[str, Any] = {}
-    if container.cluster is not None:
-        extra["name_guard"] = ClaimNameGuard(container.cluster)
+    guard = ClaimNameGuard(container.cluster) if container.cluster is not None else None
     ports = pack_ports(container, warm=True)
     failures = AuthFailures(container.settings.auth_failure_per_second,
                             container.settings.auth_failure_burst)
     container.gauge_sources.extend([failures.gauges, container.access.gauges])
     return Services(contexts=container.contexts, reads=reads, consistency=consistency,
+                    query=QueryIndexReadsSql(container.datastore),
+                    timeline=Timeline(container.store),
+                    fields=FieldReadsSql(container.datastore),
                     require_subject=container.settings.require_subject,
+                    gateway_secret=container.settings.gateway_secret,
                     read_wait_seconds=container.settings.read_wait_seconds,
                     pools=PoolServices(
                         pools=container.pools, reads=PoolReadsSql(container.datastore),
@@ -497,20 +501,15 @@ def services(container: Container) -> Services:
                         commands=container.query_templates,
                         reads=QueryTemplateReadsSql(container.datastore),
                         sandbox=container.sandbox),
-                    extra={"query": QueryIndexReadsSql(container.datastore),
-                           "timeline": Timeline(container.store),
-                           "pack_ports": ports,
-                           "fields": FieldReadsSql(container.datastore),
-                           "gauges": container.gauges,
-                           AUTH_FAILURES: failures,
-                           GATEWAY_SECRET: container.settings.gateway_secret,
-                           PACKS: pack_services(container, ports),
-                           "readiness": functools.partial(schema_problem, container.url),
-                           SETTINGS_UI: SettingsUi(
-                               WorkspacesSql(container.datastore),
-                               dev_subject=container.settings.settings_dev_subject),
-                           # the event loop's append connection closes with the loop
-                           "on_shutdown": [container.store.close_async], **extra})
+                    packs=pack_services(container, ports),
+                    auth_failures=failures,
+                    settings_ui=SettingsUi(WorkspacesSql(container.datastore),
+                                           dev_subject=container.settings.settings_dev_subject),
+                    name_guard=guard,
+                    readiness=functools.partial(schema_problem, container.url),
+                    gauges=container.gauges,
+                    # the event loop's append connection closes with the loop
+                    on_shutdown=[container.store.close_async])
 
 
 def _active_templates(container: Container, namespace: str,
@@ -536,10 +535,13 @@ def connect_cluster(container: Container) -> None:
             raise
         mode = "local"
     if mode == "local":
-        from context_service.adapters.kubernetes.local import start_local_control_plane
-
         try:
-            plane = start_local_control_plane(settings)
+            plane = _start_local_control_plane(settings)
+        except NotInstalledError as exc:
+            if settings.kube_mode == "local":
+                raise
+            log.warning(f"{exc}; running without Kubernetes")
+            return
         except Exception:
             if settings.kube_mode == "local":
                 raise
@@ -551,6 +553,19 @@ def connect_cluster(container: Container) -> None:
     container.closers.append(lambda: client.close(api))
     container.cluster = KubernetesCluster(Rest(api), pool_namespace=settings.namespace)
     log.info("kubernetes connected", extra={"mode": mode})
+
+
+def _start_local_control_plane(settings: Settings) -> Any:
+    try:
+        local = importlib.import_module(LOCAL_CONTROL_PLANE)
+    except ModuleNotFoundError as exc:
+        if exc.name is None or not LOCAL_CONTROL_PLANE.startswith(exc.name):
+            raise  # the module is there; something it imports is not
+        raise NotInstalledError(
+            "the local Kubernetes control plane is a development tool of a source checkout "
+            "(make run) and this installation does not include it: set CS_KUBE to in-cluster, "
+            "kubeconfig or off") from exc
+    return local.start_local_control_plane(settings)
 
 
 def adopt(container: Container) -> Any:

@@ -32,6 +32,9 @@ def _serve(settings: Settings) -> int:
     if not settings.sandbox_image:
         print("CS_SANDBOX_IMAGE is required", file=sys.stderr)
         return 2
+    from context_service.adapters import optional
+
+    optional.check(settings, settings.workers)  # before the model loads: fail at once
     signals = StopSignals()
     container = None
     try:
@@ -85,6 +88,9 @@ def _serve(settings: Settings) -> int:
 def _worker(settings: Settings, name: str) -> int:
     """Run one worker as its own process; a PostgreSQL advisory lock keeps one active.
     SIGTERM and SIGINT stop it at a batch boundary, releasing the lock."""
+    from context_service.adapters import optional
+
+    optional.check(settings, (name,))
     signals = StopSignals()
     container = None
     try:
@@ -285,12 +291,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(str(exc), file=sys.stderr)
         return 2
     logs.configure(settings.log_format)
+    from context_service.adapters.optional import NotInstalledError
     from context_service.adapters.postgres.embedded import EmbeddedPostgresError
     from context_service.adapters.postgres.migrations import MigrationError
 
     try:
         return _run(args, settings)
-    except (MigrationError, EmbeddedPostgresError) as exc:
+    except (MigrationError, EmbeddedPostgresError, NotInstalledError) as exc:
         print(f"context-service: {exc}", file=sys.stderr)
         return 2
 

@@ -1,15 +1,47 @@
-"""Shared pytest configuration: service fixtures live in tests/support and load as plugins."""
+"""Shared pytest configuration: service fixtures live in tests/support and load as plugins; a
+test's server markers follow from the fixtures it uses."""
 
 import os
 import tempfile
+
+import pytest
 
 # The embedded PostgreSQL wheel wants a private runtime directory; give the suite its own.
 if not os.environ.get("XDG_RUNTIME_DIR"):
     os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="cs-test-run-")
 
 pytest_plugins = [
+    "tests.support.hypothesis_profiles",  # registers and loads the profiles before any test
     "tests.support.services",
     "tests.support.kube_fixtures",
     "tests.support.pool_fixtures",
     "tests.support.nats_fixtures",
 ]
+
+# the session fixture that starts each server, and the marker a test using it carries
+SERVER_FIXTURES = {
+    "pg_admin_url": "postgres",
+    "container": "postgres",  # asks for its database at run time (``shares_service``)
+    "kube_bin_dir": "k8s",
+    "nats_server": "nats",
+    "private_nats_server": "nats",
+}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "shared_service: the module's tests share one database, container and "
+        "application (tests/support/services.py) and isolate by the names they create")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test by the servers its fixtures start, so ``-m "not postgres"`` (and
+    ``make test-fast``) leaves out exactly the tests that need one."""
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        for fixture, marker in SERVER_FIXTURES.items():
+            if fixture in used:
+                item.add_marker(marker)
+        module = getattr(item, "module", None)
+        if module is not None and hasattr(module, "ServerProcess"):  # serves a process
+            item.add_marker("e2e")

@@ -68,9 +68,15 @@ class AsyncClient:
         """The raw answer of an agent route (the service's exact bytes)."""
         return (await self._send(path, routes.encode(body))).content
 
+    async def exchange(self, path: str, body: msgspec.Struct | dict[str, Any],
+                       answer: type[T]) -> tuple[T, bytes]:
+        """The answer of an agent route decoded as ``answer``, and the service's exact bytes."""
+        raw = await self.call(path, body)
+        return msgspec.json.decode(raw, type=answer), raw
+
     async def _typed(self, path: str, body: msgspec.Struct | dict[str, Any],
                      answer: type[T]) -> T:
-        return msgspec.json.decode(await self.call(path, body), type=answer)
+        return (await self.exchange(path, body, answer))[0]
 
     async def pack(self, request: c.PackRequest | str) -> c.ContextPack:
         return await self._typed(routes.PACKS, routes.pack_request(request), c.ContextPack)
@@ -90,7 +96,7 @@ class AsyncClient:
 
     async def replay(self, replay_id: str, mode: Literal["verify", "recompute"],
                      task: str | None = None) -> c.Replay:
-        body = c.ReplayRequest(mode=mode, task=msgspec.UNSET if task is None else task)
+        body = c.ReplayRequest(mode=mode, task=task)
         return await self._typed(routes.replay(replay_id), body, c.Replay)  # type: ignore[arg-type]
 
     async def list_context_sets(self, request: c.ListContextSetsRequest | None = None
@@ -99,8 +105,7 @@ class AsyncClient:
                                  c.ContextSetList)
 
     async def get_context_set(self, context_set_id: str | None = None) -> c.AgentContextSet:
-        body = c.GetContextSetRequest(
-            context_set_id=msgspec.UNSET if context_set_id is None else context_set_id)
+        body = c.GetContextSetRequest(context_set_id=context_set_id)
         return await self._typed(routes.SETS_GET, body, c.AgentContextSet)
 
     async def lookup_definitions(self, request: c.LookupDefinitionsRequest

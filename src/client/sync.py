@@ -71,8 +71,14 @@ class Client:
         """The raw answer of an agent route (the service's exact bytes)."""
         return self._send(path, routes.encode(body)).content
 
+    def exchange(self, path: str, body: msgspec.Struct | dict[str, Any],
+                 answer: type[T]) -> tuple[T, bytes]:
+        """The answer of an agent route decoded as ``answer``, and the service's exact bytes."""
+        raw = self.call(path, body)
+        return msgspec.json.decode(raw, type=answer), raw
+
     def _typed(self, path: str, body: msgspec.Struct | dict[str, Any], answer: type[T]) -> T:
-        return msgspec.json.decode(self.call(path, body), type=answer)
+        return self.exchange(path, body, answer)[0]
 
     # --- the agent routes -----------------------------------------------------------------------
 
@@ -88,7 +94,7 @@ class Client:
 
     def replay(self, replay_id: str, mode: Literal["verify", "recompute"],
                task: str | None = None) -> c.Replay:
-        body = c.ReplayRequest(mode=mode, task=msgspec.UNSET if task is None else task)
+        body = c.ReplayRequest(mode=mode, task=task)
         return self._typed(routes.replay(replay_id), body, c.Replay)  # type: ignore[arg-type]
 
     def list_context_sets(self, request: c.ListContextSetsRequest | None = None
@@ -97,8 +103,7 @@ class Client:
                            c.ContextSetList)
 
     def get_context_set(self, context_set_id: str | None = None) -> c.AgentContextSet:
-        body = c.GetContextSetRequest(
-            context_set_id=msgspec.UNSET if context_set_id is None else context_set_id)
+        body = c.GetContextSetRequest(context_set_id=context_set_id)
         return self._typed(routes.SETS_GET, body, c.AgentContextSet)
 
     def lookup_definitions(self, request: c.LookupDefinitionsRequest) -> c.DefinitionMatches:

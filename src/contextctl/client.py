@@ -72,8 +72,8 @@ def position(response: httpx.Response) -> int | None:
 
 
 class Client:
-    """Requests against ``settings.url``; ``agent=True`` authenticates with the agent credential
-    instead of the subject header."""
+    """Requests against ``settings.url`` (the control API; the agent API's commands use
+    ``context_service.client``, see ``agent_api``)."""
 
     def __init__(self, settings: Settings, transport: httpx.BaseTransport | None = None,
                  user_agent: str = "contextctl") -> None:
@@ -89,13 +89,9 @@ class Client:
 
     def request(self, method: str, path: str, *, body: Any = None,
                 params: Mapping[str, str] | None = None, content: Iterable[bytes] | None = None,
-                headers: Mapping[str, str] | None = None, agent: bool = False) -> Reply:
+                headers: Mapping[str, str] | None = None) -> Reply:
         sent = dict(headers or {})
-        if agent:
-            if not self.settings.agent_token:
-                raise ServiceError("an agent credential is required: set CS_AGENT_TOKEN")
-            sent["Authorization"] = f"Bearer {self.settings.agent_token}"
-        elif self.settings.subject:
+        if self.settings.subject:
             sent["X-Context-Subject"] = self.settings.subject
         if body is not None:
             content = [json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()]
@@ -113,13 +109,12 @@ class Client:
             raise service_error(response)
         return Reply(response.status_code, response.content, position(response))
 
-    def get(self, path: str, params: Mapping[str, str] | None = None,
-            agent: bool = False) -> Reply:
-        return self.request("GET", path, params=params, agent=agent)
+    def get(self, path: str, params: Mapping[str, str] | None = None) -> Reply:
+        return self.request("GET", path, params=params)
 
-    def post(self, path: str, body: Any = None, params: Mapping[str, str] | None = None,
-             agent: bool = False) -> Reply:
-        return self.request("POST", path, body=body, params=params, agent=agent)
+    def post(self, path: str, body: Any = None,
+             params: Mapping[str, str] | None = None) -> Reply:
+        return self.request("POST", path, body=body, params=params)
 
     def put(self, path: str, body: Any = None) -> Reply:
         return self.request("PUT", path, body=body)

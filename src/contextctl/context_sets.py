@@ -6,8 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 import click
+import msgspec
 
-from context_service.contextctl import complete, output
+from context_service.client import routes
+from context_service.contextctl import agent_api, complete, output
 from context_service.contextctl.client import segment
 from context_service.contextctl.contexts import read_json_object
 from context_service.contextctl.options import (
@@ -17,8 +19,7 @@ from context_service.contextctl.options import (
     output_options,
     pass_app,
 )
-
-AGENT = "/api/agent/v1"
+from context_service.contract import agent as c
 
 sets = group("sets", "Context sets: the curated scope agents read.",
              aliases={"ls": "list", "rm": "archive"})
@@ -36,15 +37,23 @@ def print_sets(data: dict[str, Any]) -> None:
          s.get("updatedAt")] for s in data.get("items", [])], "No context sets found.")
 
 
-def print_agent_sets(data: dict[str, Any]) -> None:
+def print_agent_sets(data: c.ContextSetList) -> None:
     """The sets a credential sees (active ones only), with ``SCORE`` when a query ranked them."""
-    items = data.get("items", [])
-    scored = any("score" in s for s in items)
+    scored = any(s.score is not msgspec.UNSET for s in data.items)
     score = ["SCORE"] if scored else []
     output.table(["ID", "NAME", "VERSION", "COLLECTIONS", *score, "DESCRIPTION"], [
-        [s.get("id"), s.get("name"), s.get("version"), s.get("collections"),
-         *([s.get("score")] if scored else []), s.get("description")] for s in items],
-        "No context sets found.")
+        [s.id, s.name, s.version, s.collections,
+         *([agent_api.score(s.score)] if scored else []),
+         _given(s.description)] for s in data.items], "No context sets found.")
+
+
+def _given(value: object) -> object:
+    return None if value is msgspec.UNSET else value
+
+
+def print_agent_set(s: c.AgentContextSet) -> None:
+    """A set as the credential reads it: the same lines as the workspace's view of it."""
+    print_set(msgspec.to_builtins(s))
 
 
 def template_id(template: Any) -> Any:
@@ -101,13 +110,9 @@ def list_sets(app: App, query: str | None, limit: int | None, as_agent: bool,
         output.emit(app.client.get(sets_path(app.namespace(namespace))), fmt, print_sets)
         return
     no_namespace_with_agent(namespace)
-    body: dict[str, Any] = {}
-    if query is not None:
-        body["query"] = query
-    if limit is not None:
-        body["limit"] = limit
-    output.emit(app.client.post(f"{AGENT}/context-sets/list", body, agent=True), fmt,
-                print_agent_sets)
+    request = c.ListContextSetsRequest(query=query, limit=limit)
+    agent_api.emit(agent_api.ask(app, routes.SETS_LIST, request, c.ContextSetList), fmt,
+                   print_agent_sets)
 
 
 @sets.command(name="get", short_help="Show a context set (--agent: as a credential reads it).",
@@ -126,8 +131,9 @@ def get_set(app: App, set_id: str | None, as_agent: bool, namespace: str | None,
         output.emit(app.client.get(sets_path(app.namespace(namespace), set_id)), fmt, print_set)
         return
     no_namespace_with_agent(namespace)
-    body = {} if set_id is None else {"contextSetId": set_id}
-    output.emit(app.client.post(f"{AGENT}/context-sets/get", body, agent=True), fmt, print_set)
+    request = c.GetContextSetRequest(context_set_id=set_id)
+    agent_api.emit(agent_api.ask(app, routes.SETS_GET, request, c.AgentContextSet), fmt,
+                   print_agent_set)
 
 
 set_file = click.argument("file", type=click.File("r"), metavar="FILE.json")

@@ -3,14 +3,12 @@ read with the agent credential in ``CS_AGENT_TOKEN`` from the sets it may see.""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 import click
 
-from context_service.contextctl import output
-from context_service.contextctl.context_sets import AGENT
+from context_service.client import routes
+from context_service.contextctl import agent_api, output
 from context_service.contextctl.options import App, F, output_options, pass_app
+from context_service.contract import agent as c
 
 
 def search_options(func: F) -> F:
@@ -22,27 +20,18 @@ def search_options(func: F) -> F:
                         "every active set it sees).")(func)
 
 
-def search(app: App, route: str, field: str, text: str, set_id: str | None, limit: int | None,
-           fmt: str, printer: Callable[[Any], None]) -> None:
-    body: dict[str, Any] = {field: text}
-    if set_id is not None:
-        body["contextSetId"] = set_id
-    if limit is not None:
-        body["limit"] = limit
-    output.emit(app.client.post(f"{AGENT}/{route}", body, agent=True), fmt, printer)
-
-
-def print_definitions(data: dict[str, Any]) -> None:
+def print_definitions(data: c.DefinitionMatches) -> None:
     output.table(["SET", "TERM", "MATCH", "SCORE", "ALIASES", "DEFINITION"], [
-        [d.get("contextSetId"), d.get("term"), d.get("match"), d.get("score"), d.get("aliases"),
-         d.get("definition")] for d in data.get("items", [])], "No definitions found.")
+        [d.context_set_id, d.term, d.match, agent_api.score(d.score), d.aliases or None,
+         d.definition]
+        for d in data.items], "No definitions found.")
 
 
-def print_answers(data: dict[str, Any]) -> None:
+def print_answers(data: c.AnswerMatches) -> None:
     output.table(["SET", "ID", "MATCH", "SCORE", "QUESTION", "CITATIONS", "ANSWER"], [
-        [a.get("contextSetId"), a.get("id"), a.get("match"), a.get("score"), a.get("question"),
-         a.get("citations"), a.get("answer")] for a in data.get("items", [])],
-        "No verified answers found.")
+        [a.context_set_id, a.id, a.match, agent_api.score(a.score), a.question,
+         a.citations or None, a.answer]
+        for a in data.items], "No verified answers found.")
 
 
 @click.command(short_help="Definitions of a term (agent API).",
@@ -53,7 +42,9 @@ def print_answers(data: dict[str, Any]) -> None:
 @output_options
 @pass_app
 def lookup(app: App, term: str, set_id: str | None, limit: int | None, fmt: str) -> None:
-    search(app, "definitions/lookup", "term", term, set_id, limit, fmt, print_definitions)
+    request = c.LookupDefinitionsRequest(term=term, context_set_id=set_id, limit=limit)
+    agent_api.emit(agent_api.ask(app, routes.LOOKUP, request, c.DefinitionMatches), fmt,
+                   print_definitions)
 
 
 @click.command(short_help="Verified answers to a question (agent API).",
@@ -64,8 +55,10 @@ def lookup(app: App, term: str, set_id: str | None, limit: int | None, fmt: str)
 @output_options
 @pass_app
 def match(app: App, question: str, set_id: str | None, limit: int | None, fmt: str) -> None:
-    search(app, "verified-answers/match", "question", question, set_id, limit, fmt,
-           print_answers)
+    request = c.MatchVerifiedAnswersRequest(question=question, context_set_id=set_id,
+                                            limit=limit)
+    agent_api.emit(agent_api.ask(app, routes.MATCH, request, c.AnswerMatches), fmt,
+                   print_answers)
 
 
 COMMANDS = (lookup, match)

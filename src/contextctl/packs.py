@@ -4,14 +4,15 @@ pack, over the Agent Context API with the credential in ``CS_AGENT_TOKEN``."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import click
+import msgspec
 
-from context_service.contextctl import output
-from context_service.contextctl.client import segment
-from context_service.contextctl.context_sets import AGENT
+from context_service.client import routes
+from context_service.contextctl import agent_api, output
 from context_service.contextctl.options import App, output_options, pass_app
+from context_service.contract import agent as c
 
 SOURCES = ("passages", "graph", "documents")
 PREVIEW = 72
@@ -23,66 +24,71 @@ def preview(text: Any) -> str:
     return first if len(first) <= PREVIEW else first[:PREVIEW - 1] + "…"
 
 
-def print_items(items: list[dict[str, Any]]) -> None:
+def print_items(items: list[c.PackItem]) -> None:
     output.table(["#", "ID", "CLASS", "TRUST", "TOKENS", "SCORE", "FLAGS", "TEXT"], [
-        [n, i.get("id"), i.get("class"), i.get("trust"), i.get("tokens"), i.get("score"),
-         _flags(i), preview(i.get("text"))] for n, i in enumerate(items, 1)],
-        "No items fitted.")
+        [n, i.id, i.class_, i.trust, i.tokens, agent_api.score(i.score), _flags(i),
+         preview(i.text)]
+        for n, i in enumerate(items, 1)], "No items fitted.")
 
 
-def _flags(item: dict[str, Any]) -> str:
+def _flags(item: c.PackItem) -> str:
     flags = []
-    status = (item.get("validity") or {}).get("status")
+    status = item.validity.status if item.validity else None
     if status and status not in ("valid", "unknown"):
         flags.append(status)
-    if item.get("superseded"):
+    if item.superseded:
         flags.append("superseded")
-    if item.get("contradiction"):
+    if item.contradiction:
         flags.append("contradiction")
     return ",".join(flags)
 
 
-def _missing(entries: list[dict[str, Any]]) -> str:
-    def one(m: dict[str, Any]) -> str:
-        identity = m.get("id") or m.get("collectionId") or m.get("documentId")
-        return " ".join(str(p) for p in (m.get("kind"), identity) if p) + f" ({m.get('reason')})"
+def _missing(entries: list[c.MissingEntry]) -> str:
+    def one(m: c.MissingEntry) -> str:
+        identity = m.id or m.collection_id or m.document_id
+        return " ".join(str(p) for p in (m.kind, identity) if p) + f" ({m.reason})"
 
     return ", ".join(one(m) for m in entries) or "-"
 
 
-def print_pack(pack: dict[str, Any]) -> None:
-    as_of, budget, omitted = pack.get("asOf", {}), pack.get("budget", {}), pack.get("omitted", {})
+def print_pack(pack: c.ContextPack | c.RecomputedPack) -> None:
+    as_of, budget, omitted = pack.as_of, pack.budget, pack.omitted
+    released = pack if isinstance(pack, c.ContextPack) else None  # a recomputed one is not
     output.block("Context pack", [
-        ("Pack", pack.get("packId")), ("Replay", pack.get("replayId")),
-        ("Valid time", as_of.get("validTime")), ("System time", as_of.get("systemTime")),
-        ("Position", as_of.get("position")),
-        ("Tokens", f"{budget.get('usedTokens')} of {budget.get('maxTokens')}"),
-        ("Complete", pack.get("complete")), ("Missing", _missing(pack.get("missing", []))),
-        ("Omitted", f"budget {omitted.get('budget', {}).get('count', 0)}, duplicate "
-                    f"{omitted.get('duplicate', {}).get('count', 0)}, access "
-                    f"{omitted.get('access', {}).get('count', 0)}"),
-        ("Merkle root", (pack.get("receipt") or {}).get("merkleRoot")),
-        ("Expires", pack.get("expiresAt"))])
+        ("Pack", pack.pack_id), ("Replay", released.replay_id if released else None),
+        ("Valid time", as_of.valid_time), ("System time", as_of.system_time),
+        ("Position", as_of.position),
+        ("Tokens", f"{budget.used_tokens} of {budget.max_tokens}"),
+        ("Complete", pack.complete), ("Missing", _missing(pack.missing)),
+        ("Omitted", f"budget {omitted.budget.count}, duplicate {omitted.duplicate.count}, "
+                    f"access {omitted.access.count}"),
+        ("Merkle root", pack.receipt.merkle_root),
+        ("Expires", released.expires_at if released else None)])
     output.line()
-    print_items(pack.get("items", []))
+    print_items(pack.items)
 
 
-def from_stream(raw: bytes) -> dict[str, Any]:
+def from_stream(raw: bytes) -> c.ContextPack:
     """The ndjson lines of ``/context-packs/stream`` put back together as one pack."""
-    pack: dict[str, Any] = {"items": []}
-    for text in raw.decode().splitlines():
-        entry = json.loads(text)
-        kind = entry.pop("type")
-        if kind == "item":
-            pack["items"].append(entry["item"])
-        elif kind == "error":
-            raise click.ClickException(f"the stream failed: {entry.get('message')}")
-        elif kind == "footer":
-            pack["budget"] = {**pack.get("budget", {}), "usedTokens": entry.pop("usedTokens")}
-            pack.update(entry)
-        else:
-            pack.update(entry)
-    return pack
+    header: c.HeaderLine | None = None
+    items: list[c.PackItem] = []
+    for text in raw.splitlines():
+        entry = routes.line(text)
+        if isinstance(entry, c.ErrorLine):
+            raise click.ClickException(f"the stream failed: {entry.message}")
+        if isinstance(entry, c.HeaderLine):
+            header = entry
+        elif isinstance(entry, c.ItemLine):
+            items.append(entry.item)
+        elif header is not None:
+            return c.ContextPack(
+                pack_id=header.pack_id, replay_id=header.replay_id, task="",
+                as_of=header.as_of, budget=c.PackBudget(
+                    max_tokens=header.budget.max_tokens, used_tokens=entry.used_tokens,
+                    coverage=header.budget.coverage), complete=entry.complete, items=items,
+                omitted=entry.omitted, missing=entry.missing, receipt=entry.receipt,
+                expires_at=entry.expires_at)
+    raise click.ClickException("the stream ended before its footer")
 
 
 @click.command(short_help="A context pack for a task (agent API).",
@@ -115,55 +121,80 @@ def pack(app: App, task: str, max_tokens: int | None, max_latency_ms: int | None
          require_complete: bool, valid_time: str | None, system_time: str | None,
          collections: tuple[str, ...], documents: tuple[str, ...], sources: tuple[str, ...],
          lexical: bool, set_id: str | None, stream: bool, fmt: str) -> None:
-    body: dict[str, Any] = {"task": task}
-    budget = {k: v for k, v in (("maxTokens", max_tokens), ("maxLatencyMs", max_latency_ms),
-                                ("coverage", "require_complete" if require_complete else None))
-              if v is not None}
-    if budget:
-        body["budget"] = budget
-    as_of = {k: v for k, v in (("validTime", valid_time), ("systemTime", system_time)) if v}
-    if as_of:
-        body["asOf"] = as_of
-    filters = {k: list(v) for k, v in (("collectionIds", collections),
-                                        ("documentIds", documents), ("sources", sources)) if v}
-    if filters:
-        body["filters"] = filters
-    if lexical:
-        body["retrieval"] = "lexical"
-    if set_id is not None:
-        body["contextSetId"] = set_id
-    route = f"{AGENT}/context-packs" + ("/stream" if stream else "")
-    reply = app.client.post(route, body, agent=True)
-    if stream and fmt == output.JSON:
-        click.echo(reply.raw.decode(), nl=False)
-    elif stream:
-        output.emit_data(from_stream(reply.raw), fmt, print_pack)
+    request = c.PackRequest(
+        task=task, retrieval="lexical" if lexical else None, context_set_id=set_id,
+        budget=_given(c.Budget(max_tokens=max_tokens, max_latency_ms=max_latency_ms,
+                               coverage="require_complete" if require_complete else None)),
+        as_of=_given(c.AsOf(valid_time=valid_time or None, system_time=system_time or None)),
+        filters=_given(c.Filters(collection_ids=list(collections) or None,
+                                 document_ids=list(documents) or None,
+                                 sources=list(sources) or None)))
+    if not stream:
+        agent_api.emit(agent_api.ask(app, routes.PACKS, request, c.ContextPack), fmt,
+                       print_pack)
+        return
+    raw = agent_api.ask_raw(app, routes.STREAM, request)
+    if fmt == output.JSON:
+        click.echo(raw.decode(), nl=False)
+    elif fmt == output.YAML:
+        output.dump(_stream_data(raw), fmt)
     else:
-        output.emit(reply, fmt, print_pack)
+        print_pack(from_stream(raw))
 
 
-def print_verification(data: dict[str, Any]) -> None:
-    summary = data.get("summary", {})
+S = TypeVar("S", bound=msgspec.Struct)
+
+
+def _given(part: S) -> S | None:
+    """A part of the request with at least one option given, else nothing to send."""
+    return part if msgspec.structs.asdict(part) != msgspec.structs.asdict(type(part)()) \
+        else None
+
+
+def _stream_data(raw: bytes) -> dict[str, Any]:
+    """The stream's lines as one JSON object, the service's own keys and values."""
+    pack: dict[str, Any] = {"items": []}
+    for text in raw.decode().splitlines():
+        entry = json.loads(text)
+        kind = entry.pop("type")
+        if kind == "item":
+            pack["items"].append(entry["item"])
+        elif kind == "error":
+            raise click.ClickException(f"the stream failed: {entry.get('message')}")
+        elif kind == "footer":
+            pack["budget"] = {**pack.get("budget", {}), "usedTokens": entry.pop("usedTokens")}
+            pack.update(entry)
+        else:
+            pack.update(entry)
+    return pack
+
+
+def print_verification(data: c.Verification) -> None:
+    summary = data.summary
     output.block("Replay verified", [
-        ("Replay", data.get("replayId")), ("Position", data.get("position")),
-        ("Unchanged", summary.get("unchanged")), ("Changed", summary.get("changed")),
-        ("Unavailable", summary.get("unavailable")), ("Matches", data.get("matches")),
-        ("Merkle root", data.get("merkleRoot")),
-        ("Current root", data.get("currentMerkleRoot"))])
+        ("Replay", data.replay_id), ("Position", data.position),
+        ("Unchanged", summary.unchanged), ("Changed", summary.changed),
+        ("Unavailable", summary.unavailable), ("Matches", data.matches),
+        ("Merkle root", data.merkle_root), ("Current root", data.current_merkle_root)])
     output.line()
-    output.table(["ID", "STATUS"], [[i.get("id"), i.get("status")]
-                                    for i in data.get("items", [])], "No items.")
+    output.table(["ID", "STATUS"], [[i.id, i.status] for i in data.items], "No items.")
 
 
-def print_recomputation(data: dict[str, Any]) -> None:
-    d, engine = data.get("diff", {}), data.get("engineVersion", {})
+def print_recomputation(data: c.Recomputation) -> None:
+    d, engine = data.diff, data.engine_version
     output.block("Replay recomputed", [
-        ("Replay", data.get("replayId")),
-        ("Engine", f"{engine.get('recorded')} -> {engine.get('current')}"),
-        ("Unchanged", d.get("unchanged")), ("Added", d.get("added") or "-"),
-        ("Removed", d.get("removed") or "-"), ("Changed", d.get("changed") or "-")])
+        ("Replay", data.replay_id), ("Engine", f"{engine.recorded} -> {engine.current}"),
+        ("Unchanged", d.unchanged), ("Added", d.added or "-"), ("Removed", d.removed or "-"),
+        ("Changed", d.changed or "-")])
     output.line()
-    print_pack(data.get("pack", {}))
+    print_pack(data.pack)
+
+
+def print_replay(data: c.Verification | c.Recomputation) -> None:
+    if isinstance(data, c.Verification):
+        print_verification(data)
+    else:
+        print_recomputation(data)
 
 
 @click.command(short_help="Verify or recompute a released pack (agent API).",
@@ -176,11 +207,10 @@ def print_recomputation(data: dict[str, Any]) -> None:
 @output_options
 @pass_app
 def replay(app: App, replay_id: str, mode: str, task: str | None, fmt: str) -> None:
-    body: dict[str, Any] = {"mode": mode}
-    if task is not None:
-        body["task"] = task
-    reply = app.client.post(f"{AGENT}/replays/{segment(replay_id)}", body, agent=True)
-    output.emit(reply, fmt, print_verification if mode == "verify" else print_recomputation)
+    body = c.ReplayRequest(mode=mode, task=task)
+    replayed = cast(type[c.Verification | c.Recomputation], c.Replay)  # a tagged union
+    agent_api.emit(agent_api.ask(app, routes.replay(replay_id), body, replayed), fmt,
+                   print_replay)
 
 
 COMMANDS = (pack, replay)

@@ -1,14 +1,13 @@
 """Requests and answers of ``/api/agent/v1`` (agent-context-api.md §7-§11) as msgspec Structs.
 
-Requests forbid unknown fields, as the routes do; answers leave a field the service omits
-``UNSET``, so encoding an answer with ``omit_defaults`` writes back the service's own keys. The
-routes keep their field rules (messages and order are the specification's), so bounds here are
-documentation for a reader, a model or a client.
+The agent routes decode their bodies with the request Structs, whose bounds are documented in
+the JSON schema and checked by the routes' field rules (the specification's order and messages).
+Answers leave a key the service omits ``UNSET``, so encoding one writes back the service's keys.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -16,59 +15,74 @@ from msgspec import UNSET, UnsetType
 
 class Request(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True,
               forbid_unknown_fields=True):
-    """A request body: camelCase keys, none unknown, unset ones not sent."""
+    """A request body, as the route decodes it: camelCase keys, none unknown; a field left
+    ``None`` is not sent (``null`` and absent mean the same). ``REQUIRED`` names the keys the
+    route requires: it checks them, and every bound, after decoding (§1.4)."""
+
+    REQUIRED: ClassVar[tuple[str, ...]] = ()
 
 
 class Answer(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
     """An answer body: camelCase keys; a key the service omits stays ``UNSET``."""
 
 
-def _doc(description: str, **bounds: Any) -> msgspec.Meta:
-    return msgspec.Meta(description=description, **bounds)
+def _doc(description: str = "", **schema: Any) -> msgspec.Meta:
+    """A field's description and JSON-schema bounds, documented but not enforced by decoding:
+    the route reports a violated bound as ``VALIDATION_ERROR`` with the spec's message."""
+    if description:
+        schema["description"] = description
+    return msgspec.Meta(extra_json_schema=schema)
+
+
+def _one_of(*values: str, description: str = "") -> msgspec.Meta:
+    return _doc(description, enum=list(values))
 
 
 SetId = Annotated[str, _doc("an active context set visible to the credential; a bound "
-                            "credential's own set when omitted", min_length=1)]
-Task = Annotated[str, _doc("what the agent is working on, in plain words", min_length=1,
-                           max_length=4000)]
+                            "credential's own set when omitted", minLength=1)]
+Task = Annotated[str, _doc("what the agent is working on, in plain words", minLength=1,
+                           maxLength=4000)]
+Limit = Annotated[int, _doc("at most this many (default 5)", minimum=1, maximum=50)]
 
 # --- context packs (§7) ------------------------------------------------------------------------
 
 
 class Budget(Request, kw_only=True):
-    max_tokens: Annotated[int, _doc("tokens the items may use (default 4000)", ge=256,
-                                    le=32000)] | UnsetType = UNSET
+    max_tokens: Annotated[int, _doc("tokens the items may use (default 4000)", minimum=256,
+                                    maximum=32000)] | None = None
     max_latency_ms: Annotated[int, _doc("deadline of retrieval and packing (default 10000)",
-                                        ge=1000, le=60000)] | UnsetType = UNSET
-    coverage: Literal["best_effort", "require_complete"] | UnsetType = UNSET
+                                        minimum=1000, maximum=60000)] | None = None
+    coverage: Annotated[str, _one_of("best_effort", "require_complete")] | None = None
 
 
 class AsOf(Request, kw_only=True):
-    valid_time: Annotated[str, _doc("RFC 3339 with a zone: facts valid then (default: now)")] \
-        | UnsetType = UNSET
+    valid_time: Annotated[str, _doc("RFC 3339 with a zone: facts valid then (default: now)",
+                                    format="date-time")] | None = None
     system_time: Annotated[str, _doc("RFC 3339 with a zone, not later than the request: the "
-                                     "service's knowledge then (default: now)")] \
-        | UnsetType = UNSET
+                                     "service's knowledge then (default: now)",
+                                     format="date-time")] | None = None
 
 
 class Filters(Request, kw_only=True):
-    collection_ids: Annotated[list[str], _doc("only these collections", max_length=8)] \
-        | UnsetType = UNSET
+    collection_ids: Annotated[list[str], _doc("only these collections", maxItems=8)] \
+        | None = None
     document_ids: Annotated[list[str], _doc(
         "only these documents: <collectionId>/<file> or <collectionId>/#<recordId>",
-        max_length=20)] | UnsetType = UNSET
-    sources: list[Literal["passages", "graph", "documents"]] | UnsetType = UNSET
+        maxItems=20)] | None = None
+    sources: Annotated[list[Annotated[str, _one_of("passages", "graph", "documents")]],
+                       _doc(minItems=1)] | None = None
 
 
 class PackRequest(Request, kw_only=True):
     """``POST /context-packs`` and ``/context-packs/stream``."""
 
-    task: Task
-    budget: Budget | UnsetType = UNSET
-    as_of: AsOf | UnsetType = UNSET
-    filters: Filters | UnsetType = UNSET
-    retrieval: Literal["hybrid", "lexical"] | UnsetType = UNSET
-    context_set_id: SetId | UnsetType = UNSET
+    REQUIRED = ("task",)
+    task: Task | None = None
+    budget: Budget | None = None
+    as_of: AsOf | None = None
+    filters: Filters | None = None
+    retrieval: Annotated[str, _one_of("hybrid", "lexical")] | None = None
+    context_set_id: SetId | None = None
 
 
 class PackAsOf(Answer, kw_only=True):
@@ -213,19 +227,18 @@ PackLine = HeaderLine | ItemLine | FooterLine | ErrorLine
 class ReplayRequest(Request, kw_only=True):
     """The body of ``POST /replays/{replayId}``."""
 
-    mode: Literal["verify", "recompute"]
-    task: Annotated[Task, _doc("the pack's task; required to recompute")] | UnsetType = UNSET
+    REQUIRED: ClassVar[tuple[str, ...]] = ("mode",)
+    mode: Annotated[str, _one_of("verify", "recompute")] | None = None
+    task: Annotated[Task, _doc("the pack's task; required to recompute")] | None = None
 
 
-class ReplayPack(Request, kw_only=True):
-    """A replay as one call: the replay id and the body of ``POST /replays/{replayId}``."""
+class ReplayPack(ReplayRequest, kw_only=True):
+    """A replay as one call: the replay id (the route's path) and the body of
+    ``POST /replays/{replayId}``."""
 
-    replay_id: Annotated[str, _doc("the replayId of a released pack", pattern="^rp_[0-9a-f]{32}$")]
-    mode: Literal["verify", "recompute"]
-    task: Annotated[Task, _doc("the pack's task; required to recompute")] | UnsetType = UNSET
-
-    def body(self) -> ReplayRequest:
-        return ReplayRequest(mode=self.mode, task=self.task)
+    REQUIRED = ("replayId", "mode")
+    replay_id: Annotated[str, _doc("the replayId of a released pack",
+                                   pattern="^rp_[0-9a-f]{32}$")]
 
 
 class CheckedItem(Answer, kw_only=True):
@@ -276,27 +289,28 @@ Replay = Verification | Recomputation
 
 
 class ListContextSetsRequest(Request, kw_only=True):
-    query: Annotated[str, _doc("words to rank the sets by", max_length=200)] | UnsetType = UNSET
-    limit: Annotated[int, _doc("at most this many (default 20)", ge=1, le=100)] \
-        | UnsetType = UNSET
+    query: Annotated[str, _doc("words to rank the sets by", maxLength=200)] | None = None
+    limit: Annotated[int, _doc("at most this many (default 20)", minimum=1, maximum=100)] \
+        | None = None
 
 
 class GetContextSetRequest(Request, kw_only=True):
-    context_set_id: SetId | UnsetType = UNSET
+    context_set_id: Annotated[SetId, _doc("required unless the credential is bound to a "
+                                          "context set")] | None = None
 
 
 class LookupDefinitionsRequest(Request, kw_only=True):
-    term: Annotated[str, _doc("the term to define", min_length=1, max_length=200)]
-    context_set_id: SetId | UnsetType = UNSET
-    limit: Annotated[int, _doc("at most this many (default 5)", ge=1, le=50)] \
-        | UnsetType = UNSET
+    REQUIRED = ("term",)
+    term: Annotated[str, _doc("the term to define", minLength=1, maxLength=200)] | None = None
+    context_set_id: SetId | None = None
+    limit: Limit | None = None
 
 
 class MatchVerifiedAnswersRequest(Request, kw_only=True):
-    question: Annotated[str, _doc("the question", min_length=1, max_length=4000)]
-    context_set_id: SetId | UnsetType = UNSET
-    limit: Annotated[int, _doc("at most this many (default 5)", ge=1, le=50)] \
-        | UnsetType = UNSET
+    REQUIRED = ("question",)
+    question: Annotated[str, _doc("the question", minLength=1, maxLength=4000)] | None = None
+    context_set_id: SetId | None = None
+    limit: Limit | None = None
 
 
 class ContextSetSummary(Answer, kw_only=True):
@@ -398,43 +412,54 @@ class AnswerMatches(Answer, kw_only=True):
 # --- studied fields (§10) ----------------------------------------------------------------------
 
 
+CollectionId = Annotated[str, _doc("a collection readable by the credential", minLength=1)]
+
+
 class ListFieldsRequest(Request, kw_only=True):
-    collection_id: Annotated[str, _doc("a collection readable by the credential",
-                                       min_length=1)]
+    REQUIRED = ("collectionId",)
+    collection_id: CollectionId | None = None
 
 
 class FieldFilter(Request, kw_only=True):
-    field: str
-    op: Annotated[str, _doc("eq, ne, lt, lte, gt, gte, in, contains, exists, ...")]
-    value: Any = UNSET
+    REQUIRED = ("field", "op")
+    field: str | None = None
+    op: Annotated[str, _one_of("eq", "ne", "lt", "lte", "gt", "gte", "contains", "prefix",
+                               "exists")] | None = None
+    value: Any = None
 
 
 class FieldSort(Request, kw_only=True):
-    field: str
-    direction: Literal["asc", "desc"] | UnsetType = UNSET
+    REQUIRED = ("field",)
+    field: str | None = None
+    direction: Annotated[str, _one_of("asc", "desc")] | None = None
 
 
 class FieldFunction(Request, kw_only=True):
-    op: Annotated[str, _doc("count, sum, avg, min, max, ...")]
-    field: str | UnsetType = UNSET
+    REQUIRED = ("op",)
+    op: Annotated[str, _one_of("count", "min", "max", "sum", "avg")] | None = None
+    field: Annotated[str, _doc("required except for count")] | None = None
 
 
 class FieldAggregate(Request, kw_only=True):
-    functions: list[FieldFunction]
-    group_by: str | UnsetType = UNSET
+    REQUIRED = ("functions",)
+    group_by: str | None = None
+    functions: Annotated[list[FieldFunction], _doc(minItems=1, maxItems=6)] | None = None
 
 
 class QueryFieldsRequest(Request, kw_only=True):
-    collection_id: Annotated[str, _doc("a collection readable by the credential",
-                                       min_length=1)]
-    fields: Annotated[list[str], _doc("fields to return, one row per document")] \
-        | UnsetType = UNSET
-    filters: list[FieldFilter] | UnsetType = UNSET
-    sort: FieldSort | UnsetType = UNSET
-    limit: Annotated[int, _doc("at most this many rows", ge=1)] | UnsetType = UNSET
-    aggregate: FieldAggregate | UnsetType = UNSET
-    known_at: Annotated[str, _doc("YYYY-MM-DD: the fields as known at the end of that day")] \
-        | UnsetType = UNSET
+    """``fields`` or ``aggregate`` is required."""
+
+    REQUIRED = ("collectionId",)
+    collection_id: CollectionId | None = None
+    fields: Annotated[list[str], _doc("fields to return, one row per document", maxItems=6,
+                                      uniqueItems=True)] | None = None
+    filters: Annotated[list[FieldFilter], _doc(maxItems=6)] | None = None
+    sort: FieldSort | None = None
+    limit: Annotated[int, _doc("at most this many rows (default 50)", minimum=1,
+                               maximum=200)] | None = None
+    aggregate: FieldAggregate | None = None
+    known_at: Annotated[str, _doc("YYYY-MM-DD, not later than today (UTC): the fields as known "
+                                  "at the end of that day", format="date")] | None = None
 
 
 class StudiedField(Answer, kw_only=True):
@@ -480,11 +505,12 @@ class FieldAnswer(Answer, kw_only=True):
 
 
 class RunQueryTemplateRequest(Request, kw_only=True):
+    REQUIRED = ("templateId",)
     template_id: Annotated[str, _doc("a template listed by the context set (context-sets/get)",
-                                     min_length=1)]
+                                     minLength=1)] | None = None
     parameters: Annotated[dict[str, Any], _doc("the template's declared parameters")] \
-        | UnsetType = UNSET
-    context_set_id: SetId | UnsetType = UNSET
+        | None = None
+    context_set_id: SetId | None = None
 
 
 class RowColumn(Answer, kw_only=True):

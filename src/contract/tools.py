@@ -39,7 +39,7 @@ class AgentTool:
     description: str
     path: str
     scope: str
-    request: type[msgspec.Struct]
+    request: type[c.Request]
     answer: Any  # a Struct, or a union of tagged Structs
     read_only: bool
     idempotent: bool = True
@@ -77,7 +77,7 @@ def _definition(tool: AgentTool, bound_set: str) -> types.Tool:
         description += f" The credential is bound to context set {bound_set!r}."
     return types.Tool(
         name=tool.name, title=tool.title, description=description,
-        input_schema=schema(tool.request), output_schema=schema(tool.answer),
+        input_schema=schema(tool.request), output_schema=output_schema(tool.answer),
         annotations=types.ToolAnnotations(
             title=tool.title, read_only_hint=tool.read_only, destructive_hint=False,
             idempotent_hint=tool.idempotent, open_world_hint=False))
@@ -86,9 +86,12 @@ def _definition(tool: AgentTool, bound_set: str) -> types.Tool:
 @cache
 def schema(struct: Any) -> dict[str, Any]:
     """The JSON schema msgspec generates for ``struct``, its root an object schema as MCP asks
-    (the root definition inlined; a union of Structs kept as ``anyOf`` under an object)."""
+    (the root definition inlined; a union of Structs kept as ``anyOf`` under an object). A
+    request's keys are shown as a caller should send them: not ``null``, the required ones
+    (``REQUIRED``) required."""
     generated = msgspec.json.schema(struct)
-    defs: dict[str, Any] = dict(generated.pop("$defs", {}))
+    defs: dict[str, Any] = {name: _sent(name, definition)
+                            for name, definition in generated.pop("$defs", {}).items()}
     ref = generated.get("$ref")
     if ref is not None:
         root = dict(defs.pop(ref.rsplit("/", 1)[1]))
@@ -97,6 +100,49 @@ def schema(struct: Any) -> dict[str, Any]:
     if defs:
         root["$defs"] = defs
     return root
+
+
+@cache
+def output_schema(answer: Any) -> dict[str, Any]:
+    """``schema(answer)`` with every ``$ref`` replaced by its definition: a client checks each
+    answer against it, and resolving a reference per value made that check a third slower."""
+    generated = schema(answer)
+    inlined: dict[str, Any] = _inlined(generated, generated.get("$defs", {}))
+    return inlined
+
+
+def _inlined(node: Any, defs: dict[str, Any]) -> Any:
+    if isinstance(node, dict):
+        if "$ref" in node:
+            return _inlined(defs[node["$ref"].rsplit("/", 1)[1]], defs)
+        return {key: _inlined(value, defs) for key, value in node.items() if key != "$defs"}
+    if isinstance(node, list):
+        return [_inlined(value, defs) for value in node]
+    return node
+
+
+def _sent(name: str, definition: dict[str, Any]) -> dict[str, Any]:
+    struct = getattr(c, name, None)
+    if not (isinstance(struct, type) and issubclass(struct, c.Request)):
+        return definition
+    properties = {key: _not_null(value) for key, value in definition["properties"].items()}
+    out = {**definition, "properties": properties}
+    out.pop("required", None)
+    if struct.REQUIRED:
+        out["required"] = list(struct.REQUIRED)
+    return out
+
+
+def _not_null(prop: dict[str, Any]) -> dict[str, Any]:
+    """``anyOf: [X, null]`` with a ``null`` default is ``X``: null and absent mean the same."""
+    out = {k: v for k, v in prop.items() if not (k == "default" and v is None)}
+    branches = out.pop("anyOf", None)
+    if branches is None:
+        return out
+    kept = [b for b in branches if b != {"type": "null"}]
+    if len(kept) == 1:
+        return {**kept[0], **out}
+    return {**out, "anyOf": kept}
 
 
 TOOLS: tuple[AgentTool, ...] = (

@@ -7,9 +7,7 @@ name (and an upcaster in the mapper).
 from __future__ import annotations
 
 from context_service.domain.agent_credentials.events import CREDENTIAL_EVENTS
-from context_service.domain.context.adoption import ContextAdopted
-from context_service.domain.context.events import CONTEXT_EVENTS
-from context_service.domain.context.lifecycle import LIFECYCLE_EVENTS
+from context_service.domain.context.events import CONTEXT_EVENTS, LIFECYCLE_EVENTS, ContextAdopted
 from context_service.domain.context_pack.events import CONTEXT_PACK_EVENTS
 from context_service.domain.context_set.events import CONTEXT_SET_EVENTS
 from context_service.domain.events import Event

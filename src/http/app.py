@@ -55,7 +55,7 @@ def healthz() -> Response[bytes]:
                                        "does not match this version"}})
 async def readyz(request: Request[Any, Any, Any]) -> Response[bytes]:
     """Readiness: the database answers and its schema version is this code's."""
-    check = services(request).extra.get("readiness")
+    check = services(request).readiness
     problem = None if check is None else await in_thread(check)
     if problem is not None:
         return error_response(503, "unavailable", f"not ready: {problem}")
@@ -160,7 +160,7 @@ def create_app(services: Services, extra_routes: list[Any] | None = None,
         return Response(document, media_type="application/json")
 
     requests = metrics.RequestMetrics()
-    gauges = services.extra.get("gauges", list)
+    gauges = services.gauges
     mcp = McpEndpoint()  # the agent API's tools over MCP, beside the routes they call
     app = Litestar(
         route_handlers=[*routes, openapi_document, metrics.route(requests, gauges),
@@ -178,7 +178,7 @@ def create_app(services: Services, extra_routes: list[Any] | None = None,
         before_request=_exact_paths,
         middleware=[metrics.middleware(requests), settings.SettingsGuard],
         template_config=settings.template_config(),
-        on_shutdown=list(services.extra.get("on_shutdown", ())),
+        on_shutdown=list(services.on_shutdown),
         logging_config=None,
         debug=False,
     )

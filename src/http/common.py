@@ -34,7 +34,7 @@ def services(request: Request[Any, Any, Any]) -> Services:
 
 def caller(request: Request[Any, Any, Any]) -> Subject:
     found = services(request)
-    return request_subject(request.headers, found.require_subject, found.extra)
+    return request_subject(request.headers, found.require_subject, found.gateway_secret)
 
 
 def json(body: Any, status: int = 200, position: int = 0) -> Response[bytes]:

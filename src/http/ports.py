@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from context_service.domain.agent_credentials.commands import CredentialCommand
 from context_service.domain.agent_credentials.state import Credential, CredentialsState
@@ -25,8 +25,18 @@ from context_service.domain.workspace.state import Member, WorkspaceState
 from context_service.projections.context_catalog.listing import Listed
 from context_service.projections.context_sets.view import ContextSetReads
 from context_service.projections.pool_status.projection import PoolReads
+from context_service.projections.query_index.reads import QueryReads
 from context_service.projections.query_templates.view import QueryTemplateReads
 from context_service.projections.reads import Consistency, ContextReads
+from context_service.projections.studied_fields.reads import FieldReads
+
+if TYPE_CHECKING:  # these modules read ``Services`` themselves
+    from context_service.http.agent.pack_services import PackServices
+    from context_service.http.agent.ratelimit import AuthFailures
+    from context_service.http.routes.timeline import TimelineReads
+    from context_service.http.settings.ports import SettingsUi
+
+Gauge = tuple[str, str, dict[str, str], float]  # name, help, labels, value
 
 S_co = TypeVar("S_co", covariant=True)
 
@@ -193,10 +203,21 @@ class Services:
     contexts: ContextCommands
     reads: ContextReads
     consistency: Consistency
+    query: QueryReads  # the query-index search
+    timeline: TimelineReads  # a context's stored events
+    fields: FieldReads  # the studied fields of the agent API
     require_subject: bool = False
+    gateway_secret: str = ""  # CS_GATEWAY_SECRET; empty: X-Context-Subject needs no proof
     read_wait_seconds: float = 5.0
     pools: PoolServices | None = None
     agent: AgentServices | None = None
     context_sets: ContextSetServices | None = None
     query_templates: QueryTemplateServices | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    packs: PackServices | None = None  # None: context packs are not configured
+    auth_failures: AuthFailures | None = None  # None: failed authentications are not throttled
+    settings_ui: SettingsUi | None = None  # None: the pages' defaults
+    # refuses a context name whose claim exists in the cluster; None without Kubernetes
+    name_guard: Callable[[str, str], None] | None = None
+    readiness: Callable[[], str | None] | None = None  # the schema problem, if any
+    gauges: Callable[[], list[Gauge]] = list  # scrape-time gauges for /metrics
+    on_shutdown: list[Callable[[], Any]] = field(default_factory=list)

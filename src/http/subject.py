@@ -13,7 +13,6 @@ from context_service.http.errors import HttpError
 
 HEADER = "x-context-subject"
 PROOF_HEADER = "x-gateway-secret"
-GATEWAY_SECRET = "gateway_secret"  # the key of CS_GATEWAY_SECRET among the services' extras
 MALFORMED = "X-Context-Subject must be kind:name with kind user, agent, workload or service"
 UNPROVEN = ("X-Context-Subject is accepted only from the gateway: "
             "X-Gateway-Secret is missing or wrong")
@@ -41,10 +40,7 @@ def parse_subject(raw: str | None, require: bool, proof: str | None = None,
     return Subject(kind, name)
 
 
-def request_subject(headers: Mapping[str, str], require: bool,
-                    extra: Mapping[str, object]) -> Subject:
-    """The subject of a request's headers under the service's settings (``extra`` holds the
-    gateway secret, absent or empty: no proof is asked)."""
-    secret = extra.get(GATEWAY_SECRET)
-    return parse_subject(headers.get(HEADER), require, headers.get(PROOF_HEADER),
-                         secret if isinstance(secret, str) else "")
+def request_subject(headers: Mapping[str, str], require: bool, secret: str) -> Subject:
+    """The subject of a request's headers under the service's settings (``secret``: the
+    gateway's, empty: no proof is asked)."""
+    return parse_subject(headers.get(HEADER), require, headers.get(PROOF_HEADER), secret)

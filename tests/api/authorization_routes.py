@@ -21,6 +21,9 @@ FAMILIES = {
     "/api/w/{wsId}": "workspace-api",
     # bearer credentials: a workspace's credential sees only that workspace
     "/api/agent/v1": "agent",
+    # the agent API's tools over MCP, outside the document (test_authorization_matrix.py)
+    "/mcp": "mcp",
+    "/.well-known/oauth-protected-resource": "open",
     # nothing of a namespace, or a create whose name conflict the spec states (409)
     "/v1/contexts": "open",
     "/v1/sandbox-pools": "open",

@@ -9,6 +9,7 @@ import pytest
 from litestar.testing import TestClient
 
 from context_service import bootstrap
+from tests.support.services import shares_service
 
 
 class Api:
@@ -48,8 +49,18 @@ class Api:
 
 
 @pytest.fixture
-def api(container: bootstrap.Container) -> Iterator[Api]:
+def api(request: pytest.FixtureRequest, container: bootstrap.Container) -> Iterator[Api]:
+    if shares_service(request):
+        yield request.getfixturevalue("module_api")
+        return
     with TestClient(app=bootstrap.app(container)) as client:
+        yield Api(client)
+
+
+@pytest.fixture(scope="module")
+def module_api(module_container: bootstrap.Container) -> Iterator[Api]:
+    """The application of a ``shared_service`` module, over ``module_container``."""
+    with TestClient(app=bootstrap.app(module_container)) as client:
         yield Api(client)
 
 

@@ -10,6 +10,7 @@ from urllib.parse import quote
 import pytest
 
 from tests.api.conftest import Api, context_body, each, expect
+from tests.support.api_helpers import grant as grant_to
 
 LIST = "/v1/namespaces/team1/contexts"
 CTX = LIST + "/research-memory"
@@ -23,9 +24,8 @@ TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{0,5}[1-9])?Z$")
 
 
 def grant(api: Api, name: str, *permissions: str, path: str = CTX) -> None:
-    body = {"subject": {"kind": "agent", "name": name},
-            "permissions": list(permissions or ["read"])}
-    assert api.put(path + "/grants", body).status_code == 200
+    """Grant the agent ``name`` (``read`` when no permission is named)."""
+    grant_to(api, f"agent:{name}", *(permissions or ("read",)), path=path)
 
 
 def targets(page: dict[str, Any]) -> list[str]:

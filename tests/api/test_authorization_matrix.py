@@ -9,7 +9,7 @@ fails."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -17,10 +17,12 @@ from litestar.testing import TestClient
 
 from context_service import bootstrap
 from context_service.domain.context import commands as c
-from context_service.domain.context import lifecycle as lc
 from context_service.domain.context.events import QueryRecord, SourceRef
 from context_service.domain.events import Subject
+from context_service.http.mcp.endpoint import McpEndpoint
 from tests.api.authorization_routes import family, leaked, routes_of
+from tests.api.conftest import Api
+from tests.api.sets_support import CREDENTIALS, MEMBERS, seed_workspace, token
 
 pytestmark = pytest.mark.postgres
 NS, OTHER = "vault", "elsewhere"
@@ -81,7 +83,7 @@ def hide_a_context(container: bootstrap.Container) -> None:
                          text=RECORD_TEXT, source=SourceRef("", "", ""))
     app.execute(NS, HIDDEN, c.PublishQueryIndex(actor=OWNER, revision=REVISION,
                                                 records=(record,)))
-    app.execute(NS, HIDDEN, lc.RecordSnapshot(actor=OWNER, name=SNAPSHOT, storage_class="fast",
+    app.execute(NS, HIDDEN, c.RecordSnapshot(actor=OWNER, name=SNAPSHOT, storage_class="fast",
                                               snapshot_class="csi"))
     neighbour = Subject("user", "neighbour")
     app.execute(OTHER, HIDDEN, c.CreateContext(
@@ -188,3 +190,77 @@ def test_the_owner_sees_what_the_others_do_not(client: TestClient[Any]) -> None:
 def _params(op: dict[str, Any]) -> set[str]:
     return {p["name"] for p in op.get("parameters", ())}
 
+
+# --- the MCP endpoint: every agent-credential failure as the agent API answers it ------------
+
+AGENT_LIST = "/api/agent/v1/context-sets/list"
+MCP_HEADERS = {"Accept": "application/json, text/event-stream",
+               "MCP-Protocol-Version": "2025-06-18"}
+MCP_CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "list_context_sets", "arguments": {}}}
+METADATA = '/.well-known/oauth-protected-resource/mcp"'
+# refused at /mcp itself (the pipeline's admission), or by the route each tool call runs
+ADMISSION = {"none": "UNAUTHORIZED", "malformed": "UNAUTHORIZED", "unknown": "UNAUTHORIZED",
+             "revoked": "UNAUTHORIZED", "expired": "EXPIRED_CREDENTIAL",
+             "browser": "AGENT_BROWSER_REQUEST_REFUSED"}
+PER_CALL = {"scope": "FORBIDDEN", "authority": "AGENT_CREDENTIAL_AUTHORITY_LOST"}
+
+
+def test_the_matrix_knows_the_mcp_endpoint() -> None:
+    paths = [path for route in McpEndpoint().routes for path in route.paths]
+    assert paths and all(family(path) is not None for path in paths), paths
+
+
+def _failing_credential(api: Api, case: str) -> dict[str, str]:
+    """The headers of a request failing as ``case`` (the workspace ``acme`` seeded)."""
+    if case == "none":
+        return {}
+    if case == "malformed":
+        return {"Authorization": "Basic abc"}
+    if case == "unknown":
+        return {"Authorization": "Bearer bdk_0123456789abcdef_" + "A" * 43}
+    if case == "scope":
+        return {"Authorization": f"Bearer {token(api, ('queries:run',))}"}
+    if case == "authority":
+        assert api.as_("user:alice").put(MEMBERS, {"subject": {"kind": "user", "name": "ann"},
+                                                   "role": "admin"}).status_code == 200
+        held = token(api, creator="user:ann")
+        assert api.as_("user:alice").delete(f"{MEMBERS}/user:ann").status_code == 204
+        return {"Authorization": f"Bearer {held}"}
+    held = token(api)
+    if case == "revoked":
+        assert api.as_("user:alice").delete(
+            f"{CREDENTIALS}/{held.split('_')[1]}").status_code == 204
+    if case == "browser":
+        return {"Authorization": f"Bearer {held}", "Origin": "https://evil.example"}
+    return {"Authorization": f"Bearer {held}"}
+
+
+@pytest.mark.parametrize("case", [*ADMISSION, *PER_CALL])
+def test_mcp_refuses_each_credential_failure_as_the_agent_api(
+        api: Api, container: bootstrap.Container, case: str) -> None:
+    seed_workspace(api)
+    headers = _failing_credential(api, case)
+    agent = api.client.app.state.services.agent
+    real = agent.clock
+    if case == "expired":
+        agent.clock = lambda: real() + timedelta(days=31)
+    head = container.store.head()
+    try:
+        over_http = api.as_(None).post(AGENT_LIST, {}, headers=headers)
+        over_mcp = api.as_(None).post("/mcp", MCP_CALL, headers={**MCP_HEADERS, **headers})
+    finally:
+        agent.clock = real
+    assert over_http.json()["code"] == {**ADMISSION, **PER_CALL}[case], over_http.text
+    if case in ADMISSION:
+        assert (over_mcp.status_code, over_mcp.json()) == (over_http.status_code,
+                                                           over_http.json())
+        assert over_mcp.headers["Cache-Control"] == "no-store"
+        challenge = over_mcp.headers.get("WWW-Authenticate", "")
+        challenged = challenge.startswith('Bearer resource_metadata="') and METADATA in challenge
+        assert challenged is (over_http.status_code == 401), challenge
+    else:  # admitted: the tool call is refused by its route, as a tool error
+        assert over_mcp.status_code == 200, over_mcp.text
+        result = over_mcp.json()["result"]
+        assert result["isError"] is True and result["structuredContent"] == over_http.json()
+    assert container.store.head() == head, "a refused request wrote to the log"

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from tests.api.conftest import Api, context_body, each, expect
+from tests.support.api_helpers import grant
 
 LIST = "/v1/namespaces/team1/contexts"
 CTX = LIST + "/research-memory"
@@ -35,12 +36,6 @@ def attach(api: Api, body: dict[str, Any]) -> Any:
 
 def keys(api: Api) -> list[str]:
     return [f'{c["kind"]}/{c["name"]}' for c in api.get(CONSUMERS).json()["items"]]
-
-
-def grant(api: Api, subject: str, *permissions: str) -> None:
-    kind, _, name = subject.partition(":")
-    body = {"subject": {"kind": kind, "name": name}, "permissions": list(permissions)}
-    assert api.put(CTX + "/grants", body).status_code == 200
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from context_service.config import Settings
 from tests.api.conftest import Api
 from tests.api.sets_support import SETS, create_set, seed_workspace, token
+from tests.support.hypothesis_profiles import scaled
 
 pytestmark = pytest.mark.postgres
 AGENT = "/api/agent/v1"
@@ -51,7 +52,7 @@ def seeded(api: Api) -> tuple[Api, str]:
     return api.as_("user:alice"), token(api)
 
 
-FUZZ = hypothesis_settings(max_examples=40, deadline=None,
+FUZZ = hypothesis_settings(max_examples=scaled(40), deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 

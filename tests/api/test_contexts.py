@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from tests.api.conftest import Api, context_body, each
+from tests.support.api_helpers import grant
 
 LIST = "/v1/namespaces/team1/contexts"
 CTX = LIST + "/research-memory"
@@ -19,13 +20,6 @@ ADMIN = "service:context-service-admin"
 
 def invalid(message: str) -> dict[str, str]:
     return {"error": "invalid_request", "message": message}
-
-
-def grant(api: Api, subject: str, *permissions: str, path: str = CTX) -> None:
-    kind, _, name = subject.partition(":")
-    body = {"subject": {"kind": kind, "name": name}, "permissions": list(permissions)}
-    resp = api.put(path + "/grants", body)
-    assert resp.status_code == 200, resp.text
 
 
 def attach(api: Api, kind: str, name: str, path: str = CTX) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from tests.api.conftest import Api, context_body, each, expect
+from tests.support.api_helpers import grant
 
 LIST = "/v1/namespaces/team1/contexts"
 CTX = LIST + "/research-memory"
@@ -29,12 +30,6 @@ def invalid(message: str) -> dict[str, str]:
 def body_for(subject: str, *permissions: str) -> dict[str, Any]:
     kind, _, name = subject.partition(":")
     return {"subject": {"kind": kind, "name": name}, "permissions": list(permissions)}
-
-
-def grant(api: Api, subject: str, *permissions: str) -> Any:
-    resp = api.put(GRANTS, body_for(subject, *permissions))
-    assert resp.status_code == 200, resp.text
-    return resp
 
 
 def listed(api: Api) -> list[tuple[str, list[str]]]:

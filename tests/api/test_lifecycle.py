@@ -15,10 +15,10 @@ from litestar.testing import TestClient
 
 from context_service import bootstrap
 from context_service.adapters.kubernetes.cluster import SNAPSHOT, SNAPSHOT_CLASS, KubernetesCluster
-from context_service.adapters.kubernetes.devsim import DevSimulator
 from context_service.adapters.kubernetes.rest import STORAGE_CLASSES, Resource
 from context_service.adapters.kubernetes.snapshot_reconciler import SnapshotReconciler
 from context_service.config import Settings
+from context_service.devcluster.devsim import DevSimulator
 from context_service.domain.cluster import ContextClaim, ContextSnapshot
 from tests.api.conftest import Api
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from context_service.domain.context.lifecycle import SnapshotObjectDeleted, SnapshotsCollected
+from context_service.domain.context.events import SnapshotObjectDeleted, SnapshotsCollected
 from context_service.domain.events import Event
 from tests.api.test_lifecycle import ALICE, BOB, NOT_FOUND, Env, env
 

@@ -13,9 +13,9 @@ from litestar.testing import TestClient
 
 from context_service import bootstrap
 from context_service.adapters.kubernetes.cluster import SANDBOX, KubernetesCluster
-from context_service.adapters.kubernetes.devsim import DevSimulator
 from context_service.adapters.kubernetes.rest import STORAGE_CLASSES, Rest
 from context_service.config import Settings
+from context_service.devcluster.devsim import DevSimulator
 from context_service.domain.cluster import BuiltinRuntime, PoolSandbox, PoolSandboxClaim
 from tests.support.fake_cluster import FakeCluster
 from tests.support.pool_fixtures import IMAGE, Seed, eventually

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from litestar.testing import TestClient
 
-from context_service.adapters.kubernetes.devsim import DevSimulator
 from context_service.adapters.kubernetes.rest import PVCS, STORAGE_CLASSES, Rest
+from context_service.devcluster.devsim import DevSimulator
 from tests.support.pool_fixtures import Seed, eventually
 
 pytestmark = [pytest.mark.k8s, pytest.mark.postgres]

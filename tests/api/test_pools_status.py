@@ -11,8 +11,8 @@ from litestar.testing import TestClient
 
 from context_service import bootstrap
 from context_service.adapters.kubernetes.cluster import KubernetesCluster
-from context_service.adapters.kubernetes.devsim import DevSimulator
 from context_service.adapters.kubernetes.reconciler import reconciler_for
+from context_service.devcluster.devsim import DevSimulator
 from tests.support.pool_fixtures import Seed, eventually, reconciler_of
 
 pytestmark = [pytest.mark.k8s, pytest.mark.postgres]

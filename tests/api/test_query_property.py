@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from tests.api.conftest import Api
 from tests.api.test_query import create, digest, publish_index, publish_revision, query, record
+from tests.support.hypothesis_profiles import scaled
 from tests.unit.test_query_reference import reference_search
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
@@ -114,7 +115,7 @@ def _pages(api: Api, namespace: str, body: dict[str, Any]) -> list[dict[str, Any
         request = {**body, "cursor": pages[-1]["nextCursor"]}
 
 
-@settings(max_examples=150, deadline=None,
+@settings(max_examples=scaled(150), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(world=worlds, body=queries())
 def test_service_answers_like_the_reference(api: Api, world: dict[str, Any],

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from tests.api.conftest import Api, context_body, each, expect
+from tests.support.api_helpers import grant
 
 LIST = "/v1/namespaces/team1/contexts"
 CTX = LIST + "/research-memory"
@@ -23,12 +24,6 @@ def revision(id_: str = A, **extra: Any) -> dict[str, Any]:
 
 def invalid(message: str) -> dict[str, str]:
     return {"error": "invalid_request", "message": message}
-
-
-def grant(api: Api, subject: str, *permissions: str) -> None:
-    kind, _, name = subject.partition(":")
-    body = {"subject": {"kind": kind, "name": name}, "permissions": list(permissions)}
-    assert api.put(CTX + "/grants", body).status_code == 200
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import pytest
 
 from context_service import bootstrap
 from context_service.http.app import create_app
-from context_service.http.settings import KEY, SettingsUi
+from context_service.http.settings import SettingsUi
 from tests.browser.conftest import (
     LiveServer,
     OpenPage,
@@ -143,7 +143,7 @@ def test_context_sets_list_and_read(open_page: OpenPage, service: Service,
 @pytest.fixture
 def dev_server(live_container: bootstrap.Container) -> Any:
     services = bootstrap.services(live_container)
-    services.extra[KEY] = SettingsUi(services.extra[KEY].workspaces, dev_subject=True)
+    services.settings_ui = SettingsUi(services.settings_ui.workspaces, dev_subject=True)
     with LiveServer(create_app(services)) as live:
         yield live
 

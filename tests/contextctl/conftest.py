@@ -13,9 +13,9 @@ import pytest
 
 from context_service.adapters.kubernetes.client import close
 from context_service.adapters.kubernetes.cluster import KubernetesCluster
-from context_service.adapters.kubernetes.controlplane import ControlPlane
 from context_service.adapters.kubernetes.rest import Rest
 from context_service.contextctl.main import main
+from context_service.devcluster.controlplane import ControlPlane
 from tests.e2e.server import ServerProcess
 from tests.support.kube import running_apiserver
 

@@ -1,6 +1,6 @@
 """The client's own behaviour without a service (httpx's mock transport stands in for the
-network): the headers it sends, how it words failures, how it reads what a write recorded,
-numbers in tables, durations, completion scripts, help and usage errors."""
+network): the headers it sends (the agent API's too), how it words failures, how it reads what a
+write recorded, numbers in tables, durations, completion scripts, help and usage errors."""
 
 from __future__ import annotations
 
@@ -9,11 +9,14 @@ import json
 import httpx
 import pytest
 
+from context_service.client.routes import SETS_LIST as AGENT_SETS
+from context_service.contextctl.agent_api import AgentApi
 from context_service.contextctl.client import Client, ServiceError, service_error
 from context_service.contextctl.main import main
-from context_service.contextctl.options import parse_duration
+from context_service.contextctl.options import App, parse_duration
 from context_service.contextctl.output import cell_text
 from context_service.contextctl.settings import Settings
+from context_service.contract import agent as c
 
 
 def answering(status: int, body: object, seen: list[httpx.Request],
@@ -44,14 +47,54 @@ def test_no_token_no_subject_means_no_headers() -> None:
     assert str(seen[0].url) == "http://localhost:8080/healthz"
 
 
+def agent_api(env: dict[str, str], transport: httpx.BaseTransport) -> AgentApi:
+    return AgentApi(App(Settings.from_env(env)), transport)
+
+
 def test_agent_requests_carry_the_credential_not_the_subject() -> None:
     seen: list[httpx.Request] = []
-    settings = Settings.from_env({"CS_SUBJECT": "user:alice", "CS_AGENT_TOKEN": "bdk_x"})
-    Client(settings, answering(200, {}, seen)).post("/api/agent/v1/x", {}, agent=True)
+    env = {"CS_SUBJECT": "user:alice", "CS_AGENT_TOKEN": "bdk_x", "CS_TOKEN": "tok"}
+    with agent_api(env, answering(200, {"items": []}, seen)) as api:
+        answer = api.ask(AGENT_SETS, c.ListContextSetsRequest(limit=3), c.ContextSetList)
+    assert (answer.value, answer.raw) == (c.ContextSetList(items=[]), b'{"items":[]}')
     assert seen[0].headers["Authorization"] == "Bearer bdk_x"
+    assert seen[0].headers["X-SH-Auth"] == "tok"
+    assert seen[0].content == b'{"limit":3}'  # options left out are not sent
     assert "X-Context-Subject" not in seen[0].headers
-    with pytest.raises(ServiceError, match="set CS_AGENT_TOKEN"):
-        Client(Settings.from_env({}), answering(200, {}, [])).post("/x", {}, agent=True)
+    with pytest.raises(ServiceError, match="set CS_AGENT_TOKEN"), \
+            agent_api({}, answering(200, {}, seen)) as api:
+        api.ask(AGENT_SETS, c.ListContextSetsRequest(), c.ContextSetList)
+    assert len(seen) == 1
+
+
+def failing(exc: Exception) -> httpx.MockTransport:
+    def handle(request: httpx.Request) -> httpx.Response:
+        raise exc
+    return httpx.MockTransport(handle)
+
+
+@pytest.mark.parametrize(("transport", "printed", "status"), [
+    (answering(400, {"code": "VALIDATION_ERROR", "message": "request validation failed",
+                     "details": [{"path": "$.term", "message": "must not be blank"},
+                                 "not an object"]}, []),
+     "request validation failed\n  $.term: must not be blank", 400),
+    (answering(422, {"code": "AGENT_PACK_INCOMPLETE", "message": "the pack is incomplete",
+                     "details": {"missing": []}}, []), "the pack is incomplete", 422),
+    (answering(429, {"code": "RATE_LIMITED", "message": "rate limit exceeded"}, [],
+               {"Retry-After": "1"}), "rate limit exceeded", 429),  # not retried
+    (answering(503, "not an error body", []),
+     "context service returned 503 Service Unavailable", 503),
+    (failing(httpx.ReadTimeout("slow")),
+     "the context service at http://localhost:8080 did not answer in time (ReadTimeout)", 0),
+    (failing(httpx.ConnectError("refused")),
+     "cannot reach the context service at http://localhost:8080: refused", 0),
+])
+def test_agent_api_errors_read_as_the_cli_words_them(transport: httpx.BaseTransport,
+                                                     printed: str, status: int) -> None:
+    with pytest.raises(ServiceError) as caught, \
+            agent_api({"CS_AGENT_TOKEN": "bdk_x"}, transport) as api:
+        api.ask(AGENT_SETS, c.ListContextSetsRequest(), c.ContextSetList)
+    assert (str(caught.value), caught.value.status) == (printed, status)
 
 
 @pytest.mark.parametrize(("status", "body", "printed"), [

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from context_service.adapters.kubernetes.cluster import KubernetesCluster
-from context_service.adapters.kubernetes.controlplane import ControlPlane
-from context_service.adapters.kubernetes.devsim import DevSimulator
+from context_service.devcluster.controlplane import ControlPlane
+from context_service.devcluster.devsim import DevSimulator
 from tests.contextctl.conftest import Cli, complete_words, kube_service, make_cli
 from tests.contextctl.golden import check, transcript
 from tests.e2e.server import ServerProcess

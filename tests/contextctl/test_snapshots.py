@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from context_service.adapters.kubernetes.cluster import SNAPSHOT_CLASS, KubernetesCluster
-from context_service.adapters.kubernetes.controlplane import ControlPlane
-from context_service.adapters.kubernetes.devsim import DevSimulator
 from context_service.adapters.kubernetes.rest import STORAGE_CLASSES
+from context_service.devcluster.controlplane import ControlPlane
+from context_service.devcluster.devsim import DevSimulator
 from tests.contextctl.conftest import Cli, kube_service, make_cli
 from tests.contextctl.normalise import normalise
 from tests.e2e.server import ServerProcess

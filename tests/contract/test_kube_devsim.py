@@ -11,8 +11,8 @@ from context_service.adapters.kubernetes.cluster import (
     WARM_POOL,
     KubernetesCluster,
 )
-from context_service.adapters.kubernetes.devsim import DevSimulator
 from context_service.adapters.kubernetes.rest import PODS, STORAGE_CLASSES
+from context_service.devcluster.devsim import DevSimulator
 from context_service.domain.cluster import (
     BuiltinRuntime,
     ContextClaim,

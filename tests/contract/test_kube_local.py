@@ -10,8 +10,10 @@ import pytest
 
 from context_service.adapters.kubernetes import client
 from context_service.adapters.kubernetes.cluster import KubernetesCluster
-from context_service.adapters.kubernetes.controlplane import Ports
-from context_service.adapters.kubernetes.local import (
+from context_service.adapters.kubernetes.rest import Rest
+from context_service.config import Settings
+from context_service.devcluster.controlplane import Ports
+from context_service.devcluster.local import (
     DEV_DRIVER,
     DEV_SNAPSHOT_CLASS,
     DEV_STORAGE_CLASS,
@@ -19,8 +21,6 @@ from context_service.adapters.kubernetes.local import (
     DEV_WARM_POOL,
     LocalControlPlane,
 )
-from context_service.adapters.kubernetes.rest import Rest
-from context_service.config import Settings
 from context_service.domain.cluster import BuiltinRuntime, ContextClaim, PoolSandbox
 
 pytestmark = [pytest.mark.k8s, pytest.mark.slow]

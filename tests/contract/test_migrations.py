@@ -24,7 +24,8 @@ pytestmark = pytest.mark.postgres
 def test_the_package_carries_its_migrations() -> None:
     names = list(known())
     assert names == sorted(names) and names[0].startswith("0001_")
-    assert MIGRATIONS_DIR.parent.name == "context_service"
+    # a checkout reads the top-level folder (the wheel installs it as context_service/migrations)
+    assert Path(__file__).resolve().parents[2] / "migrations" == MIGRATIONS_DIR
 
 
 @pytest.mark.parametrize("layout", ["missing", "empty"])

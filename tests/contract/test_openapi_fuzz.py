@@ -2,7 +2,9 @@
 (examples, coverage, fuzzing and the stateful phase that follows the document's links) find no
 5xx, no response the document does not describe (status, content type, headers, body), no valid
 request refused and no invalid one accepted; and the run reaches every operation past a 404 or
-401, workspace and agent routes included (as the seeded workspace's owner and its credential)."""
+401, workspace and agent routes included (as the seeded workspace's owner and its credential).
+``/mcp`` is not in the document (one JSON-RPC endpoint, not a REST operation): its tool calls are
+fuzzed from the tools' input schemas by tests/api/agent_mcp/test_mcp_fuzz.py."""
 
 from __future__ import annotations
 

@@ -10,9 +10,9 @@ import pytest
 
 from context_service import bootstrap
 from context_service.adapters.kubernetes.cluster import SANDBOX, KubernetesCluster
-from context_service.adapters.kubernetes.devsim import DevSimulator
 from context_service.adapters.kubernetes.reconciler import Reconciler
 from context_service.adapters.kubernetes.rest import PVCS, Rest
+from context_service.devcluster.devsim import DevSimulator
 from context_service.domain.cluster import BuiltinRuntime, PoolSandbox, WorkspaceClaim
 from context_service.domain.pool.commands import ReleasePool, RequestPool
 from context_service.domain.pool.events import Resource, Workspace

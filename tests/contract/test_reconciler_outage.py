@@ -13,11 +13,11 @@ import pytest
 from context_service import bootstrap
 from context_service.adapters.kubernetes.client import close
 from context_service.adapters.kubernetes.cluster import KubernetesCluster
-from context_service.adapters.kubernetes.controlplane import ControlPlane
-from context_service.adapters.kubernetes.devsim import DevSimulator
 from context_service.adapters.kubernetes.reconciler import Reconciler
 from context_service.adapters.kubernetes.rest import Rest
 from context_service.config import Settings
+from context_service.devcluster.controlplane import ControlPlane
+from context_service.devcluster.devsim import DevSimulator
 from context_service.domain.cluster import BuiltinRuntime
 from context_service.domain.pool.commands import ReleasePool, RequestPool
 from tests.support.kube import running_apiserver

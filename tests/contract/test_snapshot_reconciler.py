@@ -13,10 +13,12 @@ import pytest
 
 from context_service import bootstrap
 from context_service.adapters.kubernetes.cluster import KubernetesCluster
-from context_service.adapters.kubernetes.devsim import DevSimulator
 from context_service.adapters.kubernetes.snapshot_reconciler import SnapshotReconciler
 from context_service.config import Settings
+from context_service.devcluster.devsim import DevSimulator
 from context_service.domain.cluster import Cluster, ClusterError, ContextClaim
+from context_service.domain.context import commands as cmd
+from context_service.domain.context import events as ev
 from context_service.domain.context import lifecycle as lc
 from context_service.domain.context.commands import CreateContext, DeleteContext
 from context_service.domain.events import Event, Subject
@@ -42,7 +44,7 @@ class World:
             access_mode="ReadWriteOnce", storage_class="fast"))
 
     def snapshot(self, name: str, context: str = "notes") -> None:
-        self.container.contexts.execute(self.ns, context, lc.RecordSnapshot(
+        self.container.contexts.execute(self.ns, context, cmd.RecordSnapshot(
             actor=ALICE, name=name, storage_class="fast", snapshot_class="fast-snap"))
 
     def status(self, name: str, context: str = "notes") -> tuple[str, str]:
@@ -58,9 +60,9 @@ class World:
         return sorted(s.name for s in self.cluster.list_snapshots(self.ns) if not s.deleting)
 
     def collect(self, keep_last: int = 1) -> None:
-        self.container.contexts.execute(self.ns, "notes", lc.SetRetention(
+        self.container.contexts.execute(self.ns, "notes", cmd.SetRetention(
             actor=ALICE, keep_last=keep_last))
-        self.container.contexts.execute(self.ns, "notes", lc.CollectSnapshots(actor=ALICE))
+        self.container.contexts.execute(self.ns, "notes", cmd.CollectSnapshots(actor=ALICE))
 
 
 def make_world(tmp_path: Path, url: str, cluster: Cluster, ns: str) -> bootstrap.Container:
@@ -115,10 +117,10 @@ def test_volume_snapshots_are_created_once_and_observed_on_change(
     assert world.worker.run_once().observed == 2
     assert world.status("s1") == ("ready", "")
     assert world.status("s2") == ("failed", "quota exceeded")
-    before = len(world.events(lc.SnapshotObserved))
+    before = len(world.events(ev.SnapshotObserved))
     for _ in range(2):
         assert world.worker.run_once().observed == 0
-    assert len(world.events(lc.SnapshotObserved)) == before
+    assert len(world.events(ev.SnapshotObserved)) == before
 
 
 @pytest.mark.k8s
@@ -149,10 +151,10 @@ def test_collected_snapshots_lose_their_volume_snapshots(
     report = world.worker.run_once()
     assert (report.deleted, report.failures) == (2, 0)
     assert world.objects() == ["context-notes-s3"]
-    assert sorted(e.object_name for e in world.events(lc.SnapshotObjectDeleted)) == [
+    assert sorted(e.object_name for e in world.events(ev.SnapshotObjectDeleted)) == [
         "context-notes-s1", "context-notes-s2"]
     assert world.worker.run_once().deleted == 0
-    assert len(world.events(lc.SnapshotObjectDeleted)) == 2
+    assert len(world.events(ev.SnapshotObjectDeleted)) == 2
 
 
 @pytest.mark.k8s
@@ -236,7 +238,7 @@ def test_an_object_already_being_deleted_is_not_deleted_again(
     fake.calls.clear()
     assert world.worker.run_once().deleted == 0
     assert ("delete_snapshot", "team1", "context-notes-s1") not in fake.calls
-    assert [e.name for e in world.events(lc.SnapshotObjectDeleted)] == ["s1"]
+    assert [e.name for e in world.events(ev.SnapshotObjectDeleted)] == ["s1"]
 
 
 def test_a_stale_view_skips_the_pass(fake_world: tuple[World, FakeCluster]) -> None:

@@ -13,9 +13,9 @@ import pytest
 import yaml
 
 from context_service.adapters.kubernetes.access import GRANTS, QUERY_MIRROR, permissions
-from context_service.adapters.kubernetes.controlplane import ControlPlane
 from context_service.adapters.kubernetes.rest import JSON
 from context_service.config import Settings
+from context_service.devcluster.controlplane import ControlPlane
 from tests.support.deploy import SERVICE_ACCOUNT, kubectl, named, of_kind, render
 
 NS = "cs-prod"

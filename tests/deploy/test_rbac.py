@@ -23,10 +23,10 @@ from context_service.adapters.kubernetes.access import (
 )
 from context_service.adapters.kubernetes.client import close
 from context_service.adapters.kubernetes.cluster import KubernetesCluster
-from context_service.adapters.kubernetes.controlplane import ControlPlane
-from context_service.adapters.kubernetes.devsim import DevSimulator
 from context_service.adapters.kubernetes.rest import Rest
 from context_service.config import Settings
+from context_service.devcluster.controlplane import ControlPlane
+from context_service.devcluster.devsim import DevSimulator
 from context_service.domain.cluster import (
     SANDBOXES,
     BuiltinRuntime,

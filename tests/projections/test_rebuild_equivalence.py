@@ -24,6 +24,7 @@ from tests.projections.access_history import write_access_history
 from tests.projections.history import write_history
 from tests.projections.pack_support import collection, publish
 from tests.projections.set_history import write_set_history
+from tests.support.hypothesis_profiles import scaled
 from tests.support.views import snapshot
 
 pytestmark = pytest.mark.postgres
@@ -93,7 +94,7 @@ def assert_indexes_assemble_from_the_log(container: Container) -> None:
         assert records == expected.records
 
 
-@settings(max_examples=6, deadline=None,
+@settings(max_examples=scaled(6), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 10_000), batch=st.integers(1, 40), stops=st.integers(1, 5))
 def test_resumed_views_equal_rebuilt_views(idle_container: Container, seed: int, batch: int,

@@ -19,7 +19,7 @@ from litestar.types import ASGIApp, Receive, Scope, Send
 from context_service import bootstrap
 from context_service.config import Settings
 from context_service.domain.agent_credentials import token as token_module
-from context_service.http.agent.ratelimit import AUTH_FAILURES, AuthFailures, address_key
+from context_service.http.agent.ratelimit import AuthFailures, address_key
 from context_service.http.app import create_app
 from tests.api.agent.conftest import add_member, read_probe, run_probe, token_of
 from tests.api.conftest import Api
@@ -84,7 +84,7 @@ def api(app: Litestar) -> Iterator[Api]:
 def clock(app: Litestar) -> list[float]:
     """The throttle's clock, moved by hand."""
     now = [1000.0]
-    found: AuthFailures = app.state.services.extra[AUTH_FAILURES]
+    found: AuthFailures = app.state.services.auth_failures
     found.clock = lambda: now[0]
     return now
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import Any, TypeVar
 
 import psycopg
@@ -20,15 +21,18 @@ import pytest
 from context_service import bootstrap
 from context_service.adapters.eventstore.consistency import LogConsistency
 from context_service.adapters.postgres.sandbox.role import ROLE
+from context_service.config import Settings
 from tests.api.agent.packs_corpus import FACTS, NOTES
 from tests.api.agent.packs_support import Agent, create_context, publish, record
-from tests.api.agent.packs_support import settings as settings  # the fixture
 from tests.api.agent.templates_support import approve, register, registered, runner, seeded
 from tests.api.agent.templates_support import run as run_template
 from tests.api.conftest import Api
 from tests.security.template_grants import ADVISORY, SET_CONFIG, SLEEP, executable
+from tests.support.api_helpers import fresh
+from tests.support.services import suite_settings
 
-pytestmark = pytest.mark.postgres
+# one service for the module: see ``corpus``
+pytestmark = [pytest.mark.postgres, pytest.mark.shared_service]
 # the log and the views' positions move by the run's own event; every other table must not
 MOVING = {"public.stored_events", "public.projection_tracking"}
 REFUSED = "invalid query template: "
@@ -55,14 +59,28 @@ def checksums(container: bootstrap.Container) -> dict[str, str]:
 _DB: dict[str, bootstrap.Container] = {}
 
 
-@pytest.fixture
-def corpus(api: Api, container: bootstrap.Container) -> Iterator[Api]:
-    _DB["container"] = container
-    seeded(api)
-    registered(api, "count-passages", "SELECT count(*) AS n FROM passages")
-    approve(api, ["count-passages"])
-    yield api
+@pytest.fixture(scope="module")
+def module_settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
+    """Without the per-credential rate limit: every test runs templates as a credential."""
+    return replace(suite_settings(tmp_path_factory.mktemp("escapes")), agent_rate_per_second=0)
+
+
+@pytest.fixture(scope="module")
+def module_corpus(module_api: Api, module_container: bootstrap.Container) -> Iterator[Api]:
+    """The module's one service, seeded once: every test either is refused (nothing stored) or
+    registers templates under names of its own, and ``unchanged`` compares the tables around
+    each statement, not against an empty database."""
+    _DB["container"] = module_container
+    seeded(module_api)
+    registered(module_api, "count-passages", "SELECT count(*) AS n FROM passages")
+    approve(module_api, ["count-passages"])
+    yield module_api
     _DB.clear()
+
+
+@pytest.fixture
+def corpus(module_corpus: Api) -> Api:
+    return module_corpus
 
 
 def refused(api: Api, sql: str, message: str | None = None,
@@ -101,10 +119,13 @@ def run(agent: Agent, template_id: str, parameters: dict[str, Any] | None = None
 
 
 def approved_run(api: Api, sql: str, parameters: list[dict[str, Any]] | None = None,
-                 values: dict[str, Any] | None = None, **extra: Any) -> Any:
-    registered(api, "escape", sql, parameters, **extra)
-    approve(api, ["count-passages", "escape"])
-    return run(runner(api), "escape", values)
+                 values: dict[str, Any] | None = None, template_id: str = "",
+                 **extra: Any) -> Any:
+    """Register ``sql`` (as ``template_id``, a fresh name by default), approve it and run it."""
+    template_id = template_id or fresh("escape")
+    registered(api, template_id, sql, parameters, **extra)
+    approve(api, ["count-passages", template_id])
+    return run(runner(api), template_id, values)
 
 
 def failed(resp: Any, sqlstate: str | None = None) -> str:
@@ -243,11 +264,12 @@ def test_another_scope_token_yields_no_rows(corpus: Api, container: bootstrap.Co
 def test_injection_through_parameters_is_only_ever_a_value(corpus: Api) -> None:
     resp = approved_run(corpus, "SELECT count(*) AS n FROM passages WHERE record_id = :id",
                         [{"name": "id", "type": "text"}],
-                        {"id": "x' OR '1'='1'; DELETE FROM agent_data.passages; --"})
+                        {"id": "x' OR '1'='1'; DELETE FROM agent_data.passages; --"},
+                        template_id="injection")
     assert resp.status_code == 200 and resp.json()["rows"] == [[0]]
-    resp = run(runner(corpus), "escape", {"id": "cfo-2024"})
+    resp = run(runner(corpus), "injection", {"id": "cfo-2024"})
     assert resp.json()["rows"] == [[1]]
-    resp = run(runner(corpus), "escape", {"id": 1})
+    resp = run(runner(corpus), "injection", {"id": 1})
     assert resp.status_code == 400 and resp.json()["code"] == "VALIDATION_ERROR"
 
 
@@ -480,7 +502,7 @@ ACCEPTED = [
 @pytest.mark.parametrize("sql", ACCEPTED)
 def test_registration_accepts_functions_over_values(corpus: Api, sql: str) -> None:
     """Arithmetic, text, dates and times, JSON, text search, aggregates and windows."""
-    resp = register(corpus, "values", sql)
+    resp = register(corpus, fresh("values"), sql)
     assert resp.status_code == 201, (sql, resp.text)
 
 

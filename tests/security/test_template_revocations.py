@@ -46,6 +46,7 @@ DIRECT = [
 ]
 
 
+@pytest.mark.shared_service  # read only: the cases share one container
 @pytest.mark.parametrize(("statement", "function"), DIRECT)
 def test_the_restricted_login_gets_permission_denied_calling_them_directly(
         container: bootstrap.Container, statement: str, function: str) -> None:

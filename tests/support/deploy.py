@@ -14,8 +14,8 @@ import yaml
 from kubernetes.client import ApiClient
 
 from context_service.adapters.kubernetes.access import Access, request_access
-from context_service.adapters.kubernetes.controlplane import ControlPlane
 from context_service.adapters.kubernetes.rest import JSON, Rest
+from context_service.devcluster.controlplane import ControlPlane
 from context_service.domain.cluster import ClusterError
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

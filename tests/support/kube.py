@@ -11,9 +11,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from context_service.adapters.kubernetes.client import close
-from context_service.adapters.kubernetes.controlplane import ControlPlane, Ports
-from context_service.adapters.kubernetes.local import CRD_DIR, install_crds
 from context_service.adapters.kubernetes.rest import Rest
+from context_service.devcluster.controlplane import ControlPlane, Ports
+from context_service.devcluster.local import CRD_DIR, install_crds
 
 CRDS = CRD_DIR
 

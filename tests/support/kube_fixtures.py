@@ -28,9 +28,6 @@ from context_service.adapters.kubernetes.cluster import (
     WARM_POOL,
     KubernetesCluster,
 )
-from context_service.adapters.kubernetes.controlplane import ControlPlane
-from context_service.adapters.kubernetes.devsim import DevSimulator
-from context_service.adapters.kubernetes.local import ENSURE_SCRIPT
 from context_service.adapters.kubernetes.rest import (
     CONFIG_MAPS,
     JSON,
@@ -40,6 +37,9 @@ from context_service.adapters.kubernetes.rest import (
     Resource,
     Rest,
 )
+from context_service.devcluster.controlplane import ControlPlane
+from context_service.devcluster.devsim import DevSimulator
+from context_service.devcluster.local import ENSURE_SCRIPT
 from context_service.domain.cluster import Cluster, ClusterError
 from tests.support.fake_cluster import FakeCluster
 from tests.support.kube import running_apiserver

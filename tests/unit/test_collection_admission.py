@@ -10,9 +10,9 @@ from datetime import UTC, datetime
 from hypothesis import given
 from hypothesis import strategies as st
 
-from context_service.domain.context.adoption import ContextAdopted
 from context_service.domain.context.events import (
     AccessGranted,
+    ContextAdopted,
     ContextCreated,
     ContextDeleted,
     Grant,

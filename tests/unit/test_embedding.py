@@ -18,6 +18,7 @@ from context_service.adapters.embedding.wordllama_model import (
     vector_bytes,
 )
 from context_service.projections.passage_features.features import Text
+from tests.support.hypothesis_profiles import scaled
 
 
 def test_token_counts_follow_the_llama_tokenizer() -> None:
@@ -54,7 +55,7 @@ def test_features_pair_counts_with_big_endian_vectors() -> None:
 _PIECE = st.text(alphabet=st.sampled_from(list("ab Z9 .,\n\t▁<s>é东😀")), max_size=30)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=scaled(300), deadline=None)
 @given(parts=st.lists(_PIECE, min_size=1, max_size=5), separator=st.sampled_from(
     ["", "\n", "\n\n", " ", "▁"]), embed=st.booleans())
 def test_word_by_word_ids_equal_the_tokenizers(parts: list[str], separator: str,

@@ -28,6 +28,7 @@ from context_service.domain.pack.render import render
 from context_service.domain.pack.request import AsOf, PackRequest
 from context_service.domain.pack.retrieval2.reference import ReferenceHybrid
 from context_service.domain.pack.scope import pack_scope
+from tests.support.hypothesis_profiles import scaled
 from tests.unit import pack_cfo as ex
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -74,7 +75,7 @@ def corpora(draw: st.DrawFn) -> dict[str, CollectionCorpus]:
     return {n: draw(collection(n)) for n in names}
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=scaled(60), deadline=None)
 @given(corpora(), st.data())
 def test_the_adapter_list_is_the_reference_list(corpus: dict[str, CollectionCorpus],
                                                  data: st.DataObject) -> None:
@@ -146,7 +147,7 @@ def test_the_same_packs_byte_for_byte_in_two_processes() -> None:
         assert json.loads(out) == here
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=scaled(40), deadline=None)
 @given(collection("company-facts"), collection("secret"), st.data())
 def test_an_unreadable_collection_never_changes_a_pack(
         facts: CollectionCorpus, secret: CollectionCorpus, data: st.DataObject) -> None:

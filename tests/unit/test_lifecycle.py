@@ -12,6 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from context_service.adapters.eventstore.mapper import decode_event
+from context_service.domain.context import commands as cmd
+from context_service.domain.context import events as ev
 from context_service.domain.context import lifecycle as lc
 from context_service.domain.context.commands import (
     Command,
@@ -59,11 +61,11 @@ def live(revision: str = REV) -> ContextState:
     return state
 
 
-def record(name: str = "s1", **fields: Any) -> lc.RecordSnapshot:
+def record(name: str = "s1", **fields: Any) -> cmd.RecordSnapshot:
     values: dict[str, Any] = dict(actor=ALICE, name=name, storage_class="fast",
                                   snapshot_class="fast-snap")
     values.update(fields)
-    return lc.RecordSnapshot(**values)
+    return cmd.RecordSnapshot(**values)
 
 
 def with_snapshots(*names: str, ready: bool = True) -> ContextState:
@@ -71,7 +73,7 @@ def with_snapshots(*names: str, ready: bool = True) -> ContextState:
     for i, name in enumerate(names):
         state = apply(state, record(name), EPOCH + timedelta(hours=i))
         if ready:
-            state = apply(state, lc.ObserveSnapshot(actor=RECONCILER, name=name, status="ready"))
+            state = apply(state, cmd.ObserveSnapshot(actor=RECONCILER, name=name, status="ready"))
     return state
 
 
@@ -87,7 +89,7 @@ def error_of(command: Command, state: ContextState) -> tuple[type[DomainError], 
 def test_a_snapshot_records_the_request_and_the_context_at_that_moment() -> None:
     state = live()
     events = decide(record(labels={"protected": "TRUE", "team": "r"}), state, EPOCH)
-    assert events == [lc.SnapshotRecorded(
+    assert events == [ev.SnapshotRecorded(
         at=EPOCH, actor=ALICE.key, name="s1", object_name=f"context-{NAME}-s1", type="memory",
         size="1Gi", access_mode="ReadWriteMany", storage_class="fast",
         snapshot_class="fast-snap", revision=REV, protected=True,
@@ -107,7 +109,7 @@ def test_protection_is_forced_by_the_protected_label(protected: bool, labels: di
 
 def test_a_snapshot_without_a_revision_records_none() -> None:
     [event] = decide(record(), live(revision=""), EPOCH)
-    assert isinstance(event, lc.SnapshotRecorded)
+    assert isinstance(event, ev.SnapshotRecorded)
     assert event.revision == ""
 
 
@@ -119,7 +121,7 @@ def test_snapshot_names_are_dns_labels(name: str) -> None:
 
 def test_a_63_character_snapshot_name_gets_a_hashed_object_name() -> None:
     [event] = decide(record("s" * 63), live(), EPOCH)
-    assert isinstance(event, lc.SnapshotRecorded)
+    assert isinstance(event, ev.SnapshotRecorded)
     assert len(event.object_name) == 63
     assert event.object_name.startswith(f"context-{NAME}-sss")
 
@@ -147,40 +149,40 @@ def _grant(subject: Subject, permissions: tuple[str, ...]) -> Command:
 
 def test_observations_are_recorded_only_when_the_status_changes() -> None:
     state = with_snapshots("s1", ready=False)
-    same = lc.ObserveSnapshot(actor=RECONCILER, name="s1", status="creating")
+    same = cmd.ObserveSnapshot(actor=RECONCILER, name="s1", status="creating")
     assert decide(same, state, EPOCH) == []
-    failed = lc.ObserveSnapshot(actor=RECONCILER, name="s1", status="failed", error="boom")
+    failed = cmd.ObserveSnapshot(actor=RECONCILER, name="s1", status="failed", error="boom")
     state = apply(state, failed)
     assert (state.snapshots[0].status, state.snapshots[0].error) == ("failed", "boom")
     assert decide(failed, state, EPOCH) == []
-    state = apply(state, lc.ObserveSnapshot(actor=RECONCILER, name="s1", status="ready",
+    state = apply(state, cmd.ObserveSnapshot(actor=RECONCILER, name="s1", status="ready",
                                             error="ignored"))
     assert (state.snapshots[0].status, state.snapshots[0].error) == ("ready", "")
 
 
 def test_observations_of_unknown_snapshots_or_deleted_contexts_record_nothing() -> None:
-    observe = lc.ObserveSnapshot(actor=RECONCILER, name="s1", status="ready")
+    observe = cmd.ObserveSnapshot(actor=RECONCILER, name="s1", status="ready")
     assert decide(observe, live(), EPOCH) == []
     gone = apply(with_snapshots("s1", ready=False), DeleteContext(actor=ALICE))
     assert decide(observe, gone, EPOCH) == []
     with pytest.raises(DomainError):
-        decide(lc.ObserveSnapshot(actor=RECONCILER, name="s1", status="Ready"), live(), EPOCH)
+        decide(cmd.ObserveSnapshot(actor=RECONCILER, name="s1", status="Ready"), live(), EPOCH)
 
 
 # --- retention --------------------------------------------------------------------------------
 
 
-def retention(keep_last: int = 0, max_age: str = "", actor: Subject = ALICE) -> lc.SetRetention:
-    return lc.SetRetention(actor=actor, keep_last=keep_last, max_age=max_age)
+def retention(keep_last: int = 0, max_age: str = "", actor: Subject = ALICE) -> cmd.SetRetention:
+    return cmd.SetRetention(actor=actor, keep_last=keep_last, max_age=max_age)
 
 
 @pytest.mark.parametrize(("keep_last", "max_age", "stored"), [
-    (3, "168h", lc.Retention(3, "168h")), (0, "1h30m", lc.Retention(0, "1h30m")),
-    (2, "0", lc.Retention(2, "")), (2, "0s", lc.Retention(2, "")),
-    (2, "0h0m", lc.Retention(2, "")), (0, "-0s", lc.Retention(0, "")), (0, "1ns",
-                                                                          lc.Retention(0, "1ns"))])
+    (3, "168h", ev.Retention(3, "168h")), (0, "1h30m", ev.Retention(0, "1h30m")),
+    (2, "0", ev.Retention(2, "")), (2, "0s", ev.Retention(2, "")),
+    (2, "0h0m", ev.Retention(2, "")), (0, "-0s", ev.Retention(0, "")), (0, "1ns",
+                                                                          ev.Retention(0, "1ns"))])
 def test_retention_is_recorded_with_zero_durations_unset(keep_last: int, max_age: str,
-                                                         stored: lc.Retention) -> None:
+                                                         stored: ev.Retention) -> None:
     state = apply(live(), retention(9, "1h"))
     assert apply(state, retention(keep_last, max_age)).retention == stored
 
@@ -211,8 +213,8 @@ def test_retention_needs_administer() -> None:
 # --- GC runs ----------------------------------------------------------------------------------
 
 
-def collect(dry_run: bool = False, clones: tuple[CloneSource, ...] = ()) -> lc.CollectSnapshots:
-    return lc.CollectSnapshots(actor=ALICE, dry_run=dry_run, clones=clones)
+def collect(dry_run: bool = False, clones: tuple[CloneSource, ...] = ()) -> cmd.CollectSnapshots:
+    return cmd.CollectSnapshots(actor=ALICE, dry_run=dry_run, clones=clones)
 
 
 def test_a_gc_run_records_what_it_deleted_and_kept() -> None:
@@ -220,7 +222,7 @@ def test_a_gc_run_records_what_it_deleted_and_kept() -> None:
     now = EPOCH + timedelta(days=1)
     assert decide(collect(dry_run=True), state, now) == []
     [event] = decide(collect(), state, now)
-    assert event == lc.SnapshotsCollected(at=now, actor=ALICE.key, deleted=("s1", "s2"),
+    assert event == ev.SnapshotsCollected(at=now, actor=ALICE.key, deleted=("s1", "s2"),
                                           kept=("s3",), keep_last=1, max_age="")
     after = evolve(state, event)
     assert [s.name for s in after.snapshots] == ["s3"]
@@ -230,20 +232,20 @@ def test_a_gc_run_records_what_it_deleted_and_kept() -> None:
 def test_a_gc_run_keeps_what_a_clone_references() -> None:
     state = apply(with_snapshots("s1", "s2"), retention(1))
     [event] = decide(collect(clones=(CloneSource(NAME, "s1", ""),)), state, EPOCH)
-    assert isinstance(event, lc.SnapshotsCollected)
+    assert isinstance(event, ev.SnapshotsCollected)
     assert (event.deleted, event.kept) == ((), ("s1", "s2"))
 
 
 def test_a_gc_run_without_a_policy_keeps_everything_and_is_still_recorded() -> None:
     [event] = decide(collect(), with_snapshots("s1"), EPOCH)
-    assert isinstance(event, lc.SnapshotsCollected)
+    assert isinstance(event, ev.SnapshotsCollected)
     assert (event.deleted, event.kept) == ((), ("s1",))
 
 
 def test_the_deleted_object_is_observed_once_its_name_is_free() -> None:
     state = apply(apply(with_snapshots("s1"), retention(0, "1ns")), collect(),
                   EPOCH + timedelta(days=2))
-    gone = lc.ObserveSnapshotObjectDeleted(actor=RECONCILER, name="s1",
+    gone = cmd.ObserveSnapshotObjectDeleted(actor=RECONCILER, name="s1",
                                            object_name=f"context-{NAME}-s1")
     assert len(decide(gone, state, EPOCH)) == 1
     assert apply(state, gone) == state
@@ -261,12 +263,12 @@ def test_only_a_ready_snapshot_can_be_cloned() -> None:
     with pytest.raises(ContextInvalidError) as info:
         lc.clone_source(state, "s1")
     assert info.value.message == 'invalid context resource: snapshot "s1" is not ready'
-    ready = apply(state, lc.ObserveSnapshot(actor=RECONCILER, name="s1", status="ready"))
+    ready = apply(state, cmd.ObserveSnapshot(actor=RECONCILER, name="s1", status="ready"))
     assert lc.clone_source(ready, "s1").name == "s1"
 
 
-def clone(source: lc.SnapshotRecord, name: str = "copy", actor: Subject = BOB) -> lc.CreateClone:
-    return lc.CreateClone(actor=actor, name=name, namespace=NAMESPACE, source=NAME,
+def clone(source: ev.SnapshotRecord, name: str = "copy", actor: Subject = BOB) -> cmd.CreateClone:
+    return cmd.CreateClone(actor=actor, name=name, namespace=NAMESPACE, source=NAME,
                           snapshot=source)
 
 
@@ -315,23 +317,23 @@ def test_clone_body_checks_run_name_first() -> None:
 
 actors = st.sampled_from((ALICE, BOB, ADMIN, RECONCILER))
 records = st.builds(
-    lc.SnapshotRecord, name=texts, object_name=texts, type=texts, size=texts, access_mode=texts,
+    ev.SnapshotRecord, name=texts, object_name=texts, type=texts, size=texts, access_mode=texts,
     storage_class=texts, snapshot_class=texts, created_at=timestamps, revision=texts,
     protected=st.booleans(), labels=st.dictionaries(texts, texts, max_size=2),
     status=st.sampled_from(lc.STATUSES), error=texts)
 lifecycle_commands: st.SearchStrategy[Command] = st.one_of(
-    st.builds(lc.RecordSnapshot, actor=actors, name=st.one_of(st.just("s1"), texts),
+    st.builds(cmd.RecordSnapshot, actor=actors, name=st.one_of(st.just("s1"), texts),
               storage_class=texts, snapshot_class=texts, protected=st.booleans(),
               labels=st.dictionaries(texts, texts, max_size=2)),
-    st.builds(lc.ObserveSnapshot, actor=actors, name=st.sampled_from(("s1", "s2")),
+    st.builds(cmd.ObserveSnapshot, actor=actors, name=st.sampled_from(("s1", "s2")),
               status=st.one_of(st.sampled_from(lc.STATUSES), texts), error=texts),
-    st.builds(lc.ObserveSnapshotObjectDeleted, actor=actors, name=texts, object_name=texts),
-    st.builds(lc.SetRetention, actor=actors, keep_last=st.integers(-3, 5),
+    st.builds(cmd.ObserveSnapshotObjectDeleted, actor=actors, name=texts, object_name=texts),
+    st.builds(cmd.SetRetention, actor=actors, keep_last=st.integers(-3, 5),
               max_age=st.one_of(st.sampled_from(("", "0", "1h", "-1h", "1.5h", "x")), texts)),
-    st.builds(lc.CollectSnapshots, actor=actors, dry_run=st.booleans(),
+    st.builds(cmd.CollectSnapshots, actor=actors, dry_run=st.booleans(),
               clones=st.lists(st.builds(CloneSource, texts, texts, texts), max_size=2)
               .map(tuple)),
-    st.builds(lc.CreateClone, actor=actors, name=st.one_of(st.just("copy"), texts),
+    st.builds(cmd.CreateClone, actor=actors, name=st.one_of(st.just("copy"), texts),
               namespace=st.just(NAMESPACE), source=st.just(NAME), snapshot=records),
 )
 

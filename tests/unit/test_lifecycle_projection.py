@@ -12,9 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from context_service.domain.cluster import ContextSnapshot
+from context_service.domain.context import events as ev
 from context_service.domain.context import lifecycle as lc
-from context_service.domain.context.adoption import ContextAdopted
-from context_service.domain.context.events import ContextDeleted, Storage
+from context_service.domain.context.events import ContextAdopted, ContextDeleted, Storage
 from context_service.domain.events import Event
 from context_service.domain.stream import Recorded, context_stream
 from context_service.projections.snapshots.projection import SnapshotObjects, step
@@ -29,23 +29,23 @@ def recorded(events: Iterable[Event]) -> list[Recorded]:
     return [Recorded(i + 1, STREAM, i + 1, type(e).__name__, e) for i, e in enumerate(events)]
 
 
-def taken(name: str) -> lc.SnapshotRecorded:
-    return lc.SnapshotRecorded(
+def taken(name: str) -> ev.SnapshotRecorded:
+    return ev.SnapshotRecorded(
         at=EPOCH, actor=WHO, name=name, object_name=f"context-notes-{name}", type="memory",
         size="1Gi", access_mode="ReadWriteOnce", storage_class="fast", snapshot_class="snap",
         revision="r", protected=True, labels={"a": "1"})
 
 
-def observed(name: str, status: str, error: str = "") -> lc.SnapshotObserved:
-    return lc.SnapshotObserved(at=EPOCH, actor=WHO, name=name, status=status, error=error)
+def observed(name: str, status: str, error: str = "") -> ev.SnapshotObserved:
+    return ev.SnapshotObserved(at=EPOCH, actor=WHO, name=name, status=status, error=error)
 
 
-def collected(*names: str) -> lc.SnapshotsCollected:
-    return lc.SnapshotsCollected(at=EPOCH, actor=WHO, deleted=names, kept=())
+def collected(*names: str) -> ev.SnapshotsCollected:
+    return ev.SnapshotsCollected(at=EPOCH, actor=WHO, deleted=names, kept=())
 
 
-def object_deleted(name: str) -> lc.SnapshotObjectDeleted:
-    return lc.SnapshotObjectDeleted(at=EPOCH, actor=WHO, name=name,
+def object_deleted(name: str) -> ev.SnapshotObjectDeleted:
+    return ev.SnapshotObjectDeleted(at=EPOCH, actor=WHO, name=name,
                                     object_name=f"context-notes-{name}")
 
 
@@ -89,7 +89,7 @@ def test_a_retaken_name_replaces_the_collected_row() -> None:
 
 
 def test_adopted_snapshots_are_managed_under_their_own_object_names() -> None:
-    adopted = lc.SnapshotRecord(
+    adopted = ev.SnapshotRecord(
         name="old", object_name="legacy-name", type="state", size="2Gi",
         access_mode="ReadWriteMany", storage_class="fast", snapshot_class="snap",
         created_at=EPOCH, status="ready")

@@ -25,6 +25,7 @@ from context_service.domain.pack.text import (
 )
 from context_service.domain.query.tokenizer import tokenize
 from context_service.domain.score import to_micros
+from tests.support.hypothesis_profiles import scaled
 
 WORDS = st.sampled_from(("acme", "board", "cfo", "lisbon", "report", "growth", "q3"))
 
@@ -89,7 +90,7 @@ def overlapping(draw: st.DrawFn) -> str:
     return " ".join(words)
 
 
-@settings(max_examples=400)
+@settings(max_examples=scaled(400))
 @given(overlapping(), overlapping())
 def test_near_keys_is_the_jaccard_test_of_the_shingle_sets(a: str, b: str) -> None:
     sig = signature(a)

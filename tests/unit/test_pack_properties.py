@@ -21,6 +21,7 @@ from context_service.domain.pack.render import render
 from context_service.domain.pack.request import AsOf, PackRequest
 from context_service.domain.pack.retrieval2.reference import ReferenceHybrid
 from context_service.domain.pack.scope import pack_scope
+from tests.support.hypothesis_profiles import scaled
 
 WORDS = ("cfo", "acme", "board", "lisbon", "office", "report", "budget", "dana", "priya", "q3")
 BASE = datetime(2024, 1, 1, tzinfo=UTC)
@@ -98,7 +99,7 @@ def build(case: dict[str, Any]) -> Pack:
                     lambda: False)
 
 
-@settings(max_examples=60)
+@settings(max_examples=scaled(60))
 @given(inputs())
 def test_the_budget_holds_and_items_are_whole_and_offered_once(case: dict[str, Any]) -> None:
     pack = build(case)
@@ -131,14 +132,14 @@ def test_the_budget_holds_and_items_are_whole_and_offered_once(case: dict[str, A
     assert ("doc" in kinds) <= request.wants("documents")
 
 
-@settings(max_examples=60)
+@settings(max_examples=scaled(60))
 @given(inputs())
 def test_the_same_inputs_give_the_same_bytes(case: dict[str, Any]) -> None:
     first = render(build(case), "rp_x", T)
     assert render(build(case), "rp_x", T) == first
 
 
-@settings(max_examples=60)
+@settings(max_examples=scaled(60))
 @given(inputs())
 def test_a_larger_budget_packs_everything_offered(case: dict[str, Any]) -> None:
     roomy = dict(case, request=PackRequest(**{

@@ -22,8 +22,7 @@ from context_service.domain.cluster import (
     SandboxClaimInfo,
     SandboxInfo,
 )
-from context_service.domain.context.events import CloneSource, Grant, Storage
-from context_service.domain.context.lifecycle import Retention
+from context_service.domain.context.events import CloneSource, Grant, Retention, Storage
 from context_service.domain.context.state import ContextState
 from context_service.domain.errors import ContextExistsError
 from context_service.domain.events import Subject

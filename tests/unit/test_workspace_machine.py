@@ -17,6 +17,7 @@ from context_service.domain.workspace.decide import decide
 from context_service.domain.workspace.events import WorkspaceMemberRemoved, WorkspaceMemberSet
 from context_service.domain.workspace.roles import ROLES
 from context_service.domain.workspace.state import WorkspaceState, evolve
+from tests.support.hypothesis_profiles import scaled
 
 PEOPLE = [Subject("user", n) for n in ("alice", "bob", "carol", "dave", "erin")]
 actors = st.sampled_from([*PEOPLE, ADMIN])
@@ -66,7 +67,7 @@ class Membership(RuleBasedStateMachine):
         assert ADMIN.key not in self.state.members
 
 
-Membership.TestCase.settings = settings(max_examples=150, stateful_step_count=40,
+Membership.TestCase.settings = settings(max_examples=scaled(150), stateful_step_count=40,
                                         deadline=None)
 TestMembership = Membership.TestCase
 

@@ -12,8 +12,7 @@ from datetime import datetime
 
 from context_service.adapters.eventstore.mapper import from_stored
 from context_service.adapters.eventstore.store import EVENTS_TABLE, EventStore
-from context_service.domain.context.adoption import ContextAdopted
-from context_service.domain.context.events import ContextCreated
+from context_service.domain.context.events import ContextAdopted, ContextCreated
 from context_service.domain.context.state import ContextState, evolve
 from context_service.domain.stream import Recorded, context_stream
 

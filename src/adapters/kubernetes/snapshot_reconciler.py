@@ -18,8 +18,11 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from context_service.domain.cluster import Change, Cluster, ClusterError, SnapshotInfo, Watch
-from context_service.domain.context.commands import Command
-from context_service.domain.context.lifecycle import ObserveSnapshot, ObserveSnapshotObjectDeleted
+from context_service.domain.context.commands import (
+    Command,
+    ObserveSnapshot,
+    ObserveSnapshotObjectDeleted,
+)
 from context_service.domain.errors import DomainError
 from context_service.domain.events import Subject
 from context_service.domain.values import quote

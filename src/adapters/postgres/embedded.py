@@ -22,6 +22,7 @@ from typing import Any
 import psutil
 
 from context_service.adapters import children
+from context_service.adapters.optional import require_postgres
 
 log = logging.getLogger(__name__)
 RECORD = "postgres.child.json"
@@ -34,7 +35,8 @@ class EmbeddedPostgresError(RuntimeError):
 
 def start(data_dir: Path, database: str = "context_service", timeout: float = 60.0) -> str:
     """Start (or use the live one of) the embedded server, make sure ``database`` exists and
-    return its URL."""
+    return its URL. Without the ``embedded`` extra: ``NotInstalledError``."""
+    require_postgres()
     run = _runtime_dir(data_dir)
     os.environ.setdefault("XDG_RUNTIME_DIR", str(run))
     pgdata = (data_dir / "pg").resolve()

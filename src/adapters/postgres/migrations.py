@@ -1,5 +1,6 @@
-"""Forward-only migrations: ``context_service/migrations/NNNN_name.sql`` (package data),
-applied once each, in order; the schema version is the set of applied names.
+"""Forward-only migrations: ``NNNN_name.sql`` in the top-level ``migrations/`` folder (installed
+as ``context_service/migrations``), applied once each, in order; the schema version is the set of
+applied names.
 
 The event and tracking tables belong to ``eventsourcing`` and are created through its recorders;
 the read-model tables are ours and live in the SQL files. Start-up fails when the migration set
@@ -14,7 +15,18 @@ from pathlib import Path
 import psycopg
 from eventsourcing.postgres import PostgresDatastore
 
-MIGRATIONS_DIR = Path(str(resources.files("context_service") / "migrations"))
+
+def _migrations_dir() -> Path:
+    """``context_service/migrations`` in an installation; in a checkout, where the package is the
+    ``src/`` folder, the top-level ``migrations/`` beside it."""
+    package = Path(str(resources.files("context_service"))).resolve()
+    checkout = package.parent / "migrations"
+    if package.name == "src" and checkout.is_dir():
+        return checkout
+    return package / "migrations"
+
+
+MIGRATIONS_DIR = _migrations_dir()
 _PATTERN = "[0-9][0-9][0-9][0-9]_*.sql"
 _TABLE = ("CREATE TABLE IF NOT EXISTS schema_migrations "
           "(name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())")

@@ -1,6 +1,6 @@
 """Adoption of existing cluster objects (spec 6.10): a context PVC labelled as ours, with its
-annotations and VolumeSnapshots, becomes one ``ContextAdopted`` event; the state it starts is
-folded by ``adopted_state``. Pure: the caller reads the cluster through the port."""
+annotations and VolumeSnapshots, becomes one ``ContextAdopted`` event (in ``events``). Pure: the
+caller reads the cluster through the port."""
 
 from __future__ import annotations
 
@@ -21,41 +21,21 @@ from context_service.domain.cluster import (
 from context_service.domain.context.events import (
     CloneSource,
     Consumer,
+    ContextAdopted,
     Grant,
+    ImportedAudit,
+    Retention,
     Revision,
+    SnapshotRecord,
     SourceRef,
     Storage,
 )
-from context_service.domain.context.lifecycle import Retention, SnapshotRecord
-from context_service.domain.events import ANONYMOUS, Event, Subject
+from context_service.domain.events import ANONYMOUS, Subject
 from context_service.domain.values import canonical_quantity, is_positive_quantity
 
 T = TypeVar("T")
 PREFIX = "context.rossoctl.io/"
 ALL = ("read", "write", "attach", "derive", "administer")
-
-
-class ImportedAudit(msgspec.Struct, frozen=True):
-    time: datetime
-    action: str
-    subject: Subject
-    target: Subject | None = None
-
-
-class ContextAdopted(Event, frozen=True, tag="ContextAdopted"):
-    namespace: str
-    name: str
-    type: str
-    storage: Storage
-    phase: str
-    grants: tuple[Grant, ...]
-    audit: tuple[ImportedAudit, ...] = ()
-    consumers: tuple[Consumer, ...] = ()
-    revisions: tuple[Revision, ...] = ()
-    current_revision: str = ""
-    retention: Retention = Retention()
-    clone_of: CloneSource | None = None
-    snapshots: tuple[SnapshotRecord, ...] = ()
 
 
 # The annotations are written by earlier installations in the API's camelCase shapes.

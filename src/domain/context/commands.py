@@ -5,10 +5,17 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import ClassVar
 
 import msgspec
 
-from context_service.domain.context.events import Consumer, QueryRecord, SourceRef
+from context_service.domain.context.events import (
+    CloneSource,
+    Consumer,
+    QueryRecord,
+    SnapshotRecord,
+    SourceRef,
+)
 from context_service.domain.context.index_upload import UploadPart
 from context_service.domain.events import Subject
 
@@ -79,3 +86,53 @@ class ObserveClaim(Command, frozen=True):
 
 class ObservePodConsumers(Command, frozen=True):
     consumers: tuple[Consumer, ...]
+
+
+class LifecycleCommand(Command, frozen=True):
+    permission: ClassVar[str] = ""  # checked by ``decide`` first; "" for internal commands
+
+
+class RecordSnapshot(LifecycleCommand, frozen=True):
+    """Take a snapshot; the classes were resolved against the cluster beforehand."""
+
+    permission: ClassVar[str] = "write"
+    name: str
+    storage_class: str
+    snapshot_class: str
+    protected: bool = False
+    labels: dict[str, str] = {}
+
+
+class ObserveSnapshot(LifecycleCommand, frozen=True):
+    name: str
+    status: str
+    error: str = ""
+
+
+class ObserveSnapshotObjectDeleted(LifecycleCommand, frozen=True):
+    name: str
+    object_name: str
+
+
+class SetRetention(LifecycleCommand, frozen=True):
+    permission: ClassVar[str] = "administer"
+    keep_last: int = 0
+    max_age: str = ""
+
+
+class CollectSnapshots(LifecycleCommand, frozen=True):
+    """A GC run; ``clones`` are the provenances of the namespace's live clones of this context."""
+
+    permission: ClassVar[str] = "administer"
+    dry_run: bool = False
+    clones: tuple[CloneSource, ...] = ()
+
+
+class CreateClone(LifecycleCommand, frozen=True):
+    """Create this (target) context from a ready snapshot of ``source`` (checked on the source
+    with ``clone_source``)."""
+
+    name: str
+    namespace: str
+    source: str
+    snapshot: SnapshotRecord

@@ -15,6 +15,7 @@ from context_service.domain.context.commands import (
     DeleteContext,
     DetachConsumer,
     GrantAccess,
+    LifecycleCommand,
     ObserveClaim,
     ObservePodConsumers,
     PublishQueryIndex,
@@ -120,7 +121,7 @@ def decide(command: Command, state: ContextState, now: datetime) -> list[Event]:
             if not state.live or command.consumers == state.observed:
                 return []
             return [PodConsumersObserved(at=now, actor=actor, consumers=command.consumers)]
-        case lifecycle.LifecycleCommand():
+        case LifecycleCommand():
             if command.permission:
                 authorize(state, command.actor, command.permission)
             return lifecycle.decide_lifecycle(command, state, now)

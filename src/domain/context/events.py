@@ -7,6 +7,7 @@ from datetime import datetime
 import msgspec
 
 from context_service.domain.events import Event, Subject
+from context_service.domain.values import parse_duration_ns
 
 
 class Storage(msgspec.Struct, frozen=True):
@@ -102,6 +103,35 @@ class CloneSource(msgspec.Struct, frozen=True):
     revision: str = ""
 
 
+class SnapshotRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """One snapshot as the context records it: the request, and the last observed status."""
+
+    name: str
+    object_name: str  # the VolumeSnapshot (spec 6.6 object name)
+    type: str
+    size: str
+    access_mode: str
+    storage_class: str
+    snapshot_class: str
+    created_at: datetime
+    revision: str = ""
+    protected: bool = False
+    labels: dict[str, str] = {}
+    status: str = "creating"
+    error: str = ""
+
+
+class Retention(msgspec.Struct, frozen=True):
+    """``max_age`` as sent (a non-zero duration), "" when unset; ``keep_last`` 0 when unset."""
+
+    keep_last: int = 0
+    max_age: str = ""
+
+    @property
+    def max_age_ns(self) -> int | None:
+        return parse_duration_ns(self.max_age) if self.max_age else None
+
+
 class ContextCreated(Event, frozen=True, tag="ContextCreated"):
     namespace: str
     name: str
@@ -185,4 +215,81 @@ CONTEXT_EVENTS: tuple[type[Event], ...] = (
     ContextDeleted,
     ClaimObserved,
     PodConsumersObserved,
+)
+
+
+class ImportedAudit(msgspec.Struct, frozen=True):
+    time: datetime
+    action: str
+    subject: Subject
+    target: Subject | None = None
+
+
+class ContextAdopted(Event, frozen=True, tag="ContextAdopted"):
+    namespace: str
+    name: str
+    type: str
+    storage: Storage
+    phase: str
+    grants: tuple[Grant, ...]
+    audit: tuple[ImportedAudit, ...] = ()
+    consumers: tuple[Consumer, ...] = ()
+    revisions: tuple[Revision, ...] = ()
+    current_revision: str = ""
+    retention: Retention = Retention()
+    clone_of: CloneSource | None = None
+    snapshots: tuple[SnapshotRecord, ...] = ()
+
+
+class LifecycleEvent(Event, frozen=True):
+    """Base of the events below (never stored itself)."""
+
+
+class SnapshotRecorded(LifecycleEvent, frozen=True, tag="SnapshotRecorded"):
+    """A snapshot was taken: the reconciler creates its VolumeSnapshot."""
+
+    name: str
+    object_name: str
+    type: str
+    size: str
+    access_mode: str
+    storage_class: str
+    snapshot_class: str
+    revision: str = ""
+    protected: bool = False
+    labels: dict[str, str] = {}
+
+
+class SnapshotObserved(LifecycleEvent, frozen=True, tag="SnapshotObserved"):
+    """The reconciler saw the snapshot's status change (``creating``, ``ready`` or ``failed``)."""
+
+    name: str
+    status: str
+    error: str = ""
+
+
+class RetentionPolicySet(LifecycleEvent, frozen=True, tag="RetentionPolicySet"):
+    keep_last: int = 0
+    max_age: str = ""
+
+
+class SnapshotsCollected(LifecycleEvent, frozen=True, tag="SnapshotsCollected"):
+    """One (non-dry) GC run: what it deleted and kept, oldest first, under which policy."""
+
+    deleted: tuple[str, ...]
+    kept: tuple[str, ...]
+    keep_last: int = 0
+    max_age: str = ""
+
+
+class SnapshotObjectDeleted(LifecycleEvent, frozen=True, tag="SnapshotObjectDeleted"):
+    """The reconciler deleted the VolumeSnapshot of a garbage-collected snapshot."""
+
+    name: str
+    object_name: str
+
+
+LIFECYCLE_EVENTS: tuple[type[Event], ...] = (
+    SnapshotRecorded, SnapshotObserved, RetentionPolicySet, SnapshotsCollected,
+    SnapshotObjectDeleted,
 )

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from context_service.domain.context.adoption import ContextAdopted
 from context_service.domain.context.events import (
+    ContextAdopted,
     ContextCreated,
     ContextDeleted,
     QueryIndexPartStaged,

@@ -11,7 +11,6 @@ from datetime import datetime
 
 import msgspec
 
-from context_service.domain.context.adoption import ContextAdopted
 from context_service.domain.context.events import (
     AccessGranted,
     AccessRevoked,
@@ -20,23 +19,25 @@ from context_service.domain.context.events import (
     Consumer,
     ConsumerAttached,
     ConsumerDetached,
+    ContextAdopted,
     ContextCreated,
     ContextDeleted,
     Grant,
+    LifecycleEvent,
     PodConsumersObserved,
     QueryIndexPartStaged,
     QueryIndexPublished,
+    Retention,
+    RetentionPolicySet,
     Revision,
     RevisionPublished,
+    SnapshotObserved,
+    SnapshotRecord,
+    SnapshotRecorded,
+    SnapshotsCollected,
     Storage,
 )
 from context_service.domain.context.index_upload import IndexUpload, replaced, staged
-from context_service.domain.context.lifecycle import (
-    LifecycleEvent,
-    Retention,
-    SnapshotRecord,
-    evolve_lifecycle,
-)
 from context_service.domain.events import ADMIN, Event, Subject
 
 PERMISSIONS = ("read", "write", "attach", "derive", "administer")
@@ -156,6 +157,31 @@ def evolve(state: ContextState, event: Event) -> ContextState:
             return msgspec.structs.replace(state, observed=event.consumers)
         case LifecycleEvent():
             return evolve_lifecycle(state, event)
+    return state
+
+
+def evolve_lifecycle(state: ContextState, event: LifecycleEvent) -> ContextState:
+    replace = msgspec.structs.replace
+    match event:
+        case SnapshotRecorded():
+            record = SnapshotRecord(
+                name=event.name, object_name=event.object_name, type=event.type,
+                size=event.size, access_mode=event.access_mode,
+                storage_class=event.storage_class, snapshot_class=event.snapshot_class,
+                created_at=event.at, revision=event.revision, protected=event.protected,
+                labels=event.labels)
+            return replace(state, snapshots=(*state.snapshots, record))
+        case SnapshotObserved():
+            snapshots = tuple(replace(s, status=event.status, error=event.error)
+                              if s.name == event.name else s for s in state.snapshots)
+            return replace(state, snapshots=snapshots)
+        case RetentionPolicySet():
+            return replace(state, retention=Retention(event.keep_last, event.max_age))
+        case SnapshotsCollected():
+            gone = set(event.deleted)
+            return replace(state,
+                           snapshots=tuple(s for s in state.snapshots if s.name not in gone),
+                           last_collection=tuple(s for s in state.snapshots if s.name in gone))
     return state
 
 

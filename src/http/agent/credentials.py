@@ -62,7 +62,7 @@ def api_caller(request: Request[Any, Any, Any]) -> Subject:
     """``X-Context-Subject`` with the ``/api/`` error body."""
     try:
         found = services(request)
-        return request_subject(request.headers, found.require_subject, found.extra)
+        return request_subject(request.headers, found.require_subject, found.gateway_secret)
     except RequestInvalidError as exc:
         raise ApiError(400, "INVALID_REQUEST", exc.message) from exc
     except HttpError as exc:  # absent under CS_REQUIRE_SUBJECT, or without the gateway's proof

@@ -7,10 +7,11 @@ Blocking: the routes run on the handlers' thread pool.
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 from litestar import Request, Response, post
 
+from context_service.contract.agent import ListFieldsRequest, QueryFieldsRequest
 from context_service.domain.context_pack.readable import COLLECTION_TYPES
 from context_service.domain.fields.answering import (
     HeadCitations,
@@ -38,7 +39,6 @@ from context_service.projections.studied_fields.reads import Current, FieldReads
 
 PATH = "/api/agent/v1/fields"
 SCOPE = "context:read"
-KEY = "fields"
 VIEWS = ("context_catalog", "context_sets", "studied_fields", "pack_inputs",
          "passage_features")
 ERRORS = {"400": "INVALID_REQUEST or VALIDATION_ERROR (details: every violated field rule, "
@@ -55,7 +55,7 @@ READABLE_VIEWS = ("context_catalog", "context_sets")  # what §3.4's readability
 
 
 def _reads(request: Request[Any, Any, Any]) -> FieldReads:
-    return cast(FieldReads, services(request).extra[KEY])
+    return services(request).fields
 
 
 def _readable(request: Request[Any, Any, Any], caller: AgentCaller, session: FieldSession,
@@ -105,12 +105,12 @@ def _check_plan(plan: Plan, source: FieldSource) -> None:
     v.raise_if_any()
 
 
-@post(PATH + "/list", status_code=200, opt={"body": shapes.FieldsListRequest, "errors": ERRORS})
+@post(PATH + "/list", status_code=200, opt={"body": ListFieldsRequest, "errors": ERRORS})
 @body_after_pipeline
 def list_fields(request: Request[Any, Any, Any], body: PendingBody) -> Response[bytes]:
     """The studied fields of a collection's current usable index, with their coverage."""
     caller = authenticate(request, SCOPE, VIEWS)
-    name = shapes.check_list(decode(body, shapes.FieldsListRequest))
+    name = shapes.check_list(decode(body, ListFieldsRequest))
     with _reads(request).session() as session:
         current = _readable(request, caller, session, name)
         source, _ = _at(request, caller, session, name, current, None)
@@ -118,13 +118,13 @@ def list_fields(request: Request[Any, Any, Any], body: PendingBody) -> Response[
 
 
 @post(PATH + "/query", status_code=200,
-      opt={"body": shapes.FieldsQueryRequest, "errors": ERRORS})
+      opt={"body": QueryFieldsRequest, "errors": ERRORS})
 @body_after_pipeline
 def query_fields(request: Request[Any, Any, Any], body: PendingBody) -> Response[bytes]:
     """Rows and aggregates of a plan over a collection's documents, every value cited live."""
     caller = authenticate(request, SCOPE, VIEWS)
     now = agent_services(request).clock()
-    name, plan, known = shapes.check_query(decode(body, shapes.FieldsQueryRequest), now)
+    name, plan, known = shapes.check_query(decode(body, QueryFieldsRequest), now)
     with _reads(request).session() as session:
         current = _readable(request, caller, session, name)
         source, citations = _at(request, caller, session, name, current, known)

@@ -1,14 +1,17 @@
-"""Bodies and field rules of ``fields/list`` and ``fields/query`` (agent-context-api §10.3,
-§10.4), checked in the spec's order with its messages; the checked body as a domain plan."""
+"""Field rules of ``fields/list`` and ``fields/query`` (agent-context-api §10.3, §10.4) over
+the contract's request bodies, checked in the spec's order with its messages; the checked body
+as a domain plan."""
 
 from __future__ import annotations
 
 import re
 from datetime import UTC, date, datetime, time
-from typing import Annotated, Any
 
-import msgspec
-
+from context_service.contract.agent import (
+    FieldAggregate,
+    ListFieldsRequest,
+    QueryFieldsRequest,
+)
 from context_service.domain.fields.plan import (
     DEFAULT_LIMIT,
     FUNCTIONS,
@@ -21,55 +24,13 @@ from context_service.domain.fields.plan import (
     Function,
     Plan,
 )
-from context_service.http.agent.body import ApiBody, Violations, check_range
+from context_service.http.agent.body import Violations, check_range
 
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 OPERATOR_LIST = "must be eq, ne, lt, lte, gt, gte, contains, prefix or exists"
 FUNCTION_LIST = "must be count, min, max, sum or avg"
-CollectionId = Annotated[str, msgspec.Meta(extra_json_schema={
-    "minLength": 1, "description": "a collection readable by the credential"})]
-
-
-class FieldsListRequest(ApiBody):
-    collection_id: CollectionId | None = None
-
-
-class FilterBody(ApiBody):
-    field: str | None = None
-    op: Annotated[str, msgspec.Meta(extra_json_schema={"enum": list(OPERATORS)})] | None = None
-    value: Any = None
-
-
-class SortBody(ApiBody):
-    field: str | None = None
-    direction: Annotated[str, msgspec.Meta(extra_json_schema={"enum": ["asc", "desc"]})] | None \
-        = None
-
-
-class FunctionBody(ApiBody):
-    op: Annotated[str, msgspec.Meta(extra_json_schema={"enum": list(FUNCTIONS)})] | None = None
-    field: str | None = None
-
-
-class AggregateBody(ApiBody):
-    group_by: str | None = None
-    functions: Annotated[list[FunctionBody], msgspec.Meta(extra_json_schema={
-        "minItems": 1, "maxItems": MAX_FUNCTIONS})] | None = None
-
-
-class FieldsQueryRequest(ApiBody):
-    collection_id: CollectionId | None = None
-    fields: Annotated[list[str], msgspec.Meta(extra_json_schema={
-        "maxItems": MAX_FIELDS, "uniqueItems": True})] | None = None
-    filters: Annotated[list[FilterBody], msgspec.Meta(extra_json_schema={
-        "maxItems": MAX_FILTERS})] | None = None
-    sort: SortBody | None = None
-    limit: Annotated[int, msgspec.Meta(extra_json_schema={
-        "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT})] | None = None
-    aggregate: AggregateBody | None = None
-    known_at: Annotated[str, msgspec.Meta(extra_json_schema={
-        "format": "date", "description": "YYYY-MM-DD, not later than today (UTC)"})] | None \
-        = None
+# the names the studied-field routes' bodies had before they became the contract's
+FieldsListRequest, FieldsQueryRequest = ListFieldsRequest, QueryFieldsRequest
 
 
 def _collection(v: Violations, value: str | None) -> None:
@@ -79,7 +40,7 @@ def _collection(v: Violations, value: str | None) -> None:
         v.add("$.collectionId", "must not be empty")
 
 
-def check_list(req: FieldsListRequest) -> str:
+def check_list(req: ListFieldsRequest) -> str:
     v = Violations()
     _collection(v, req.collection_id)
     v.raise_if_any()
@@ -92,7 +53,7 @@ def known_at_end(day: date) -> datetime:
     return datetime.combine(day, time(23, 59, 59, 999999), UTC)
 
 
-def check_query(req: FieldsQueryRequest, now: datetime) -> tuple[str, Plan, date | None]:
+def check_query(req: QueryFieldsRequest, now: datetime) -> tuple[str, Plan, date | None]:
     """The collection, the plan and ``knownAt``; raises every violated field rule."""
     v = Violations()
     _collection(v, req.collection_id)
@@ -137,7 +98,7 @@ def check_query(req: FieldsQueryRequest, now: datetime) -> tuple[str, Plan, date
         functions=functions), known
 
 
-def _functions(v: Violations, aggregate: AggregateBody | None) -> tuple[Function, ...]:
+def _functions(v: Violations, aggregate: FieldAggregate | None) -> tuple[Function, ...]:
     if aggregate is None:
         return ()
     functions = aggregate.functions or []

@@ -12,6 +12,12 @@ from typing import Any
 
 from litestar import Request, Response, post
 
+from context_service.contract.agent import (
+    GetContextSetRequest,
+    ListContextSetsRequest,
+    LookupDefinitionsRequest,
+    MatchVerifiedAnswersRequest,
+)
 from context_service.domain.context_set.state import ContextSetState
 from context_service.domain.library.matching import lookup_definitions, match_answers, rank_sets
 from context_service.domain.library.scope import named_set, searched_sets, visible_sets
@@ -54,12 +60,12 @@ def _caller(request: Request[Any, Any, Any],
 
 
 @post(PATH + "/context-sets/list", status_code=200,
-      opt={"body": shapes.ListContextSetsRequest})
+      opt={"body": ListContextSetsRequest})
 @body_after_pipeline
 def list_context_sets(request: Request[Any, Any, Any], body: PendingBody) -> Response[bytes]:
     """The context sets the credential may see; ranked by word match with a ``query``."""
     _, scope = _caller(request)
-    req = decode(body, shapes.ListContextSetsRequest)
+    req = decode(body, ListContextSetsRequest)
     shapes.check_list(req)
     limit = req.limit or shapes.SET_DEFAULT
     sets = visible_sets(scope.bound, scope.get, scope.listing)
@@ -69,12 +75,12 @@ def list_context_sets(request: Request[Any, Any, Any], body: PendingBody) -> Res
     return api_json({"items": [shapes.set_summary(m.state, m) for m in ranked]})
 
 
-@post(PATH + "/context-sets/get", status_code=200, opt={"body": shapes.GetContextSetRequest})
+@post(PATH + "/context-sets/get", status_code=200, opt={"body": GetContextSetRequest})
 @body_after_pipeline
 def get_context_set(request: Request[Any, Any, Any], body: PendingBody) -> Response[bytes]:
     """One context set as an agent reads it (the bound set when none is named)."""
     _, scope = _caller(request, GET_VIEWS)
-    req = decode(body, shapes.GetContextSetRequest)
+    req = decode(body, GetContextSetRequest)
     shapes.check_get(req, scope.bound)
     state = named_set(scope.bound, req.context_set_id or scope.bound, scope.get)
     return api_json(shapes.agent_view(state, _active_templates(request, scope, state)))
@@ -92,12 +98,12 @@ def _active_templates(request: Request[Any, Any, Any], scope: _Scope,
 
 
 @post(PATH + "/definitions/lookup", status_code=200,
-      opt={"body": shapes.LookupDefinitionsRequest})
+      opt={"body": LookupDefinitionsRequest})
 @body_after_pipeline
 def lookup(request: Request[Any, Any, Any], body: PendingBody) -> Response[bytes]:
     """Definitions of a term: exact term, exact alias, then word matches."""
     _, scope = _caller(request)
-    req = decode(body, shapes.LookupDefinitionsRequest)
+    req = decode(body, LookupDefinitionsRequest)
     shapes.check_lookup(req)
     assert req.term is not None
     sets = searched_sets(scope.bound, req.context_set_id, scope.get, scope.listing)
@@ -106,12 +112,12 @@ def lookup(request: Request[Any, Any, Any], body: PendingBody) -> Response[bytes
 
 
 @post(PATH + "/verified-answers/match", status_code=200,
-      opt={"body": shapes.MatchVerifiedAnswersRequest})
+      opt={"body": MatchVerifiedAnswersRequest})
 @body_after_pipeline
 def match(request: Request[Any, Any, Any], body: PendingBody) -> Response[bytes]:
     """Verified answers whose question matches: exact first, then by word-match score."""
     _, scope = _caller(request)
-    req = decode(body, shapes.MatchVerifiedAnswersRequest)
+    req = decode(body, MatchVerifiedAnswersRequest)
     shapes.check_match(req)
     assert req.question is not None
     sets = searched_sets(scope.bound, req.context_set_id, scope.get, scope.listing)

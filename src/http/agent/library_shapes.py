@@ -1,21 +1,27 @@
-"""Bodies, field rules and answers of the library routes (agent-context-api.md §9.1).
+"""Field rules and answers of the library routes (agent-context-api.md §9.1).
 
-Constraints are documented in the OpenAPI schema (``extra_json_schema``) but checked by the field
-rules below, so every violation is reported in ``details`` with the spec's message.
+The bodies are the contract's requests, whose bounds are documented there and checked by the
+field rules below, so every violation is reported in ``details`` with the spec's message.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 import msgspec
 
+from context_service.contract.agent import (
+    GetContextSetRequest,
+    ListContextSetsRequest,
+    LookupDefinitionsRequest,
+    MatchVerifiedAnswersRequest,
+)
 from context_service.domain.context_set.state import ContextSetState
 from context_service.domain.library.matching import AnswerMatch, DefinitionMatch, SetMatch
 from context_service.domain.query_template.state import QueryTemplateState
 from context_service.domain.score import format_score
 from context_service.domain.values import format_timestamp
-from context_service.http.agent.body import ApiBody, Violations, check_range, check_text
+from context_service.http.agent.body import Violations, check_range, check_text
 from context_service.http.context_set_shapes import definition, items_of, verified_answer
 from context_service.http.query_template_shapes import parameter_json
 
@@ -24,40 +30,6 @@ MAX_QUERY, MAX_TERM, MAX_QUESTION = 200, 200, 4000
 SET_LIMIT, SET_DEFAULT = 100, 20
 MATCH_LIMIT, MATCH_DEFAULT = 50, 5
 UNBOUND_GET = "is required for a credential not bound to a context set"
-
-
-def _limit(high: int, default: int) -> msgspec.Meta:
-    return msgspec.Meta(extra_json_schema={"minimum": 1, "maximum": high, "default": default})
-
-
-def _text(high: int) -> msgspec.Meta:
-    return msgspec.Meta(extra_json_schema={"minLength": 1, "maxLength": high,
-                                           "description": "required; not blank"})
-
-
-SetId = Annotated[str, msgspec.Meta(extra_json_schema={
-    "minLength": 1, "description": "an active context set visible to the credential"})]
-
-
-class ListContextSetsRequest(ApiBody):
-    query: Annotated[str, msgspec.Meta(extra_json_schema={"maxLength": MAX_QUERY})] | None = None
-    limit: Annotated[int, _limit(SET_LIMIT, SET_DEFAULT)] | None = None
-
-
-class GetContextSetRequest(ApiBody):
-    context_set_id: SetId | None = None
-
-
-class LookupDefinitionsRequest(ApiBody):
-    term: Annotated[str, _text(MAX_TERM)] | None = None
-    context_set_id: SetId | None = None
-    limit: Annotated[int, _limit(MATCH_LIMIT, MATCH_DEFAULT)] | None = None
-
-
-class MatchVerifiedAnswersRequest(ApiBody):
-    question: Annotated[str, _text(MAX_QUESTION)] | None = None
-    context_set_id: SetId | None = None
-    limit: Annotated[int, _limit(MATCH_LIMIT, MATCH_DEFAULT)] | None = None
 
 
 # --- field rules, in each route's order ------------------------------------------------------

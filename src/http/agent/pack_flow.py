@@ -16,6 +16,7 @@ from typing import Any
 import msgspec
 from litestar import Request
 
+from context_service.contract.agent import PackRequest as PackBody
 from context_service.domain.context_pack.commands import ReleasePack
 from context_service.domain.context_pack.events import (
     ContextPackReleased,
@@ -254,7 +255,7 @@ def release(request: Request[Any, Any, Any], raw: bytes | PendingBody) -> Releas
     head = packs.head()
     caller = authenticate(request, SCOPE, (*VIEWS, *packs.wait_views()), head)
     timings.wait = (time.monotonic() - timings.started) * 1000
-    checked = shapes.check_pack(decode(raw, shapes.PackBody), started_at)
+    checked = shapes.check_pack(decode(raw, PackBody), started_at)
     access = Access(request, caller)
     active = chosen_set(access, checked.named_set)
     pack_request = msgspec.structs.replace(

@@ -18,8 +18,6 @@ from context_service.http.ports import Outcome
 from context_service.projections.context_pack_replays.view import ReplayReads
 from context_service.projections.pack_inputs.reads import PackPorts
 
-KEY = "packs"
-
 
 class PackCommands(Protocol):
     def execute(self, workspace: str, replay_id: str,
@@ -46,6 +44,6 @@ class PackServices:
 
 
 def pack_services(request: Request[Any, Any, Any]) -> PackServices:
-    found = services(request).extra.get(KEY)
-    assert isinstance(found, PackServices), "context packs are not configured"
+    found = services(request).packs
+    assert found is not None, "context packs are not configured"
     return found

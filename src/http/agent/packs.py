@@ -11,8 +11,8 @@ from typing import Any
 from litestar import Request, Response, post
 from litestar.response import Stream
 
+from context_service.contract.agent import PackRequest
 from context_service.domain.pack.render import render, stream_error_line, stream_lines
-from context_service.http.agent import packs_shapes as shapes
 from context_service.http.agent.errors import NO_STORE, POSITION_HEADER
 from context_service.http.agent.late_body import PendingBody, body_after_pipeline
 from context_service.http.agent.pack_flow import Released, release
@@ -34,7 +34,7 @@ def _headers(released: Released) -> dict[str, str]:
             "Server-Timing": released.timings.header()}
 
 
-@post(PATH, status_code=200, opt={"body": shapes.PackBody, "errors": ERRORS})
+@post(PATH, status_code=200, opt={"body": PackRequest, "errors": ERRORS})
 @body_after_pipeline
 def context_pack(request: Request[Any, Any, Any], body: PendingBody) -> Response[bytes]:
     """A ranked, deduplicated, cited pack of evidence for a task within a token budget,
@@ -45,7 +45,7 @@ def context_pack(request: Request[Any, Any, Any], body: PendingBody) -> Response
                     headers=_headers(released))
 
 
-@post(PATH + "/stream", status_code=200, opt={"body": shapes.PackBody, "errors": ERRORS})
+@post(PATH + "/stream", status_code=200, opt={"body": PackRequest, "errors": ERRORS})
 @body_after_pipeline
 def context_pack_stream(request: Request[Any, Any, Any], body: PendingBody) -> Response[Any]:
     """The same pack as ``application/x-ndjson``: a header line, one line per item, a footer."""

@@ -1,17 +1,17 @@
-"""Bodies and field rules of the pack and replay routes (agent-context-api.md §7.1, §8).
+"""Field rules of the pack and replay routes (agent-context-api.md §7.1, §8).
 
-Constraints are documented in the OpenAPI schema (``extra_json_schema``) but checked by the field
-rules below, in the spec's order, so every violation is reported with the spec's message.
+The bodies are the contract's ``PackRequest`` and ``ReplayRequest``, whose bounds are documented
+there and checked here, in the spec's order, so every violation is reported with its message.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Annotated
 
 import msgspec
 
+from context_service.contract.agent import AsOf, Budget, Filters, PackRequest, ReplayRequest
 from context_service.domain.pack.model import SOURCES
 from context_service.domain.pack.request import (
     BEST_EFFORT,
@@ -20,10 +20,10 @@ from context_service.domain.pack.request import (
     HYBRID,
     LEXICAL,
     REQUIRE_COMPLETE,
-    PackRequest,
 )
+from context_service.domain.pack.request import PackRequest as Pack
 from context_service.domain.values import parse_timestamp
-from context_service.http.agent.body import ApiBody, Violations, check_range, check_text
+from context_service.http.agent.body import Violations, check_range, check_text
 from context_service.http.agent.errors import ApiError, Violation
 
 MAX_TASK = 4000
@@ -36,53 +36,10 @@ MODES = ("verify", "recompute")
 TIMESTAMP = "must be an RFC 3339 timestamp with a zone"
 
 
-def _schema(**extra: object) -> msgspec.Meta:
-    return msgspec.Meta(extra_json_schema=extra)
-
-
-class Budget(ApiBody):
-    max_tokens: Annotated[int, _schema(minimum=TOKENS[0], maximum=TOKENS[1],
-                                       default=DEFAULT_MAX_TOKENS)] | None = None
-    max_latency_ms: Annotated[int, _schema(minimum=LATENCY[0], maximum=LATENCY[1],
-                                           default=DEFAULT_MAX_LATENCY_MS)] | None = None
-    coverage: Annotated[str, _schema(enum=list(COVERAGES), default=BEST_EFFORT)] | None = None
-
-
-class AsOfBody(ApiBody):
-    valid_time: Annotated[str, _schema(format="date-time")] | None = None
-    system_time: Annotated[str, _schema(
-        format="date-time", description="not later than the request")] | None = None
-
-
-class Filters(ApiBody):
-    collection_ids: Annotated[list[str], _schema(maxItems=MAX_COLLECTIONS)] | None = None
-    document_ids: Annotated[list[str], _schema(
-        maxItems=MAX_DOCUMENTS,
-        description="<collectionId>/<file> or <collectionId>/#<recordId>")] | None = None
-    sources: Annotated[list[str], _schema(minItems=1, items={"enum": list(SOURCES)})] | None \
-        = None
-
-
-class PackBody(ApiBody):
-    task: Annotated[str, _schema(minLength=1, maxLength=MAX_TASK,
-                                 description="required; not blank")] | None = None
-    budget: Budget | None = None
-    as_of: AsOfBody | None = None
-    filters: Filters | None = None
-    retrieval: Annotated[str, _schema(enum=list(RETRIEVALS), default=HYBRID)] | None = None
-    context_set_id: Annotated[str, _schema(minLength=1)] | None = None
-
-
-class ReplayBody(ApiBody):
-    mode: Annotated[str, _schema(enum=list(MODES))] | None = None
-    task: Annotated[str, _schema(minLength=1, maxLength=MAX_TASK,
-                                 description="required for mode recompute")] | None = None
-
-
 class CheckedPack(msgspec.Struct, frozen=True, kw_only=True):
     """A pack body that passed the field rules: the request with defaults and the times sent."""
 
-    request: PackRequest  # context_set_id: the set named in the request ("" for none)
+    request: Pack  # context_set_id: the set named in the request ("" for none)
     named_set: str | None
     valid_time: datetime | None
     system_time: datetime | None
@@ -108,7 +65,7 @@ def _document_id(value: str) -> bool:
     return bool(slash and collection and rest)
 
 
-def check_pack(body: PackBody, started: datetime) -> CheckedPack:
+def check_pack(body: PackRequest, started: datetime) -> CheckedPack:
     """The field rules of §7.1 in the spec's order; raises ``400 VALIDATION_ERROR``."""
     v = Violations()
     check_text(v, "$.task", body.task, MAX_TASK)
@@ -117,7 +74,7 @@ def check_pack(body: PackBody, started: datetime) -> CheckedPack:
     check_range(v, "$.budget.maxLatencyMs", budget.max_latency_ms, *LATENCY)
     _choice(v, "$.budget.coverage", budget.coverage, COVERAGES,
             "must be best_effort or require_complete")
-    as_of = body.as_of or AsOfBody()
+    as_of = body.as_of or AsOf()
     valid_time = _time(v, "$.asOf.validTime", as_of.valid_time)
     system_time = _time(v, "$.asOf.systemTime", as_of.system_time)
     if system_time is not None and system_time > started:
@@ -139,7 +96,7 @@ def check_pack(body: PackBody, started: datetime) -> CheckedPack:
     v.raise_if_any()
     assert body.task is not None
     sources = tuple(s for s in SOURCES if filters.sources is None or s in filters.sources)
-    request = PackRequest(
+    request = Pack(
         task=body.task, max_tokens=budget.max_tokens or DEFAULT_MAX_TOKENS,
         max_latency_ms=budget.max_latency_ms or DEFAULT_MAX_LATENCY_MS,
         coverage=budget.coverage or BEST_EFFORT,
@@ -161,7 +118,7 @@ def _entries(v: Violations, path: str, values: list[str] | None, limit: int,
             v.add(f"{path}[{i}]", message)
 
 
-def check_replay(body: ReplayBody) -> str:
+def check_replay(body: ReplayRequest) -> str:
     """The field rules of §8; returns the mode. (A recompute without a task is refused later,
     after the replay's own checks: §8.2 rule 1.)"""
     v = Violations()

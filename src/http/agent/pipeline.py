@@ -20,7 +20,7 @@ from context_service.domain.events import ADMIN, Subject
 from context_service.domain.values import quote
 from context_service.domain.workspace.roles import role_permits
 from context_service.http.agent.errors import ApiError
-from context_service.http.agent.ratelimit import AUTH_FAILURES, AuthFailures
+from context_service.http.agent.ratelimit import AuthFailures
 from context_service.http.common import from_browser, services, wait_for_views
 from context_service.http.ports import AgentServices
 
@@ -79,8 +79,7 @@ def client_address(scope: Any) -> str:
 
 
 def failure_throttle(request: Request[Any, Any, Any]) -> AuthFailures | None:
-    found: AuthFailures | None = services(request).extra.get(AUTH_FAILURES)
-    return found
+    return services(request).auth_failures
 
 
 def authenticate(request: Request[Any, Any, Any], scope: str,

@@ -13,7 +13,6 @@ from collections import OrderedDict
 from collections.abc import Callable
 
 Gauge = tuple[str, str, dict[str, str], float]
-AUTH_FAILURES = "auth_failures"  # the key of the failure throttle among the services' extras
 
 
 class TokenBuckets:

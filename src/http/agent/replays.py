@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 from litestar import Request, Response, post
 
+from context_service.contract.agent import ReplayRequest
 from context_service.domain.context_pack.commands import RecordReplay
 from context_service.domain.context_pack.errors import ReplayExpiredError, ReplayNotFoundError
 from context_service.domain.context_pack.events import ContextPackReleased, ContextPackReplayed
@@ -146,14 +147,14 @@ def _recompute(packs: PackServices, access: Access, release: ContextPackReleased
     return body, run
 
 
-@post(PATH, status_code=200, opt={"body": shapes.ReplayBody, "errors": ERRORS})
+@post(PATH, status_code=200, opt={"body": ReplayRequest, "errors": ERRORS})
 @body_after_pipeline
 def replay(request: Request[Any, Any, Any], body: PendingBody) -> Response[bytes]:
     """Verify a released pack's items against the current state, or recompute the pack."""
     packs = pack_services(request)
     head = packs.head()
     caller = authenticate(request, SCOPE, (*VIEWS, *packs.wait_views()), head)
-    req = decode(body, shapes.ReplayBody)
+    req = decode(body, ReplayRequest)
     mode = shapes.check_replay(req)
     replay_id = str(request.path_params["replayId"])
     found = packs.replays.get(caller.workspace, replay_id)

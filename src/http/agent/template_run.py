@@ -15,12 +15,13 @@ from typing import Any
 import msgspec
 from litestar import Request, Response, post
 
+from context_service.contract.agent import RunQueryTemplateRequest
 from context_service.domain.errors import SandboxNotConfiguredError
 from context_service.domain.query_template.commands import TemplateDraft
 from context_service.domain.query_template.events import Parameter, QueryTemplateRun
 from context_service.domain.query_template.state import QueryTemplateState
 from context_service.domain.query_template.validation import rewrite
-from context_service.http.agent.body import ApiBody, Violations, decode
+from context_service.http.agent.body import Violations, decode
 from context_service.http.agent.errors import ApiError, Violation, api_json
 from context_service.http.agent.late_body import PendingBody, body_after_pipeline
 from context_service.http.agent.pack_flow import Access, chosen_set
@@ -52,20 +53,14 @@ def capacity_exhausted() -> ApiError:
                     None, {"Retry-After": str(RETRY_AFTER_S)})
 
 
-class RunBody(ApiBody):
-    template_id: str | None = None
-    parameters: dict[str, Any] | None = None
-    context_set_id: str | None = None
-
-
 def _templates(request: Request[Any, Any, Any]) -> QueryTemplateServices:
     found = services(request).query_templates
     assert found is not None, "query templates are not configured"
     return found
 
 
-def _checked_body(raw: PendingBody) -> RunBody:
-    body = decode(raw, RunBody)
+def _checked_body(raw: PendingBody) -> RunQueryTemplateRequest:
+    body = decode(raw, RunQueryTemplateRequest)
     violations = Violations()
     if body.template_id is None:
         violations.add("$.templateId", "is required")
@@ -94,7 +89,7 @@ def parameters_sha256(parameters: tuple[Parameter, ...], values: list[Any]) -> s
     return hashlib.sha256(msgspec.json.encode(bound)).hexdigest()
 
 
-@post(PATH, status_code=200, opt={"body": RunBody, "errors": ERRORS})
+@post(PATH, status_code=200, opt={"body": RunQueryTemplateRequest, "errors": ERRORS})
 @body_after_pipeline
 def run_query_template(request: Request[Any, Any, Any], body: PendingBody) -> Response[bytes]:
     """Run an approved template by id with typed parameters; rows back, never SQL."""

@@ -39,7 +39,7 @@ async def create_context(request: Request[Any, Any, Any]) -> Response[bytes]:
         backend=storage.backend or "", size=storage.size or "",
         access_mode=storage.access_mode or "", storage_class=storage.storage_class or "")
     found = services(request)
-    guard = found.extra.get("name_guard")
+    guard = found.name_guard
     if guard is not None:
         validate_create(command)
         await in_thread(guard, command.namespace, command.name)

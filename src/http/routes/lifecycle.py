@@ -21,6 +21,8 @@ from context_service.domain.cluster import (
     context_claim_name,
     snapshot_object_name,
 )
+from context_service.domain.context import commands as cmd
+from context_service.domain.context import events as ev
 from context_service.domain.context import lifecycle as lc
 from context_service.domain.context import snapshot_classes
 from context_service.domain.context.events import CloneSource
@@ -69,7 +71,7 @@ class RetentionRequest(_Body):
 # --- shapes -----------------------------------------------------------------------------------
 
 
-def snapshot_json(state: ContextState, s: lc.SnapshotRecord) -> dict[str, Any]:
+def snapshot_json(state: ContextState, s: ev.SnapshotRecord) -> dict[str, Any]:
     """The Snapshot shape, keys in spec order."""
     out: dict[str, Any] = {"name": s.name, "contextName": state.name,
                            "namespace": state.namespace}
@@ -90,7 +92,7 @@ def snapshot_json(state: ContextState, s: lc.SnapshotRecord) -> dict[str, Any]:
     return out
 
 
-def _snapshots(state: ContextState, items: Iterable[lc.SnapshotRecord]) -> list[dict[str, Any]]:
+def _snapshots(state: ContextState, items: Iterable[ev.SnapshotRecord]) -> list[dict[str, Any]]:
     return [snapshot_json(state, s) for s in sorted(items, key=lambda s: (s.created_at, s.name))]
 
 
@@ -153,7 +155,7 @@ def create_snapshot(request: Request[Any, Any, Any], body: RawBody) -> Response[
     object_name = snapshot_object_name(name, snapshot)
     if _kube(lambda: cluster.get_snapshot(namespace, object_name)) is not None:
         raise ContextExistsError()
-    command = lc.RecordSnapshot(
+    command = cmd.RecordSnapshot(
         actor=actor, name=snapshot, storage_class=chosen.storage_class,
         snapshot_class=chosen.snapshot_class, protected=bool(req.protected),
         labels=dict(req.labels or {}))
@@ -192,10 +194,10 @@ def create_clone(request: Request[Any, Any, Any], body: RawBody) -> Response[byt
     target, snapshot = req.name or "", req.snapshot or ""
     lc.validate_clone(target, snapshot)
     source = lc.clone_source(state, snapshot)
-    guard = found.extra.get("name_guard")
+    guard = found.name_guard
     if guard is not None:
         _kube(lambda: guard(namespace, target))
-    command = lc.CreateClone(actor=actor, name=target, namespace=namespace, source=name,
+    command = cmd.CreateClone(actor=actor, name=target, namespace=namespace, source=name,
                              snapshot=source)
     outcome = found.contexts.execute(namespace, target, command)
     return json(render.context(outcome.state), 201, outcome.position)
@@ -223,7 +225,7 @@ def set_retention(request: Request[Any, Any, Any], body: RawBody) -> Response[by
     found = services(request)
     found.contexts.authorize(namespace, name, actor, "administer")
     req = decode(body, RetentionRequest, refuse_nul=True)
-    command = lc.SetRetention(actor=actor, keep_last=req.keep_last or 0,
+    command = cmd.SetRetention(actor=actor, keep_last=req.keep_last or 0,
                               max_age=req.max_age or "")
     outcome = found.contexts.execute(namespace, name, command)
     return json(render.context(outcome.state), 200, outcome.position)
@@ -241,7 +243,7 @@ def collect_garbage(request: Request[Any, Any, Any]) -> Response[bytes]:
     if dry_run:
         plan = lc.collection_plan(state, clones, _clock(found)())
         return json(_gc_json(state, True, plan.deleted, plan.kept))
-    command = lc.CollectSnapshots(actor=actor, dry_run=False, clones=clones)
+    command = cmd.CollectSnapshots(actor=actor, dry_run=False, clones=clones)
     outcome = found.contexts.execute(namespace, name, command)
     after = outcome.state
     return json(_gc_json(after, False, after.last_collection, after.snapshots), 200,
@@ -254,8 +256,8 @@ def _clones_of(found: Services, namespace: str, name: str) -> tuple[CloneSource,
                  if s.clone_of is not None and s.clone_of.context == name)
 
 
-def _gc_json(state: ContextState, dry_run: bool, deleted: Iterable[lc.SnapshotRecord],
-             kept: Iterable[lc.SnapshotRecord]) -> dict[str, Any]:
+def _gc_json(state: ContextState, dry_run: bool, deleted: Iterable[ev.SnapshotRecord],
+             kept: Iterable[ev.SnapshotRecord]) -> dict[str, Any]:
     out: dict[str, Any] = {"dryRun": dry_run}
     for key, items in (("deleted", _snapshots(state, deleted)), ("kept", _snapshots(state, kept))):
         if items:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any
 
 from litestar import Request, Response, post, put
 from litestar.params import RawBody
@@ -27,7 +27,7 @@ from context_service.http.common import (
 )
 from context_service.http.index_body import publish_command
 from context_service.http.schemas import PublishQueryIndexRequest, QueryRequest
-from context_service.projections.query_index.reads import Hit, QueryReads, Search, SearchPage
+from context_service.projections.query_index.reads import Hit, Search, SearchPage
 from context_service.projections.reads import ContextReads
 
 PATH = "/v1/namespaces/{namespace:str}/contexts/{name:str}"
@@ -60,7 +60,7 @@ def query(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
     found = services(request)
     contexts = resolve(found.reads, namespace, actor, req.contexts)
     checked = plan(req)
-    reads = cast(QueryReads, found.extra["query"])
+    reads = found.query
     page = reads.search(_search(namespace, contexts, req, checked))
     if page.beyond:
         raise beyond_result_set()

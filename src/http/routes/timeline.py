@@ -88,8 +88,7 @@ def list_as_of(request: Request[Any, Any, Any], namespace: str, point: AsOf) -> 
 
 
 def timeline(request: Request[Any, Any, Any]) -> TimelineReads:
-    found: TimelineReads = services(request).extra["timeline"]
-    return found
+    return services(request).timeline
 
 
 class _Cursor(msgspec.Struct, frozen=True):

@@ -3,8 +3,8 @@ credentials, members and (read-only) context sets, plus the workspace-picker rea
 
 from context_service.http.settings.guard import SettingsGuard
 from context_service.http.settings.pages import routers, template_config
-from context_service.http.settings.ports import KEY, SettingsUi, WorkspaceList
+from context_service.http.settings.ports import SettingsUi, WorkspaceList
 from context_service.http.settings.workspaces import ROUTES as API_ROUTES
 
-__all__ = ["API_ROUTES", "KEY", "SettingsGuard", "SettingsUi", "WorkspaceList", "routers",
+__all__ = ["API_ROUTES", "SettingsGuard", "SettingsUi", "WorkspaceList", "routers",
            "template_config"]

@@ -1,5 +1,5 @@
 """What the settings pages need from the rest of the service; bootstrap supplies it in
-``Services.extra["settings_ui"]``."""
+``Services.settings_ui``."""
 
 from __future__ import annotations
 
@@ -10,8 +10,6 @@ from litestar import Request
 
 from context_service.domain.events import Subject
 from context_service.http.common import services
-
-KEY = "settings_ui"
 
 
 class WorkspaceList(Protocol):
@@ -26,5 +24,5 @@ class SettingsUi:
 
 
 def settings_ui(request: Request[Any, Any, Any]) -> SettingsUi:
-    found = services(request).extra.get(KEY)
-    return found if isinstance(found, SettingsUi) else SettingsUi()
+    found = services(request).settings_ui
+    return SettingsUi() if found is None else found

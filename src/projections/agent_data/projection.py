@@ -15,8 +15,8 @@ from collections.abc import Sequence
 
 import msgspec
 
-from context_service.domain.context.adoption import ContextAdopted
 from context_service.domain.context.events import (
+    ContextAdopted,
     ContextCreated,
     ContextDeleted,
     QueryIndexPublished,

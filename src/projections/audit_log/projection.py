@@ -7,12 +7,12 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol
 
-from context_service.domain.context.adoption import ContextAdopted
 from context_service.domain.context.events import (
     AccessGranted,
     AccessRevoked,
     ConsumerAttached,
     ConsumerDetached,
+    ContextAdopted,
     ContextCreated,
 )
 from context_service.domain.events import Event, Subject

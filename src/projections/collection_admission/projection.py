@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from context_service.domain.context.adoption import ContextAdopted
-from context_service.domain.context.events import ContextCreated, ContextDeleted
+from context_service.domain.context.events import ContextAdopted, ContextCreated, ContextDeleted
 from context_service.domain.context_set.events import (
     ContextSetArchived,
     ContextSetCreated,

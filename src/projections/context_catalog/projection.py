@@ -9,8 +9,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 
-from context_service.domain.context.adoption import ContextAdopted
-from context_service.domain.context.events import ContextCreated
+from context_service.domain.context.events import ContextAdopted, ContextCreated
 from context_service.domain.context.state import ContextState, evolve
 from context_service.domain.stream import Recorded
 from context_service.projections.context_catalog.view import CatalogView

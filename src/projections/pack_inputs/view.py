@@ -8,10 +8,10 @@ from typing import Protocol
 
 import msgspec
 
-from context_service.domain.context.adoption import ContextAdopted
 from context_service.domain.context.events import (
     AccessGranted,
     AccessRevoked,
+    ContextAdopted,
     ContextCreated,
     ContextDeleted,
     QueryIndexPublished,

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import msgspec
 
-from context_service.domain.context.adoption import ContextAdopted
 from context_service.domain.context.events import (
+    ContextAdopted,
     ContextCreated,
     ContextDeleted,
     QueryIndexPartStaged,

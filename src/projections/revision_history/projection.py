@@ -6,8 +6,12 @@ import uuid
 from collections.abc import Sequence
 from typing import Protocol
 
-from context_service.domain.context.adoption import ContextAdopted
-from context_service.domain.context.events import ContextCreated, Revision, RevisionPublished
+from context_service.domain.context.events import (
+    ContextAdopted,
+    ContextCreated,
+    Revision,
+    RevisionPublished,
+)
 from context_service.domain.events import Event
 from context_service.domain.stream import Recorded
 

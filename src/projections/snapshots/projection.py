@@ -13,9 +13,9 @@ from collections.abc import Sequence
 import msgspec
 
 from context_service.domain.cluster import ContextSnapshot
-from context_service.domain.context.adoption import ContextAdopted
-from context_service.domain.context.events import ContextDeleted
-from context_service.domain.context.lifecycle import (
+from context_service.domain.context.events import (
+    ContextAdopted,
+    ContextDeleted,
     SnapshotObjectDeleted,
     SnapshotObserved,
     SnapshotRecord,

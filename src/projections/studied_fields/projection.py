@@ -7,8 +7,8 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 
-from context_service.domain.context.adoption import ContextAdopted
 from context_service.domain.context.events import (
+    ContextAdopted,
     ContextCreated,
     ContextDeleted,
     QueryIndexPublished,

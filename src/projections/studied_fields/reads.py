@@ -9,8 +9,12 @@ from context_service.domain.fields.source import FieldSource
 
 
 class Current(Protocol):
-    type: str
-    publication: int  # the current usable index in the table; 0 when none
+    @property
+    def type(self) -> str: ...
+
+    @property
+    def publication(self) -> int:
+        """The current usable index in the table; 0 when none."""
 
 
 class FieldSession(Protocol):

@@ -16,9 +16,8 @@ from context_service.http.agent.pipeline import authenticate
 from context_service.http.app import create_app
 from context_service.http.common import threaded
 from tests.api.conftest import Api
+from tests.support.api_helpers import ADMIN, WS, add_member  # noqa: F401 (the modules import them here)
 
-ADMIN = "service:context-service-admin"
-WS = "acme"
 CREDENTIALS = f"/api/w/{WS}/agent-credentials"
 
 
@@ -42,13 +41,6 @@ def agent_api(container: bootstrap.Container) -> Iterator[Api]:
     app = create_app(bootstrap.services(container), extra_routes=[read_probe, run_probe])
     with TestClient(app=app) as client:
         yield Api(client)
-
-
-def add_member(api: Api, subject: str, role: str, caller: str = ADMIN, ws: str = WS) -> None:
-    kind, _, name = subject.partition(":")
-    resp = api.as_(caller).put(f"/v1/namespaces/{ws}/members",
-                               {"subject": {"kind": kind, "name": name}, "role": role})
-    assert resp.status_code == 200, resp.text
 
 
 def create(api: Api, caller: str = "user:alice", ws: str = WS, **body: Any) -> Any:

@@ -11,7 +11,6 @@ import pytest
 
 from context_service.config import Settings
 from context_service.domain.pack.model import Corpus, Retrieval, Scored
-from context_service.http.agent.pack_services import KEY as PACKS_KEY
 from context_service.http.agent.pack_services import PackServices
 from tests.api.conftest import Api
 
@@ -105,7 +104,7 @@ def revoke(api: Api, name: str, subject: str, owner: str = "user:alice",
 
 
 def pack_services(api: Api) -> PackServices:
-    found = api.client.app.state.services.extra[PACKS_KEY]
+    found = api.client.app.state.services.packs
     assert isinstance(found, PackServices)
     return found
 

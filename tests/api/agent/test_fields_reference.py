@@ -20,6 +20,7 @@ from context_service.domain.fields.engine import answer
 from context_service.domain.fields.memory import MemorySource
 from context_service.domain.fields.plan import Filter, Function, Plan
 from tests.projections.pack_support import collection, publish
+from tests.support.hypothesis_profiles import scaled
 
 pytestmark = pytest.mark.postgres
 NAME = "generated"
@@ -86,7 +87,7 @@ def _both(container: bootstrap.Container, plan: Plan,
     return sql, answer(plan, memory, cite)
 
 
-@settings(max_examples=25, deadline=None,
+@settings(max_examples=scaled(25), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(corpus=corpora(), chosen=filters(), group=st.sampled_from([None, "n", "d", "b", "t"]),
        sort=st.sampled_from([None, "n", "m", "d", "b", "t"]), desc=st.booleans(),

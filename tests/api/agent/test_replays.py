@@ -12,7 +12,6 @@ import pytest
 
 from context_service import bootstrap
 from context_service.adapters.eventstore.store import EVENTS_TABLE
-from context_service.http.agent.pack_services import KEY as PACKS_KEY
 from tests.api.agent.packs_corpus import (
     FACTS,
     FACTS_REV,
@@ -124,7 +123,7 @@ def test_any_credential_of_the_workspace_may_replay(alice: Agent, api: Api) -> N
 
 def test_a_replay_expires_after_the_retention_in_force_at_release(
         alice: Agent, api: Api) -> None:
-    packs = api.client.app.state.services.extra[PACKS_KEY]
+    packs = api.client.app.state.services.packs
     packs.retention = timedelta(seconds=1)
     pack = alice.pack(pack_body()).json()
     replay(alice, pack["replayId"], mode="verify")

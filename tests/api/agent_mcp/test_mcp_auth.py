@@ -13,7 +13,7 @@ import pytest
 from litestar import Litestar
 from mcp import MCPError
 
-from context_service.http.agent.ratelimit import AUTH_FAILURES, AuthFailures, RateLimiter
+from context_service.http.agent.ratelimit import AuthFailures, RateLimiter
 from tests.api.agent_mcp.mcp_support import BASE, Workspace, connected, http
 from tests.api.sets_support import CREDENTIALS, MEMBERS, token
 
@@ -89,7 +89,7 @@ def test_browsers_are_refused_before_the_credential(workspace: Workspace,
 
 def test_failed_attempts_are_throttled_per_address(workspace: Workspace,
                                                    mcp_app: Litestar) -> None:
-    mcp_app.state.services.extra[AUTH_FAILURES] = AuthFailures(rate=0.01, burst=2)
+    mcp_app.state.services.auth_failures = AuthFailures(rate=0.01, burst=2)
     bad = _bearer("bdk_0123456789abcdef_" + "A" * 43)
     assert [_post(mcp_app, bad).status_code for _ in range(2)] == [401, 401]
     resp = _post(mcp_app, _bearer(workspace.reader))  # refused before it is looked at

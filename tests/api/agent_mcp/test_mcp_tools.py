@@ -67,17 +67,20 @@ def test_schemas_and_annotations_come_from_the_contract(workspace: Workspace,
 
     for tool in asyncio.run(listing()):
         entry = catalogue.BY_NAME[tool.name]
-        for listed, struct in ((tool.input_schema, entry.request),
-                               (tool.output_schema, entry.answer)):
-            generated = msgspec.json.schema(struct)
-            defs = generated.pop("$defs")
-            assert listed["type"] == "object"
-            if "$ref" in generated:  # the root definition, inlined
-                root = generated["$ref"].rsplit("/", 1)[1]
-                assert {k: v for k, v in listed.items() if k != "$defs"} == defs.pop(root)
-            else:  # a union of answers
-                assert listed["anyOf"] == generated["anyOf"]
-            assert listed.get("$defs", {}) == defs
+        assert tool.input_schema == catalogue.schema(entry.request)
+        assert tool.output_schema == catalogue.output_schema(entry.answer)
+        assert tool.input_schema["type"] == tool.output_schema["type"] == "object"
+        assert "$ref" not in str(tool.output_schema)  # every definition in place
+        generated = msgspec.json.schema(entry.answer)
+        if "$ref" in generated:  # the answer's own properties, their references resolved
+            root = generated["$defs"][generated["$ref"].rsplit("/", 1)[1]]
+            assert list(tool.output_schema["properties"]) == list(root["properties"])
+        else:  # a union of answers
+            assert len(tool.output_schema["anyOf"]) == len(generated["anyOf"])
+        fields = msgspec.structs.fields(entry.request)
+        assert list(tool.input_schema["properties"]) == [f.encode_name for f in fields]
+        assert tool.input_schema.get("required", []) == list(entry.request.REQUIRED)
+        assert all("null" not in str(p) for p in tool.input_schema["properties"].values())
         assert tool.annotations.read_only_hint is entry.read_only
         assert tool.annotations.destructive_hint is False
     read_only = {t.name for t in catalogue.TOOLS if t.read_only}

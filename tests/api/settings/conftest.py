@@ -8,17 +8,9 @@ from dataclasses import dataclass
 import pytest
 
 from tests.api.conftest import Api
+from tests.support.api_helpers import ADMIN, WS, add_member  # noqa: F401 (the modules import them here)
 
-ADMIN = "service:context-service-admin"
-WS = "acme"
 _META = re.compile(r'<meta name="csrf-token" content="([^"]+)">')
-
-
-def add_member(api: Api, subject: str, role: str, caller: str = ADMIN, ws: str = WS) -> None:
-    kind, _, name = subject.partition(":")
-    resp = api.as_(caller).put(f"/v1/namespaces/{ws}/members",
-                               {"subject": {"kind": kind, "name": name}, "role": role})
-    assert resp.status_code == 200, resp.text
 
 
 @pytest.fixture

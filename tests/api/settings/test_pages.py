@@ -12,7 +12,7 @@ from litestar.testing import TestClient
 from context_service import bootstrap
 from context_service.config import Settings
 from context_service.http.app import create_app
-from context_service.http.settings import KEY, SettingsUi
+from context_service.http.settings import SettingsUi
 from tests.api.conftest import Api
 from tests.api.settings.conftest import WS, page_token
 
@@ -128,7 +128,7 @@ def test_development_mode_is_off_unless_turned_on(api: Api,
     assert Settings.from_env({}).settings_dev_subject is False
     assert Settings.from_env({"CS_SETTINGS_DEV_SUBJECT": "true"}).settings_dev_subject is True
     services = bootstrap.services(container)
-    services.extra[KEY] = SettingsUi(services.extra[KEY].workspaces, dev_subject=True)
+    services.settings_ui = SettingsUi(services.settings_ui.workspaces, dev_subject=True)
     with TestClient(app=create_app(services)) as client:
         page = client.get(PAGES[1]).text
     assert 'data-dev-subject="true"' in page and "Development mode" in page

@@ -21,8 +21,6 @@ from kubernetes.client import ApiClient
 
 from context_service.adapters.kubernetes.client import close
 from context_service.adapters.kubernetes.cluster import SANDBOX_TEMPLATE, SNAPSHOT_CLASS, WARM_POOL
-from context_service.adapters.kubernetes.controlplane import ControlPlane, Ports, stop_stale
-from context_service.adapters.kubernetes.devsim import DevSimulator
 from context_service.adapters.kubernetes.rest import (
     APPLY_PATCH,
     CRDS,
@@ -32,12 +30,14 @@ from context_service.adapters.kubernetes.rest import (
     Rest,
 )
 from context_service.config import Settings
+from context_service.devcluster.controlplane import ControlPlane, Ports, stop_stale
+from context_service.devcluster.devsim import DevSimulator
 from context_service.domain.cluster import DEFAULT_SNAPSHOT_CLASS_ANNOTATION, ClusterError
 
 log = logging.getLogger(__name__)
 
-# Package data (installed with the wheel), read as files: the scripts run with bash.
-PACKAGE_DIR = Path(str(resources.files("context_service.adapters.kubernetes")))
+# Files of this package, read as files: the scripts run with bash.
+PACKAGE_DIR = Path(str(resources.files("context_service.devcluster")))
 ENSURE_SCRIPT = PACKAGE_DIR / "scripts" / "ensure-kube.sh"
 CRD_DIR = PACKAGE_DIR / "crds"
 DEFAULT_PORTS = Ports(api=16443, etcd=23790, peer=23791)

@@ -13,7 +13,6 @@ import logging
 import threading
 from typing import Any
 
-from context_service.adapters.kubernetes import devsim_gc
 from context_service.adapters.kubernetes.cluster import (
     SANDBOX,
     SANDBOX_CLAIM,
@@ -21,12 +20,6 @@ from context_service.adapters.kubernetes.cluster import (
     SNAPSHOT,
 )
 from context_service.adapters.kubernetes.cluster import WARM_POOL as WARM_POOLS
-from context_service.adapters.kubernetes.devsim_objects import (
-    claimed_sandbox,
-    condition,
-    now,
-    sandbox_children,
-)
 from context_service.adapters.kubernetes.parse import (
     meta,
     mounted_claims,
@@ -43,6 +36,13 @@ from context_service.adapters.kubernetes.rest import (
     Rest,
 )
 from context_service.adapters.kubernetes.watch import ClusterWatch
+from context_service.devcluster import devsim_gc
+from context_service.devcluster.devsim_objects import (
+    claimed_sandbox,
+    condition,
+    now,
+    sandbox_children,
+)
 from context_service.domain.cluster import Change, ClusterError
 
 log = logging.getLogger(__name__)

@@ -3,7 +3,7 @@
 #                              install the CRDs beside this folder, and write DIR/kubeconfig. DIR keeps the data.
 # kube-up.sh stop DIR        — stop them (controller-manager, apiserver, then etcd).
 # Env: ETCD_PORT (23790; the peer port is ETCD_PORT+1), KUBE_BIN_DIR (skip ensure-kube.sh),
-#      KCM=0 (no controller-manager). The Python equivalent is src/adapters/kubernetes/local.py,
+#      KCM=0 (no controller-manager). The Python equivalent is src/devcluster/local.py,
 #      which uses the same directory layout. No real authorization: loopback only, never exposed.
 set -euo pipefail
 # The body is one function so bash parses it whole: editing this file mid-run is harmless.
