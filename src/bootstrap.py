@@ -310,7 +310,11 @@ class Container:
                                                                      position)).start()
 
     def _lead(self, name: str, start: Callable[[], Any]) -> None:
-        self.started.append(LeaderWorker(self.url, f"worker:{name}", start).start())
+        # registered before it starts: a stop that arrives once the worker says it is active
+        # finds it in ``started`` and stops it (appending after ``start`` left a window)
+        leader = LeaderWorker(self.url, f"worker:{name}", start)
+        self.started.append(leader)
+        leader.start()
 
     def snapshot_worker(self) -> Any:
         """The snapshot reconciler over this container's log, views and cluster (not started)."""
