@@ -144,8 +144,11 @@ def test_a_leaked_token_opens_nothing_on_another_session_while_its_row_exists(
 
 def test_a_session_serves_no_other_run_until_its_scope_row_is_gone(
         container: bootstrap.Container, tmp_path: Path, database_url: str) -> None:
+    # a run waits for a session up to its own timeout here (5 s), not the default half second:
+    # the return step is held longer than that on a loaded machine
     single = bootstrap.build(Settings(data_dir=tmp_path, kube_mode="off", workers=(),
-                                      agent_query_connections=1), url=database_url, pool_size=2)
+                                      agent_query_connections=1, agent_query_wait_seconds=10),
+                             url=database_url, pool_size=2)
     try:
         hold, deleted_at = threading.Event(), []
 
