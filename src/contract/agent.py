@@ -12,31 +12,9 @@ from typing import Annotated, Any, ClassVar
 import msgspec
 from msgspec import UNSET, UnsetType
 
-
-class Request(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True,
-              forbid_unknown_fields=True):
-    """A request body, as the route decodes it: camelCase keys, none unknown; a field left
-    ``None`` is not sent (``null`` and absent mean the same). ``REQUIRED`` names the keys the
-    route requires: it checks them, and every bound, after decoding (§1.4)."""
-
-    REQUIRED: ClassVar[tuple[str, ...]] = ()
-
-
-class Answer(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
-    """An answer body: camelCase keys; a key the service omits stays ``UNSET``."""
-
-
-def _doc(description: str = "", **schema: Any) -> msgspec.Meta:
-    """A field's description and JSON-schema bounds, documented but not enforced by decoding:
-    the route reports a violated bound as ``VALIDATION_ERROR`` with the spec's message."""
-    if description:
-        schema["description"] = description
-    return msgspec.Meta(extra_json_schema=schema)
-
-
-def _one_of(*values: str, description: str = "") -> msgspec.Meta:
-    return _doc(description, enum=list(values))
-
+from context_service.contract.base import Answer, Request
+from context_service.contract.base import doc as _doc
+from context_service.contract.base import one_of as _one_of
 
 SetId = Annotated[str, _doc("an active context set visible to the credential; a bound "
                             "credential's own set when omitted", minLength=1)]

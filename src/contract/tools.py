@@ -13,6 +13,8 @@ import mcp_types as types
 import msgspec
 
 from context_service.contract import agent as c
+from context_service.contract.base import Request
+from context_service.contract.schema import as_sent
 
 READ, RUN = "context:read", "queries:run"
 API = "/api/agent/v1"
@@ -39,7 +41,7 @@ class AgentTool:
     description: str
     path: str
     scope: str
-    request: type[c.Request]
+    request: type[Request]
     answer: Any  # a Struct, or a union of tagged Structs
     read_only: bool
     idempotent: bool = True
@@ -90,7 +92,7 @@ def schema(struct: Any) -> dict[str, Any]:
     request's keys are shown as a caller should send them: not ``null``, the required ones
     (``REQUIRED``) required."""
     generated = msgspec.json.schema(struct)
-    defs: dict[str, Any] = {name: _sent(name, definition)
+    defs: dict[str, Any] = {name: as_sent(getattr(c, name, None), definition)
                             for name, definition in generated.pop("$defs", {}).items()}
     ref = generated.get("$ref")
     if ref is not None:
@@ -119,30 +121,6 @@ def _inlined(node: Any, defs: dict[str, Any]) -> Any:
     if isinstance(node, list):
         return [_inlined(value, defs) for value in node]
     return node
-
-
-def _sent(name: str, definition: dict[str, Any]) -> dict[str, Any]:
-    struct = getattr(c, name, None)
-    if not (isinstance(struct, type) and issubclass(struct, c.Request)):
-        return definition
-    properties = {key: _not_null(value) for key, value in definition["properties"].items()}
-    out = {**definition, "properties": properties}
-    out.pop("required", None)
-    if struct.REQUIRED:
-        out["required"] = list(struct.REQUIRED)
-    return out
-
-
-def _not_null(prop: dict[str, Any]) -> dict[str, Any]:
-    """``anyOf: [X, null]`` with a ``null`` default is ``X``: null and absent mean the same."""
-    out = {k: v for k, v in prop.items() if not (k == "default" and v is None)}
-    branches = out.pop("anyOf", None)
-    if branches is None:
-        return out
-    kept = [b for b in branches if b != {"type": "null"}]
-    if len(kept) == 1:
-        return {**kept[0], **out}
-    return {**out, "anyOf": kept}
 
 
 TOOLS: tuple[AgentTool, ...] = (

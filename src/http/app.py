@@ -153,11 +153,13 @@ def create_app(services: Services, extra_routes: list[Any] | None = None,
               *query_templates.ROUTES, *template_run.ROUTES,
               *packs.ROUTES, *replays.ROUTES, *fields.ROUTES,
               *settings.API_ROUTES, *(extra_routes or [])]
-    document = openapi.document_bytes(routes)
+    table = tuple(routes)
 
-    @get("/schema/openapi.json", sync_to_thread=False, include_in_schema=False)
-    def openapi_document() -> Response[bytes]:
-        return Response(document, media_type="application/json")
+    @get("/schema/openapi.json", include_in_schema=False)
+    async def openapi_document() -> Response[bytes]:
+        # made on first ask, once per route table in the process (Litestar generates it)
+        return Response(await in_thread(openapi.document_bytes, table),
+                        media_type="application/json")
 
     requests = metrics.RequestMetrics()
     gauges = services.gauges

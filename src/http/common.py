@@ -19,6 +19,7 @@ from context_service.http.subject import request_subject
 
 P = ParamSpec("P")
 T = TypeVar("T")
+R = TypeVar("R")  # what an answer's body is documented as
 POSITION_HEADER = "X-Context-Position"
 _enc = msgspec.json.Encoder()
 
@@ -37,13 +38,13 @@ def caller(request: Request[Any, Any, Any]) -> Subject:
     return request_subject(request.headers, found.require_subject, found.gateway_secret)
 
 
-def json(body: Any, status: int = 200, position: int = 0) -> Response[bytes]:
+def json(body: Any, status: int = 200, position: int = 0) -> Response[Any]:
     headers = {POSITION_HEADER: str(position)} if position else None
     return Response(_enc.encode(body), status_code=status, media_type="application/json",
                     headers=headers)
 
 
-def no_content(position: int = 0) -> Response[bytes]:
+def no_content(position: int = 0) -> Response[Any]:
     headers = {POSITION_HEADER: str(position)} if position else None
     return Response(b"", status_code=204, headers=headers)
 
@@ -72,7 +73,7 @@ async def raw_body(request: Request[Any, Any, Any]) -> bytes:
     return await request.body()
 
 
-def threaded(fn: Callable[P, Response[bytes]]) -> Callable[P, Awaitable[Response[bytes]]]:
+def threaded(fn: Callable[P, Response[R]]) -> Callable[P, Awaitable[Response[R]]]:
     """Run a blocking handler in a worker thread.
 
     Litestar's own ``sync_to_thread`` breaks when several sync handlers share one path (the
@@ -83,7 +84,7 @@ def threaded(fn: Callable[P, Response[bytes]]) -> Callable[P, Awaitable[Response
     """
 
     @functools.wraps(fn)
-    async def handler(*args: P.args, **kwargs: P.kwargs) -> Response[bytes]:
+    async def handler(*args: P.args, **kwargs: P.kwargs) -> Response[R]:
         return await in_thread(fn, *args, **kwargs)
 
     return handler

@@ -42,6 +42,7 @@ _CONTEXT = Resource(
 _CREDENTIAL = Resource(("/api/w/{wsId}/agent-credentials/{id}",),
                        {"wsId": "$request.path.wsId", "id": _body("/id")})
 # resource schema -> resource
+_COMPONENTS: dict[str, Any] = {}  # of the document being linked
 RESOURCES: dict[str, Resource] = {
     "ContextResource": _CONTEXT,
     "Snapshot": Resource(("/v1/namespaces/{namespace}/contexts/{name}",),
@@ -65,8 +66,11 @@ RESOURCES: dict[str, Resource] = {
 }
 
 
-def add_links(paths: dict[str, dict[str, Any]]) -> None:
-    """Give every operation answering a resource links to the operations it makes reachable."""
+def add_links(paths: dict[str, dict[str, Any]], components: dict[str, Any]) -> None:
+    """Give every operation answering a resource links to the operations it makes reachable
+    (``components``: the document's schemas, which request bodies may refer to)."""
+    _COMPONENTS.clear()
+    _COMPONENTS.update(components)
     operations = [(path, method, op) for path, ops in paths.items() for method, op in ops.items()]
     for _, _, source in operations:
         for status, response in source["responses"].items():
@@ -133,7 +137,9 @@ def _link(resource: Resource, path: str, target: dict[str, Any]) -> dict[str, An
 
 def _body_schema(operation: dict[str, Any]) -> dict[str, Any]:
     body = operation.get("requestBody", {}).get("content", {}).get("application/json", {})
-    return dict(body.get("schema", {}))
+    schema = dict(body.get("schema", {}))
+    ref = schema.get("$ref")
+    return dict(_COMPONENTS.get(ref.rsplit("/", 1)[-1], {})) if ref else schema
 
 
 def _body_fields(resource: Resource, target: dict[str, Any]) -> dict[str, str]:

@@ -10,35 +10,30 @@ from __future__ import annotations
 
 from typing import Any
 
-Schema = dict[str, Any]
+from context_service.contract.values import (
+    DIGEST,
+    DURATION,
+    FREE,
+    INT64,
+    KIND,
+    LABEL,
+    NAME,
+    PERMISSION,
+    POSITION,
+    SIZE,
+    SPACE,
+    STRINGS,
+    SUBDOMAIN,
+    SUBJECT_VALUE,
+    TEXT,
+    TIMESTAMP,
+)
 
-NAME: Schema = {"type": "string", "maxLength": 50, "pattern": "^[a-z0-9](?:[-a-z0-9]*[a-z0-9])?$"}
-LABEL: Schema = {"type": "string", "maxLength": 63, "pattern": "^[a-z0-9](?:[-a-z0-9]*[a-z0-9])?$"}
-SUBDOMAIN: Schema = {"type": "string", "maxLength": 253, "pattern":
-                     "^[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*$"}
-SIZE: Schema = {"type": "string", "pattern": "^[1-9][0-9]{0,3}(?:Ki|Mi|Gi|Ti)?$",
-                "description": "a positive Kubernetes quantity"}
-DURATION: Schema = {"type": "string", "pattern": "^(?:0|[1-9][0-9]{0,3}(?:h|m|s|ms))$",
-                    "description": "a non-negative duration (Go syntax, no day unit)"}
-DIGEST: Schema = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
-# Strings never hold U+0000 (PostgreSQL text cannot store it; the service refuses it).
-FREE: Schema = {"type": "string", "pattern": "^[^\\u0000]*$"}
-# Python's white space (what ``str.strip`` removes) spelled out, as a regex engine's ``\s`` may
-# leave out U+001C-U+001F and U+0085
-SPACE = "\\t-\\r\\x1c-\\x20\\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000"
-TEXT: Schema = {"type": "string",  # not blank
-                "pattern": f"^[^\\u0000]*[^\\u0000{SPACE}][^\\u0000]*$"}
-TIMESTAMP: Schema = {"type": "string", "pattern":
-                     "^(?:19|20)[0-9]{2}-(?:0[1-9]|1[0-2])-(?:0[1-9]|1[0-9]|2[0-8])"
-                     "T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\\.[0-9]{1,6})?Z$"}
-INT64: Schema = {"type": "integer", "minimum": -(2**63), "maximum": 2**63 - 1}
-POSITION: Schema = {"type": "string", "pattern": "^[0-9]{1,18}$"}
-PERMISSION: Schema = {"type": "string",
-                      "enum": ["read", "write", "attach", "derive", "administer"]}
-KIND: Schema = {"type": "string", "enum": ["user", "agent", "workload", "service"]}
-SUBJECT_VALUE: Schema = {"type": "string",
-                          "pattern": "^(?:user|agent|workload|service):[!-~]{1,64}$"}
-STRINGS: Schema = {"type": "object", "additionalProperties": FREE, "propertyNames": FREE}
+Schema = dict[str, Any]
+__all__ = ["DIGEST", "DURATION", "FREE", "INT64", "KIND", "LABEL", "NAME", "PERMISSION",
+           "POSITION", "SIZE", "SPACE", "STRINGS", "SUBDOMAIN", "SUBJECT_VALUE", "TEXT",
+           "TIMESTAMP"]
+
 
 
 def obj(required: dict[str, Schema], optional: dict[str, Schema] | None = None) -> Schema:

@@ -9,6 +9,7 @@ import pytest
 from litestar.testing import TestClient
 
 from context_service import bootstrap
+from tests.support.answers import check_answer
 from tests.support.services import shares_service
 
 
@@ -30,10 +31,14 @@ class Api:
         if self.subject is not None:
             h["X-Context-Subject"] = self.subject
         if raw is not None:
-            return self.client.request(method, path, content=raw, headers=h)
-        if body is not None:
-            return self.client.request(method, path, json=body, headers=h)
-        return self.client.request(method, path, headers=h)
+            response = self.client.request(method, path, content=raw, headers=h)
+        elif body is not None:
+            response = self.client.request(method, path, json=body, headers=h)
+        else:
+            response = self.client.request(method, path, headers=h)
+        check_answer(self.client.app, method, path, response.status_code,
+                     response.headers.get("content-type", ""), response.content)
+        return response
 
     def get(self, path: str, **kw: Any) -> Any:
         return self.request("GET", path, **kw)

@@ -7,7 +7,7 @@ from typing import Any
 import msgspec
 
 from context_service import bootstrap
-from context_service.http.openapi import openapi_path
+from context_service.http.openapi import body_of, openapi_path
 from tests.api.conftest import Api
 
 
@@ -37,7 +37,7 @@ def test_every_route_and_body_is_documented(api: Api, container: bootstrap.Conta
                 if method in ("OPTIONS", "HEAD"):
                     continue
                 served.add((openapi_path(route.path_format), method.lower()))
-                body = handler.opt.get("body")
+                body = body_of(handler)
                 op = doc["paths"][openapi_path(route.path_format)][method.lower()]
                 if body is None:
                     assert "requestBody" not in op

@@ -5,12 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 from litestar import Request, Response, delete, get, post
+from litestar.params import FromPath, JSONBody
 
+from context_service.contract.contexts import (
+    ContextList,
+    ContextResource,
+    CreateContextRequest,
+    StorageRequest,
+)
 from context_service.domain.context.commands import CreateContext, DeleteContext
 from context_service.domain.context.validation import validate_create
 from context_service.domain.errors import ContextNotFoundError
 from context_service.http import render
-from context_service.http.body import decode
 from context_service.http.common import (
     CATALOG,
     caller,
@@ -21,19 +27,21 @@ from context_service.http.common import (
     threaded,
     wait_for_views,
 )
+from context_service.http.refusals import refusals
 from context_service.http.routes.timeline import as_of, list_as_of, visible_as_of
-from context_service.http.schemas import CreateContextRequest, StorageBody
+from context_service.http.sent import NOTHING, Sent, SentBody
 
 BASE = "/v1/namespaces/{namespace:str}/contexts"
 
 
-@post("/v1/contexts", opt={"body": CreateContextRequest})
-async def create_context(request: Request[Any, Any, Any]) -> Response[bytes]:
+@post("/v1/contexts", dto=SentBody, responses=refusals({409: "the name is taken"}))
+async def create_context(request: Request[Any, Any, Any],
+                         data: JSONBody[Sent[CreateContextRequest]] = NOTHING,
+                         ) -> Response[ContextResource]:
     """Create a named context; the caller becomes its owner."""
-    body = await request.body()  # cheaper than a RawBody parameter on this hot path
     actor = caller(request)
-    req = decode(body, CreateContextRequest, refuse_nul=True)
-    storage = req.storage or StorageBody()
+    req = data.decode(refuse_nul=True)
+    storage = req.storage or StorageRequest()
     command = CreateContext(
         actor=actor, name=req.name or "", namespace=req.namespace or "", type=req.type or "",
         backend=storage.backend or "", size=storage.size or "",
@@ -49,9 +57,8 @@ async def create_context(request: Request[Any, Any, Any]) -> Response[bytes]:
 
 @get(BASE, opt={"query": ("asOf", "asOfPosition")})
 @threaded
-def list_contexts(request: Request[Any, Any, Any]) -> Response[bytes]:
+def list_contexts(request: Request[Any, Any, Any], namespace: FromPath[str]) -> Response[ContextList]:
     """List the contexts of a namespace the caller holds any permission on."""
-    namespace = request.path_params["namespace"]
     actor = caller(request)
     wait_for_views(request, CATALOG)
     point = as_of(request)
@@ -64,12 +71,12 @@ def list_contexts(request: Request[Any, Any, Any]) -> Response[bytes]:
     return json({"items": items})
 
 
-@get(BASE + "/{name:str}", opt={"query": ("asOf", "asOfPosition")})
+@get(BASE + "/{name:str}", opt={"query": ("asOf", "asOfPosition"), "permission": "read"},
+     responses=refusals({404: "no such context, or the caller may not read it"}))
 @threaded
-def get_context(request: Request[Any, Any, Any]) -> Response[bytes]:
+def get_context(request: Request[Any, Any, Any], namespace: FromPath[str],
+                name: FromPath[str]) -> Response[ContextResource]:
     """Read a context (requires read)."""
-    namespace = request.path_params["namespace"]
-    name = request.path_params["name"]
     actor = caller(request)
     point = as_of(request)
     if point is not None:
@@ -81,13 +88,14 @@ def get_context(request: Request[Any, Any, Any]) -> Response[bytes]:
     return json(render.context(entry.state, actor))
 
 
-@delete(BASE + "/{name:str}", status_code=200,
-        opt={"status": 204, "query": ("force",)})
+@delete(BASE + "/{name:str}", status_code=204,
+        opt={"query": ("force",), "permission": "administer"},
+        responses=refusals({404: "no such context, or the caller may not administer it",
+                            409: "consumers are attached (force=true detaches them)"}))
 @threaded
-def delete_context(request: Request[Any, Any, Any]) -> Response[bytes]:
+def delete_context(request: Request[Any, Any, Any], namespace: FromPath[str],
+                   name: FromPath[str]) -> Response[None]:
     """Delete a context (requires administer; consumers block unless force=true)."""
-    namespace = request.path_params["namespace"]
-    name = request.path_params["name"]
     actor = caller(request)
     force = request.query_params.get("force") == "true"
     outcome = services(request).contexts.execute(
