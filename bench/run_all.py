@@ -29,6 +29,7 @@ BENCHES = {
     "mcp": "a context pack through MCP (SDK client, JSON-RPC) vs the same pack over HTTP",
     "templates": "template run overhead vs the same SQL on the service connection; timeout",
     "fields": "fields/query over 10,000 documents (list, grouped aggregate) vs hand-written SQL",
+    "typed_body": "a route's typed body (documented, decoded by the route) vs its raw body read",
 }
 
 

@@ -13,6 +13,7 @@ from litestar.exceptions import (
     NotFoundException,
 )
 
+from context_service.contract.service import Health, Readiness
 from context_service.domain.errors import DomainError
 from context_service.http import hosts, limits, metrics, openapi, settings
 from context_service.http.agent import (
@@ -28,6 +29,7 @@ from context_service.http.common import in_thread, services
 from context_service.http.errors import HttpError, domain_error_response, error_response
 from context_service.http.mcp.endpoint import McpEndpoint
 from context_service.http.ports import Services
+from context_service.http.refusals import refusals
 from context_service.http.routes import (
     access,
     context_sets,
@@ -46,20 +48,22 @@ _METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
 
 
 @get("/healthz", sync_to_thread=False)
-def healthz() -> Response[bytes]:
+def healthz() -> Response[Health]:
     """Liveness: the process serves HTTP (nothing else is checked)."""
-    return Response(b'{"status":"ok"}', media_type="application/json")
+    ok: Response[Any] = Response(b'{"status":"ok"}', media_type="application/json")
+    return ok
 
 
-@get("/readyz", opt={"errors": {"503": "not ready: the database is unreachable or its schema "
-                                       "does not match this version"}})
-async def readyz(request: Request[Any, Any, Any]) -> Response[bytes]:
+@get("/readyz", responses=refusals({503: "not ready: the database is unreachable or its "
+                                           "schema does not match this version"}))
+async def readyz(request: Request[Any, Any, Any]) -> Response[Readiness]:
     """Readiness: the database answers and its schema version is this code's."""
     check = services(request).readiness
     problem = None if check is None else await in_thread(check)
     if problem is not None:
         return error_response(503, "unavailable", f"not ready: {problem}")
-    return Response(b'{"status":"ready"}', media_type="application/json")
+    ready: Response[Any] = Response(b'{"status":"ready"}', media_type="application/json")
+    return ready
 
 
 def _on_domain(request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 from litestar import Response
 
@@ -56,7 +58,7 @@ class HttpError(Exception):
 
 
 def error_response(status: int, code: str, message: str,
-                   headers: dict[str, str] | None = None) -> Response[bytes]:
+                   headers: dict[str, str] | None = None) -> Response[Any]:
     body = _enc.encode({"error": code, "message": message})
     return Response(body, status_code=status, media_type="application/json", headers=headers)
 

@@ -53,7 +53,7 @@ def is_api(request: Request[Any, Any, Any]) -> bool:
 
 
 def api_response(status: int, code: str, message: str, details: Any = None,
-                 headers: dict[str, str] | None = None) -> Response[bytes]:
+                 headers: dict[str, str] | None = None) -> Response[Any]:
     body: dict[str, Any] = {"code": code, "message": message}
     if details is not None:
         body["details"] = details
@@ -61,7 +61,7 @@ def api_response(status: int, code: str, message: str, details: Any = None,
                     headers={**(headers or {}), **NO_STORE})
 
 
-def api_json(body: Any, status: int = 200, position: int = 0) -> Response[bytes]:
+def api_json(body: Any, status: int = 200, position: int = 0) -> Response[Any]:
     headers = dict(NO_STORE)
     if position:
         headers[POSITION_HEADER] = str(position)
@@ -69,14 +69,14 @@ def api_json(body: Any, status: int = 200, position: int = 0) -> Response[bytes]
                     headers=headers)
 
 
-def api_no_content(position: int = 0) -> Response[bytes]:
+def api_no_content(position: int = 0) -> Response[Any]:
     headers = dict(NO_STORE)
     if position:
         headers[POSITION_HEADER] = str(position)
     return Response(b"", status_code=204, headers=headers)
 
 
-def api_error(exc: ApiError) -> Response[bytes]:
+def api_error(exc: ApiError) -> Response[Any]:
     return api_response(exc.status, exc.code, exc.message, exc.details, exc.headers)
 
 

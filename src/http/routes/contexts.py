@@ -57,7 +57,8 @@ async def create_context(request: Request[Any, Any, Any],
 
 @get(BASE, opt={"query": ("asOf", "asOfPosition")})
 @threaded
-def list_contexts(request: Request[Any, Any, Any], namespace: FromPath[str]) -> Response[ContextList]:
+def list_contexts(request: Request[Any, Any, Any],
+                  namespace: FromPath[str]) -> Response[ContextList]:
     """List the contexts of a namespace the caller holds any permission on."""
     actor = caller(request)
     wait_for_views(request, CATALOG)
