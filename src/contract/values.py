@@ -56,5 +56,5 @@ Timestamp = Annotated[str, doc(**TIMESTAMP)]
 Int64 = Annotated[int, doc(minimum=-(2**63), maximum=2**63 - 1)]
 Permission = Annotated[str, doc(**PERMISSION)]
 Kind = Annotated[str, doc(**KIND)]
-Strings = Annotated[dict[str, str], doc(**STRINGS)]
+Strings = dict[Free, Free]  # msgspec writes the key and value rules itself
 Stamp = Annotated[str, doc(format="date-time")]  # an answer's time, RFC 3339 in UTC

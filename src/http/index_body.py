@@ -7,13 +7,17 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
+from context_service.contract.query import (
+    IndexFieldRequest,
+    IndexRecordRequest,
+    PublishQueryIndexRequest,
+)
 from context_service.domain.context.commands import PublishQueryIndex
 from context_service.domain.context.events import FieldSpan, QueryRecord, RecordField, SourceRef
 from context_service.domain.context.index_upload import MAX_PARTS, UploadPart
 from context_service.domain.errors import RequestInvalidError
 from context_service.domain.events import Subject
 from context_service.domain.values import parse_timestamp
-from context_service.http.schemas import PublishQueryIndexRequest, QueryRecordBody, RecordFieldBody
 
 UPLOAD_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 _NO_SOURCE = SourceRef("", "", "")
@@ -42,7 +46,7 @@ def _upload(req: PublishQueryIndexRequest) -> UploadPart | None:
     return UploadPart(req.upload_id, req.part, req.parts)
 
 
-def _record(body: QueryRecordBody, index: int) -> QueryRecord:
+def _record(body: IndexRecordRequest, index: int) -> QueryRecord:
     source = body.source
     return QueryRecord(
         id=body.id or "", context=body.context or "", type=body.type or "",
@@ -68,7 +72,7 @@ def _time(value: str | None, index: int, name: str) -> datetime | None:
     return parsed
 
 
-def _field(body: RecordFieldBody) -> RecordField:
+def _field(body: IndexFieldRequest) -> RecordField:
     span = body.span
     return RecordField(
         name=body.name or "", type=body.type or "", value=body.value,

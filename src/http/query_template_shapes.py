@@ -1,44 +1,27 @@
-"""The /v1 query-template body and the QueryTemplate shape (spec 11.1). Constraints are
-validated by the domain, in its order and with its messages."""
+"""The /v1 query-template body as a draft, and the QueryTemplate answer (spec 11.1). Constraints
+are validated by the domain, in its order and with its messages; the Structs are the contract's
+(``contract.query_templates``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import msgspec
-
+from context_service.contract.query_templates import QueryTemplateRequest
 from context_service.domain.query_template.commands import TemplateDraft
 from context_service.domain.query_template.events import Parameter
 from context_service.domain.query_template.state import QueryTemplateState
 from context_service.domain.values import format_timestamp
 
 
-class _Body(msgspec.Struct, forbid_unknown_fields=True, rename="camel", kw_only=True):
-    pass
-
-
-class ParameterBody(_Body):
-    name: str = ""
-    type: str = ""
-    required: bool = False
-    default: Any = None
-
-
-class QueryTemplateRequest(_Body):
-    id: str | None = None
-    description: str = ""
-    sql: str = ""
-    parameters: list[ParameterBody] | None = None
-    max_rows: int = 100
-    timeout_ms: int = 5000
-
-
 def draft_of(body: QueryTemplateRequest) -> TemplateDraft:
+    """The draft the domain validates: an absent key is its default."""
     return TemplateDraft(
-        description=body.description, sql=body.sql,
-        parameters=tuple(Parameter(name=p.name, type=p.type, required=p.required,
-                                   default=p.default) for p in body.parameters or ()),
-        max_rows=body.max_rows, timeout_ms=body.timeout_ms)
+        description=body.description or "", sql=body.sql or "",
+        parameters=tuple(Parameter(name=p.name or "", type=p.type or "",
+                                   required=bool(p.required), default=p.default)
+                         for p in body.parameters or ()),
+        max_rows=100 if body.max_rows is None else body.max_rows,
+        timeout_ms=5000 if body.timeout_ms is None else body.timeout_ms)
 
 
 def parameter_json(p: Parameter) -> dict[str, Any]:

@@ -122,7 +122,7 @@ def test_every_workspace_route_states_its_permission(api: Api) -> None:
     assert len(routes) >= 12
     undocumented = [op["operationId"] for _, _, op in routes if ":" not in op.get(
         "x-permission", "")]
-    assert undocumented == [], "state the workspace permission (openapi_shapes.REQUIRES)"
+    assert undocumented == [], 'state the workspace permission (the route\'s opt["permission"])'
 
 
 @pytest.mark.parametrize("who", ["user:stranger", "user:neighbour", *ROLE_SUBJECTS.values()])

@@ -1,4 +1,5 @@
-"""The OpenAPI document matches the real routes and request bodies."""
+"""The OpenAPI document matches the real routes and request bodies, and states every operation's
+request and answer (it is generated from the routes' declared types)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 import msgspec
 
 from context_service import bootstrap
-from context_service.http.openapi import body_of, openapi_path
+from context_service.http.openapi import body_of, openapi_path, typed
 from tests.api.conftest import Api
 
 
@@ -66,3 +67,55 @@ def test_create_operations_link_to_what_they_make_reachable(api: Api) -> None:
     snapshot = doc["paths"]["/v1/namespaces/{namespace}/contexts/{name}/snapshots"]["post"]
     assert snapshot["responses"]["201"]["links"]["create_clone"]["requestBody"] == {
         "snapshot": "$response.body#/name"}
+
+
+def _resolve(doc: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    ref = schema.get("$ref")
+    if ref is None:
+        return schema
+    return _resolve(doc, doc["components"]["schemas"][ref.rsplit("/", 1)[1]])
+
+
+def _states_something(doc: dict[str, Any], schema: dict[str, Any]) -> bool:
+    """Not ``{}`` nor a bare ``{"type": "object"}``: named keys, items of a stated shape, or
+    alternatives that each state something."""
+    schema = _resolve(doc, schema)
+    if schema.get("properties"):
+        return True
+    if schema.get("type") == "array":
+        return _states_something(doc, schema.get("items", {}))
+    branches = schema.get("anyOf") or schema.get("oneOf") or schema.get("allOf")
+    return bool(branches) and all(_states_something(doc, b) for b in branches)
+
+
+def test_every_operation_states_its_request_and_answer(api: Api,
+                                                      container: bootstrap.Container) -> None:
+    doc = api.get("/schema/openapi.json").json()
+    app = bootstrap.app(container)
+    untyped = [h.handler_name for route in app.routes
+               for h in getattr(route, "route_handlers", [])
+               if h.resolve_include_in_schema() and not typed(h)]
+    assert untyped == [], "every route declares its answer as Response[Struct]"
+    for ops in doc["paths"].values():
+        for method, op in ops.items():
+            name = op["operationId"]
+            success = {code: r for code, r in op["responses"].items() if code.startswith("2")}
+            assert len(success) == 1, name
+            [(code, answer)] = success.items()
+            if code == "204":
+                assert "content" not in answer, name
+            else:
+                [media] = answer["content"].values()
+                assert _states_something(doc, media["schema"]), (name, media)
+            body = op.get("requestBody")
+            if method in ("post", "put") and body is not None:
+                [media] = body["content"].values()
+                assert _states_something(doc, media["schema"]), (name, media)
+            for code, refusal in op["responses"].items():
+                if code.startswith("2"):
+                    continue
+                [media] = refusal["content"].values()
+                assert _states_something(doc, media["schema"]), (name, code)
+    # a route renamed keeps its schemas: they come from its signature, not from its name
+    assert doc["paths"]["/v1/contexts"]["post"]["requestBody"]["content"]["application/json"][
+        "schema"] == {"$ref": "#/components/schemas/CreateContextRequest"}

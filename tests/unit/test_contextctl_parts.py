@@ -21,11 +21,11 @@ from context_service.contextctl.upload import (
     MultiPart,
     _chunks,
 )
+from context_service.contract.query import PublishQueryIndexRequest
 from context_service.domain.context.index_upload import UploadPart, part_events
 from context_service.domain.events import ADMIN
 from context_service.http.body import decode
 from context_service.http.index_body import publish_command
-from context_service.http.schemas import PublishQueryIndexRequest
 
 REV = "cd" * 32
 

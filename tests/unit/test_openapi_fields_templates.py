@@ -1,6 +1,6 @@
-"""The documented studied-field and query-template bodies say what the routes check: a body the
-schema accepts passes the route's field rules, one it refuses fails them, and "not blank" means
-what ``str.strip`` means for every code point."""
+"""The documented studied-field and query-template bodies (the contract Structs' schemas) say
+what the routes check: a body the schema accepts passes the route's field rules, one it refuses
+fails them, and "not blank" means what ``str.strip`` means for every code point."""
 
 from __future__ import annotations
 
@@ -13,20 +13,25 @@ import jsonschema
 import msgspec
 import pytest
 
+from context_service.contract.agent import QueryFieldsRequest
+from context_service.contract.query_templates import QueryTemplateRequest
+from context_service.contract.schema import components
+from context_service.contract.values import SPACE
 from context_service.domain.errors import QueryTemplateInvalidError
 from context_service.domain.query_template.commands import TemplateDraft
 from context_service.domain.query_template.events import Parameter
 from context_service.domain.query_template.validation import validate_request
 from context_service.http.agent import fields_shapes
 from context_service.http.agent.errors import ApiError
-from context_service.http.openapi_fields_templates import BODIES
-from context_service.http.openapi_shapes import SPACE
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def accepted(operation: str, body: dict[str, Any]) -> bool:
-    return jsonschema.Draft202012Validator(BODIES[operation]).is_valid(body)
+def accepted(struct: type, body: dict[str, Any]) -> bool:
+    """Whether the body is valid by the schema the document states for ``struct``."""
+    defs = components([struct], "#/$defs/{name}")
+    schema = {**defs[struct.__name__], "$defs": defs}
+    return jsonschema.Draft202012Validator(schema).is_valid(body)
 
 
 def test_the_documented_space_is_pythons() -> None:
@@ -56,7 +61,7 @@ QUERIES = [
 @pytest.mark.parametrize(("body", "valid"), QUERIES)
 def test_a_documented_field_query_passes_the_field_rules(body: dict[str, Any],
                                                          valid: bool) -> None:
-    assert accepted("agent_query_fields", body) is valid
+    assert accepted(QueryFieldsRequest, body) is valid
     request = msgspec.convert(body, fields_shapes.FieldsQueryRequest)
     if valid:
         fields_shapes.check_query(request, NOW)
@@ -96,7 +101,7 @@ TEMPLATES = [
 def test_a_documented_template_passes_request_validation(change: dict[str, Any],
                                                          valid: bool) -> None:
     body = {**TEMPLATE, **change}
-    assert accepted("register_query_template", body) is valid
+    assert accepted(QueryTemplateRequest, body) is valid
     if valid:
         validate_request(body["id"], _draft(body))
     else:

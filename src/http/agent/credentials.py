@@ -5,12 +5,18 @@ holding ``agent_credential:manage``."""
 from __future__ import annotations
 
 import secrets
-from typing import Annotated, Any
+from typing import Any
 
 import msgspec
 from litestar import Request, Response, delete, get, post
-from litestar.params import RawBody
+from litestar.params import FromPath, JSONBody
 
+from context_service.contract.workspaces import (
+    CreateCredentialRequest,
+    CreatedCredential,
+    Credential,
+    CredentialList,
+)
 from context_service.domain.agent_credentials.commands import CreateCredential, RevokeCredential
 from context_service.domain.agent_credentials.decide import MAX_DAYS, MIN_DAYS
 from context_service.domain.agent_credentials.token import format_token, secret_hash
@@ -25,37 +31,19 @@ from context_service.domain.errors import (
 from context_service.domain.events import ADMIN, Subject
 from context_service.domain.workspace.roles import SCOPES, role_permits, subject_permits
 from context_service.http.agent import render
-from context_service.http.agent.body import ApiBody, Violations, check_range, check_text, decode
+from context_service.http.agent.body import Violations, check_range, check_text, decode
 from context_service.http.agent.errors import ApiError, api_json, api_no_content
 from context_service.http.agent.pipeline import agent_services
 from context_service.http.common import services, threaded, wait_for_views
 from context_service.http.errors import HttpError
 from context_service.http.ports import AgentServices
+from context_service.http.refusals import refusals
+from context_service.http.sent import NOTHING, Sent, SentBody
 from context_service.http.subject import request_subject
 
 PATH = "/api/w/{wsId:str}/agent-credentials"
 PERMISSION = "agent_credential:manage"
 VIEWS = ("agent_credentials",)
-
-
-# Constraints are documented in the OpenAPI schema and checked by the field rules (every
-# violation reported in ``details`` with the spec's message), not by the decoder.
-_Name = Annotated[str, msgspec.Meta(extra_json_schema={
-    "minLength": 1, "maxLength": 100, "description": "required; not blank"})]
-_Scopes = Annotated[list[Annotated[str, msgspec.Meta(extra_json_schema={"enum": list(SCOPES)})]],
-                    msgspec.Meta(extra_json_schema={"minItems": 1, "uniqueItems": True,
-                                                    "description": "required"})]
-_Days = Annotated[int, msgspec.Meta(extra_json_schema={
-    "minimum": MIN_DAYS, "maximum": MAX_DAYS, "description": "required"})]
-_SetId = Annotated[str, msgspec.Meta(extra_json_schema={
-    "minLength": 1, "description": "an active context set of the workspace"})]
-
-
-class CreateCredentialRequest(ApiBody):
-    name: _Name | None = None
-    scopes: _Scopes | None = None
-    expires_in_days: _Days | None = None
-    context_set_id: _SetId | None = None
 
 
 def api_caller(request: Request[Any, Any, Any]) -> Subject:
@@ -85,13 +73,13 @@ def managing_role(agent: AgentServices, workspace: str, actor: Subject) -> str |
     return role
 
 
-def _manager(request: Request[Any, Any, Any]) -> tuple[str, Subject, AgentServices, str | None]:
+def _manager(request: Request[Any, Any, Any],
+             workspace: str) -> tuple[Subject, AgentServices, str | None]:
     """Steps 1-2 of every credential route: the caller, and its managing role in the workspace
     named by the path."""
-    workspace = request.path_params["wsId"]
     actor = api_caller(request)
     agent = agent_services(request)
-    return workspace, actor, agent, managing_role(agent, workspace, actor)
+    return actor, agent, managing_role(agent, workspace, actor)
 
 
 def _validate(req: CreateCredentialRequest) -> None:
@@ -113,12 +101,22 @@ def _validate(req: CreateCredentialRequest) -> None:
     v.raise_if_any()
 
 
-@post(PATH, status_code=201, opt={"body": CreateCredentialRequest})
+HIDDEN = "no such workspace, or the caller is not a member"
+LACKS = "the caller's role lacks agent_credential:manage"
+
+
+@post(PATH, status_code=201, dto=SentBody, opt={"permission": PERMISSION},
+      responses=refusals({403: LACKS + ", or a scope it asks for",
+                          404: HIDDEN,
+                          409: "the workspace holds the most active credentials it may"}))
 @threaded
-def create_credential(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
+def create_credential(request: Request[Any, Any, Any], wsId: FromPath[str],
+                      data: JSONBody[Sent[CreateCredentialRequest]] = NOTHING,
+                      ) -> Response[CreatedCredential]:
     """Create an agent credential; the answer carries its token, shown this once."""
-    workspace, actor, agent, role = _manager(request)
-    req = decode(body, CreateCredentialRequest)
+    workspace = wsId
+    actor, agent, role = _manager(request, workspace)
+    req = decode(data.raw, CreateCredentialRequest)
     _validate(req)
     assert req.scopes is not None and req.name is not None and req.expires_in_days is not None
     for scope in req.scopes:
@@ -150,11 +148,13 @@ def create_credential(request: Request[Any, Any, Any], body: RawBody) -> Respons
     return api_json(render.credential(created, agent.clock(), token), 201, outcome.position)
 
 
-@get(PATH)
+@get(PATH, opt={"permission": PERMISSION}, responses=refusals({403: LACKS, 404: HIDDEN}))
 @threaded
-def list_credentials(request: Request[Any, Any, Any]) -> Response[bytes]:
+def list_credentials(request: Request[Any, Any, Any],
+                     wsId: FromPath[str]) -> Response[CredentialList]:
     """Every credential of the workspace, of every status, newest first (no tokens)."""
-    workspace, _, agent, _ = _manager(request)
+    workspace = wsId
+    _, agent, _ = _manager(request, workspace)
     wait_for_views(request, VIEWS)
     now = agent.clock()
     return api_json({"items": [render.credential(c, now)
@@ -168,23 +168,29 @@ def _recorded(agent: AgentServices, workspace: str, credential_id: str) -> Any:
     return credential
 
 
-@get(PATH + "/{id:str}")
+@get(PATH + "/{id:str}", opt={"permission": PERMISSION},
+     responses=refusals({403: LACKS, 404: HIDDEN + ", or no such credential in it"}))
 @threaded
-def get_credential(request: Request[Any, Any, Any]) -> Response[bytes]:
+def get_credential(request: Request[Any, Any, Any], wsId: FromPath[str],
+                   id: FromPath[str]) -> Response[Credential]:
     """One credential of the workspace (no token)."""
-    workspace, _, agent, _ = _manager(request)
+    workspace = wsId
+    _, agent, _ = _manager(request, workspace)
     wait_for_views(request, VIEWS)
-    credential = _recorded(agent, workspace, request.path_params["id"])
+    credential = _recorded(agent, workspace, id)
     return api_json(render.credential(credential, agent.clock()))
 
 
-@delete(PATH + "/{id:str}", status_code=200, opt={"status": 204})
+@delete(PATH + "/{id:str}", status_code=204, opt={"permission": PERMISSION},
+        responses=refusals({403: LACKS, 404: HIDDEN + ", or no such credential in it"}))
 @threaded
-def revoke_credential(request: Request[Any, Any, Any]) -> Response[bytes]:
+def revoke_credential(request: Request[Any, Any, Any], wsId: FromPath[str],
+                      id: FromPath[str]) -> Response[None]:
     """Revoke a credential; revoking a revoked one records nothing and answers 204 too."""
-    workspace, actor, agent, _ = _manager(request)
+    workspace = wsId
+    actor, agent, _ = _manager(request, workspace)
     outcome = agent.credentials.execute(
-        workspace, RevokeCredential(actor=actor, credential_id=request.path_params["id"]))
+        workspace, RevokeCredential(actor=actor, credential_id=id))
     return api_no_content(outcome.position)
 
 

@@ -11,7 +11,13 @@ from typing import Any
 
 from litestar import Request, Response, post
 
-from context_service.contract.agent import ListFieldsRequest, QueryFieldsRequest
+from context_service.contract.agent import (
+    FieldAnswer,
+    FieldListing,
+    ListFieldsRequest,
+    QueryFieldsRequest,
+)
+from context_service.contract.agent_errors import SHARED_ERRORS
 from context_service.domain.context_pack.readable import COLLECTION_TYPES
 from context_service.domain.fields.answering import (
     HeadCitations,
@@ -35,20 +41,22 @@ from context_service.http.agent.pipeline import (
     authenticate,
 )
 from context_service.http.common import services, wait_for_views
+from context_service.http.refusals import refusals
 from context_service.projections.studied_fields.reads import Current, FieldReads, FieldSession
 
 PATH = "/api/agent/v1/fields"
 SCOPE = "context:read"
 VIEWS = ("context_catalog", "context_sets", "studied_fields", "pack_inputs",
          "passage_features")
-ERRORS = {"400": "INVALID_REQUEST or VALIDATION_ERROR (details: every violated field rule, "
-                 "then the plan rules)",
-          "401": "UNAUTHORIZED or EXPIRED_CREDENTIAL",
-          "403": "AGENT_BROWSER_REQUEST_REFUSED, FORBIDDEN (scope) or "
-                 "AGENT_CREDENTIAL_AUTHORITY_LOST",
-          "404": 'NOT_FOUND: collection "<c>" not found',
-          "429": "RATE_LIMITED (Retry-After)",
-          "503": "SERVICE_UNAVAILABLE: the views could not catch up with the log in time"}
+ERRORS = refusals({400: "INVALID_REQUEST or VALIDATION_ERROR (details: every violated field "
+                        "rule, then the plan rules)",
+                   401: "UNAUTHORIZED or EXPIRED_CREDENTIAL",
+                   403: "AGENT_BROWSER_REQUEST_REFUSED, FORBIDDEN (scope) or "
+                        "AGENT_CREDENTIAL_AUTHORITY_LOST",
+                   404: 'NOT_FOUND: collection "<c>" not found',
+                   429: "RATE_LIMITED (Retry-After)",
+                   503: "SERVICE_UNAVAILABLE: the views could not catch up with the log in time"},
+                  SHARED_ERRORS)
 
 
 READABLE_VIEWS = ("context_catalog", "context_sets")  # what §3.4's readability is read from
@@ -105,9 +113,9 @@ def _check_plan(plan: Plan, source: FieldSource) -> None:
     v.raise_if_any()
 
 
-@post(PATH + "/list", status_code=200, opt={"body": ListFieldsRequest, "errors": ERRORS})
+@post(PATH + "/list", status_code=200, opt={"body": ListFieldsRequest}, responses=ERRORS)
 @body_after_pipeline
-def list_fields(request: Request[Any, Any, Any], body: PendingBody) -> Response[bytes]:
+def list_fields(request: Request[Any, Any, Any], body: PendingBody) -> Response[FieldListing]:
     """The studied fields of a collection's current usable index, with their coverage."""
     caller = authenticate(request, SCOPE, VIEWS)
     name = shapes.check_list(decode(body, ListFieldsRequest))
@@ -117,10 +125,9 @@ def list_fields(request: Request[Any, Any, Any], body: PendingBody) -> Response[
         return api_json({"collectionId": name, **listing(source)})
 
 
-@post(PATH + "/query", status_code=200,
-      opt={"body": QueryFieldsRequest, "errors": ERRORS})
+@post(PATH + "/query", status_code=200, opt={"body": QueryFieldsRequest}, responses=ERRORS)
 @body_after_pipeline
-def query_fields(request: Request[Any, Any, Any], body: PendingBody) -> Response[bytes]:
+def query_fields(request: Request[Any, Any, Any], body: PendingBody) -> Response[FieldAnswer]:
     """Rows and aggregates of a plan over a collection's documents, every value cited live."""
     caller = authenticate(request, SCOPE, VIEWS)
     now = agent_services(request).clock()

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import inspect
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_type_hints
 
 from litestar import Request, Response
 
@@ -43,16 +44,26 @@ class PendingBody:
 
 
 def body_after_pipeline(
-        fn: Callable[[Request[Any, Any, Any], PendingBody], R],
-) -> Callable[[Request[Any, Any, Any]], Awaitable[R]]:
+        fn: Callable[..., R]) -> Callable[..., Awaitable[R]]:
     """Like ``common.threaded``, except that the body is read when the handler decodes it
-    (after ``authenticate``), not before the handler starts."""
+    (after ``authenticate``), not before the handler starts. ``fn`` takes the request, the
+    pending body, then its typed path parameters (``FromPath``), passed on by name."""
+    hints = get_type_hints(fn, include_extras=True)
+    path = [p for name, p in inspect.signature(fn).parameters.items()
+            if name not in ("request", "body")]
 
-    async def handler(request: Request[Any, Any, Any]) -> R:
-        return await in_thread(fn, request, PendingBody(request, asyncio.get_running_loop()))
+    async def handler(request: Request[Any, Any, Any], **params: Any) -> R:
+        return await in_thread(fn, request, PendingBody(request, asyncio.get_running_loop()),
+                               **params)
 
     for attribute in ("__module__", "__name__", "__qualname__", "__doc__"):
         setattr(handler, attribute, getattr(fn, attribute))
-    # resolved objects: Litestar reads them in the route's module, which does not know ``R``
-    handler.__annotations__ = {"request": Request[Any, Any, Any], "return": Response[Any]}
+    # what Litestar reads: the request and the path parameters, as resolved objects (the
+    # route's module does not know ``R``), and the answer ``fn`` declares as the route's own
+    request = inspect.Parameter("request", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    handler.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [request, *(p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in path)])
+    handler.__annotations__ = {"request": Request[Any, Any, Any],
+                               **{p.name: hints[p.name] for p in path},
+                               "return": hints.get("return", Response[Any])}
     return handler

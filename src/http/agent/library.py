@@ -13,6 +13,10 @@ from typing import Any
 from litestar import Request, Response, post
 
 from context_service.contract.agent import (
+    AgentContextSet,
+    AnswerMatches,
+    ContextSetList,
+    DefinitionMatches,
     GetContextSetRequest,
     ListContextSetsRequest,
     LookupDefinitionsRequest,
@@ -62,7 +66,8 @@ def _caller(request: Request[Any, Any, Any],
 @post(PATH + "/context-sets/list", status_code=200,
       opt={"body": ListContextSetsRequest})
 @body_after_pipeline
-def list_context_sets(request: Request[Any, Any, Any], body: PendingBody) -> Response[bytes]:
+def list_context_sets(request: Request[Any, Any, Any],
+                      body: PendingBody) -> Response[ContextSetList]:
     """The context sets the credential may see; ranked by word match with a ``query``."""
     _, scope = _caller(request)
     req = decode(body, ListContextSetsRequest)
@@ -77,7 +82,8 @@ def list_context_sets(request: Request[Any, Any, Any], body: PendingBody) -> Res
 
 @post(PATH + "/context-sets/get", status_code=200, opt={"body": GetContextSetRequest})
 @body_after_pipeline
-def get_context_set(request: Request[Any, Any, Any], body: PendingBody) -> Response[bytes]:
+def get_context_set(request: Request[Any, Any, Any],
+                    body: PendingBody) -> Response[AgentContextSet]:
     """One context set as an agent reads it (the bound set when none is named)."""
     _, scope = _caller(request, GET_VIEWS)
     req = decode(body, GetContextSetRequest)
@@ -100,7 +106,7 @@ def _active_templates(request: Request[Any, Any, Any], scope: _Scope,
 @post(PATH + "/definitions/lookup", status_code=200,
       opt={"body": LookupDefinitionsRequest})
 @body_after_pipeline
-def lookup(request: Request[Any, Any, Any], body: PendingBody) -> Response[bytes]:
+def lookup(request: Request[Any, Any, Any], body: PendingBody) -> Response[DefinitionMatches]:
     """Definitions of a term: exact term, exact alias, then word matches."""
     _, scope = _caller(request)
     req = decode(body, LookupDefinitionsRequest)
@@ -114,7 +120,7 @@ def lookup(request: Request[Any, Any, Any], body: PendingBody) -> Response[bytes
 @post(PATH + "/verified-answers/match", status_code=200,
       opt={"body": MatchVerifiedAnswersRequest})
 @body_after_pipeline
-def match(request: Request[Any, Any, Any], body: PendingBody) -> Response[bytes]:
+def match(request: Request[Any, Any, Any], body: PendingBody) -> Response[AnswerMatches]:
     """Verified answers whose question matches: exact first, then by word-match score."""
     _, scope = _caller(request)
     req = decode(body, MatchVerifiedAnswersRequest)

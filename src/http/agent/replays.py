@@ -12,8 +12,17 @@ from typing import Any
 
 import msgspec
 from litestar import Request, Response, post
+from litestar.params import FromPath
 
-from context_service.contract.agent import ReplayRequest
+from context_service.contract.agent import (
+    Replay,
+    ReplayRequest,
+)
+from context_service.contract.agent_errors import (
+    SHARED_ERRORS,
+    ReplayExpired,
+    ReplayTaskMismatch,
+)
 from context_service.domain.context_pack.commands import RecordReplay
 from context_service.domain.context_pack.errors import ReplayExpiredError, ReplayNotFoundError
 from context_service.domain.context_pack.events import ContextPackReleased, ContextPackReplayed
@@ -45,16 +54,19 @@ from context_service.http.agent.pack_flow import (
 )
 from context_service.http.agent.pack_services import PackServices, pack_services
 from context_service.http.agent.pipeline import AgentCaller, agent_services, authenticate
+from context_service.http.refusals import refusals
 
 PATH = "/api/agent/v1/replays/{replayId:str}"
-ERRORS = {"400": "INVALID_REQUEST or VALIDATION_ERROR (recompute without task included)",
-          "401": "UNAUTHORIZED or EXPIRED_CREDENTIAL",
-          "403": "AGENT_BROWSER_REQUEST_REFUSED, FORBIDDEN (scope; recompute of another "
-                 "context set's pack by a bound credential) or AGENT_CREDENTIAL_AUTHORITY_LOST",
-          "404": "NOT_FOUND: replay not found (unknown or of another workspace)",
-          "409": "AGENT_REPLAY_TASK_MISMATCH", "410": "AGENT_REPLAY_EXPIRED",
-          "429": "RATE_LIMITED (Retry-After)",
-          "503": "SERVICE_UNAVAILABLE: the views could not catch up with the log in time"}
+ERRORS = refusals(
+    {400: "INVALID_REQUEST or VALIDATION_ERROR (recompute without task included)",
+     401: "UNAUTHORIZED or EXPIRED_CREDENTIAL",
+     403: "AGENT_BROWSER_REQUEST_REFUSED, FORBIDDEN (scope; recompute of another "
+          "context set's pack by a bound credential) or AGENT_CREDENTIAL_AUTHORITY_LOST",
+     404: "NOT_FOUND: replay not found (unknown or of another workspace)",
+     409: "AGENT_REPLAY_TASK_MISMATCH", 410: "AGENT_REPLAY_EXPIRED",
+     429: "RATE_LIMITED (Retry-After)",
+     503: "SERVICE_UNAVAILABLE: the views could not catch up with the log in time"},
+    {**SHARED_ERRORS, 409: ReplayTaskMismatch, 410: ReplayExpired})
 
 
 def recorded_items(release: ContextPackReleased) -> list[RecordedItem]:
@@ -147,23 +159,23 @@ def _recompute(packs: PackServices, access: Access, release: ContextPackReleased
     return body, run
 
 
-@post(PATH, status_code=200, opt={"body": ReplayRequest, "errors": ERRORS})
+@post(PATH, status_code=200, opt={"body": ReplayRequest}, responses=ERRORS)
 @body_after_pipeline
-def replay(request: Request[Any, Any, Any], body: PendingBody) -> Response[bytes]:
+def replay(request: Request[Any, Any, Any], body: PendingBody,
+           replayId: FromPath[str]) -> Response[Replay]:
     """Verify a released pack's items against the current state, or recompute the pack."""
     packs = pack_services(request)
     head = packs.head()
     caller = authenticate(request, SCOPE, (*VIEWS, *packs.wait_views()), head)
     req = decode(body, ReplayRequest)
     mode = shapes.check_replay(req)
-    replay_id = str(request.path_params["replayId"])
-    found = packs.replays.get(caller.workspace, replay_id)
+    found = packs.replays.get(caller.workspace, replayId)
     if found is None:
         raise ApiError(404, "NOT_FOUND", "replay not found")
     release = found.release
     if agent_services(request).clock() >= release.expires_at:
         raise ApiError(410, "AGENT_REPLAY_EXPIRED",
-                       f"replay {replay_id} expired at {format_timestamp(release.expires_at)}")
+                       f"replay {replayId} expired at {format_timestamp(release.expires_at)}")
     access = Access(request, caller)
     if mode == "verify":
         answer, run = _verify(packs, access, release, head)

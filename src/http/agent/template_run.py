@@ -15,7 +15,17 @@ from typing import Any
 import msgspec
 from litestar import Request, Response, post
 
-from context_service.contract.agent import RunQueryTemplateRequest
+from context_service.contract.agent import (
+    RunQueryTemplateRequest,
+    TemplateRows,
+)
+from context_service.contract.agent_errors import (
+    SHARED_ERRORS,
+    AgentInvalidRequest,
+    QueryFailed,
+    QueryInternalError,
+    QueryTimedOut,
+)
 from context_service.domain.errors import SandboxNotConfiguredError
 from context_service.domain.query_template.commands import TemplateDraft
 from context_service.domain.query_template.events import Parameter, QueryTemplateRun
@@ -29,19 +39,23 @@ from context_service.http.agent.pipeline import AgentCaller, agent_services, aut
 from context_service.http.agent.template_values import check_parameters
 from context_service.http.common import services
 from context_service.http.ports import QueryTemplateServices
+from context_service.http.refusals import refusals
 
 PATH = "/api/agent/v1/query-templates/run"
 SCOPE = "queries:run"
 VIEWS = ("context_catalog", "context_sets", "agent_data")
-ERRORS = {"400": "INVALID_REQUEST, VALIDATION_ERROR or AGENT_QUERY_FAILED (details.sqlstate)",
-          "401": "UNAUTHORIZED or EXPIRED_CREDENTIAL",
-          "403": "FORBIDDEN (scope; a bound credential naming another context set)",
-          "404": "NOT_FOUND: context set not found, query template not found",
-          "429": "RATE_LIMITED (Retry-After)",
-          "500": "INTERNAL_ERROR: query template sandbox is not configured: <point>",
-          "503": "AGENT_QUERY_CAPACITY_EXHAUSTED (Retry-After): every run slot of the service"
-                 " or of the workspace is taken",
-          "504": "AGENT_QUERY_TIMEOUT"}
+ERRORS = refusals(
+    {400: "INVALID_REQUEST, VALIDATION_ERROR or AGENT_QUERY_FAILED (details.sqlstate)",
+     401: "UNAUTHORIZED or EXPIRED_CREDENTIAL",
+     403: "FORBIDDEN (scope; a bound credential naming another context set)",
+     404: "NOT_FOUND: context set not found, query template not found",
+     429: "RATE_LIMITED (Retry-After)",
+     500: "INTERNAL_ERROR: query template sandbox is not configured: <point>",
+     503: "AGENT_QUERY_CAPACITY_EXHAUSTED (Retry-After): every run slot of the service"
+          " or of the workspace is taken",
+     504: "AGENT_QUERY_TIMEOUT"},
+    {**{status: SHARED_ERRORS[status] for status in (401, 403, 404, 429)},
+     400: AgentInvalidRequest | QueryFailed, 500: QueryInternalError, 504: QueryTimedOut})
 _NOT_FOUND = ApiError(404, "NOT_FOUND", "query template not found")
 RETRY_AFTER_S = 1
 
@@ -89,9 +103,10 @@ def parameters_sha256(parameters: tuple[Parameter, ...], values: list[Any]) -> s
     return hashlib.sha256(msgspec.json.encode(bound)).hexdigest()
 
 
-@post(PATH, status_code=200, opt={"body": RunQueryTemplateRequest, "errors": ERRORS})
+@post(PATH, status_code=200, opt={"body": RunQueryTemplateRequest}, responses=ERRORS)
 @body_after_pipeline
-def run_query_template(request: Request[Any, Any, Any], body: PendingBody) -> Response[bytes]:
+def run_query_template(request: Request[Any, Any, Any],
+                       body: PendingBody) -> Response[TemplateRows]:
     """Run an approved template by id with typed parameters; rows back, never SQL."""
     caller = authenticate(request, SCOPE, VIEWS)
     checked = _checked_body(body)
@@ -117,7 +132,7 @@ def run_query_template(request: Request[Any, Any, Any], body: PendingBody) -> Re
 
 def _run(templates: QueryTemplateServices, caller: AgentCaller, set_id: str,
          template: QueryTemplateState, values: list[Any],
-         collections: list[str], clock: Callable[[], datetime]) -> Response[bytes]:
+         collections: list[str], clock: Callable[[], datetime]) -> Response[TemplateRows]:
     started = time.monotonic()
     statement = rewrite(TemplateDraft(description=template.description, sql=template.sql,
                                       parameters=template.parameters))

@@ -6,8 +6,17 @@ from typing import Any
 
 import msgspec
 from litestar import Request, Response, delete, get, put
-from litestar.params import RawBody
+from litestar.params import FromPath, JSONBody
 
+from context_service.contract.contexts import (
+    AttachConsumerRequest,
+    ConsumerList,
+    ContextResource,
+    DetachConsumerRequest,
+    GrantList,
+    SetGrantRequest,
+    SubjectRequest,
+)
 from context_service.domain.context.commands import (
     AttachConsumer,
     DetachConsumer,
@@ -17,26 +26,30 @@ from context_service.domain.context.commands import (
 from context_service.domain.errors import RequestInvalidError
 from context_service.domain.events import Subject
 from context_service.http import render
-from context_service.http.body import check_present, decode, timestamp
+from context_service.http.body import timestamp
 from context_service.http.common import CATALOG, caller, json, services, threaded, wait_for_views
+from context_service.http.refusals import refusals
 from context_service.http.routes.timeline import as_of, visible_as_of
-from context_service.http.schemas import ConsumerRequest, SetGrantRequest, SubjectBody
+from context_service.http.sent import NOTHING, Sent, SentBody
 
 PATH = "/v1/namespaces/{namespace:str}/contexts/{name:str}"
+_ADMINISTER = refusals({404: "no such context, or the caller may not administer it"})
+_ATTACH = refusals({404: "no such context, or the caller may not attach to it (nor administer "
+                         "it, for another subject; nor write it, for readWrite)"})
 
 
-def _subject(body: SubjectBody | None) -> Subject | None:
+def _subject(body: SubjectRequest | None) -> Subject | None:
     if body is None:
         return None
     return Subject(body.kind or "", body.name or "")
 
 
-@get(PATH + "/grants", opt={"query": ("asOf", "asOfPosition")})
+@get(PATH + "/grants", opt={"query": ("asOf", "asOfPosition"), "permission": "administer"},
+     responses=_ADMINISTER)
 @threaded
-def list_grants(request: Request[Any, Any, Any]) -> Response[bytes]:
+def list_grants(request: Request[Any, Any, Any], namespace: FromPath[str],
+                name: FromPath[str]) -> Response[GrantList]:
     """List the grants of a context (requires administer)."""
-    namespace = request.path_params["namespace"]
-    name = request.path_params["name"]
     actor = caller(request)
     point = as_of(request)
     if point is not None:
@@ -49,16 +62,15 @@ def list_grants(request: Request[Any, Any, Any]) -> Response[bytes]:
     return json({"items": [render.grant(g) for g in grants]})
 
 
-@put(PATH + "/grants", opt={"body": SetGrantRequest})
-async def set_grant(request: Request[Any, Any, Any]) -> Response[bytes]:
+@put(PATH + "/grants", dto=SentBody, opt={"permission": "administer"}, responses=_ADMINISTER)
+async def set_grant(request: Request[Any, Any, Any], namespace: FromPath[str],
+                    name: FromPath[str], data: JSONBody[Sent[SetGrantRequest]] = NOTHING,
+                    ) -> Response[ContextResource]:
     """Set (replace or add) the grant of one subject (requires administer)."""
-    body = await request.body()  # cheaper than a RawBody parameter on this hot path
-    namespace = request.path_params["namespace"]
-    name = request.path_params["name"]
     actor = caller(request)
     found = services(request)
     await found.contexts.authorize_async(namespace, name, actor, "administer")
-    req = decode(body, SetGrantRequest, refuse_nul=True)
+    req = data.decode(refuse_nul=True)
     timestamp(req.created_at, "createdAt")  # may be sent; it is ignored
     command = GrantAccess(actor=actor, subject=_subject(req.subject),
                           permissions=tuple(req.permissions or ()))
@@ -66,18 +78,19 @@ async def set_grant(request: Request[Any, Any, Any]) -> Response[bytes]:
     return json(render.context(outcome.state), 200, outcome.position)
 
 
-@delete(PATH + "/grants", status_code=200, opt={"body": SubjectBody})
+@delete(PATH + "/grants", status_code=200, dto=SentBody, opt={"permission": "administer"},
+        responses=refusals({404: "no such context or grant, or the caller may not administer "
+                                 "the context"}))
 @threaded
-def revoke_grant(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
+def revoke_grant(request: Request[Any, Any, Any], namespace: FromPath[str], name: FromPath[str],
+                 data: JSONBody[Sent[SubjectRequest]] = NOTHING) -> Response[ContextResource]:
     """Revoke the grant of one subject (requires administer)."""
-    namespace = request.path_params["namespace"]
-    name = request.path_params["name"]
     actor = caller(request)
     found = services(request)
     found.contexts.authorize(namespace, name, actor, "administer")
-    check_present(body)
+    body = data.present()
     try:
-        req = msgspec.json.decode(body, type=SubjectBody, strict=True)
+        req = msgspec.json.decode(body, type=SubjectRequest, strict=True)
     except (msgspec.ValidationError, msgspec.DecodeError) as exc:
         raise RequestInvalidError("valid subject is required") from exc
     command = RevokeAccess(actor=actor, subject=Subject(req.kind or "", req.name or ""))
@@ -85,12 +98,12 @@ def revoke_grant(request: Request[Any, Any, Any], body: RawBody) -> Response[byt
     return json(render.context(outcome.state), 200, outcome.position)
 
 
-@get(PATH + "/consumers")
+@get(PATH + "/consumers", opt={"permission": "read"},
+     responses=refusals({404: "no such context, or the caller may not read it"}))
 @threaded
-def list_consumers(request: Request[Any, Any, Any]) -> Response[bytes]:
+def list_consumers(request: Request[Any, Any, Any], namespace: FromPath[str],
+                   name: FromPath[str]) -> Response[ConsumerList]:
     """List declared and observed consumers (requires read)."""
-    namespace = request.path_params["namespace"]
-    name = request.path_params["name"]
     actor = caller(request)
     services(request).contexts.authorize(namespace, name, actor, "read")
     wait_for_views(request, CATALOG)
@@ -99,12 +112,13 @@ def list_consumers(request: Request[Any, Any, Any]) -> Response[bytes]:
     return json({"items": [render.consumer(c) for c in consumers]})
 
 
-def _consumer_command(request: Request[Any, Any, Any], namespace: str, name: str, body: bytes,
-                      attach: bool) -> Response[bytes]:
+def _consumer_command(request: Request[Any, Any, Any], namespace: str, name: str,
+                      data: Sent[AttachConsumerRequest] | Sent[DetachConsumerRequest],
+                      attach: bool) -> Response[ContextResource]:
     actor = caller(request)
     found = services(request)
     found.contexts.authorize(namespace, name, actor, "attach")
-    req = decode(body, ConsumerRequest, refuse_nul=True)
+    req = data.decode(refuse_nul=True)
     timestamp(req.since, "since")  # may be sent; it is overwritten
     subject = _subject(req.subject)
     command: AttachConsumer | DetachConsumer
@@ -119,23 +133,23 @@ def _consumer_command(request: Request[Any, Any, Any], namespace: str, name: str
     return json(render.context(outcome.state), 200, outcome.position)
 
 
-@put(PATH + "/consumers", opt={"body": ConsumerRequest})
+@put(PATH + "/consumers", dto=SentBody, opt={"permission": "attach"}, responses=_ATTACH)
 @threaded
-def attach_consumer(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
+def attach_consumer(request: Request[Any, Any, Any], namespace: FromPath[str],
+                    name: FromPath[str], data: JSONBody[Sent[AttachConsumerRequest]] = NOTHING,
+                    ) -> Response[ContextResource]:
     """Attach (declare) a consumer (requires attach)."""
-    namespace = request.path_params["namespace"]
-    name = request.path_params["name"]
-    return _consumer_command(request, namespace, name, body, attach=True)
+    return _consumer_command(request, namespace, name, data, attach=True)
 
 
-@delete(PATH + "/consumers", status_code=200,
-        opt={"body": ConsumerRequest})
+@delete(PATH + "/consumers", status_code=200, dto=SentBody, opt={"permission": "attach"},
+        responses=_ATTACH)
 @threaded
-def detach_consumer(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
+def detach_consumer(request: Request[Any, Any, Any], namespace: FromPath[str],
+                    name: FromPath[str], data: JSONBody[Sent[DetachConsumerRequest]] = NOTHING,
+                    ) -> Response[ContextResource]:
     """Detach a declared consumer (requires attach)."""
-    namespace = request.path_params["namespace"]
-    name = request.path_params["name"]
-    return _consumer_command(request, namespace, name, body, attach=False)
+    return _consumer_command(request, namespace, name, data, attach=False)
 
 
 ROUTES = [list_grants, set_grant, revoke_grant, list_consumers, attach_consumer, detach_consumer]

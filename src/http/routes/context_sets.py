@@ -8,8 +8,14 @@ from __future__ import annotations
 from typing import Any
 
 from litestar import Request, Response, delete, get, post, put
-from litestar.params import RawBody
+from litestar.params import FromPath, JSONBody
 
+from context_service.contract.workspaces import (
+    ContextSet,
+    ContextSetItems,
+    CreateContextSetRequest,
+    ReplaceContextSetRequest,
+)
 from context_service.domain.context_set.commands import (
     ArchiveContextSet,
     CreateContextSet,
@@ -17,34 +23,38 @@ from context_service.domain.context_set.commands import (
 )
 from context_service.domain.errors import ContextSetNotFoundError
 from context_service.domain.events import Subject
-from context_service.http.body import decode
 from context_service.http.common import caller, json, no_content, services, threaded, wait_for_views
-from context_service.http.context_set_shapes import ContextSetRequest, context_set, draft_of
+from context_service.http.context_set_shapes import context_set, draft_of
 from context_service.http.ports import ContextSetServices
+from context_service.http.refusals import refusals
+from context_service.http.sent import NOTHING, Sent, SentBody
 
 PATH = "/v1/namespaces/{namespace:str}/context-sets"
 VIEWS = ("context_sets",)
 MANAGE = "context_set:manage"
 READ = "context:read"
+HIDDEN = "no such workspace, or the caller lacks the route's permission"
 
 
-def _allowed(request: Request[Any, Any, Any], permission: str) -> tuple[str, Subject,
-                                                                         ContextSetServices]:
+def _allowed(request: Request[Any, Any, Any], namespace: str,
+             permission: str) -> tuple[Subject, ContextSetServices]:
     """Subject header, then the route's workspace permission (``404 workspace not found``)."""
-    namespace = request.path_params["namespace"]
     actor = caller(request)
     found = services(request)
     assert found.agent is not None and found.context_sets is not None
     found.agent.workspaces.authorize(namespace, actor, permission)
-    return namespace, actor, found.context_sets
+    return actor, found.context_sets
 
 
-@post(PATH, status_code=201, opt={"body": ContextSetRequest})
+@post(PATH, status_code=201, dto=SentBody, opt={"permission": MANAGE},
+      responses=refusals({404: HIDDEN, 409: "the id is taken (archived sets keep theirs)"}))
 @threaded
-def create_context_set(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
+def create_context_set(request: Request[Any, Any, Any], namespace: FromPath[str],
+                       data: JSONBody[Sent[CreateContextSetRequest]] = NOTHING,
+                       ) -> Response[ContextSet]:
     """Create a context set (context_set:manage); its id stays taken once archived."""
-    namespace, actor, sets = _allowed(request, MANAGE)
-    req = decode(body, ContextSetRequest)
+    actor, sets = _allowed(request, namespace, MANAGE)
+    req = data.decode()
     command = CreateContextSet(actor=actor, set_id=req.id or "", draft=draft_of(req),
                                active_templates=sets.active_templates(
                                    namespace, req.query_templates or ()))
@@ -52,34 +62,44 @@ def create_context_set(request: Request[Any, Any, Any], body: RawBody) -> Respon
     return json(context_set(outcome.state), 201, outcome.position)
 
 
-@get(PATH)
+@get(PATH, opt={"permission": READ}, responses=refusals({404: HIDDEN}))
 @threaded
-def list_context_sets(request: Request[Any, Any, Any]) -> Response[bytes]:
+def list_context_sets(request: Request[Any, Any, Any],
+                      namespace: FromPath[str]) -> Response[ContextSetItems]:
     """Every context set of the namespace, active and archived, sorted by id (context:read)."""
-    namespace, _, sets = _allowed(request, READ)
+    _, sets = _allowed(request, namespace, READ)
     wait_for_views(request, VIEWS)
     return json({"items": [context_set(s) for s in sets.reads.list(namespace)]})
 
 
-@get(PATH + "/{id:str}")
+@get(PATH + "/{id:str}", opt={"permission": READ},
+     responses=refusals({404: "no such workspace or context set, or the caller lacks "
+                              "context:read"}))
 @threaded
-def get_context_set(request: Request[Any, Any, Any]) -> Response[bytes]:
+def get_context_set(request: Request[Any, Any, Any], namespace: FromPath[str],
+                    id: FromPath[str]) -> Response[ContextSet]:
     """One context set, active or archived (context:read)."""
-    namespace, _, sets = _allowed(request, READ)
+    _, sets = _allowed(request, namespace, READ)
     wait_for_views(request, VIEWS)
-    state = sets.reads.get(namespace, request.path_params["id"])
+    state = sets.reads.get(namespace, id)
     if state is None:
         raise ContextSetNotFoundError()
     return json(context_set(state))
 
 
-@put(PATH + "/{id:str}", opt={"body": ContextSetRequest})
+@put(PATH + "/{id:str}", dto=SentBody, opt={"permission": MANAGE},
+     responses=refusals({404: "no such workspace or context set, or the caller lacks "
+                              "context_set:manage",
+                         409: "the set is archived"}))
 @threaded
-def replace_context_set(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
+def replace_context_set(request: Request[Any, Any, Any], namespace: FromPath[str],
+                        id: FromPath[str],
+                        data: JSONBody[Sent[ReplaceContextSetRequest]] = NOTHING,
+                        ) -> Response[ContextSet]:
     """Replace the whole content with a new version; identical content records nothing."""
-    namespace, actor, sets = _allowed(request, MANAGE)
-    req = decode(body, ContextSetRequest)
-    command = ReplaceContextSet(actor=actor, set_id=request.path_params["id"], body_id=req.id,
+    actor, sets = _allowed(request, namespace, MANAGE)
+    req = data.decode()
+    command = ReplaceContextSet(actor=actor, set_id=id, body_id=req.id,
                                 draft=draft_of(req),
                                 active_templates=sets.active_templates(
                                    namespace, req.query_templates or ()))
@@ -87,13 +107,15 @@ def replace_context_set(request: Request[Any, Any, Any], body: RawBody) -> Respo
     return json(context_set(outcome.state), 200, outcome.position)
 
 
-@delete(PATH + "/{id:str}", status_code=200, opt={"status": 204})
+@delete(PATH + "/{id:str}", status_code=204, opt={"permission": MANAGE},
+        responses=refusals({404: "no such workspace or context set, or the caller lacks "
+                                 "context_set:manage"}))
 @threaded
-def archive_context_set(request: Request[Any, Any, Any]) -> Response[bytes]:
+def archive_context_set(request: Request[Any, Any, Any], namespace: FromPath[str],
+                        id: FromPath[str]) -> Response[None]:
     """Archive a context set (final); archiving an archived set records nothing."""
-    namespace, actor, sets = _allowed(request, MANAGE)
-    outcome = sets.commands.execute(
-        namespace, ArchiveContextSet(actor=actor, set_id=request.path_params["id"]))
+    actor, sets = _allowed(request, namespace, MANAGE)
+    outcome = sets.commands.execute(namespace, ArchiveContextSet(actor=actor, set_id=id))
     return no_content(outcome.position)
 
 

@@ -9,25 +9,33 @@ from typing import Any
 
 import msgspec
 from litestar import Request, Response, get, post
+from litestar.params import FromPath, JSONBody
 
+from context_service.contract.contexts import (
+    AuditPage,
+    ContextResource,
+    PublishRevisionRequest,
+    RevisionList,
+)
 from context_service.domain.context.commands import PublishRevision
 from context_service.domain.context.events import SourceRef
 from context_service.domain.errors import RequestInvalidError
 from context_service.http import render
-from context_service.http.body import decode, timestamp
+from context_service.http.body import timestamp
 from context_service.http.common import CATALOG, caller, json, services, threaded, wait_for_views
-from context_service.http.schemas import PublishRevisionRequest
+from context_service.http.refusals import refusals
+from context_service.http.sent import NOTHING, Sent, SentBody
 
 PATH = "/v1/namespaces/{namespace:str}/contexts/{name:str}"
 _INTEGER = re.compile(r"[+-]?[0-9]{1,20}")  # bounded: int() refuses 4,300 digits
 
 
-@get(PATH + "/revisions")
+@get(PATH + "/revisions", opt={"permission": "read"},
+     responses=refusals({404: "no such context, or the caller may not read it"}))
 @threaded
-def list_revisions(request: Request[Any, Any, Any]) -> Response[bytes]:
+def list_revisions(request: Request[Any, Any, Any], namespace: FromPath[str],
+                   name: FromPath[str]) -> Response[RevisionList]:
     """List published revisions, oldest first (requires read)."""
-    namespace = request.path_params["namespace"]
-    name = request.path_params["name"]
     actor = caller(request)
     found = services(request)
     found.contexts.authorize(namespace, name, actor, "read")
@@ -38,14 +46,15 @@ def list_revisions(request: Request[Any, Any, Any]) -> Response[bytes]:
     return json({"items": items})
 
 
-@post(PATH + "/revisions", opt={"body": PublishRevisionRequest})
-async def publish_revision(request: Request[Any, Any, Any]) -> Response[bytes]:
+@post(PATH + "/revisions", status_code=201, dto=SentBody, opt={"permission": "write"},
+      responses=refusals({404: "no such context, or the caller may not write it"}))
+async def publish_revision(request: Request[Any, Any, Any], namespace: FromPath[str],
+                           name: FromPath[str],
+                           data: JSONBody[Sent[PublishRevisionRequest]] = NOTHING,
+                           ) -> Response[ContextResource]:
     """Publish a verified revision (requires write; the body is validated first)."""
-    body = await request.body()  # cheaper than a RawBody parameter on this hot path
-    namespace = request.path_params["namespace"]
-    name = request.path_params["name"]
     actor = caller(request)
-    req = decode(body, PublishRevisionRequest, refuse_nul=True)
+    req = data.decode(refuse_nul=True)
     created_at = timestamp(req.created_at, "createdAt")
     sources = tuple(SourceRef(s.context or "", s.type or "", s.revision or "")
                     for s in req.sources or ())
@@ -86,12 +95,12 @@ def _audit_limit(raw: str | None) -> int | None:
     return limit
 
 
-@get(PATH + "/audit", opt={"query": ("limit", "cursor")})
+@get(PATH + "/audit", opt={"query": ("limit", "cursor"), "permission": "administer"},
+     responses=refusals({404: "no such context, or the caller may not administer it"}))
 @threaded
-def read_audit(request: Request[Any, Any, Any]) -> Response[bytes]:
+def read_audit(request: Request[Any, Any, Any], namespace: FromPath[str],
+               name: FromPath[str]) -> Response[AuditPage]:
     """Read the audit history, oldest first, paged with limit and cursor."""
-    namespace = request.path_params["namespace"]
-    name = request.path_params["name"]
     actor = caller(request)
     found = services(request)
     state = found.contexts.authorize(namespace, name, actor, "administer")

@@ -11,10 +11,20 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-import msgspec
 from litestar import Request, Response, get, post, put
-from litestar.params import RawBody
+from litestar.params import FromPath, JSONBody
 
+from context_service.contract.contexts import ContextResource
+from context_service.contract.lifecycle import (
+    Capabilities,
+    CreateCloneRequest,
+    CreateSnapshotRequest,
+    GarbageCollection,
+    RestoreRequest,
+    SetRetentionRequest,
+    Snapshot,
+    SnapshotList,
+)
 from context_service.domain.cluster import (
     Cluster,
     ClusterError,
@@ -35,38 +45,15 @@ from context_service.domain.errors import (
 from context_service.domain.events import Subject
 from context_service.domain.values import format_timestamp
 from context_service.http import render
-from context_service.http.body import decode
 from context_service.http.common import CATALOG, caller, json, services, threaded, wait_for_views
 from context_service.http.errors import HttpError
 from context_service.http.ports import Services
+from context_service.http.refusals import refusals
+from context_service.http.sent import NOTHING, Sent, SentBody
 
 PATH = "/v1/namespaces/{namespace:str}/contexts/{name:str}"
-
-
-class _Body(msgspec.Struct, forbid_unknown_fields=True, rename="camel", kw_only=True):
-    pass
-
-
-class CreateSnapshotRequest(_Body):
-    name: str | None = None
-    snapshot_class: str | None = None
-    protected: bool | None = None
-    labels: dict[str, str] | None = None
-
-
-class CloneRequest(_Body):
-    name: str | None = None
-    snapshot: str | None = None
-
-
-class RestoreRequest(_Body):
-    snapshot: str | None = None
-
-
-class RetentionRequest(_Body):
-    keep_last: int | None = None
-    max_age: str | None = None
-
+HIDDEN = "no such context, or the caller may not {} it"
+UNSUPPORTED = "not supported by this storage backend"
 
 # --- shapes -----------------------------------------------------------------------------------
 
@@ -99,11 +86,6 @@ def _snapshots(state: ContextState, items: Iterable[ev.SnapshotRecord]) -> list[
 # --- helpers ----------------------------------------------------------------------------------
 
 
-def _target(request: Request[Any, Any, Any]) -> tuple[str, str, Subject]:
-    """Namespace, context name and caller (the subject is evaluated first)."""
-    return request.path_params["namespace"], request.path_params["name"], caller(request)
-
-
 def _cluster(found: Services) -> Cluster:
     cluster = found.pools.cluster if found.pools is not None else None
     if cluster is None:
@@ -118,12 +100,12 @@ def _kube(call: Callable[[], Any]) -> Any:
         raise HttpError(500, "internal_error", f"kubernetes: {exc}") from exc
 
 
-def _visible(request: Request[Any, Any, Any], permission: str) -> ContextState:
-    """The catalog document of a context the caller holds ``permission`` on, with every write
+def _visible(request: Request[Any, Any, Any], namespace: str, name: str, actor: Subject,
+             permission: str) -> ContextState:
+    """The catalog document of a context ``actor`` holds ``permission`` on, with every write
     recorded before this request began (read-your-writes). Decisions that depend on the state
     (class resolution, clone readiness, dry runs) use it; commands check again when they commit.
     """
-    namespace, name, actor = _target(request)
     wait_for_views(request, CATALOG)
     entry = services(request).reads.get(namespace, name)
     if entry is None or permission not in entry.state.permissions_of(actor):
@@ -140,14 +122,20 @@ def _clock(found: Services) -> Callable[[], datetime]:
 # --- snapshots --------------------------------------------------------------------------------
 
 
-@post(PATH + "/snapshots", opt={"body": CreateSnapshotRequest})
+@post(PATH + "/snapshots", status_code=201, dto=SentBody, opt={"permission": "write"},
+      responses=refusals({404: HIDDEN.format("write"),
+                          409: "the context has a snapshot of this name, or its VolumeSnapshot "
+                               "object exists",
+                          501: f"{UNSUPPORTED}: no VolumeSnapshot API or class for its driver"}))
 @threaded
-def create_snapshot(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
+def create_snapshot(request: Request[Any, Any, Any], namespace: FromPath[str],
+                    name: FromPath[str],
+                    data: JSONBody[Sent[CreateSnapshotRequest]] = NOTHING) -> Response[Snapshot]:
     """Take a CSI VolumeSnapshot of the context's PVC (requires write)."""
-    namespace, name, actor = _target(request)
+    actor = caller(request)
     found = services(request)
-    state = _visible(request, "write")
-    req = decode(body, CreateSnapshotRequest, refuse_nul=True)
+    state = _visible(request, namespace, name, actor, "write")
+    req = data.decode(refuse_nul=True)
     snapshot = req.name or ""
     lc.validate_snapshot_name(snapshot)
     cluster = _cluster(found)
@@ -164,33 +152,42 @@ def create_snapshot(request: Request[Any, Any, Any], body: RawBody) -> Response[
     return json(snapshot_json(outcome.state, recorded), 201, outcome.position)
 
 
-@get(PATH + "/snapshots")
+@get(PATH + "/snapshots", opt={"permission": "read"},
+     responses=refusals({404: HIDDEN.format("read")}))
 @threaded
-def list_snapshots(request: Request[Any, Any, Any]) -> Response[bytes]:
+def list_snapshots(request: Request[Any, Any, Any], namespace: FromPath[str],
+                   name: FromPath[str]) -> Response[SnapshotList]:
     """List the context's snapshots by creation time (requires read)."""
-    state = _visible(request, "read")
+    state = _visible(request, namespace, name, caller(request), "read")
     return json({"items": _snapshots(state, state.snapshots)})
 
 
-@get(PATH + "/snapshots/{snapshot:str}")
+@get(PATH + "/snapshots/{snapshot:str}", opt={"permission": "read"},
+     responses=refusals({404: "no such context or snapshot, or the caller may not read it"}))
 @threaded
-def get_snapshot(request: Request[Any, Any, Any]) -> Response[bytes]:
+def get_snapshot(request: Request[Any, Any, Any], namespace: FromPath[str], name: FromPath[str],
+                 snapshot: FromPath[str]) -> Response[Snapshot]:
     """Read one snapshot with its observed status (requires read)."""
-    state = _visible(request, "read")
-    return json(snapshot_json(state, lc.find_snapshot(state, request.path_params["snapshot"])))
+    state = _visible(request, namespace, name, caller(request), "read")
+    return json(snapshot_json(state, lc.find_snapshot(state, snapshot)))
 
 
 # --- clones and restore -----------------------------------------------------------------------
 
 
-@post(PATH + "/clones", opt={"body": CloneRequest})
+@post(PATH + "/clones", status_code=201, dto=SentBody, opt={"permission": "derive"},
+      responses=refusals({404: "no such context or snapshot, or the caller may not derive "
+                               "from it",
+                          409: "the new context's name is taken"}))
 @threaded
-def create_clone(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
+def create_clone(request: Request[Any, Any, Any], namespace: FromPath[str], name: FromPath[str],
+                 data: JSONBody[Sent[CreateCloneRequest]] = NOTHING,
+                 ) -> Response[ContextResource]:
     """Clone a ready snapshot into a new context owned by the caller (requires derive)."""
-    namespace, name, actor = _target(request)
+    actor = caller(request)
     found = services(request)
-    state = _visible(request, "derive")
-    req = decode(body, CloneRequest, refuse_nul=True)
+    state = _visible(request, namespace, name, actor, "derive")
+    req = data.decode(refuse_nul=True)
     target, snapshot = req.name or "", req.snapshot or ""
     lc.validate_clone(target, snapshot)
     source = lc.clone_source(state, snapshot)
@@ -203,13 +200,16 @@ def create_clone(request: Request[Any, Any, Any], body: RawBody) -> Response[byt
     return json(render.context(outcome.state), 201, outcome.position)
 
 
-@post(PATH + "/restore", status_code=200, opt={"body": RestoreRequest, "status": 501})
+# The PVC backend always refuses (501); the success documented is a backend's that restores.
+@post(PATH + "/restore", status_code=200, dto=SentBody, opt={"permission": "write"},
+      responses=refusals({404: HIDDEN.format("write"), 501: UNSUPPORTED}))
 @threaded
-def restore(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
+def restore(request: Request[Any, Any, Any], namespace: FromPath[str], name: FromPath[str],
+            data: JSONBody[Sent[RestoreRequest]] = NOTHING) -> Response[ContextResource]:
     """Restore in place: not supported by the PVC backend (requires write)."""
-    namespace, name, actor = _target(request)
+    actor = caller(request)
     services(request).contexts.authorize(namespace, name, actor, "write")
-    req = decode(body, RestoreRequest, refuse_nul=True)
+    req = data.decode(refuse_nul=True)
     lc.validate_snapshot_name(req.snapshot or "")
     raise LifecycleUnsupportedError(lc.RESTORE_DETAIL)
 
@@ -217,27 +217,32 @@ def restore(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
 # --- retention and GC -------------------------------------------------------------------------
 
 
-@put(PATH + "/retention", opt={"body": RetentionRequest})
+@put(PATH + "/retention", dto=SentBody, opt={"permission": "administer"},
+     responses=refusals({404: HIDDEN.format("administer")}))
 @threaded
-def set_retention(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
+def set_retention(request: Request[Any, Any, Any], namespace: FromPath[str],
+                  name: FromPath[str], data: JSONBody[Sent[SetRetentionRequest]] = NOTHING,
+                  ) -> Response[ContextResource]:
     """Replace the snapshot retention policy (requires administer)."""
-    namespace, name, actor = _target(request)
+    actor = caller(request)
     found = services(request)
     found.contexts.authorize(namespace, name, actor, "administer")
-    req = decode(body, RetentionRequest, refuse_nul=True)
+    req = data.decode(refuse_nul=True)
     command = cmd.SetRetention(actor=actor, keep_last=req.keep_last or 0,
                               max_age=req.max_age or "")
     outcome = found.contexts.execute(namespace, name, command)
     return json(render.context(outcome.state), 200, outcome.position)
 
 
-@post(PATH + "/gc", status_code=200, opt={"query": ("dryRun",)})
+@post(PATH + "/gc", status_code=200, opt={"query": ("dryRun",), "permission": "administer"},
+      responses=refusals({404: HIDDEN.format("administer")}))
 @threaded
-def collect_garbage(request: Request[Any, Any, Any]) -> Response[bytes]:
+def collect_garbage(request: Request[Any, Any, Any], namespace: FromPath[str],
+                    name: FromPath[str]) -> Response[GarbageCollection]:
     """Apply the retention policy to the context's snapshots (requires administer)."""
-    namespace, name, actor = _target(request)
+    actor = caller(request)
     found = services(request)
-    state = _visible(request, "administer")
+    state = _visible(request, namespace, name, actor, "administer")
     dry_run = request.query_params.get("dryRun") == "true"
     clones = _clones_of(found, namespace, name)
     if dry_run:
@@ -268,12 +273,15 @@ def _gc_json(state: ContextState, dry_run: bool, deleted: Iterable[ev.SnapshotRe
 # --- capabilities -----------------------------------------------------------------------------
 
 
-@get(PATH + "/capabilities")
+@get(PATH + "/capabilities", opt={"permission": "read"},
+     responses=refusals({404: HIDDEN.format("read")}))
 @threaded
-def capabilities(request: Request[Any, Any, Any]) -> Response[bytes]:
+def capabilities(request: Request[Any, Any, Any], namespace: FromPath[str],
+                 name: FromPath[str]) -> Response[Capabilities]:
     """What the storage backend can do for this context, and why not (requires read)."""
+    actor = caller(request)
     found = services(request)
-    state = _visible(request, "read")
+    state = _visible(request, namespace, name, actor, "read")
     cluster = _cluster(found)
     caps = _kube(lambda: snapshot_classes.capabilities(cluster, state))
     out: dict[str, Any] = {"snapshots": caps.snapshots, "clones": caps.clones,

@@ -10,20 +10,22 @@ from typing import Any
 from urllib.parse import unquote_to_bytes
 
 from litestar import Request, Response, delete, get, put
-from litestar.params import RawBody
+from litestar.params import FromPath, JSONBody
 
+from context_service.contract.workspaces import Member as MemberAnswer
+from context_service.contract.workspaces import MemberList, SetMemberRequest
 from context_service.domain.context.validation import valid_subject
 from context_service.domain.errors import RequestInvalidError
 from context_service.domain.events import Subject
 from context_service.domain.values import format_timestamp
 from context_service.domain.workspace.commands import RemoveMember, SetMember
 from context_service.domain.workspace.state import Member
-from context_service.http.body import decode
 from context_service.http.common import caller, json, no_content, services, threaded, wait_for_views
 from context_service.http.errors import HttpError
 from context_service.http.ports import AgentServices
+from context_service.http.refusals import refusals
 from context_service.http.render import subject as render_subject
-from context_service.http.schemas import SetMemberRequest
+from context_service.http.sent import NOTHING, Sent, SentBody
 
 PATH = "/v1/namespaces/{namespace:str}/members"
 VIEWS = ("workspace_members",)
@@ -40,11 +42,14 @@ def _agent(request: Request[Any, Any, Any]) -> AgentServices:
     return found
 
 
-@get(PATH)
+HIDDEN = "no such workspace, or the caller lacks the route's permission"
+
+
+@get(PATH, opt={"permission": "context:read"}, responses=refusals({404: HIDDEN}))
 @threaded
-def list_members(request: Request[Any, Any, Any]) -> Response[bytes]:
+def list_members(request: Request[Any, Any, Any],
+                 namespace: FromPath[str]) -> Response[MemberList]:
     """The workspace's members, sorted by ``kind:name`` (any member; context:read)."""
-    namespace = request.path_params["namespace"]
     actor = caller(request)
     agent = _agent(request)
     agent.workspaces.authorize(namespace, actor, "context:read")
@@ -52,15 +57,16 @@ def list_members(request: Request[Any, Any, Any]) -> Response[bytes]:
     return json({"items": [render_member(m) for m in agent.reads.members(namespace)]})
 
 
-@put(PATH, opt={"body": SetMemberRequest})
+@put(PATH, dto=SentBody, opt={"permission": "members:manage"},
+     responses=refusals({404: HIDDEN, 409: "the workspace would be left without an owner"}))
 @threaded
-def set_member(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
+def set_member(request: Request[Any, Any, Any], namespace: FromPath[str],
+               data: JSONBody[Sent[SetMemberRequest]] = NOTHING) -> Response[MemberAnswer]:
     """Add a member or change its role (members:manage)."""
-    namespace = request.path_params["namespace"]
     actor = caller(request)
     agent = _agent(request)
     agent.workspaces.authorize(namespace, actor, "members:manage")
-    req = decode(body, SetMemberRequest)
+    req = data.decode()
     subject = None if req.subject is None else Subject(req.subject.kind or "",
                                                        req.subject.name or "")
     outcome = agent.workspaces.execute(namespace, SetMember(actor=actor, subject=subject,
@@ -82,12 +88,16 @@ def _member_segment(request: Request[Any, Any, Any]) -> Subject | None:
     return subject if sep and valid_subject(subject) else None
 
 
-@delete(PATH + "/{member:path}", status_code=200, opt={"status": 204})
+@delete(PATH + "/{member:path}", status_code=204, opt={"permission": "members:manage"},
+        responses=refusals({404: "no such workspace or member, or the caller lacks "
+                                 "members:manage",
+                            409: "the workspace would be left without an owner"}))
 @threaded
-def remove_member(request: Request[Any, Any, Any]) -> Response[bytes]:
+def remove_member(request: Request[Any, Any, Any], namespace: FromPath[str],
+                  member: FromPath[str]) -> Response[None]:
     """Remove a member (members:manage)."""
-    subject = _member_segment(request)  # routing first: a raw "/" is another path
-    namespace = request.path_params["namespace"]
+    # read from the raw path (``member`` is decoded); routing first: a raw "/" is another path
+    subject = _member_segment(request)
     actor = caller(request)
     agent = _agent(request)
     agent.workspaces.authorize(namespace, actor, "members:manage")

@@ -6,37 +6,29 @@ from typing import Any
 
 import msgspec
 from litestar import Request, Response, delete, get, post
-from litestar.params import RawBody
+from litestar.params import FromPath, JSONBody
 
+from context_service.contract.pools import (
+    CreatePoolRequest,
+    Pool,
+    PoolList,
+    PoolWorkspaceRequest,
+    StorageClassList,
+)
 from context_service.domain.cluster import ClusterError
 from context_service.domain.errors import PoolExistsError, PoolNotFoundError
 from context_service.domain.pool.commands import ReleasePool, RequestPool
 from context_service.domain.pool.references import ensure_name_free, resolve
 from context_service.domain.pool.state import PoolState
 from context_service.domain.pool.validation import validate_pool
-from context_service.http.body import decode
 from context_service.http.common import json, no_content, services, threaded, wait_for_views
 from context_service.http.errors import HttpError
 from context_service.http.ports import PoolServices
+from context_service.http.refusals import refusals
+from context_service.http.sent import NOTHING, Sent, SentBody
 
 POOLS = "/v1/sandbox-pools"
-
-
-class WorkspaceBody(msgspec.Struct, forbid_unknown_fields=True, rename="camel", kw_only=True):
-    size: str | None = None
-    access_mode: str | None = None
-    storage_class: str | None = None
-    claim_name: str | None = None
-    read_only: bool | None = None
-
-
-class CreatePoolRequest(msgspec.Struct, forbid_unknown_fields=True, rename="camel",
-                        kw_only=True):
-    name: str | None = None
-    replicas: int | None = None
-    sandbox_profile: str | None = None
-    warm_pool_ref: str | None = None
-    workspace: WorkspaceBody | None = None
+ABSENT = "no such pool, or it was released"
 
 
 def _pools(request: Request[Any, Any, Any]) -> PoolServices:
@@ -75,13 +67,15 @@ def render(state: PoolState) -> dict[str, Any]:
     return out
 
 
-@post(POOLS, opt={"body": CreatePoolRequest})
+@post(POOLS, status_code=201, dto=SentBody,
+      responses=refusals({409: "the name is taken, or objects of the pool exist already"}))
 @threaded
-def create_pool(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
+def create_pool(request: Request[Any, Any, Any],
+                data: JSONBody[Sent[CreatePoolRequest]] = NOTHING) -> Response[Pool]:
     """Create an allocation: sandboxes with a declared workspace topology."""
     pools = _pools(request)
-    req = decode(body, CreatePoolRequest, refuse_nul=True)
-    ws = req.workspace or WorkspaceBody()
+    req = data.decode(refuse_nul=True)
+    ws = req.workspace or PoolWorkspaceRequest()
     command = RequestPool(
         name=req.name or "", replicas=req.replicas, sandbox_profile=req.sandbox_profile or "",
         warm_pool_ref=req.warm_pool_ref or "", size=ws.size or "",
@@ -105,37 +99,37 @@ def create_pool(request: Request[Any, Any, Any], body: RawBody) -> Response[byte
 
 @get(POOLS)
 @threaded
-def list_pools(request: Request[Any, Any, Any]) -> Response[bytes]:
+def list_pools(request: Request[Any, Any, Any]) -> Response[PoolList]:
     """List every live allocation, sorted by name."""
     pools = _pools(request)
     wait_for_views(request, ("pool_status",))
     return json({"items": [render(s) for s in pools.reads.list()]})
 
 
-@get(POOLS + "/{name:str}")
+@get(POOLS + "/{name:str}", responses=refusals({404: ABSENT}))
 @threaded
-def get_pool(request: Request[Any, Any, Any]) -> Response[bytes]:
+def get_pool(request: Request[Any, Any, Any], name: FromPath[str]) -> Response[Pool]:
     """Read an allocation's status."""
     pools = _pools(request)
     wait_for_views(request, ("pool_status",))
-    state = pools.reads.get(request.path_params["name"])
+    state = pools.reads.get(name)
     if state is None:
         raise PoolNotFoundError()
     return json(render(state))
 
 
-@delete(POOLS + "/{name:str}", status_code=200, opt={"status": 204})
+@delete(POOLS + "/{name:str}", status_code=204, responses=refusals({404: ABSENT}))
 @threaded
-def release_pool(request: Request[Any, Any, Any]) -> Response[bytes]:
+def release_pool(request: Request[Any, Any, Any], name: FromPath[str]) -> Response[None]:
     """Release an allocation; the reconciler deletes its objects per strategy."""
     pools = _pools(request)
-    outcome = pools.pools.execute(ReleasePool(name=request.path_params["name"]))
+    outcome = pools.pools.execute(ReleasePool(name=name))
     return no_content(outcome.position)
 
 
 @get("/v1/storage-classes")
 @threaded
-def storage_classes(request: Request[Any, Any, Any]) -> Response[bytes]:
+def storage_classes(request: Request[Any, Any, Any]) -> Response[StorageClassList]:
     """The cluster's StorageClasses as a stable view, sorted by name."""
     cluster = _cluster(_pools(request))
     try:

@@ -6,8 +6,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from litestar import Request, Response, post, put
-from litestar.params import RawBody
+from litestar.params import FromPath, JSONBody
 
+from context_service.contract.query import PublishQueryIndexRequest, QueryRequest, QueryResponse
 from context_service.domain.context.decide import QUERYABLE_TYPES
 from context_service.domain.context.state import ContextState
 from context_service.domain.errors import ContextNotFoundError
@@ -15,7 +16,6 @@ from context_service.domain.events import ADMIN, Subject
 from context_service.domain.query.cursor import encode_cursor
 from context_service.domain.query.record import record_document
 from context_service.domain.query.request import QueryInput, QueryPlan, beyond_result_set, plan
-from context_service.http.body import decode
 from context_service.http.common import (
     CATALOG,
     caller,
@@ -26,7 +26,8 @@ from context_service.http.common import (
     wait_for_views,
 )
 from context_service.http.index_body import publish_command
-from context_service.http.schemas import PublishQueryIndexRequest, QueryRequest
+from context_service.http.refusals import refusals
+from context_service.http.sent import NOTHING, Sent, SentBody
 from context_service.projections.query_index.reads import Hit, Search, SearchPage
 from context_service.projections.reads import ContextReads
 
@@ -35,27 +36,30 @@ QUERY_VIEWS = (*CATALOG, "query_index")
 Json = dict[str, Any]
 
 
-@put(PATH + "/query-index", status_code=200,
-     opt={"status": 204, "body": PublishQueryIndexRequest})
+@put(PATH + "/query-index", status_code=204, dto=SentBody, opt={"permission": "write"},
+     responses=refusals({404: "no such context, or the caller may not write it"}))
 @threaded
-def publish_query_index(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
-    namespace = request.path_params["namespace"]
-    name = request.path_params["name"]
+def publish_query_index(request: Request[Any, Any, Any], namespace: FromPath[str],
+                        name: FromPath[str],
+                        data: JSONBody[Sent[PublishQueryIndexRequest]] = NOTHING,
+                        ) -> Response[None]:
+    """Publish the query records of the current revision (requires write, checked first)."""
     actor = caller(request)
     found = services(request)
     found.contexts.authorize(namespace, name, actor, "write")
-    command = publish_command(actor, decode(body, PublishQueryIndexRequest))
+    command = publish_command(actor, data.decode())
     outcome = found.contexts.execute(namespace, name, command)
     return no_content(outcome.position)
 
 
-@post("/v1/namespaces/{namespace:str}/query", status_code=200,
-      opt={"body": QueryRequest})
+@post("/v1/namespaces/{namespace:str}/query", status_code=200, dto=SentBody,
+      responses=refusals({404: "a named context is absent, or the caller may not read it"}))
 @threaded
-def query(request: Request[Any, Any, Any], body: RawBody) -> Response[bytes]:
-    namespace = request.path_params["namespace"]
+def query(request: Request[Any, Any, Any], namespace: FromPath[str],
+          data: JSONBody[Sent[QueryRequest]] = NOTHING) -> Response[QueryResponse]:
+    """Query the memory and knowledge contexts of a namespace the caller may read."""
     actor = caller(request)
-    req = _input(decode(body, QueryRequest))
+    req = _input(data.decode())
     wait_for_views(request, QUERY_VIEWS)
     found = services(request)
     contexts = resolve(found.reads, namespace, actor, req.contexts)

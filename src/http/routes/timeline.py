@@ -11,7 +11,9 @@ from typing import Any, Protocol
 
 import msgspec
 from litestar import Request, Response, get
+from litestar.params import FromPath
 
+from context_service.contract.contexts import HistoryPage
 from context_service.domain.context.state import ContextState
 from context_service.domain.errors import ContextNotFoundError, RequestInvalidError
 from context_service.domain.events import ADMIN
@@ -19,6 +21,7 @@ from context_service.domain.registry import event_name
 from context_service.domain.stream import Recorded
 from context_service.domain.values import format_timestamp, parse_timestamp
 from context_service.http.common import caller, json, services, threaded
+from context_service.http.refusals import refusals
 
 _POSITION = re.compile(r"[0-9]{1,19}")
 
@@ -117,12 +120,12 @@ def _item(recorded: Recorded) -> dict[str, Any]:
             "name": event_name(recorded.event), "actor": recorded.event.actor, "data": data}
 
 
-@get(PATH + "/history", opt={"query": ("limit", "cursor")})
+@get(PATH + "/history", opt={"query": ("limit", "cursor"), "permission": "administer"},
+     responses=refusals({404: "no such context, or the caller may not administer it"}))
 @threaded
-def read_history(request: Request[Any, Any, Any]) -> Response[bytes]:
+def read_history(request: Request[Any, Any, Any], namespace: FromPath[str],
+                 name: FromPath[str]) -> Response[HistoryPage]:
     """Every event of the context, in log order (requires administer)."""
-    namespace = request.path_params["namespace"]
-    name = request.path_params["name"]
     actor = caller(request)
     services(request).contexts.authorize(namespace, name, actor, "administer")
     limit: int | None = None

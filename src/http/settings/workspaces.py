@@ -8,6 +8,7 @@ from typing import Any
 
 from litestar import Request, Response, get
 
+from context_service.contract.workspaces import WorkspaceList
 from context_service.http.common import caller, json, threaded, wait_for_views
 from context_service.http.errors import HttpError
 from context_service.http.render import subject as render_subject
@@ -18,9 +19,10 @@ VIEWS = ("workspace_members",)
 
 @get("/v1/workspaces")
 @threaded
-def list_workspaces(request: Request[Any, Any, Any]) -> Response[bytes]:
-    """The caller and its workspaces, sorted by namespace (the bootstrap administrator: every
-    workspace with members, as owner)."""
+def list_workspaces(request: Request[Any, Any, Any]) -> Response[WorkspaceList]:
+    """The caller and its workspaces, sorted by namespace.
+
+    The bootstrap administrator is given every workspace with members, as owner."""
     actor = caller(request)
     found = settings_ui(request).workspaces
     if found is None:
