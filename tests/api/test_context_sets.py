@@ -4,23 +4,25 @@ read-your-writes, and the binding of credentials to active sets."""
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
 
 from tests.api.conftest import Api, each, expect
-from tests.api.sets_support import (
-    ADMIN,
-    CFO_ANSWER,
-    CREDENTIALS,
-    SETS,
+from tests.api.namespaced import Namespaced, namespaced
+from tests.api.sets_namespaced import (
     archive_set,
     create_set,
+    credentials,
     seed_workspace,
-    set_body,
+    sets,
 )
+from tests.api.sets_support import ADMIN, CFO_ANSWER, set_body
+from tests.support.api_helpers import fresh
 
-pytestmark = pytest.mark.postgres
+# one service for the module: every test's workspace is a namespace of its own (``ws.ns``)
+pytestmark = [pytest.mark.postgres, pytest.mark.shared_service]
 WS_NOT_FOUND = {"error": "not_found", "message": "workspace not found"}
 SET_NOT_FOUND = {"error": "not_found", "message": "context set not found"}
 ARCHIVED = {"error": "conflict", "message": "context set conflict: context set is archived"}
@@ -31,47 +33,50 @@ def bad(message: str) -> dict[str, str]:
 
 
 @pytest.fixture
-def ws(api: Api) -> Api:
-    seed_workspace(api)
-    return api.as_("user:alice")
+def ws(api: Api) -> Namespaced:
+    """A workspace of the test's own with one member per role, as its owner ``user:alice``."""
+    own = namespaced(api, "acme")
+    seed_workspace(own)
+    return own.as_("user:alice")
 
 
 # --- permissions --------------------------------------------------------------------------------
 
-def test_non_members_and_members_without_the_permission_see_no_workspace(ws: Api) -> None:
+def test_non_members_and_members_without_the_permission_see_no_workspace(ws: Namespaced) -> None:
     create_set(ws)
     api = ws
     body = set_body("other")
     for caller in ("user:zed", "agent:alice"):
         who = api.as_(caller)
-        expect(who.get(SETS), 404, WS_NOT_FOUND)
-        expect(who.get(f"{SETS}/finance"), 404, WS_NOT_FOUND)
-        expect(who.post(SETS, body), 404, WS_NOT_FOUND)
-        expect(who.put(f"{SETS}/finance", body), 404, WS_NOT_FOUND)
-        expect(who.delete(f"{SETS}/finance"), 404, WS_NOT_FOUND)
+        expect(who.get(sets(ws)), 404, WS_NOT_FOUND)
+        expect(who.get(f"{sets(ws)}/finance"), 404, WS_NOT_FOUND)
+        expect(who.post(sets(ws), body), 404, WS_NOT_FOUND)
+        expect(who.put(f"{sets(ws)}/finance", body), 404, WS_NOT_FOUND)
+        expect(who.delete(f"{sets(ws)}/finance"), 404, WS_NOT_FOUND)
     for caller in ("user:mia", "user:vic"):  # context:read only
         who = api.as_(caller)
-        assert who.get(SETS).status_code == 200
-        assert who.get(f"{SETS}/finance").status_code == 200
-        expect(who.post(SETS, body), 404, WS_NOT_FOUND)
-        expect(who.put(f"{SETS}/finance", set_body()), 404, WS_NOT_FOUND)
-        expect(who.delete(f"{SETS}/finance"), 404, WS_NOT_FOUND)
+        assert who.get(sets(ws)).status_code == 200
+        assert who.get(f"{sets(ws)}/finance").status_code == 200
+        expect(who.post(sets(ws), body), 404, WS_NOT_FOUND)
+        expect(who.put(f"{sets(ws)}/finance", set_body()), 404, WS_NOT_FOUND)
+        expect(who.delete(f"{sets(ws)}/finance"), 404, WS_NOT_FOUND)
     # the permission comes before the body: a member without it learns nothing from a bad body
-    expect(api.as_("user:vic").post(SETS, raw=b"{"), 404, WS_NOT_FOUND)
-    assert api.as_("user:adam").post(SETS, set_body("by-admin")).status_code == 201
-    expect(api.as_("user:alice").get("/v1/namespaces/elsewhere/context-sets"), 404, WS_NOT_FOUND)
+    expect(api.as_("user:vic").post(sets(ws), raw=b"{"), 404, WS_NOT_FOUND)
+    assert api.as_("user:adam").post(sets(ws), set_body("by-admin")).status_code == 201
+    expect(api.as_("user:alice").get(f"/v1/namespaces/{fresh('elsewhere')}/context-sets"), 404,
+           WS_NOT_FOUND)
 
 
-def test_the_subject_header_comes_first(ws: Api) -> None:
-    expect(ws.as_("robot:x").post(SETS, raw=b"{"), 400, bad(
+def test_the_subject_header_comes_first(ws: Namespaced) -> None:
+    expect(ws.as_("robot:x").post(sets(ws), raw=b"{"), 400, bad(
         "X-Context-Subject must be kind:name with kind user, agent, workload or service"))
-    expect(ws.as_("robot:x").get(f"{SETS}/finance"), 400, bad(
+    expect(ws.as_("robot:x").get(f"{sets(ws)}/finance"), 400, bad(
         "X-Context-Subject must be kind:name with kind user, agent, workload or service"))
 
 
 def test_the_bootstrap_administrator_manages_sets_of_any_namespace(api: Api) -> None:
     admin = api.as_(ADMIN)
-    path = "/v1/namespaces/empty/context-sets"
+    path = f"/v1/namespaces/{fresh('empty')}/context-sets"
     resp = admin.post(path, set_body())
     assert resp.status_code == 201, resp.text
     assert admin.get(path).json()["items"] == [resp.json()]
@@ -80,7 +85,7 @@ def test_the_bootstrap_administrator_manages_sets_of_any_namespace(api: Api) -> 
 
 # --- create, read, list -------------------------------------------------------------------------
 
-def test_create_answers_the_set_in_key_order_and_is_read_back(ws: Api) -> None:
+def test_create_answers_the_set_in_key_order_and_is_read_back(ws: Namespaced) -> None:
     body = set_body(description="Finance answers", verifiedAnswers=[CFO_ANSWER, {
         "id": "hq", "question": "Where is the head office?", "answer": "Zurich."}],
         definitions=[{"term": "ARR", "definition": "Annual recurring revenue.",
@@ -89,7 +94,7 @@ def test_create_answers_the_set_in_key_order_and_is_read_back(ws: Api) -> None:
         instructions=[{"id": "cite", "text": "Cite every figure."}],
         requiredEvidence=[{"id": "cfo", "description": "CFO appointment",
                            "query": "CFO appointment"}], queryTemplates=[])
-    resp = ws.post(SETS, body)
+    resp = ws.post(sets(ws), body)
     assert resp.status_code == 201, resp.text
     assert int(resp.headers["X-Context-Position"]) > 0
     out = resp.json()
@@ -101,41 +106,41 @@ def test_create_answers_the_set_in_key_order_and_is_read_back(ws: Api) -> None:
         "id": "hq", "question": "Where is the head office?", "answer": "Zurich."}]
     assert out["definitions"][1] == {"term": "Churn", "definition": "Customers lost."}
     assert out["createdAt"] == out["updatedAt"] and out["createdAt"].endswith("Z")
-    assert ws.get(f"{SETS}/finance").json() == out  # read-your-writes
-    assert ws.as_("user:vic").get(SETS).json() == {"items": [out]}
+    assert ws.get(f"{sets(ws)}/finance").json() == out  # read-your-writes
+    assert ws.as_("user:vic").get(sets(ws)).json() == {"items": [out]}
 
 
-def test_empty_parts_are_omitted(ws: Api) -> None:
+def test_empty_parts_are_omitted(ws: Namespaced) -> None:
     out = create_set(ws, description="", collections=[])
     assert list(out) == ["id", "name", "status", "version", "collections", "createdAt",
                          "updatedAt"]
     assert out["collections"] == []
 
 
-def test_list_holds_both_statuses_sorted_by_id(ws: Api) -> None:
+def test_list_holds_both_statuses_sorted_by_id(ws: Namespaced) -> None:
     for set_id in ("zeta", "alpha", "m-1", "m0"):
         create_set(ws, set_id)
     archive_set(ws, "m0")
-    items = ws.get(SETS).json()["items"]
+    items = ws.get(sets(ws)).json()["items"]
     assert [(s["id"], s["status"]) for s in items] == [
         ("alpha", "active"), ("m-1", "active"), ("m0", "archived"), ("zeta", "active")]
 
 
-def test_unknown_sets_are_not_found(ws: Api) -> None:
-    expect(ws.get(f"{SETS}/nope"), 404, SET_NOT_FOUND)
-    expect(ws.get(f"{SETS}/a%00b"), 404, SET_NOT_FOUND)
-    expect(ws.put(f"{SETS}/nope", set_body("nope")), 404, SET_NOT_FOUND)
-    expect(ws.delete(f"{SETS}/nope"), 404, SET_NOT_FOUND)
+def test_unknown_sets_are_not_found(ws: Namespaced) -> None:
+    expect(ws.get(f"{sets(ws)}/nope"), 404, SET_NOT_FOUND)
+    expect(ws.get(f"{sets(ws)}/a%00b"), 404, SET_NOT_FOUND)
+    expect(ws.put(f"{sets(ws)}/nope", set_body("nope")), 404, SET_NOT_FOUND)
+    expect(ws.delete(f"{sets(ws)}/nope"), 404, SET_NOT_FOUND)
 
 
-def test_an_id_stays_taken_after_archiving(ws: Api) -> None:
+def test_an_id_stays_taken_after_archiving(ws: Namespaced) -> None:
     create_set(ws)
     exists = {"error": "already_exists", "message": "context set already exists"}
-    expect(ws.post(SETS, set_body()), 409, exists)
+    expect(ws.post(sets(ws), set_body()), 409, exists)
     archive_set(ws, "finance")
-    expect(ws.post(SETS, set_body()), 409, exists)
+    expect(ws.post(sets(ws), set_body()), 409, exists)
     # validation comes before the existence check
-    expect(ws.post(SETS, set_body(name="")), 400, bad(
+    expect(ws.post(sets(ws), set_body(name="")), 400, bad(
         "context set name must be 1 to 100 characters"))
 
 
@@ -195,18 +200,19 @@ ACCEPTED: list[dict[str, Any]] = [
 ]
 
 
-def test_versions_at_every_edge_are_accepted(ws: Api) -> None:
+def test_versions_at_every_edge_are_accepted(ws: Namespaced) -> None:
+    numbers = itertools.count()
+
     def probe(body: dict[str, Any]) -> None:
-        body = {**body, "id": body["id"] if body["id"] != "finance" else f"s{probe.n}"}
-        probe.n += 1  # type: ignore[attr-defined]
-        resp = ws.post(SETS, body)
+        n = next(numbers)
+        body = {**body, "id": body["id"] if body["id"] != "finance" else f"s{n}"}
+        resp = ws.post(sets(ws), body)
         assert resp.status_code == 201, resp.text
-    probe.n = 0  # type: ignore[attr-defined]
     each(ACCEPTED, probe)
 
 
 REFUSED: list[tuple[dict[str, Any], str]] = [
-    (set_body(...), "context set id must be a lowercase Kubernetes name"),
+    (set_body(id=...), "context set id must be a lowercase Kubernetes name"),
     (set_body(""), "context set id must be a lowercase Kubernetes name"),
     (set_body("a" * 64), "context set id must be a lowercase Kubernetes name"),
     (set_body("Finance"), "context set id must be a lowercase Kubernetes name"),
@@ -272,21 +278,21 @@ REFUSED: list[tuple[dict[str, Any], str]] = [
 ]
 
 
-def test_every_rule_refuses_with_its_message(ws: Api) -> None:
+def test_every_rule_refuses_with_its_message(ws: Namespaced) -> None:
     def probe(case: tuple[dict[str, Any], str]) -> None:
         body, message = case
-        expect(ws.post(SETS, body), 400, bad(message))
+        expect(ws.post(sets(ws), body), 400, bad(message))
     each(REFUSED, probe)
-    assert ws.get(SETS).json() == {"items": []}  # nothing was recorded
+    assert ws.get(sets(ws)).json() == {"items": []}  # nothing was recorded
 
 
-def test_the_first_failing_rule_answers(ws: Api) -> None:
+def test_the_first_failing_rule_answers(ws: Namespaced) -> None:
     body = set_body("Bad", name="", collections=["a", "a"], queryTemplates=["x", "x"])
-    expect(ws.post(SETS, body), 400, bad("context set id must be a lowercase Kubernetes name"))
+    expect(ws.post(sets(ws), body), 400, bad("context set id must be a lowercase Kubernetes name"))
     body = set_body(verifiedAnswers=[{"id": "x", "question": "q", "answer": "",
                                       "citations": ["nowhere/r"]}],
                     definitions=define(term=""))
-    expect(ws.post(SETS, body), 400, bad(QA))
+    expect(ws.post(sets(ws), body), 400, bad(QA))
 
 
 BODIES: list[bytes] = [b"[]", b"{", b'{"id":"a"} x', b'"text"', b'{"id":1}',
@@ -299,30 +305,30 @@ BODIES: list[bytes] = [b"[]", b"{", b'{"id":"a"} x', b'"text"', b'{"id":1}',
                        b'{"ID":"a"}', '{"id":"\u00e9"'.encode()]
 
 
-def test_malformed_bodies_are_refused_and_change_nothing(ws: Api) -> None:
+def test_malformed_bodies_are_refused_and_change_nothing(ws: Namespaced) -> None:
     def probe(raw: bytes) -> None:
-        resp = ws.post(SETS, raw=raw)
+        resp = ws.post(sets(ws), raw=raw)
         assert resp.status_code == 400, resp.text
         assert resp.json()["error"] == "invalid_request"
         assert resp.headers.get("X-Context-Position") is None
     each(BODIES, probe)
-    expect(ws.post(SETS, raw=b""), 400, bad("request body is required"))
-    expect(ws.post(SETS, raw=b" \n"), 400, bad("request body is required"))
-    expect(ws.post(SETS, raw=b" " * (1024 * 1024 + 1)), 400, bad("request body too large"))
-    resp = ws.post(SETS, raw=b'{"id":"a","name":"n","collections":[],"extra":1}')
+    expect(ws.post(sets(ws), raw=b""), 400, bad("request body is required"))
+    expect(ws.post(sets(ws), raw=b" \n"), 400, bad("request body is required"))
+    expect(ws.post(sets(ws), raw=b" " * (1024 * 1024 + 1)), 400, bad("request body too large"))
+    resp = ws.post(sets(ws), raw=b'{"id":"a","name":"n","collections":[],"extra":1}')
     assert resp.json()["message"] == 'object contains unknown field "extra"'
-    assert ws.get(SETS).json() == {"items": []}
+    assert ws.get(sets(ws)).json() == {"items": []}
 
 
 # --- replace ------------------------------------------------------------------------------------
 
-def test_replace_order_of_checks(ws: Api) -> None:
+def test_replace_order_of_checks(ws: Namespaced) -> None:
     create_set(ws)
-    path = f"{SETS}/finance"
+    path = f"{sets(ws)}/finance"
     mismatch = bad("context set id must match the path")
     expect(ws.put(path, set_body("other", name="")), 400, mismatch)
-    expect(ws.put(f"{SETS}/nope", set_body("other")), 400, mismatch)
-    expect(ws.put(f"{SETS}/nope", set_body(..., name="")), 404, SET_NOT_FOUND)
+    expect(ws.put(f"{sets(ws)}/nope", set_body("other")), 400, mismatch)
+    expect(ws.put(f"{sets(ws)}/nope", set_body(id=..., name="")), 404, SET_NOT_FOUND)
     expect(ws.put(path, set_body(name="")), 400, bad(
         "context set name must be 1 to 100 characters"))
     malformed = ws.put(path, raw=b"{")
@@ -332,10 +338,10 @@ def test_replace_order_of_checks(ws: Api) -> None:
     expect(ws.put(path, set_body()), 409, ARCHIVED)
 
 
-def test_replace_records_a_new_version_unless_the_content_is_identical(ws: Api) -> None:
+def test_replace_records_a_new_version_unless_the_content_is_identical(ws: Namespaced) -> None:
     created = create_set(ws, verifiedAnswers=[CFO_ANSWER])
-    path = f"{SETS}/finance"
-    same = ws.put(path, set_body(..., verifiedAnswers=[CFO_ANSWER]))  # id may be omitted
+    path = f"{sets(ws)}/finance"
+    same = ws.put(path, set_body(id=..., verifiedAnswers=[CFO_ANSWER]))  # id may be omitted
     assert same.status_code == 200, same.text
     assert same.json() == created
     assert "X-Context-Position" not in same.headers
@@ -354,9 +360,9 @@ def test_replace_records_a_new_version_unless_the_content_is_identical(ws: Api) 
 
 # --- archive ------------------------------------------------------------------------------------
 
-def test_archive_is_final_and_repeatable(ws: Api) -> None:
+def test_archive_is_final_and_repeatable(ws: Namespaced) -> None:
     create_set(ws)
-    path = f"{SETS}/finance"
+    path = f"{sets(ws)}/finance"
     first = ws.delete(path)
     assert first.status_code == 204 and first.content == b""
     assert int(first.headers["X-Context-Position"]) > 0
@@ -369,17 +375,17 @@ def test_archive_is_final_and_repeatable(ws: Api) -> None:
 
 # --- credentials bound to a set -----------------------------------------------------------------
 
-def test_credentials_bind_only_to_active_sets_of_the_workspace(ws: Api) -> None:
+def test_credentials_bind_only_to_active_sets_of_the_workspace(ws: Namespaced) -> None:
     body = {"name": "bound", "scopes": ["context:read"], "expiresInDays": 1}
-    refused = {"code": "VALIDATION_ERROR", "message": "request validation failed",
-               "details": [{"path": "$.contextSetId",
-                            "message": "must name an active context set"}]}
-    expect(ws.post(CREDENTIALS, {**body, "contextSetId": "finance"}), 400, refused)
+    refused: Any = {"code": "VALIDATION_ERROR", "message": "request validation failed",
+                    "details": [{"path": "$.contextSetId",
+                                 "message": "must name an active context set"}]}
+    expect(ws.post(credentials(ws), {**body, "contextSetId": "finance"}), 400, refused)
     create_set(ws)
-    resp = ws.post(CREDENTIALS, {**body, "contextSetId": "finance"})
+    resp = ws.post(credentials(ws), {**body, "contextSetId": "finance"})
     assert resp.status_code == 201, resp.text
     assert resp.json()["contextSetId"] == "finance"
     archive_set(ws, "finance")
-    expect(ws.post(CREDENTIALS, {**body, "contextSetId": "finance"}), 400, refused)
-    ws.as_(ADMIN).post("/v1/namespaces/other/context-sets", set_body("elsewhere"))
-    expect(ws.post(CREDENTIALS, {**body, "contextSetId": "elsewhere"}), 400, refused)
+    expect(ws.post(credentials(ws), {**body, "contextSetId": "finance"}), 400, refused)
+    ws.as_(ADMIN).post(f"/v1/namespaces/{fresh('other')}/context-sets", set_body("elsewhere"))
+    expect(ws.post(credentials(ws), {**body, "contextSetId": "elsewhere"}), 400, refused)

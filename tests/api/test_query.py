@@ -11,10 +11,12 @@ from typing import Any
 import pytest
 
 from tests.api.conftest import Api, context_body
+from tests.api.namespaced import Namespaced, namespaced
+from tests.support.api_helpers import fresh
 
-pytestmark = pytest.mark.postgres
-
-NS = "team1"
+# one service for the module: every test queries a namespace of its own (``api.ns``)
+pytestmark = [pytest.mark.postgres, pytest.mark.shared_service]
+NS = "team1"  # the namespace of a client bound to none
 NOT_FOUND = {"error": "not_found", "message": "context resource not found"}
 
 
@@ -26,14 +28,21 @@ def invalid(detail: str) -> dict[str, str]:
     return {"error": "invalid_request", "message": f"invalid context resource: {detail}"}
 
 
-def create(api: Api, name: str, type_: str = "memory", namespace: str = NS) -> None:
-    response = api.post("/v1/contexts", context_body(name, namespace, type_))
+def space(api: Api) -> str:
+    """The namespace the helpers speak about: the test's own (``Namespaced``), or ``NS`` for the
+    modules that import them with a client of their own service."""
+    return api.ns if isinstance(api, Namespaced) else NS
+
+
+def create(api: Api, name: str, type_: str = "memory", namespace: str | None = None) -> None:
+    response = api.post("/v1/contexts", context_body(name, namespace or space(api), type_))
     assert response.status_code == 201, response.text
 
 
-def publish_revision(api: Api, name: str, revision: str, namespace: str = NS) -> None:
+def publish_revision(api: Api, name: str, revision: str, namespace: str | None = None) -> None:
     body = {"id": revision, "createdAt": "2026-05-01T10:00:00Z", "operation": "sync"}
-    response = api.post(f"/v1/namespaces/{namespace}/contexts/{name}/revisions", body)
+    path = f"/v1/namespaces/{namespace or space(api)}/contexts/{name}/revisions"
+    response = api.post(path, body)
     assert response.status_code == 201, response.text
 
 
@@ -51,18 +60,19 @@ def record(id_: str, context: str, revision: str, text: str, type_: str = "memor
     return out
 
 
-def put_index(api: Api, name: str, body: Any, namespace: str = NS, **kw: Any) -> Any:
-    return api.put(f"/v1/namespaces/{namespace}/contexts/{name}/query-index", body, **kw)
+def put_index(api: Api, name: str, body: Any, namespace: str | None = None, **kw: Any) -> Any:
+    path = f"/v1/namespaces/{namespace or space(api)}/contexts/{name}/query-index"
+    return api.put(path, body, **kw)
 
 
 def publish_index(api: Api, name: str, revision: str, records: list[dict[str, Any]],
-                  namespace: str = NS) -> None:
+                  namespace: str | None = None) -> None:
     response = put_index(api, name, {"revision": revision, "records": records}, namespace)
     assert response.status_code == 204, response.text
 
 
 def indexed(api: Api, name: str, records: list[tuple[str, str]], type_: str = "memory",
-            namespace: str = NS) -> str:
+            namespace: str | None = None) -> str:
     """A context of ``type_`` with a revision and an index of (id, text) records."""
     create(api, name, type_, namespace)
     revision = digest(name)
@@ -72,8 +82,8 @@ def indexed(api: Api, name: str, records: list[tuple[str, str]], type_: str = "m
     return revision
 
 
-def query(api: Api, body: Any, namespace: str = NS, **kw: Any) -> Any:
-    return api.post(f"/v1/namespaces/{namespace}/query", body, **kw)
+def query(api: Api, body: Any, namespace: str | None = None, **kw: Any) -> Any:
+    return api.post(f"/v1/namespaces/{namespace or space(api)}/query", body, **kw)
 
 
 def hits(response: Any) -> list[tuple[int, str, str]]:
@@ -88,7 +98,13 @@ def cursor(offset: int, fingerprint: str) -> str:
 
 
 @pytest.fixture
-def worked(api: Api) -> str:
+def api(api: Api) -> Namespaced:
+    """The module's client over a namespace of the test's own."""
+    return namespaced(api)
+
+
+@pytest.fixture
+def worked(api: Namespaced) -> str:
     """The spec's worked example in context ``notes``."""
     create(api, "notes")
     revision = digest("notes")
@@ -104,7 +120,7 @@ def worked(api: Api) -> str:
 # --- the worked example ------------------------------------------------------------------------
 
 
-def test_worked_example_scores_orders_and_pages(api: Api, worked: str) -> None:
+def test_worked_example_scores_orders_and_pages(api: Namespaced, worked: str) -> None:
     full = query(api, {"query": "release schedule"})
     assert hits(full) == [(8, "notes", "a"), (5, "notes", "b")]
     assert '"score":8,' in full.text and "nextCursor" not in full.json()
@@ -116,7 +132,7 @@ def test_worked_example_scores_orders_and_pages(api: Api, worked: str) -> None:
     assert set(second.json()) == {"items"}
 
 
-def test_result_shape_carries_revision_and_provenance(api: Api) -> None:
+def test_result_shape_carries_revision_and_provenance(api: Namespaced) -> None:
     create(api, "kb", "knowledge")
     revision = digest("kb")
     publish_revision(api, "kb", revision)
@@ -132,7 +148,7 @@ def test_result_shape_carries_revision_and_provenance(api: Api) -> None:
         separators=(",", ":"), ensure_ascii=False)
 
 
-def test_publish_answers_204_with_position(api: Api, worked: str) -> None:
+def test_publish_answers_204_with_position(api: Namespaced, worked: str) -> None:
     response = put_index(api, "notes", {"revision": worked, "records": []})
     assert response.status_code == 204 and response.content == b""
     assert int(response.headers["X-Context-Position"]) > 0
@@ -141,18 +157,18 @@ def test_publish_answers_204_with_position(api: Api, worked: str) -> None:
 # --- publish: order of checks and messages -----------------------------------------------------
 
 
-def test_publish_checks_subject_first(api: Api) -> None:
+def test_publish_checks_subject_first(api: Namespaced) -> None:
     response = put_index(api.as_("robot:x"), "absent", b"", raw=b"")
     assert response.status_code == 400
     assert response.json()["message"].startswith("X-Context-Subject must be")
 
 
 @pytest.mark.parametrize("raw", [b"", b"{", b"x" * (1024 * 1024 + 1), b'{"revision": 1}'])
-def test_publish_checks_write_before_reading_the_body(api: Api, raw: bytes) -> None:
+def test_publish_checks_write_before_reading_the_body(api: Namespaced, raw: bytes) -> None:
     create(api, "notes")
     assert put_index(api, "absent", None, raw=raw).json() == NOT_FOUND
     reader = api.as_("user:reader")
-    api.put(f"/v1/namespaces/{NS}/contexts/notes/grants",
+    api.put(f"{api.contexts}/notes/grants",
             {"subject": {"kind": "user", "name": "reader"}, "permissions": ["read"]})
     response = put_index(reader, "notes", None, raw=raw)
     assert (response.status_code, response.json()) == (404, NOT_FOUND)
@@ -163,7 +179,7 @@ def test_publish_checks_write_before_reading_the_body(api: Api, raw: bytes) -> N
     (b"  \n", "request body is required"),
     (b"x" * (1024 * 1024 + 1), "request body too large"),
 ])
-def test_publish_body_framing_messages(api: Api, raw: bytes, message: str) -> None:
+def test_publish_body_framing_messages(api: Namespaced, raw: bytes, message: str) -> None:
     create(api, "notes")
     response = put_index(api, "notes", None, raw=raw)
     assert response.json() == {"error": "invalid_request", "message": message}
@@ -173,21 +189,21 @@ def test_publish_body_framing_messages(api: Api, raw: bytes, message: str) -> No
     [], {"revision": 1}, {"revision": "r", "records": [{"id": "a", "text": "t", "extra": 1}]},
     {"revision": "r", "records": {}}, {"revision": "r", "owner": "x"},
 ])
-def test_publish_rejects_malformed_bodies(api: Api, body: Any) -> None:
+def test_publish_rejects_malformed_bodies(api: Namespaced, body: Any) -> None:
     create(api, "notes")
     response = put_index(api, "notes", body)
     assert response.status_code == 400
     assert response.json()["error"] == "invalid_request"
 
 
-def test_publish_requires_memory_or_knowledge_before_anything_else(api: Api) -> None:
+def test_publish_requires_memory_or_knowledge_before_anything_else(api: Namespaced) -> None:
     create(api, "ws", "workspace")
     response = put_index(api, "ws", {"revision": "wrong", "records": [{"id": ""}]})
     assert response.json() == invalid("query indexes require memory or knowledge contexts")
 
 
 @pytest.mark.parametrize("revision", [None, "", "0" * 64])
-def test_publish_requires_the_current_revision(api: Api, revision: str | None) -> None:
+def test_publish_requires_the_current_revision(api: Namespaced, revision: str | None) -> None:
     create(api, "notes")
     publish_revision(api, "notes", digest(1))
     body = {"revision": revision, "records": [{"id": "", "text": ""}]}
@@ -196,7 +212,7 @@ def test_publish_requires_the_current_revision(api: Api, revision: str | None) -
         "query index revision must match the current context revision")
 
 
-def test_publish_without_any_revision_is_refused(api: Api) -> None:
+def test_publish_without_any_revision_is_refused(api: Namespaced) -> None:
     create(api, "notes")
     response = put_index(api, "notes", {"revision": digest(1), "records": []})
     assert response.json() == invalid(
@@ -207,7 +223,7 @@ def test_publish_without_any_revision_is_refused(api: Api) -> None:
     {"id": "", "text": "x"}, {"text": "x"}, {"id": "a", "text": " \t\n"}, {"id": "a"},
     {"id": "a", "text": None},
 ])
-def test_publish_requires_id_and_text_on_every_record(api: Api, bad: dict[str, Any]) -> None:
+def test_publish_requires_id_and_text_on_every_record(api: Namespaced, bad: dict[str, Any]) -> None:
     create(api, "notes")
     rev = digest(1)
     publish_revision(api, "notes", rev)
@@ -221,7 +237,7 @@ def test_publish_requires_id_and_text_on_every_record(api: Api, bad: dict[str, A
     ("context", "other"), ("context", ""), ("type", "knowledge"), ("revision", "0" * 64),
     ("revision", ""),
 ])
-def test_publish_requires_record_identity(api: Api, field: str, value: str) -> None:
+def test_publish_requires_record_identity(api: Namespaced, field: str, value: str) -> None:
     create(api, "notes")
     rev = digest(1)
     publish_revision(api, "notes", rev)
@@ -230,7 +246,8 @@ def test_publish_requires_record_identity(api: Api, field: str, value: str) -> N
     assert response.json() == invalid("query record identity does not match its context")
 
 
-def test_publish_replaces_the_previous_index_and_empty_is_valid(api: Api, worked: str) -> None:
+def test_publish_replaces_the_previous_index_and_empty_is_valid(api: Namespaced,
+                                                                worked: str) -> None:
     publish_index(api, "notes", worked, [record("z", "notes", worked, "fresh release")])
     assert hits(query(api, {"query": "release"})) == [(1, "notes", "z")]
     publish_index(api, "notes", worked, [])
@@ -241,7 +258,7 @@ def test_publish_replaces_the_previous_index_and_empty_is_valid(api: Api, worked
 # --- query: order of checks and messages -------------------------------------------------------
 
 
-def test_query_checks_subject_then_body(api: Api) -> None:
+def test_query_checks_subject_then_body(api: Namespaced) -> None:
     assert query(api.as_("nobody"), {}).json()["message"].startswith("X-Context-Subject")
     assert query(api, None, raw=b"").json()["message"] == "request body is required"
     assert query(api, None, raw=b" ").json()["message"] == "request body is required"
@@ -253,16 +270,16 @@ def test_query_checks_subject_then_body(api: Api) -> None:
     {"limit": "3"}, {"limit": 3.0}, {"limit": True}, {"query": 1}, {"ids": "a"},
     {"contexts": [1]}, {"Query": "x"}, {"cursor": 5}, [], "x",
 ])
-def test_query_rejects_malformed_bodies(api: Api, body: Any) -> None:
+def test_query_rejects_malformed_bodies(api: Namespaced, body: Any) -> None:
     response = query(api, body)
     assert response.status_code == 400 and response.json()["error"] == "invalid_request"
 
 
-def test_query_rejects_trailing_data(api: Api) -> None:
+def test_query_rejects_trailing_data(api: Namespaced) -> None:
     assert query(api, None, raw=b'{"query":"x"} {}').status_code == 400
 
 
-def test_named_context_is_resolved_before_request_checks(api: Api, worked: str) -> None:
+def test_named_context_is_resolved_before_request_checks(api: Namespaced, worked: str) -> None:
     assert query(api, {"contexts": ["absent"]}).json() == NOT_FOUND
     assert query(api, {"contexts": ["notes", "absent"], "limit": -1}).json() == NOT_FOUND
     assert query(api, {"contexts": ["notes"]}).json() == invalid("query or ids is required")
@@ -270,17 +287,17 @@ def test_named_context_is_resolved_before_request_checks(api: Api, worked: str) 
 
 @pytest.mark.parametrize("body", [{}, {"query": ""}, {"query": " \t\n"}, {"ids": []},
                                   {"ids": None, "query": None}, {"limit": 500}])
-def test_query_or_ids_is_required(api: Api, body: dict[str, Any]) -> None:
+def test_query_or_ids_is_required(api: Namespaced, body: dict[str, Any]) -> None:
     assert query(api, body).json() == invalid("query or ids is required")
 
 
 @pytest.mark.parametrize("limit", [-1, 101, 2**70, -(2**70)])
-def test_limit_must_be_between_1_and_100(api: Api, limit: int) -> None:
+def test_limit_must_be_between_1_and_100(api: Namespaced, limit: int) -> None:
     response = query(api, {"query": "x", "limit": limit, "cursor": "%%%"})
     assert response.json() == invalid("limit must be between 1 and 100")
 
 
-def test_limit_edges(api: Api) -> None:
+def test_limit_edges(api: Namespaced) -> None:
     indexed(api, "many", [(f"r{i:03}", "word") for i in range(120)])
     assert len(hits(query(api, {"query": "word", "limit": 1}))) == 1
     assert len(hits(query(api, {"query": "word", "limit": 100}))) == 100
@@ -293,7 +310,7 @@ def test_limit_edges(api: Api) -> None:
 # --- cursors ------------------------------------------------------------------------------------
 
 
-def test_cursor_round_trip_through_every_page(api: Api) -> None:
+def test_cursor_round_trip_through_every_page(api: Namespaced) -> None:
     indexed(api, "many", [(f"r{i:02}", "word " * (i % 4 + 1)) for i in range(23)])
     expected = hits(query(api, {"query": "word", "limit": 100}))
     pages: list[tuple[int, str, str]] = []
@@ -307,7 +324,7 @@ def test_cursor_round_trip_through_every_page(api: Api) -> None:
     assert pages == expected and len(pages) == 23
 
 
-def test_cursor_is_base64url_json_bound_to_the_fingerprint(api: Api, worked: str) -> None:
+def test_cursor_is_base64url_json_bound_to_the_fingerprint(api: Namespaced, worked: str) -> None:
     body = {"contexts": ["notes"], "query": "release schedule", "limit": 1}
     token = query(api, body).json()["nextCursor"]
     assert "=" not in token
@@ -318,13 +335,13 @@ def test_cursor_is_base64url_json_bound_to_the_fingerprint(api: Api, worked: str
         b'{"o":1,"q":"' + key[:16].encode() + b'"}')
 
 
-def test_limit_may_change_between_pages(api: Api, worked: str) -> None:
+def test_limit_may_change_between_pages(api: Namespaced, worked: str) -> None:
     token = query(api, {"query": "release schedule", "limit": 1}).json()["nextCursor"]
     response = query(api, {"query": "release schedule", "limit": 50, "cursor": token})
     assert hits(response) == [(5, "notes", "b")]
 
 
-def test_filter_order_does_not_change_the_fingerprint(api: Api, worked: str) -> None:
+def test_filter_order_does_not_change_the_fingerprint(api: Namespaced, worked: str) -> None:
     body = {"query": "release", "types": ["memory", "knowledge"], "limit": 1}
     token = query(api, body).json()["nextCursor"]
     again = {**body, "types": ["knowledge", "memory"], "cursor": token}
@@ -336,7 +353,7 @@ def test_filter_order_does_not_change_the_fingerprint(api: Api, worked: str) -> 
     {"contexts": ["notes"]}, {"ids": ["a", "b"]}, {"sourceContexts": ["x"]},
     {"revisions": ["r"]}, {"contexts": ["notes", "notes"]},
 ])
-def test_changed_request_with_an_old_cursor_is_refused(api: Api, worked: str,
+def test_changed_request_with_an_old_cursor_is_refused(api: Namespaced, worked: str,
                                                        change: dict[str, Any]) -> None:
     base: dict[str, Any] = {"query": "release schedule", "limit": 1}
     token = query(api, base).json()["nextCursor"]
@@ -360,7 +377,7 @@ def _tampered(token: str) -> list[str]:
     ]
 
 
-def test_tampered_cursors_are_invalid(api: Api, worked: str) -> None:
+def test_tampered_cursors_are_invalid(api: Namespaced, worked: str) -> None:
     body: dict[str, Any] = {"query": "release schedule", "limit": 1}
     token = query(api, body).json()["nextCursor"]
     for bad in _tampered(token):
@@ -371,7 +388,7 @@ def test_tampered_cursors_are_invalid(api: Api, worked: str) -> None:
         assert response.json() == invalid("invalid query cursor"), bad
 
 
-def test_stale_cursor_beyond_the_results(api: Api, worked: str) -> None:
+def test_stale_cursor_beyond_the_results(api: Namespaced, worked: str) -> None:
     body: dict[str, Any] = {"query": "release schedule", "limit": 1}
     token = query(api, body).json()["nextCursor"]
     fingerprint = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))["q"]
@@ -386,7 +403,7 @@ def test_stale_cursor_beyond_the_results(api: Api, worked: str) -> None:
     assert response.json() == invalid("cursor is beyond the result set")
 
 
-def test_cursor_checks_follow_limit_checks(api: Api) -> None:
+def test_cursor_checks_follow_limit_checks(api: Namespaced) -> None:
     assert query(api, {"query": "x", "cursor": "%"}).json() == invalid("invalid query cursor")
     assert query(api, {"cursor": "%"}).json() == invalid("query or ids is required")
 
@@ -394,7 +411,7 @@ def test_cursor_checks_follow_limit_checks(api: Api) -> None:
 # --- ordering, filters, ids ---------------------------------------------------------------------
 
 
-def test_ties_order_by_context_then_id_by_code_point(api: Api) -> None:
+def test_ties_order_by_context_then_id_by_code_point(api: Namespaced) -> None:
     ids = ["b", "B", "a10", "a9", "é", "z", "Z", "a"]
     indexed(api, "beta", [(i, "same") for i in ids])
     indexed(api, "alpha", [("zz", "same"), ("A", "same same")])
@@ -404,7 +421,7 @@ def test_ties_order_by_context_then_id_by_code_point(api: Api) -> None:
     assert [i for _, c, i in found if c == "beta"] == ["B", "Z", "a", "a10", "a9", "b", "z", "é"]
 
 
-def test_duplicate_ids_keep_publish_order(api: Api) -> None:
+def test_duplicate_ids_keep_publish_order(api: Namespaced) -> None:
     create(api, "dup")
     rev = digest("dup")
     publish_revision(api, "dup", rev)
@@ -414,25 +431,25 @@ def test_duplicate_ids_keep_publish_order(api: Api) -> None:
     assert [i["record"]["file"] for i in items] == ["2", "1"]
 
 
-def test_repeated_query_terms_count_twice(api: Api) -> None:
+def test_repeated_query_terms_count_twice(api: Namespaced) -> None:
     indexed(api, "notes", [("a", "release notes"), ("b", "schedule schedule schedule")])
     assert hits(query(api, {"query": "release release schedule"})) == [
         (3, "notes", "b"), (2, "notes", "a")]
 
 
-def test_ids_alone_score_one_and_ids_with_query_intersect(api: Api) -> None:
+def test_ids_alone_score_one_and_ids_with_query_intersect(api: Namespaced) -> None:
     indexed(api, "notes", [("a", "alpha"), ("b", "beta"), ("c", "alpha beta")])
     assert hits(query(api, {"ids": ["c", "a", "zzz"]})) == [(1, "notes", "a"), (1, "notes", "c")]
     assert hits(query(api, {"ids": ["a", "b"], "query": "beta"})) == [(1, "notes", "b")]
     assert hits(query(api, {"ids": ["a"], "query": "beta"})) == []
 
 
-def test_a_query_without_tokens_matches_every_record(api: Api) -> None:
+def test_a_query_without_tokens_matches_every_record(api: Namespaced) -> None:
     indexed(api, "notes", [("b", "x"), ("a", "y")])
     assert hits(query(api, {"query": "?!-"})) == [(1, "notes", "a"), (1, "notes", "b")]
 
 
-def test_filters(api: Api) -> None:
+def test_filters(api: Namespaced) -> None:
     create(api, "kb", "knowledge")
     rev = digest("kb")
     publish_revision(api, "kb", rev)
@@ -453,7 +470,7 @@ def test_filters(api: Api) -> None:
     assert hits(query(api, {"ids": ["k1", "m1"], "types": ["knowledge"]})) == [(1, "kb", "k1")]
 
 
-def test_unicode_tokens_match(api: Api) -> None:
+def test_unicode_tokens_match(api: Namespaced) -> None:
     indexed(api, "notes", [("a", "Straße ÜBER naïve 東京 ٣٤"), ("b", "x²y Ⅻ")])
     assert hits(query(api, {"query": "straße über"})) == [(2, "notes", "a")]
     assert hits(query(api, {"query": "٣٤ 東京"})) == [(2, "notes", "a")]
@@ -462,7 +479,7 @@ def test_unicode_tokens_match(api: Api) -> None:
 
 
 
-def test_any_json_string_works_as_id_and_source(api: Api) -> None:
+def test_any_json_string_works_as_id_and_source(api: Namespaced) -> None:
     create(api, "odd")
     rev = digest("odd")
     publish_revision(api, "odd", rev)
@@ -480,37 +497,39 @@ def test_any_json_string_works_as_id_and_source(api: Api) -> None:
 # --- access --------------------------------------------------------------------------------------
 
 
-def test_outsider_sees_nothing_implicitly_and_404_when_naming(api: Api, worked: str) -> None:
+def test_outsider_sees_nothing_implicitly_and_404_when_naming(api: Namespaced, worked: str) -> None:
     outsider = api.as_("user:mallory")
     assert query(outsider, {"query": "release"}).json() == {"items": []}
     assert query(outsider, {"contexts": ["notes"], "query": "release"}).json() == NOT_FOUND
     assert query(outsider, {"contexts": ["notes"]}).json() == NOT_FOUND
 
 
-def test_any_permission_includes_implicitly_but_naming_needs_read(api: Api, worked: str) -> None:
-    api.put(f"/v1/namespaces/{NS}/contexts/notes/grants",
+def test_any_permission_includes_implicitly_but_naming_needs_read(api: Namespaced,
+                                                                  worked: str) -> None:
+    api.put(f"{api.contexts}/notes/grants",
             {"subject": {"kind": "agent", "name": "admin-only"}, "permissions": ["administer"]})
     agent = api.as_("agent:admin-only")
     assert hits(query(agent, {"query": "release"})) == [(4, "notes", "a"), (4, "notes", "b")]
     assert query(agent, {"contexts": ["notes"], "query": "release"}).json() == NOT_FOUND
 
 
-def test_bootstrap_admin_sees_every_context(api: Api, worked: str) -> None:
+def test_bootstrap_admin_sees_every_context(api: Namespaced, worked: str) -> None:
     admin = api.as_("service:context-service-admin")
     assert len(hits(query(admin, {"query": "release", "contexts": ["notes"]}))) == 2
     assert len(hits(query(admin, {"query": "release"}))) == 2
 
 
-def test_namespaces_isolate(api: Api, worked: str) -> None:
-    assert query(api, {"query": "release"}, namespace="team2").json() == {"items": []}
+def test_namespaces_isolate(api: Namespaced, worked: str) -> None:
+    other = fresh("team")
+    assert query(api, {"query": "release"}, namespace=other).json() == {"items": []}
     assert query(api, {"query": "release", "contexts": ["notes"]},
-                 namespace="team2").json() == NOT_FOUND
+                 namespace=other).json() == NOT_FOUND
 
 
 # --- index validity ------------------------------------------------------------------------------
 
 
-def test_new_revision_makes_the_context_unavailable_until_republished(api: Api,
+def test_new_revision_makes_the_context_unavailable_until_republished(api: Namespaced,
                                                                       worked: str) -> None:
     publish_revision(api, "notes", digest("next"))
     response = query(api, {"query": "release"})
@@ -521,7 +540,7 @@ def test_new_revision_makes_the_context_unavailable_until_republished(api: Api,
     assert "unavailable" not in query(api, {"query": "release"}).json()
 
 
-def test_unavailable_lists_authorized_memory_and_knowledge_by_name(api: Api) -> None:
+def test_unavailable_lists_authorized_memory_and_knowledge_by_name(api: Namespaced) -> None:
     create(api, "zeta")
     create(api, "alpha", "knowledge")
     create(api, "ws", "workspace")
@@ -535,15 +554,15 @@ def test_unavailable_lists_authorized_memory_and_knowledge_by_name(api: Api) -> 
     assert query(api.as_("user:mallory"), {"query": "hello"}).json() == {"items": []}
 
 
-def test_revision_republished_back_keeps_the_index_valid(api: Api, worked: str) -> None:
+def test_revision_republished_back_keeps_the_index_valid(api: Namespaced, worked: str) -> None:
     publish_revision(api, "notes", digest("other"))
     publish_revision(api, "notes", worked)
     assert len(hits(query(api, {"query": "release"}))) == 2
 
 
-def test_deletion_drops_the_index_and_a_new_generation_starts_empty(api: Api,
+def test_deletion_drops_the_index_and_a_new_generation_starts_empty(api: Namespaced,
                                                                      worked: str) -> None:
-    assert api.delete(f"/v1/namespaces/{NS}/contexts/notes").status_code == 204
+    assert api.delete(f"{api.contexts}/notes").status_code == 204
     assert query(api, {"query": "release"}).json() == {"items": []}
     assert query(api, {"query": "release", "contexts": ["notes"]}).json() == NOT_FOUND
     create(api, "notes")
@@ -552,7 +571,7 @@ def test_deletion_drops_the_index_and_a_new_generation_starts_empty(api: Api,
     assert query(api, {"query": "release"}).json() == {"items": [], "unavailable": ["notes"]}
 
 
-def test_scores_beyond_32_bits_are_exact(api: Api) -> None:
+def test_scores_beyond_32_bits_are_exact(api: Namespaced) -> None:
     indexed(api, "big", [("a", "a " * 5000 + "b"), ("b", "b b")])
     single = query(api, {"query": "a " * 500_000})
     assert hits(single) == [(2_500_000_000, "big", "a")]
@@ -561,7 +580,7 @@ def test_scores_beyond_32_bits_are_exact(api: Api) -> None:
     assert '"score":2500000001,' in many.text
 
 
-def test_publish_near_the_body_limit(api: Api) -> None:
+def test_publish_near_the_body_limit(api: Namespaced) -> None:
     create(api, "large")
     rev = digest("large")
     publish_revision(api, "large", rev)
