@@ -69,6 +69,8 @@ def test_workspace_picker_and_switcher(open_page: OpenPage, service: Service,
     tab_to(page, f"a[{other[0].upper()}{other}viewer]", limit=5)
     page.keyboard.press("Enter")
     page.wait_for_url(f"**/settings/w/{other}/members")
+    # filled in when the page's own read of /v1/workspaces answers: wait for it, then compare
+    page.locator("#switcher-role", has_text="viewer").wait_for()
     assert page.locator("#switcher-role").inner_text() == "viewer"
 
     page.goto("/settings/nothing")
