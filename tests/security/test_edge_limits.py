@@ -1,7 +1,7 @@
 """The HTTP edge against a hostile caller: sizes of any length refused in linear time, bodies
 refused before they are read, only the service's own host names answered, and a 500 that names a
-request id instead of the exception. The transport cases drive a real ``context-service serve``
-process over raw sockets."""
+request id instead of the exception. The route cases share one service (they store nothing); the
+transport cases drive a real ``context-service serve`` process over raw sockets."""
 
 from __future__ import annotations
 
@@ -28,6 +28,8 @@ from context_service.http.limits import MAX_BODY
 from tests.api.conftest import Api, context_body
 from tests.e2e.server import ServerProcess
 
+# one service for the module's route cases: a refused body and a failing route store nothing
+pytestmark = pytest.mark.shared_service
 MiB = 1024 * 1024
 OWN_NAME = "context-service.test"
 UNKNOWN_TOKEN = "bdk_" + "0123456789abcdef" + "_" + "A" * 43

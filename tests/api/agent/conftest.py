@@ -17,6 +17,7 @@ from context_service.http.app import create_app
 from context_service.http.common import threaded
 from tests.api.conftest import Api
 from tests.support.api_helpers import ADMIN, WS, add_member  # noqa: F401 (the modules import them here)
+from tests.support.services import shares_service
 
 CREDENTIALS = f"/api/w/{WS}/agent-credentials"
 
@@ -37,8 +38,19 @@ def run_probe(request: Request[Any, Any, Any]) -> Response[bytes]:
 
 
 @pytest.fixture
-def agent_api(container: bootstrap.Container) -> Iterator[Api]:
+def agent_api(request: pytest.FixtureRequest, container: bootstrap.Container) -> Iterator[Api]:
+    if shares_service(request):
+        yield request.getfixturevalue("module_agent_api")
+        return
     app = create_app(bootstrap.services(container), extra_routes=[read_probe, run_probe])
+    with TestClient(app=app) as client:
+        yield Api(client)
+
+
+@pytest.fixture(scope="module")
+def module_agent_api(module_container: bootstrap.Container) -> Iterator[Api]:
+    """``agent_api`` of a ``shared_service`` module: one application over ``module_container``."""
+    app = create_app(bootstrap.services(module_container), extra_routes=[read_probe, run_probe])
     with TestClient(app=app) as client:
         yield Api(client)
 

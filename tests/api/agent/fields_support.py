@@ -7,6 +7,9 @@ from typing import Any
 
 from tests.api.agent.packs_support import Agent, create_context, publish, record
 from tests.api.conftest import Api
+from tests.api.namespaced import Namespaced
+from tests.api.sets_namespaced import seed_workspace as seed_namespaced
+from tests.api.sets_namespaced import token as namespaced_token
 from tests.api.sets_support import seed_workspace, token
 
 LIST = "/api/agent/v1/fields/list"
@@ -59,3 +62,11 @@ def seed(api: Api) -> Agent:
     create_context(api, C)
     publish(api, C, REV1, contracts())
     return Agent(api, token(api))
+
+
+def seed_of(api: Namespaced) -> Agent:
+    """``seed`` in ``api``'s workspace of its own (``api.ns``) instead of ``acme``."""
+    seed_namespaced(api)
+    create_context(api, C, ws=api.ns)
+    publish(api, C, REV1, contracts(), ws=api.ns)
+    return Agent(api, namespaced_token(api))

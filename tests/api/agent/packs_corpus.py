@@ -8,6 +8,8 @@ from typing import Any
 
 from tests.api.agent.packs_support import create_context, grant, publish, record
 from tests.api.conftest import Api
+from tests.api.namespaced import Namespaced
+from tests.api.sets_namespaced import seed_workspace as seed_namespaced
 from tests.api.sets_support import seed_workspace
 
 FACTS, NOTES = "company-facts", "notes"
@@ -51,3 +53,14 @@ def seed_corpus(api: Api) -> None:
 
 def pack_body(**extra: Any) -> dict[str, Any]:
     return {"task": TASK, "budget": {"maxTokens": 2000}, "asOf": {"validTime": VALID}, **extra}
+
+
+def seed_corpus_of(api: Namespaced) -> None:
+    """``seed_corpus`` in ``api``'s workspace of its own (``api.ns``) instead of ``acme``."""
+    ws = api.ns
+    seed_namespaced(api)
+    create_context(api, FACTS, ws=ws)
+    publish(api, FACTS, FACTS_REV, facts_records(), ws=ws)
+    grant(api, FACTS, "user:adam", "read", ws=ws)
+    create_context(api, NOTES, "memory", ws=ws)
+    publish(api, NOTES, NOTES_REV, notes_records(), ws=ws)

@@ -28,6 +28,14 @@ def settings(tmp_path: Path) -> Settings:
                     workers=("projections", "query-index"), agent_rate_per_second=0)
 
 
+@pytest.fixture(scope="module")
+def module_settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
+    """``settings`` for a module sharing one service (``pytest.mark.shared_service``)."""
+    return Settings(data_dir=tmp_path_factory.mktemp("packs"), sandbox_image="busybox:1.36",
+                    kube_mode="off", workers=("projections", "query-index"),
+                    agent_rate_per_second=0)
+
+
 class Agent:
     """Calls the agent API with one bearer credential."""
 

@@ -1,13 +1,14 @@
 """Context packs over HTTP with real PostgreSQL (agent-context-api.md §7): the response and its
 headers, determinism (same request, same bytes, nothing new recorded), the stream carrying the
 same pack, named collections, require_complete, the release check against access now, and a
-release recorded with hashes and identities only."""
+release recorded with hashes and identities only. Each test packs from a workspace of its own;
+the tests rebuilding every view or changing the pack ports are in test_packs_service_wide.py."""
 
 from __future__ import annotations
 
 import io
 import re
-from dataclasses import replace
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,22 +19,22 @@ from litestar.testing import TestClient
 from context_service import bootstrap
 from context_service.adapters.eventstore.export import export
 from context_service.adapters.eventstore.store import EVENTS_TABLE
-from context_service.domain.context.commands import RevokeAccess
-from context_service.domain.events import ADMIN, Subject
-from tests.api.agent.packs_corpus import FACTS, NOTES, TASK, facts_records, pack_body, seed_corpus
-from tests.api.agent.packs_support import (
-    PACKS,
-    STREAM,
-    Agent,
-    HookedRetrieval,
-    pack_services,
-    publish,
+from tests.api.agent.packs_corpus import (
+    FACTS,
+    NOTES,
+    TASK,
+    facts_records,
+    pack_body,
+    seed_corpus_of,
 )
-from tests.api.agent.packs_support import settings as settings  # the fixture
+from tests.api.agent.packs_support import PACKS, STREAM, Agent, publish
+from tests.api.agent.packs_support import module_settings as module_settings  # the fixture
 from tests.api.conftest import Api
-from tests.api.sets_support import create_set, token
+from tests.api.namespaced import Namespaced, namespaced
+from tests.api.sets_namespaced import create_set, token
 
-pytestmark = pytest.mark.postgres
+# one service for the module: every test's workspace is a namespace of its own
+pytestmark = [pytest.mark.postgres, pytest.mark.shared_service]
 TIMING = re.compile(r"^wait;dur=\d+\.\d, retrieve;dur=\d+\.\d, pack;dur=\d+\.\d, "
                     r"total;dur=\d+\.\d$")
 KEYS = ["packId", "replayId", "task", "asOf", "budget", "complete", "items", "omitted",
@@ -41,16 +42,31 @@ KEYS = ["packId", "replayId", "task", "asOf", "budget", "complete", "items", "om
 
 
 @pytest.fixture
-def alice(api: Api) -> Agent:
-    seed_corpus(api)
-    return Agent(api, token(api))
+def own(api: Api) -> Namespaced:
+    """A workspace of the test's own with the pack corpus."""
+    workspace = namespaced(api, "acme")
+    seed_corpus_of(workspace)
+    return workspace
 
 
-def releases(container: bootstrap.Container) -> list[bytes]:
+@pytest.fixture
+def alice(own: Namespaced) -> Agent:
+    return Agent(own, token(own))
+
+
+def released(container: bootstrap.Container) -> list[bytes]:
     with container.datastore.transaction(commit=False) as cur:
         cur.execute(f"SELECT state FROM {EVENTS_TABLE} WHERE topic = 'ContextPackReleased'"
                     " ORDER BY notification_id")
         return [bytes(r["state"]) for r in cur.fetchall()]
+
+
+@pytest.fixture
+def releases(container: bootstrap.Container) -> Callable[[], list[bytes]]:
+    """The releases recorded since the test began: the module's tests run one after another
+    on its one service, so these are the test's own."""
+    earlier = len(released(container))
+    return lambda: released(container)[earlier:]
 
 
 def test_a_pack_has_the_documented_shape_and_headers(alice: Agent) -> None:
@@ -77,18 +93,20 @@ def test_a_pack_has_the_documented_shape_and_headers(alice: Agent) -> None:
     assert int(resp.headers["X-Context-Position"]) > body["asOf"]["position"]
 
 
-def test_the_position_is_the_latest_pack_input_event(alice: Agent, api: Api) -> None:
+def test_the_position_is_the_latest_pack_input_event(alice: Agent, own: Namespaced) -> None:
     first = alice.pack(pack_body()).json()["asOf"]
-    token(api)  # a credential event is not a pack input: the position stays
+    token(own)  # a credential event is not a pack input: the position stays
     assert alice.pack(pack_body()).json()["asOf"] == first
-    publish(api, FACTS, "5" * 64, facts_records("Acme appointed Priya Raman as CFO.", "5" * 64))
+    publish(own, FACTS, "5" * 64, facts_records("Acme appointed Priya Raman as CFO.", "5" * 64),
+            ws=own.ns)
     moved = alice.pack(pack_body()).json()["asOf"]
     assert moved["position"] > first["position"]
     assert moved["systemTime"] >= first["systemTime"]
 
 
 def test_the_same_request_answers_the_same_bytes_and_records_once(
-        alice: Agent, api: Api, container: bootstrap.Container) -> None:
+        alice: Agent, container: bootstrap.Container,
+        releases: Callable[[], list[bytes]]) -> None:
     first = alice.pack(pack_body())
     second = alice.pack(pack_body())
     assert first.content == second.content
@@ -98,35 +116,17 @@ def test_the_same_request_answers_the_same_bytes_and_records_once(
         third = other.post(PACKS, json=pack_body(),
                            headers={"Authorization": f"Bearer {alice.token}"})
     assert third.status_code == 200 and third.content == first.content
-    assert len(releases(container)) == 1
+    assert len(releases()) == 1
     # another parameter is another replay
     fourth = alice.pack(pack_body(retrieval="lexical"))
     assert fourth.json()["replayId"] != first.json()["replayId"]
-    assert len(releases(container)) == 2
+    assert len(releases()) == 2
 
 
-def test_the_same_bytes_after_every_view_is_rebuilt(alice: Agent,
-                                                     container: bootstrap.Container) -> None:
-    first = alice.pack(pack_body())
-    for runner in container.runners.values():
-        runner.stop()
-        runner.rebuild()
-        runner.start()
-    # a new app: new corpus and pack-input caches, everything read again from the views
-    with TestClient(app=bootstrap.app(container)) as other:
-        again = other.post(PACKS, json=pack_body(),
-                           headers={"Authorization": f"Bearer {alice.token}"})
-    assert again.status_code == 200, again.text
-    assert again.content == first.content
-    assert again.headers["X-Context-Position"] == first.headers["X-Context-Position"]
-    assert len(releases(container)) == 1
-
-
-def test_the_order_of_the_route_checks(api: Api) -> None:
+def test_the_order_of_the_route_checks(own: Namespaced) -> None:
     """Set before position, collections before retrieval, completeness last."""
-    seed_corpus(api)
-    create_set(api, "finance", collections=[FACTS])
-    bound = Agent(api, token(api, context_set_id="finance"))
+    create_set(own, "finance", collections=[FACTS])
+    bound = Agent(own, token(own, context_set_id="finance"))
     resp = bound.post(PACKS, pack_body(contextSetId="legal",
                                        filters={"collectionIds": ["nope"]}))
     assert resp.status_code == 403
@@ -136,7 +136,8 @@ def test_the_order_of_the_route_checks(api: Api) -> None:
     assert (resp.status_code, resp.json()["message"]) == (404, f'collection "{NOTES}" not found')
 
 
-def test_the_stream_carries_the_same_pack(alice: Agent, container: bootstrap.Container) -> None:
+def test_the_stream_carries_the_same_pack(alice: Agent,
+                                          releases: Callable[[], list[bytes]]) -> None:
     packed = alice.pack(pack_body())
     streamed = alice.pack(pack_body(), path=STREAM)
     assert streamed.headers["Content-Type"].startswith("application/x-ndjson")
@@ -154,11 +155,11 @@ def test_the_stream_carries_the_same_pack(alice: Agent, container: bootstrap.Con
                       "complete": body["complete"], "omitted": body["omitted"],
                       "missing": body["missing"], "receipt": body["receipt"],
                       "expiresAt": body["expiresAt"]}
-    assert len(releases(container)) == 1  # the same replay
+    assert len(releases()) == 1  # the same replay
 
 
-def test_named_collections_must_be_readable_now(alice: Agent, api: Api) -> None:
-    adam = Agent(api, token(api, creator="user:adam"))
+def test_named_collections_must_be_readable_now(alice: Agent, own: Namespaced) -> None:
+    adam = Agent(own, token(own, creator="user:adam"))
     for agent, named, missing in ((alice, [FACTS, "nope"], "nope"),
                                   (adam, [FACTS, NOTES], NOTES),
                                   (adam, ["", FACTS], None)):
@@ -192,37 +193,11 @@ def test_require_complete_refuses_an_incomplete_pack_and_records_nothing(
     assert best["complete"] is False and best["missing"] == resp.json()["details"]["missing"]
 
 
-def test_the_release_check_drops_items_of_a_collection_just_ungranted(
-        api: Api, container: bootstrap.Container) -> None:
-    seed_corpus(api)
-    adam = Agent(api, token(api, creator="user:adam"))
-    packs = pack_services(api)
-    assert packs.ports is not None
-    revoked: list[int] = []
-
-    def revoke() -> None:
-        if not revoked:
-            outcome = container.contexts.execute(
-                "acme", FACTS, RevokeAccess(actor=ADMIN, subject=Subject("user", "adam")))
-            revoked.append(outcome.position)
-
-    original = packs.ports
-    packs.ports = replace(original, retrieval=HookedRetrieval(original.retrieval, revoke))
-    try:
-        body = adam.pack(pack_body()).json()
-    finally:
-        packs.ports = original
-    assert revoked
-    assert body["items"] == [] and body["budget"]["usedTokens"] == 0
-    assert body["omitted"]["access"]["count"] > 0
-    assert FACTS.encode() not in msgspec.json.encode(
-        {k: v for k, v in body.items() if k != "task"})
-
-
 def test_a_release_records_hashes_and_identities_only(
-        alice: Agent, api: Api, container: bootstrap.Container) -> None:
+        alice: Agent, container: bootstrap.Container,
+        releases: Callable[[], list[bytes]]) -> None:
     body = alice.pack(pack_body()).json()
-    [stored] = releases(container)
+    [stored] = releases()
     event = msgspec.json.decode(stored)["e"]
     assert event["replay_id"] == body["replayId"] and event["pack_id"] == body["packId"]
     assert [i["id"] for i in event["items"]] == [i["id"] for i in body["items"]]
@@ -252,15 +227,16 @@ def tokenizer() -> Any:
     return loaded
 
 
-def test_budgets_hold_and_costs_are_the_tokenizers(alice: Agent, api: Api,
+def test_budgets_hold_and_costs_are_the_tokenizers(alice: Agent, own: Namespaced,
                                                    tokenizer: Any) -> None:
     """Every released item costs its text's tokens + 16; a budget smaller than the whole pack
     skips items instead of exceeding it."""
     texts = [f"The CFO signed contract {n} for the finance team's quarterly audit cycle."
              for n in range(12)]
-    publish(api, NOTES, "8" * 64, [
+    publish(own, NOTES, "8" * 64, [
         {"id": f"c{n}", "context": NOTES, "type": "memory", "revision": "8" * 64, "text": t,
-         "source": {"context": "", "type": "", "revision": ""}} for n, t in enumerate(texts)])
+         "source": {"context": "", "type": "", "revision": ""}} for n, t in enumerate(texts)],
+            ws=own.ns)
     whole = alice.pack(pack_body(budget={"maxTokens": 32000})).json()
     assert whole["budget"]["usedTokens"] > 256
     for max_tokens in (256, 300, 420, whole["budget"]["usedTokens"], 32000):

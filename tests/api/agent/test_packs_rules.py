@@ -10,18 +10,27 @@ from typing import Any
 import pytest
 
 from tests.api.agent.packs_support import PACKS, STREAM, Agent, violations
-from tests.api.agent.packs_support import settings as settings  # the fixture
+from tests.api.agent.packs_support import module_settings as module_settings  # the fixture
 from tests.api.conftest import Api, each
-from tests.api.sets_support import archive_set, create_set, seed_workspace, token
+from tests.api.namespaced import Namespaced, namespaced
+from tests.api.sets_namespaced import archive_set, create_set, seed_workspace, token
 
-pytestmark = pytest.mark.postgres
+# one service for the module: every test's workspace is a namespace of its own
+pytestmark = [pytest.mark.postgres, pytest.mark.shared_service]
 SET_NOT_FOUND = {"code": "NOT_FOUND", "message": "context set not found"}
 
 
 @pytest.fixture
-def agent(api: Api) -> Agent:
-    seed_workspace(api)
-    return Agent(api, token(api))
+def own(api: Api) -> Namespaced:
+    """A workspace of the test's own with one member per role."""
+    workspace = namespaced(api, "acme")
+    seed_workspace(workspace)
+    return workspace
+
+
+@pytest.fixture
+def agent(own: Namespaced) -> Agent:
+    return Agent(own, token(own))
 
 
 def _task(**body: Any) -> dict[str, Any]:
@@ -120,11 +129,10 @@ def test_framing_messages_are_exact(agent: Agent) -> None:
         assert resp.json() == {"code": "INVALID_REQUEST", "message": message}
 
 
-def test_a_bound_credential_naming_another_set_is_forbidden(api: Api) -> None:
-    seed_workspace(api)
-    create_set(api, "finance")
-    create_set(api, "legal")
-    bound = Agent(api, token(api, context_set_id="finance"))
+def test_a_bound_credential_naming_another_set_is_forbidden(own: Namespaced) -> None:
+    create_set(own, "finance")
+    create_set(own, "legal")
+    bound = Agent(own, token(own, context_set_id="finance"))
     refused = {"code": "FORBIDDEN",
                "message": 'agent credential is bound to context set "finance"'}
     for path in (PACKS, STREAM):
@@ -137,13 +145,12 @@ def test_a_bound_credential_naming_another_set_is_forbidden(api: Api) -> None:
                                  "message": "must be between 256 and 32000"}]
 
 
-def test_unknown_and_archived_sets_are_not_found(api: Api) -> None:
-    seed_workspace(api)
-    create_set(api, "finance")
-    create_set(api, "old")
-    bound_to_old = Agent(api, token(api, context_set_id="old"))
-    archive_set(api, "old")
-    unbound = Agent(api, token(api))
+def test_unknown_and_archived_sets_are_not_found(own: Namespaced) -> None:
+    create_set(own, "finance")
+    create_set(own, "old")
+    bound_to_old = Agent(own, token(own, context_set_id="old"))
+    archive_set(own, "old")
+    unbound = Agent(own, token(own))
     cases = [(unbound, "old"), (unbound, "nope"), (bound_to_old, "old")]
     for agent, named in cases:
         for path in (PACKS, STREAM):

@@ -1,28 +1,26 @@
 """Packs within context sets, in time and under the deadline (agent-context-api.md §3.5, §7.3,
 §7.5, §7.8, §7.9, §7.13): approved set items first, a bound credential packing in its set, an
-archived bound set packing without one, ``asOf.systemTime`` reading the log as it was, the
-latency deadline cutting retrieval short, a credential revoked before release, and the NATS
-stream carrying hashes and identities only."""
+archived bound set packing without one, ``asOf.systemTime`` reading the log as it was, and the
+administrator alone reading a deleted context in the past. Each test packs from a workspace of
+its own; the deadline, revocation-before-release and NATS tests are in
+test_packs_scope_service_wide.py."""
 
 from __future__ import annotations
 
-import json
 import time
-from dataclasses import replace
-from typing import Any
 
 import pytest
 
-from context_service import bootstrap
-from context_service.adapters.nats.stream import StreamSpec
-from tests.api.agent.packs_corpus import FACTS, TASK, facts_records, pack_body, seed_corpus
-from tests.api.agent.packs_support import PACKS, Agent, HookedRetrieval, pack_services, publish
-from tests.api.agent.packs_support import settings as settings  # the fixture
+from tests.api.agent.packs_corpus import FACTS, facts_records, pack_body, seed_corpus_of
+from tests.api.agent.packs_support import PACKS, Agent, publish
+from tests.api.agent.packs_support import module_settings as module_settings  # the fixture
 from tests.api.conftest import Api
-from tests.api.sets_support import CFO_ANSWER, CREDENTIALS, archive_set, create_set, token
-from tests.support.nats_fixtures import NatsServerHandle, relay_log
+from tests.api.namespaced import Namespaced, namespaced
+from tests.api.sets_namespaced import archive_set, create_set, token
+from tests.api.sets_support import CFO_ANSWER
 
-pytestmark = pytest.mark.postgres
+# one service for the module: every test's workspace is a namespace of its own
+pytestmark = [pytest.mark.postgres, pytest.mark.shared_service]
 FINANCE = {"collections": [FACTS], "verifiedAnswers": [CFO_ANSWER],
            "definitions": [{"term": "CFO", "definition": "the executive responsible for "
                             "Acme's finances.", "aliases": ["Chief Financial Officer"]}],
@@ -34,23 +32,14 @@ CLASSES = ["verified_answers", "definitions", "instructions", "required_evidence
 
 
 @pytest.fixture
-def corpus(api: Api) -> Api:
-    seed_corpus(api)
-    return api
+def corpus(api: Api) -> Namespaced:
+    """A workspace of the test's own with the pack corpus."""
+    workspace = namespaced(api, "acme")
+    seed_corpus_of(workspace)
+    return workspace
 
 
-def with_hook(api: Api, before: Any, body: dict[str, Any], agent: Agent) -> Any:
-    packs = pack_services(api)
-    assert packs.ports is not None
-    original = packs.ports
-    packs.ports = replace(original, retrieval=HookedRetrieval(original.retrieval, before))
-    try:
-        return agent.post(PACKS, body)
-    finally:
-        packs.ports = original
-
-
-def test_a_set_pack_puts_approved_items_first_in_class_order(corpus: Api) -> None:
+def test_a_set_pack_puts_approved_items_first_in_class_order(corpus: Namespaced) -> None:
     create_set(corpus, "finance", **FINANCE)
     for agent in (Agent(corpus, token(corpus)),
                   Agent(corpus, token(corpus, context_set_id="finance"))):
@@ -70,7 +59,7 @@ def test_a_set_pack_puts_approved_items_first_in_class_order(corpus: Api) -> Non
         assert body["complete"] is True and body["missing"] == []
 
 
-def test_a_bound_credential_packs_in_its_set_until_it_is_archived(corpus: Api) -> None:
+def test_a_bound_credential_packs_in_its_set_until_it_is_archived(corpus: Namespaced) -> None:
     create_set(corpus, "finance", **FINANCE)
     bound = Agent(corpus, token(corpus, context_set_id="finance"))
     within = bound.pack(pack_body()).json()
@@ -83,12 +72,12 @@ def test_a_bound_credential_packs_in_its_set_until_it_is_archived(corpus: Api) -
     assert all(i["source"].get("collectionId") == FACTS for i in after["items"])
 
 
-def test_system_time_reads_the_log_as_it_was(corpus: Api) -> None:
+def test_system_time_reads_the_log_as_it_was(corpus: Namespaced) -> None:
     agent = Agent(corpus, token(corpus))
     before = agent.pack(pack_body()).json()
     time.sleep(1.1)  # recorded times are the clock's: leave a second between the two states
     changed = "Acme appointed Priya Raman as CFO, effective 1 July 2024."
-    publish(corpus, FACTS, "7" * 64, facts_records(changed, "7" * 64))
+    publish(corpus, FACTS, "7" * 64, facts_records(changed, "7" * 64), ws=corpus.ns)
     now = agent.pack(pack_body()).json()
     past = agent.pack(pack_body(asOf={"validTime": "2025-01-01T00:00:00Z",
                                       "systemTime": before["asOf"]["systemTime"]})).json()
@@ -101,56 +90,7 @@ def test_system_time_reads_the_log_as_it_was(corpus: Api) -> None:
     assert epoch["asOf"]["position"] == 0 and epoch["items"] == []
 
 
-def test_the_deadline_cuts_retrieval_short(corpus: Api) -> None:
-    agent = Agent(corpus, token(corpus))
-    resp = with_hook(corpus, lambda: time.sleep(1.05),
-                     pack_body(budget={"maxTokens": 2000, "maxLatencyMs": 1000}), agent)
-    assert resp.status_code == 200, resp.text
-    body = resp.json()
-    assert body["missing"] == [{"kind": "deadline", "reason": "retrieval_cut_short"}]
-    assert body["complete"] is False
-
-
-def test_a_credential_revoked_before_release_is_refused_and_nothing_recorded(
-        corpus: Api, container: bootstrap.Container) -> None:
-    value = token(corpus)
-    agent = Agent(corpus, value)
-    head = container.store.head()
-    revoke_path = f"{CREDENTIALS}/{value.split('_')[1]}"
-
-    def revoke() -> None:
-        assert corpus.as_("user:alice").delete(revoke_path).status_code == 204
-
-    resp = with_hook(corpus, revoke, pack_body(), agent)
-    assert (resp.status_code, resp.json()) == (401, {"code": "UNAUTHORIZED",
-                                                     "message": "agent credential is not valid"})
-    names = [r.name for r in container.store.read(head, 100)]
-    assert "ContextPackReleased" not in names
-
-
-@pytest.mark.nats
-def test_nats_carries_hashes_and_identities_only(
-        corpus: Api, container: bootstrap.Container, nats_server: NatsServerHandle,
-        nats_stream: StreamSpec) -> None:
-    agent = Agent(corpus, token(corpus))
-    body = agent.pack(pack_body()).json()
-    resp = agent.post(f"/api/agent/v1/replays/{body['replayId']}",
-                      {"mode": "recompute", "task": TASK})
-    assert resp.status_code == 200, resp.text
-    published = [m for m in relay_log(container.store, nats_server.url, nats_stream)
-                 if ".context_pack." in m.subject]
-    assert [m.subject.rsplit(".", 1)[1] for m in published] == ["ContextPackReleased",
-                                                                "ContextPackReplayed"]
-    assert published[0].subject == f"{nats_stream.subject_prefix}.acme.context_pack." \
-                                   "ContextPackReleased"
-    data = json.loads(published[0].payload)["data"]
-    assert data["replay_id"] == body["replayId"] and data["pack_id"] == body["packId"]
-    payloads = b"\n".join(m.payload for m in published)
-    for text in [TASK, *(i["text"] for i in body["items"])]:
-        assert json.dumps(text)[1:-1].encode() not in payloads
-
-
-def test_time_travel_never_resurrects_access_except_the_administrators(corpus: Api) -> None:
+def test_time_travel_never_resurrects_access_except_the_administrators(corpus: Namespaced) -> None:
     """A context deleted since ``systemTime`` is not readable now — except by the bootstrap
     administrator, who reads deleted contexts too (§3.4 rule 2)."""
     alice = Agent(corpus, token(corpus))
@@ -158,7 +98,7 @@ def test_time_travel_never_resurrects_access_except_the_administrators(corpus: A
     before = alice.pack(pack_body()).json()
     assert any(i["source"].get("collectionId") == FACTS for i in before["items"])
     time.sleep(1.1)
-    resp = corpus.as_("user:alice").delete(f"/v1/namespaces/acme/contexts/{FACTS}")
+    resp = corpus.as_("user:alice").delete(f"/v1/namespaces/{corpus.ns}/contexts/{FACTS}")
     assert resp.status_code == 204, resp.text
     past = pack_body(asOf={"validTime": "2025-01-01T00:00:00Z",
                            "systemTime": before["asOf"]["systemTime"]})

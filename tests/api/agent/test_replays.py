@@ -1,11 +1,12 @@
 """Replays over HTTP with real PostgreSQL (agent-context-api.md §8): verify after nothing
 changed, after one record changed and after a context was deleted; recompute reproducing the
-pack with an empty diff; expiry after a short retention; every run recorded."""
+pack with an empty diff; every run recorded. Each test replays from a workspace of its own;
+expiry after a short retention (which changes the service's retention) is in
+test_replays_service_wide.py."""
 
 from __future__ import annotations
 
-import time
-from datetime import timedelta
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -18,21 +19,30 @@ from tests.api.agent.packs_corpus import (
     TASK,
     facts_records,
     pack_body,
-    seed_corpus,
+    seed_corpus_of,
 )
 from tests.api.agent.packs_support import REPLAYS, Agent, publish
-from tests.api.agent.packs_support import settings as settings  # the fixture
+from tests.api.agent.packs_support import module_settings as module_settings  # the fixture
 from tests.api.conftest import Api
-from tests.api.sets_support import token
+from tests.api.namespaced import Namespaced, namespaced
+from tests.api.sets_namespaced import token
 
-pytestmark = pytest.mark.postgres
+# one service for the module: every test's workspace is a namespace of its own
+pytestmark = [pytest.mark.postgres, pytest.mark.shared_service]
 CHANGED_TEXT = "Acme appointed Priya Raman as CFO effective 1 July 2024 (press release)."
 
 
 @pytest.fixture
-def alice(api: Api) -> Agent:
-    seed_corpus(api)
-    return Agent(api, token(api))
+def own(api: Api) -> Namespaced:
+    """A workspace of the test's own with the pack corpus."""
+    workspace = namespaced(api, "acme")
+    seed_corpus_of(workspace)
+    return workspace
+
+
+@pytest.fixture
+def alice(own: Namespaced) -> Agent:
+    return Agent(own, token(own))
 
 
 def replay(agent: Agent, replay_id: str, **body: Any) -> Any:
@@ -42,15 +52,23 @@ def replay(agent: Agent, replay_id: str, **body: Any) -> Any:
     return resp.json()
 
 
-def runs(container: bootstrap.Container) -> list[str]:
+def replayed(container: bootstrap.Container) -> list[str]:
     with container.datastore.transaction(commit=False) as cur:
         cur.execute(f"SELECT state FROM {EVENTS_TABLE} WHERE topic = 'ContextPackReplayed'"
                     " ORDER BY notification_id")
         return [bytes(r["state"]).decode() for r in cur.fetchall()]
 
 
+@pytest.fixture
+def runs(container: bootstrap.Container) -> Callable[[], list[str]]:
+    """The runs recorded since the test began: the module's tests run one after another on its
+    one service, so these are the test's own."""
+    earlier = len(replayed(container))
+    return lambda: replayed(container)[earlier:]
+
+
 def test_verify_after_nothing_changed_matches(alice: Agent,
-                                              container: bootstrap.Container) -> None:
+                                              runs: Callable[[], list[str]]) -> None:
     pack = alice.pack(pack_body()).json()
     answer = replay(alice, pack["replayId"], mode="verify")
     assert list(answer) == ["replayId", "mode", "position", "items", "summary", "merkleRoot",
@@ -63,12 +81,13 @@ def test_verify_after_nothing_changed_matches(alice: Agent,
                                  "unavailable": 0}
     assert answer["merkleRoot"] == answer["currentMerkleRoot"] == pack["receipt"]["merkleRoot"]
     assert answer["matches"] is True
-    assert len(runs(container)) == 1
+    assert len(runs()) == 1
 
 
-def test_verify_after_one_record_changed_reports_that_item(alice: Agent, api: Api) -> None:
+def test_verify_after_one_record_changed_reports_that_item(alice: Agent,
+                                                            own: Namespaced) -> None:
     pack = alice.pack(pack_body()).json()
-    publish(api, FACTS, FACTS_REV, facts_records(CHANGED_TEXT), new_revision=False)
+    publish(own, FACTS, FACTS_REV, facts_records(CHANGED_TEXT), ws=own.ns, new_revision=False)
     answer = replay(alice, pack["replayId"], mode="verify")
     statuses = {i["id"]: i["status"] for i in answer["items"]}
     assert statuses.pop("psg:company-facts/cfo-2024") == "changed"
@@ -81,9 +100,9 @@ def test_verify_after_one_record_changed_reports_that_item(alice: Agent, api: Ap
 
 
 def test_verify_after_a_context_was_deleted_reports_its_items_unavailable(
-        alice: Agent, api: Api) -> None:
+        alice: Agent, own: Namespaced) -> None:
     pack = alice.pack(pack_body()).json()
-    resp = api.as_("user:alice").delete(f"/v1/namespaces/acme/contexts/{FACTS}")
+    resp = own.as_("user:alice").delete(f"/v1/namespaces/{own.ns}/contexts/{FACTS}")
     assert resp.status_code == 204, resp.text
     answer = replay(alice, pack["replayId"], mode="verify")
     for item in answer["items"]:
@@ -96,10 +115,10 @@ def test_verify_after_a_context_was_deleted_reports_its_items_unavailable(
 
 
 def test_recompute_reproduces_the_pack_with_an_empty_diff(
-        alice: Agent, api: Api, container: bootstrap.Container) -> None:
+        alice: Agent, own: Namespaced, runs: Callable[[], list[str]]) -> None:
     pack = alice.pack(pack_body()).json()
     # the head moves; the recorded position does not
-    publish(api, FACTS, "6" * 64, facts_records(CHANGED_TEXT, "6" * 64))
+    publish(own, FACTS, "6" * 64, facts_records(CHANGED_TEXT, "6" * 64), ws=own.ns)
     answer = replay(alice, pack["replayId"], mode="recompute", task=TASK)
     assert list(answer) == ["replayId", "mode", "engineVersion", "pack", "diff"]
     assert answer["engineVersion"] == {"recorded": "pack-engine/2", "current": "pack-engine/2"}
@@ -109,29 +128,13 @@ def test_recompute_reproduces_the_pack_with_an_empty_diff(
                               "unchanged": len(pack["items"])}
     # verify sees the head, recompute the recorded position: two runs, both recorded
     assert replay(alice, pack["replayId"], mode="verify")["matches"] is False
-    assert len(runs(container)) == 2
+    assert len(runs()) == 2
 
 
-def test_any_credential_of_the_workspace_may_replay(alice: Agent, api: Api) -> None:
+def test_any_credential_of_the_workspace_may_replay(alice: Agent, own: Namespaced) -> None:
     pack = alice.pack(pack_body()).json()
-    adam = Agent(api, token(api, creator="user:adam"))
+    adam = Agent(own, token(own, creator="user:adam"))
     answer = replay(adam, pack["replayId"], mode="verify")
     assert answer["summary"]["unavailable"] == sum(
         1 for i in pack["items"] if "notes" in i["id"] or i["source"].get("collectionId")
         == "notes")
-
-
-def test_a_replay_expires_after_the_retention_in_force_at_release(
-        alice: Agent, api: Api) -> None:
-    packs = api.client.app.state.services.packs
-    packs.retention = timedelta(seconds=1)
-    pack = alice.pack(pack_body()).json()
-    replay(alice, pack["replayId"], mode="verify")
-    time.sleep(1.1)
-    resp = alice.post(f"{REPLAYS}/{pack['replayId']}", {"mode": "verify"})
-    assert (resp.status_code, resp.json()) == (410, {
-        "code": "AGENT_REPLAY_EXPIRED",
-        "message": f"replay {pack['replayId']} expired at {pack['expiresAt']}"})
-    # the same pack again records nothing and answers the recorded expiry
-    again = alice.pack(pack_body()).json()
-    assert again["expiresAt"] == pack["expiresAt"]

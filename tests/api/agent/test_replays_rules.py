@@ -1,12 +1,14 @@
 """The replay route's checks over HTTP (agent-context-api.md §8): body rules, a replay of
 another workspace answering like an unknown one, expiry, and recompute's task and set checks,
 in that order. Releases are recorded through the write model here, so these checks are proven
-apart from pack assembly; the context_pack_replays view serves them."""
+apart from pack assembly; the context_pack_replays view serves them. Each test speaks about a
+workspace and replay ids of its own on the module's one service."""
 
 from __future__ import annotations
 
 import hashlib
 import time
+import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -16,14 +18,22 @@ from context_service.domain.context_pack.commands import ReleasePack
 from context_service.domain.context_pack.events import ContextPackReleased, PackParameters
 from context_service.domain.values import format_timestamp
 from tests.api.agent.packs_support import REPLAYS, Agent, violations
-from tests.api.agent.packs_support import settings as settings  # the fixture
+from tests.api.agent.packs_support import module_settings as module_settings  # the fixture
 from tests.api.conftest import Api
-from tests.api.sets_support import create_set, seed_workspace, token
+from tests.api.namespaced import Namespaced, namespaced
+from tests.api.sets_namespaced import create_set, seed_workspace, token
+from tests.support.api_helpers import fresh
 
-pytestmark = pytest.mark.postgres
+# one service for the module: every test's workspace is a namespace of its own
+pytestmark = [pytest.mark.postgres, pytest.mark.shared_service]
 TASK = "Who is the current CFO, and since when?"
 RID = "rp_" + "0" * 31 + "1"
 NOT_FOUND = {"code": "NOT_FOUND", "message": "replay not found"}
+
+
+def fresh_rid() -> str:
+    """A replay id no other test records."""
+    return "rp_" + uuid.uuid4().hex
 
 
 def released(replay_id: str = RID, set_id: str = "") -> ContextPackReleased:
@@ -51,9 +61,16 @@ def record(container: bootstrap.Container, ws: str = "acme", replay_id: str = RI
 
 
 @pytest.fixture
-def agent(api: Api) -> Agent:
-    seed_workspace(api)
-    return Agent(api, token(api))
+def own(api: Api) -> Namespaced:
+    """A workspace of the test's own with one member per role."""
+    workspace = namespaced(api, "acme")
+    seed_workspace(workspace)
+    return workspace
+
+
+@pytest.fixture
+def agent(own: Namespaced) -> Agent:
+    return Agent(own, token(own))
 
 
 @pytest.mark.parametrize(("body", "expected"), [
@@ -76,34 +93,36 @@ def test_body_rules_come_before_the_replay_lookup(agent: Agent) -> None:
 
 
 def test_unknown_and_other_workspace_replays_answer_alike(
-        agent: Agent, api: Api, container: bootstrap.Container) -> None:
-    record(container, ws="other-ws")
-    for replay_id in (RID, "rp_nope", "rp%20x", "rp_" + "f" * 32):
+        agent: Agent, container: bootstrap.Container) -> None:
+    rid = fresh_rid()
+    record(container, ws=fresh("other-ws"), replay_id=rid)
+    for replay_id in (rid, "rp_nope", "rp%20x", "rp_" + "f" * 32):
         for mode in ("verify", "recompute"):
             resp = agent.post(f"{REPLAYS}/{replay_id}", {"mode": mode, "task": TASK})
             assert (resp.status_code, resp.json()) == (404, NOT_FOUND), replay_id
 
 
-def test_an_expired_replay_answers_410_for_both_modes(agent: Agent,
-                                                      container: bootstrap.Container) -> None:
-    expires = record(container, retention=timedelta(seconds=1))
+def test_an_expired_replay_answers_410_for_both_modes(
+        agent: Agent, own: Namespaced, container: bootstrap.Container) -> None:
+    rid = fresh_rid()
+    expires = record(container, ws=own.ns, replay_id=rid, retention=timedelta(seconds=1))
     time.sleep(max(0.0, (expires - datetime.now(UTC)).total_seconds()) + 0.05)
     gone = {"code": "AGENT_REPLAY_EXPIRED",
-            "message": f"replay {RID} expired at {format_timestamp(expires)}"}
+            "message": f"replay {rid} expired at {format_timestamp(expires)}"}
     for body in ({"mode": "verify"}, {"mode": "recompute"}, {"mode": "recompute", "task": "x"}):
-        resp = agent.post(f"{REPLAYS}/{RID}", body)
+        resp = agent.post(f"{REPLAYS}/{rid}", body)
         assert (resp.status_code, resp.json()) == (410, gone)
 
 
-def test_recompute_checks_the_task_then_the_bound_set(api: Api,
+def test_recompute_checks_the_task_then_the_bound_set(own: Namespaced,
                                                       container: bootstrap.Container) -> None:
-    seed_workspace(api)
-    create_set(api, "finance")
-    create_set(api, "legal")
-    record(container, set_id="legal")
-    unbound = Agent(api, token(api))
-    bound = Agent(api, token(api, context_set_id="finance"))
-    path = f"{REPLAYS}/{RID}"
+    create_set(own, "finance")
+    create_set(own, "legal")
+    rid = fresh_rid()
+    record(container, ws=own.ns, replay_id=rid, set_id="legal")
+    unbound = Agent(own, token(own))
+    bound = Agent(own, token(own, context_set_id="finance"))
+    path = f"{REPLAYS}/{rid}"
     for agent in (unbound, bound):
         assert violations(agent.post(path, {"mode": "recompute"})) == [
             {"path": "$.task", "message": "is required for mode recompute"}]
@@ -117,10 +136,11 @@ def test_recompute_checks_the_task_then_the_bound_set(api: Api,
 
 
 def test_a_release_is_recorded_once_per_replay_id(container: bootstrap.Container) -> None:
-    first = record(container, retention=timedelta(hours=1))
+    ws, rid = fresh("acme"), fresh_rid()
+    first = record(container, ws=ws, replay_id=rid, retention=timedelta(hours=1))
     again = container.context_packs.execute(
-        "acme", RID, ReleasePack(release=released(), retention=timedelta(seconds=5)))
+        ws, rid, ReleasePack(release=released(rid), retention=timedelta(seconds=5)))
     assert again.position == 0 and again.state.release is not None
     assert again.state.release.expires_at == first
     assert [r.name for r in container.store.load(
-        container.context_packs.stream("acme", RID))] == ["ContextPackReleased"]
+        container.context_packs.stream(ws, rid))] == ["ContextPackReleased"]

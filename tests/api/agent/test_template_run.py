@@ -1,38 +1,40 @@
 """``POST /api/agent/v1/query-templates/run`` (spec 11.4): rows of the agent views confined
-to the run's scope, typed parameters, value conversion, limits and the recorded run."""
+to the run's scope, typed parameters, value conversion, limits and the recorded run. Each test
+runs in a workspace of its own on the module's one service; the NATS test is in
+test_template_run_service_wide.py."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 from typing import Any
 
 import pytest
 
 from context_service import bootstrap
-from context_service.adapters.nats.stream import StreamSpec
 from tests.api.agent.packs_corpus import FACTS, NOTES
-from tests.api.agent.packs_support import settings as settings  # the fixture
-from tests.api.agent.templates_support import approve, registered, run, runner, seeded
+from tests.api.agent.packs_support import module_settings as module_settings  # the fixture
+from tests.api.agent.templates_namespaced import approve, registered, runner, seeded
+from tests.api.agent.templates_support import run
 from tests.api.conftest import Api
-from tests.support.nats_fixtures import NatsServerHandle, relay_log
+from tests.api.namespaced import Namespaced, namespaced
 
-pytestmark = pytest.mark.postgres
+# one service for the module: every test's workspace is a namespace of its own
+pytestmark = [pytest.mark.postgres, pytest.mark.shared_service]
 PASSAGES = ("SELECT collection_id, record_id, ordinal, title FROM passages"
             " WHERE collection_id = coalesce(:collection, collection_id)"
             " ORDER BY collection_id, ordinal")
 
 
 @pytest.fixture
-def corpus(api: Api) -> Api:
-    seeded(api)
-    registered(api, "passages", PASSAGES,
+def corpus(api: Api) -> Namespaced:
+    """A workspace of the test's own with the pack corpus and the template ``passages``."""
+    own = seeded(namespaced(api, "acme"))
+    registered(own, "passages", PASSAGES,
                [{"name": "collection", "type": "text"}])
-    approve(api, ["passages"])
-    return api
+    approve(own, ["passages"])
+    return own
 
 
-def test_a_run_returns_the_rows_of_the_scope_only(corpus: Api) -> None:
+def test_a_run_returns_the_rows_of_the_scope_only(corpus: Namespaced) -> None:
     resp = run(runner(corpus), "passages")
     assert resp.status_code == 200, resp.text
     body = resp.json()
@@ -52,7 +54,7 @@ def test_a_run_returns_the_rows_of_the_scope_only(corpus: Api) -> None:
     assert {r[0] for r in adam["rows"]} == {FACTS}
 
 
-def test_parameters_are_bound_and_checked(corpus: Api) -> None:
+def test_parameters_are_bound_and_checked(corpus: Namespaced) -> None:
     agent = runner(corpus)
     resp = run(agent, "passages", {"collection": NOTES})
     assert resp.status_code == 200 and resp.json()["rowCount"] == 2
@@ -63,7 +65,7 @@ def test_parameters_are_bound_and_checked(corpus: Api) -> None:
         {"path": "$.parameters.collection", "message": "must be a string"}]
 
 
-def test_value_conversion_and_truncation(corpus: Api) -> None:
+def test_value_conversion_and_truncation(corpus: Namespaced) -> None:
     registered(corpus, "values",
                "SELECT 1::bigint AS i, 2.50::numeric AS n, 'NaN'::float8 AS f,"
                " true AS b, DATE '2024-07-01' AS d,"
@@ -84,22 +86,23 @@ def test_value_conversion_and_truncation(corpus: Api) -> None:
     assert exact["rowCount"] == 3 and exact["truncated"] is False
 
 
-def test_a_template_the_set_does_not_list_or_retired_is_not_found(corpus: Api) -> None:
+def test_a_template_the_set_does_not_list_or_retired_is_not_found(corpus: Namespaced) -> None:
     registered(corpus, "other", "SELECT 1 AS one")
     agent = runner(corpus)
     missing = {"code": "NOT_FOUND", "message": "query template not found"}
     assert run(agent, "other").json() == missing
     assert corpus.as_("user:alice").delete(
-        "/v1/namespaces/acme/query-templates/passages").status_code == 204
+        f"/v1/namespaces/{corpus.ns}/query-templates/passages").status_code == 204
     resp = run(agent, "passages")
     assert resp.status_code == 404 and resp.json() == missing
 
 
 def test_every_run_is_recorded_without_parameter_values(
-        corpus: Api, container: bootstrap.Container) -> None:
+        corpus: Namespaced, container: bootstrap.Container) -> None:
     agent = runner(corpus)
     assert run(agent, "passages", {"collection": "secret-value-x"}).status_code == 200
-    recorded = [r for r in container.store.read(0, 10_000) if r.stream.kind == "query_run"]
+    recorded = [r for r in container.store.read(0, 1_000_000)
+                if r.stream.kind == "query_run" and r.stream.namespace == corpus.ns]
     assert len(recorded) == 1
     event: Any = recorded[0].event
     assert (event.template_id, event.template_version, event.context_set_id,
@@ -110,26 +113,7 @@ def test_every_run_is_recorded_without_parameter_values(
     assert "secret-value-x" not in repr(event)
 
 
-def test_nats_carries_the_run_without_parameter_values(
-        corpus: Api, container: bootstrap.Container, nats_server: NatsServerHandle,
-        nats_stream: StreamSpec) -> None:
-    agent = runner(corpus)
-    assert run(agent, "passages", {"collection": "value-never-published"}).status_code == 200
-    published = [m for m in relay_log(container.store, nats_server.url, nats_stream)
-                 if ".query_run." in m.subject]
-    assert [m.subject for m in published] == [
-        f"{nats_stream.subject_prefix}.acme.query_run.QueryTemplateRun"]
-    data = json.loads(published[0].payload)["data"]
-    assert list(data) == ["run_id", "template_id", "template_version", "context_set_id",
-                          "credential_id", "created_by", "parameters_sha256", "outcome",
-                          "sqlstate", "row_count", "truncated", "duration_ms"]
-    assert data["parameters_sha256"] == hashlib.sha256(
-        b'{"collection":"value-never-published"}').hexdigest()
-    assert b"value-never-published" not in published[0].payload
-    assert b"SELECT" not in published[0].payload
-
-
-def test_an_empty_result_still_names_its_columns(corpus: Api) -> None:
+def test_an_empty_result_still_names_its_columns(corpus: Namespaced) -> None:
     body = run(runner(corpus), "passages", {"collection": "nothing-here"}).json()
     assert body["rows"] == [] and [c["name"] for c in body["columns"]] == [
         "collection_id", "record_id", "ordinal", "title"]
