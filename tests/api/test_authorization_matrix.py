@@ -9,6 +9,7 @@ fails."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -22,10 +23,12 @@ from context_service.domain.events import Subject
 from context_service.http.mcp.endpoint import McpEndpoint
 from tests.api.authorization_routes import family, leaked, routes_of
 from tests.api.conftest import Api
-from tests.api.sets_support import CREDENTIALS, MEMBERS, seed_workspace, token
+from tests.api.namespaced import Namespaced, namespaced
+from tests.api.sets_namespaced import credentials, seed_workspace, token
+from tests.support.api_helpers import fresh
 
-pytestmark = pytest.mark.postgres
-NS, OTHER = "vault", "elsewhere"
+# one service for the module: each test hides its context in namespaces of its own
+pytestmark = [pytest.mark.postgres, pytest.mark.shared_service]
 HIDDEN = "hidden-ledger"
 SNAPSHOT = "hidden-snap"
 GRANTEE = "grantee-watermark"
@@ -63,31 +66,44 @@ def bodies() -> dict[str, Any]:
     }
 
 
-def hide_a_context(container: bootstrap.Container) -> None:
-    """A context with grants, a revision, query records and a snapshot, in NS; and a context of
-    the same name in OTHER on which the 'neighbour' holds everything."""
+@dataclass
+class Hidden:
+    """The module's client, and the namespaces of one test: ``ns`` hides the context, ``other``
+    holds the neighbour's context of the same name."""
+
+    client: TestClient[Any]
+    ns: str
+    other: str
+
+    def concrete(self, path: str) -> str:
+        return path.format(namespace=self.ns, name=HIDDEN, snapshot=SNAPSHOT)
+
+
+def hide_a_context(container: bootstrap.Container, ns: str, other: str) -> None:
+    """A context with grants, a revision, query records and a snapshot, in ``ns``; and a context
+    of the same name in ``other`` on which the 'neighbour' holds everything."""
     app = container.contexts
-    app.execute(NS, HIDDEN, c.CreateContext(
-        actor=OWNER, name=HIDDEN, namespace=NS, type="memory", backend="pvc", size="1Gi",
+    app.execute(ns, HIDDEN, c.CreateContext(
+        actor=OWNER, name=HIDDEN, namespace=ns, type="memory", backend="pvc", size="1Gi",
         access_mode="ReadWriteOnce"))
-    app.execute(NS, HIDDEN, c.GrantAccess(actor=OWNER, subject=Subject("agent", GRANTEE),
+    app.execute(ns, HIDDEN, c.GrantAccess(actor=OWNER, subject=Subject("agent", GRANTEE),
                                           permissions=("read",)))
     for permission in PERMISSIONS:
-        app.execute(NS, HIDDEN, c.GrantAccess(
+        app.execute(ns, HIDDEN, c.GrantAccess(
             actor=OWNER, subject=Subject("agent", f"lacks-{permission}"),
             permissions=lacking(permission)))
-    app.execute(NS, HIDDEN, c.PublishRevision(
+    app.execute(ns, HIDDEN, c.PublishRevision(
         actor=OWNER, id=REVISION, created_at=datetime(2026, 1, 1, tzinfo=UTC),
         operation="sync", producer="", parameters={}, sources=(), files=1, bytes=1))
     record = QueryRecord(id="r1", context=HIDDEN, type="memory", revision=REVISION,
                          text=RECORD_TEXT, source=SourceRef("", "", ""))
-    app.execute(NS, HIDDEN, c.PublishQueryIndex(actor=OWNER, revision=REVISION,
+    app.execute(ns, HIDDEN, c.PublishQueryIndex(actor=OWNER, revision=REVISION,
                                                 records=(record,)))
-    app.execute(NS, HIDDEN, c.RecordSnapshot(actor=OWNER, name=SNAPSHOT, storage_class="fast",
+    app.execute(ns, HIDDEN, c.RecordSnapshot(actor=OWNER, name=SNAPSHOT, storage_class="fast",
                                               snapshot_class="csi"))
     neighbour = Subject("user", "neighbour")
-    app.execute(OTHER, HIDDEN, c.CreateContext(
-        actor=neighbour, name=HIDDEN, namespace=OTHER, type="memory", backend="pvc",
+    app.execute(other, HIDDEN, c.CreateContext(
+        actor=neighbour, name=HIDDEN, namespace=other, type="memory", backend="pvc",
         size="1Gi", access_mode="ReadWriteOnce"))
     head = container.store.head()
     for runner in container.runners.values():  # running: wait for them to apply it all
@@ -99,31 +115,27 @@ def context_routes(client: TestClient[Any]) -> list[tuple[str, str, dict[str, An
     return routes_of(client.get("/schema/openapi.json").json(), "context")
 
 
-def concrete(path: str) -> str:
-    return path.format(namespace=NS, name=HIDDEN, snapshot=SNAPSHOT)
-
-
 def assert_no_leak(response: Any) -> None:
     shown = leaked(response, SECRETS)
     assert shown == [], (response.request.method, response.request.url, shown, response.text)
 
 
 @pytest.fixture
-def client(container: bootstrap.Container) -> Any:
-    hide_a_context(container)
-    with TestClient(app=bootstrap.app(container)) as found:
-        yield found
+def hidden(api: Api, container: bootstrap.Container) -> Hidden:
+    found = Hidden(api.client, fresh("vault"), fresh("elsewhere"))
+    hide_a_context(container, found.ns, found.other)
+    return found
 
 
-def test_the_matrix_knows_every_route(client: TestClient[Any]) -> None:
+def test_the_matrix_knows_every_route(api: Api) -> None:
     """A route registered in no family (a new prefix) fails here until the matrix covers it."""
-    doc = client.get("/schema/openapi.json").json()
+    doc = api.client.get("/schema/openapi.json").json()
     unknown = sorted(path for path in doc["paths"] if family(path) is None)
     assert unknown == [], "add each to authorization_routes.FAMILIES with its rules"
 
 
-def test_the_matrix_covers_every_context_route(client: TestClient[Any]) -> None:
-    routes = context_routes(client)
+def test_the_matrix_covers_every_context_route(api: Api) -> None:
+    routes = context_routes(api.client)
     assert len(routes) >= 21
     documented = {op["operationId"]: op.get("x-permission") for _, _, op in routes}
     assert documented["get_context"] == "read" and documented["create_clone"] == "derive"
@@ -131,17 +143,17 @@ def test_the_matrix_covers_every_context_route(client: TestClient[Any]) -> None:
 
 @pytest.mark.parametrize("who", ["stranger", "neighbour", *(f"lacks-{p}" for p in PERMISSIONS)])
 def test_a_subject_without_the_permission_sees_nothing(
-        client: TestClient[Any], container: bootstrap.Container, who: str) -> None:
+        hidden: Hidden, container: bootstrap.Container, who: str) -> None:
     subject = f"agent:{who}" if who.startswith("lacks-") else f"user:{who}"
     head = container.store.head()
     checked = 0
-    for method, path, op in context_routes(client):
+    for method, path, op in context_routes(hidden.client):
         needed = op.get("x-permission")
         if who.startswith("lacks-") and needed != who.removeprefix("lacks-"):
             continue  # this subject holds what the route needs
         body = bodies().get(op["operationId"])
         for query in ("", "?asOfPosition=1") if "point" in _params(op) else ("",):
-            response = client.request(method, concrete(path) + query, json=body,
+            response = hidden.client.request(method, hidden.concrete(path) + query, json=body,
                                       headers={"X-Context-Subject": subject})
             assert response.status_code == 404, (who, method, path, response.text)
             assert response.json() == NOT_FOUND
@@ -152,38 +164,37 @@ def test_a_subject_without_the_permission_sees_nothing(
 
 
 @pytest.mark.parametrize("who", ["user:stranger", "user:neighbour"])
-def test_lists_and_queries_leave_the_hidden_context_out(client: TestClient[Any],
-                                                        who: str) -> None:
+def test_lists_and_queries_leave_the_hidden_context_out(hidden: Hidden, who: str) -> None:
     headers = {"X-Context-Subject": who}
-    for path in (f"/v1/namespaces/{NS}/contexts",
-                 f"/v1/namespaces/{NS}/contexts?asOfPosition=1000000"):
-        listed = client.get(path, headers=headers)
+    for path in (f"/v1/namespaces/{hidden.ns}/contexts",
+                 f"/v1/namespaces/{hidden.ns}/contexts?asOfPosition=1000000"):
+        listed = hidden.client.get(path, headers=headers)
         assert (listed.status_code, listed.json()) == (200, {"items": []})
-    searched = client.post(f"/v1/namespaces/{NS}/query", json={"query": "watermark"},
-                           headers=headers)
+    searched = hidden.client.post(f"/v1/namespaces/{hidden.ns}/query",
+                                  json={"query": "watermark"}, headers=headers)
     assert (searched.status_code, searched.json()) == (200, {"items": []})
     for response in (listed, searched):
         assert_no_leak(response)
 
 
 @pytest.mark.parametrize("who", ["user:stranger", "user:neighbour", "agent:lacks-read"])
-def test_a_query_naming_the_hidden_context_is_not_found(client: TestClient[Any],
-                                                        who: str) -> None:
-    named = client.post(f"/v1/namespaces/{NS}/query", json=bodies()["query"],
-                        headers={"X-Context-Subject": who})
+def test_a_query_naming_the_hidden_context_is_not_found(hidden: Hidden, who: str) -> None:
+    named = hidden.client.post(f"/v1/namespaces/{hidden.ns}/query", json=bodies()["query"],
+                               headers={"X-Context-Subject": who})
     assert (named.status_code, named.json()) == (404, NOT_FOUND)
     assert_no_leak(named)
 
 
-def test_the_owner_sees_what_the_others_do_not(client: TestClient[Any]) -> None:
+def test_the_owner_sees_what_the_others_do_not(hidden: Hidden) -> None:
     """The matrix is not vacuous: the same requests by the owner find the context."""
     headers = {"X-Context-Subject": "user:owner"}
-    assert client.get(concrete("/v1/namespaces/{namespace}/contexts/{name}"),
-                      headers=headers).status_code == 200
-    grants = client.get(concrete("/v1/namespaces/{namespace}/contexts/{name}/grants"),
-                        headers=headers)
+    assert hidden.client.get(hidden.concrete("/v1/namespaces/{namespace}/contexts/{name}"),
+                             headers=headers).status_code == 200
+    grants = hidden.client.get(
+        hidden.concrete("/v1/namespaces/{namespace}/contexts/{name}/grants"), headers=headers)
     assert GRANTEE in grants.text
-    found = client.post(f"/v1/namespaces/{NS}/query", json=bodies()["query"], headers=headers)
+    found = hidden.client.post(f"/v1/namespaces/{hidden.ns}/query", json=bodies()["query"],
+                               headers=headers)
     assert RECORD_TEXT in found.text
 
 
@@ -211,8 +222,8 @@ def test_the_matrix_knows_the_mcp_endpoint() -> None:
     assert paths and all(family(path) is not None for path in paths), paths
 
 
-def _failing_credential(api: Api, case: str) -> dict[str, str]:
-    """The headers of a request failing as ``case`` (the workspace ``acme`` seeded)."""
+def _failing_credential(api: Namespaced, case: str) -> dict[str, str]:
+    """The headers of a request failing as ``case`` (``api``'s workspace seeded)."""
     if case == "none":
         return {}
     if case == "malformed":
@@ -222,15 +233,16 @@ def _failing_credential(api: Api, case: str) -> dict[str, str]:
     if case == "scope":
         return {"Authorization": f"Bearer {token(api, ('queries:run',))}"}
     if case == "authority":
-        assert api.as_("user:alice").put(MEMBERS, {"subject": {"kind": "user", "name": "ann"},
+        members = f"/v1/namespaces/{api.ns}/members"
+        assert api.as_("user:alice").put(members, {"subject": {"kind": "user", "name": "ann"},
                                                    "role": "admin"}).status_code == 200
         held = token(api, creator="user:ann")
-        assert api.as_("user:alice").delete(f"{MEMBERS}/user:ann").status_code == 204
+        assert api.as_("user:alice").delete(f"{members}/user:ann").status_code == 204
         return {"Authorization": f"Bearer {held}"}
     held = token(api)
     if case == "revoked":
         assert api.as_("user:alice").delete(
-            f"{CREDENTIALS}/{held.split('_')[1]}").status_code == 204
+            f"{credentials(api)}/{held.split('_')[1]}").status_code == 204
     if case == "browser":
         return {"Authorization": f"Bearer {held}", "Origin": "https://evil.example"}
     return {"Authorization": f"Bearer {held}"}
@@ -239,8 +251,9 @@ def _failing_credential(api: Api, case: str) -> dict[str, str]:
 @pytest.mark.parametrize("case", [*ADMISSION, *PER_CALL])
 def test_mcp_refuses_each_credential_failure_as_the_agent_api(
         api: Api, container: bootstrap.Container, case: str) -> None:
-    seed_workspace(api)
-    headers = _failing_credential(api, case)
+    own = namespaced(api, "acme")  # a workspace of the test's own
+    seed_workspace(own)
+    headers = _failing_credential(own, case)
     agent = api.client.app.state.services.agent
     real = agent.clock
     if case == "expired":

@@ -18,9 +18,11 @@ from context_service import bootstrap
 from context_service.domain.workspace.roles import role_permits
 from tests.api.authorization_routes import leaked, routes_of
 from tests.api.conftest import Api
+from tests.support.api_helpers import fresh
 
-pytestmark = pytest.mark.postgres
-NS, OTHER = "vault", "elsewhere"
+# one service for the module: each test hides a workspace of its own from a neighbour of its own
+pytestmark = [pytest.mark.postgres, pytest.mark.shared_service]
+NEIGHBOUR = "user:neighbour"  # a parameter: the test's own neighbour (``Hidden.neighbour``)
 ADMIN = "service:context-service-admin"
 OWNER = "owner-watermark"
 SET_ID, SET_NAME = "curated-watermark", "set-name-watermark"
@@ -48,11 +50,20 @@ AGENT_BODIES: dict[str, Any] = {"agent_lookup": {"term": TERM},
 
 
 class Hidden:
-    """The hidden workspace's credential id (random), and the neighbour's agent token."""
+    """The hidden workspace ``ns`` and its credential id (random); the neighbour, owner of the
+    workspace ``other``, and its agent token."""
 
-    def __init__(self, credential_id: str, neighbour_token: str) -> None:
+    def __init__(self, ns: str, credential_id: str, other: str, neighbour: str,
+                 neighbour_token: str) -> None:
+        self.ns = ns
         self.credential_id = credential_id
+        self.other = other
+        self.neighbour = neighbour
         self.neighbour_token = neighbour_token
+
+    def caller(self, who: str) -> str:
+        """``who`` of a parameter, the neighbour standing for the test's own."""
+        return self.neighbour if who == NEIGHBOUR else who
 
     @property
     def secrets(self) -> tuple[str, ...]:
@@ -73,26 +84,27 @@ def member(api: Api, caller: str, namespace: str, subject: str, role: str) -> No
 
 @pytest.fixture
 def hidden(api: Api) -> Hidden:
-    """``vault``: an owner, a member of every other role, a context set and a credential;
+    """A ``vault``: an owner, a member of every other role, a context set and a credential; an
     ``elsewhere``: the neighbour's own workspace with a set and a credential."""
+    ns, other, neighbour = fresh("vault"), fresh("elsewhere"), f"user:{fresh('neighbour')}"
     owner = f"user:{OWNER}"
-    member(api, ADMIN, NS, owner, "owner")
+    member(api, ADMIN, ns, owner, "owner")
     for role, subject in ROLE_SUBJECTS.items():
-        member(api, owner, NS, subject, role)
-    _ok(api.as_(owner).post(f"/v1/namespaces/{NS}/context-sets", {
+        member(api, owner, ns, subject, role)
+    _ok(api.as_(owner).post(f"/v1/namespaces/{ns}/context-sets", {
         "id": SET_ID, "name": SET_NAME, "collections": ["hidden-ledger"],
         "definitions": [{"term": TERM, "definition": DEFINITION}],
         "verifiedAnswers": [{"id": "who", "question": "who holds the watermark",
                              "answer": ANSWER}]}), 201)
-    created = _ok(api.as_(owner).post(f"/api/w/{NS}/agent-credentials", {
+    created = _ok(api.as_(owner).post(f"/api/w/{ns}/agent-credentials", {
         "name": CREDENTIAL, "scopes": ["context:read"], "expiresInDays": 30}), 201)
-    member(api, ADMIN, OTHER, "user:neighbour", "owner")
-    _ok(api.as_("user:neighbour").post(f"/v1/namespaces/{OTHER}/context-sets", {
+    member(api, ADMIN, other, neighbour, "owner")
+    _ok(api.as_(neighbour).post(f"/v1/namespaces/{other}/context-sets", {
         "id": "neighbour-set", "name": "neighbour", "collections": ["notes"]}), 201)
-    token = _ok(api.as_("user:neighbour").post(f"/api/w/{OTHER}/agent-credentials", {
+    token = _ok(api.as_(neighbour).post(f"/api/w/{other}/agent-credentials", {
         "name": "neighbour", "scopes": ["context:read", "queries:run"], "expiresInDays": 30}),
         201)["token"]
-    return Hidden(created["id"], token)
+    return Hidden(ns, created["id"], other, neighbour, token)
 
 
 def workspace_routes(api: Api) -> list[tuple[str, str, dict[str, Any]]]:
@@ -100,8 +112,10 @@ def workspace_routes(api: Api) -> list[tuple[str, str, dict[str, Any]]]:
     return routes_of(document, "workspace") + routes_of(document, "workspace-api")
 
 
-def concrete(path: str, hidden: Hidden, namespace: str = NS) -> str:
-    """The path naming the hidden workspace's resources (a member, a set, a credential)."""
+def concrete(path: str, hidden: Hidden, namespace: str | None = None) -> str:
+    """The path naming the hidden workspace's resources (a member, a set, a credential), in
+    ``namespace`` (the hidden one unless named)."""
+    namespace = namespace or hidden.ns
     ids = {"credentials": hidden.credential_id}
     kind = next((k for k in ids if k in path), None)
     return (path.replace("{namespace}", namespace).replace("{wsId}", namespace)
@@ -125,7 +139,7 @@ def test_every_workspace_route_states_its_permission(api: Api) -> None:
     assert undocumented == [], 'state the workspace permission (the route\'s opt["permission"])'
 
 
-@pytest.mark.parametrize("who", ["user:stranger", "user:neighbour", *ROLE_SUBJECTS.values()])
+@pytest.mark.parametrize("who", ["user:stranger", NEIGHBOUR, *ROLE_SUBJECTS.values()])
 def test_a_caller_without_the_permission_is_not_told_anything(
         api: Api, container: bootstrap.Container, hidden: Hidden, who: str) -> None:
     role = next((r for r, s in ROLE_SUBJECTS.items() if s == who), None)
@@ -135,7 +149,7 @@ def test_a_caller_without_the_permission_is_not_told_anything(
         permission = op["x-permission"]
         if role is not None and role_permits(role, permission):
             continue  # this member holds what the route needs
-        response = api.as_(who).request(method, concrete(path, hidden),
+        response = api.as_(hidden.caller(who)).request(method, concrete(path, hidden),
                                         BODIES.get(op["operationId"]))
         status, body = expected(path, who, permission)
         assert (response.status_code, response.json()) == (status, body), (who, method, path)
@@ -154,8 +168,8 @@ def test_ids_of_the_hidden_workspace_are_not_found_in_another(
     for method, path, op in workspace_routes(api):
         if not set(re.findall(r"\{(\w+)\}", path)) - {"namespace", "wsId"}:
             continue
-        response = api.as_("user:neighbour").request(
-            method, concrete(path, hidden, OTHER), BODIES.get(op["operationId"]))
+        response = api.as_(hidden.neighbour).request(
+            method, concrete(path, hidden, hidden.other), BODIES.get(op["operationId"]))
         assert response.status_code == 404, (method, path, response.text)
         assert next(iter(response.json().values())).lower() == "not_found"
         assert response.json()["message"].endswith("not found"), response.text
@@ -191,11 +205,11 @@ def test_another_workspaces_credential_sees_none_of_its_sets(api: Api, hidden: H
 def test_workspace_lists_leave_the_hidden_workspace_out(api: Api, hidden: Hidden) -> None:
     stranger = _ok(api.as_("user:stranger").get("/v1/workspaces"))
     assert stranger["items"] == []
-    neighbour = api.as_("user:neighbour").get("/v1/workspaces")
-    assert _ok(neighbour)["items"] == [{"namespace": OTHER, "role": "owner"}]
-    listed = _ok(api.as_("user:neighbour").get(f"/v1/namespaces/{OTHER}/context-sets"))
+    neighbour = api.as_(hidden.neighbour).get("/v1/workspaces")
+    assert _ok(neighbour)["items"] == [{"namespace": hidden.other, "role": "owner"}]
+    listed = _ok(api.as_(hidden.neighbour).get(f"/v1/namespaces/{hidden.other}/context-sets"))
     assert [s["id"] for s in listed["items"]] == ["neighbour-set"]
-    credentials = api.as_("user:neighbour").get(f"/api/w/{OTHER}/agent-credentials")
+    credentials = api.as_(hidden.neighbour).get(f"/api/w/{hidden.other}/agent-credentials")
     assert [c["name"] for c in _ok(credentials)["items"]] == ["neighbour"]
     for response in (neighbour, credentials):
         assert leaked(response, hidden.secrets) == []
@@ -204,8 +218,9 @@ def test_workspace_lists_leave_the_hidden_workspace_out(api: Api, hidden: Hidden
 def test_the_owner_sees_what_the_others_do_not(api: Api, hidden: Hidden) -> None:
     """The matrix is not vacuous: the same routes answer the owner with the hidden data."""
     owner = api.as_(f"user:{OWNER}")
-    assert "as-viewer" in owner.get(f"/v1/namespaces/{NS}/members").text
-    assert DEFINITION in owner.get(f"/v1/namespaces/{NS}/context-sets/{SET_ID}").text
-    shown = owner.get(f"/api/w/{NS}/agent-credentials/{hidden.credential_id}")
+    assert "as-viewer" in owner.get(f"/v1/namespaces/{hidden.ns}/members").text
+    assert DEFINITION in owner.get(f"/v1/namespaces/{hidden.ns}/context-sets/{SET_ID}").text
+    shown = owner.get(f"/api/w/{hidden.ns}/agent-credentials/{hidden.credential_id}")
     assert CREDENTIAL in shown.text
-    assert SET_NAME in api.as_("user:as-viewer").get(f"/v1/namespaces/{NS}/context-sets").text
+    assert SET_NAME in api.as_("user:as-viewer").get(
+        f"/v1/namespaces/{hidden.ns}/context-sets").text

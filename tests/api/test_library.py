@@ -8,19 +8,14 @@ from typing import Any
 
 import pytest
 
-from tests.api.agent.packs_support import settings as settings  # the fixture
+from tests.api.agent.packs_support import module_settings as module_settings  # the fixture
 from tests.api.conftest import Api, each
-from tests.api.sets_support import (
-    CFO_ANSWER,
-    SETS,
-    archive_set,
-    create_set,
-    seed_workspace,
-    set_body,
-    token,
-)
+from tests.api.namespaced import Namespaced, namespaced
+from tests.api.sets_namespaced import archive_set, create_set, seed_workspace, sets, token
+from tests.api.sets_support import CFO_ANSWER, set_body
 
-pytestmark = pytest.mark.postgres
+# one service for the module: every test's library is a workspace of its own
+pytestmark = [pytest.mark.postgres, pytest.mark.shared_service]
 AGENT = "/api/agent/v1"
 LIST, GET, LOOKUP, MATCH = (f"{AGENT}/context-sets/list", f"{AGENT}/context-sets/get",
                             f"{AGENT}/definitions/lookup", f"{AGENT}/verified-answers/match")
@@ -49,7 +44,7 @@ class Agent:
 
 
 class Library:
-    def __init__(self, api: Api) -> None:
+    def __init__(self, api: Namespaced) -> None:
         self.api = api
         seed_workspace(api)
         create_set(api, "finance", description="Revenue and CFO answers",
@@ -75,7 +70,7 @@ class Library:
 
 @pytest.fixture
 def lib(api: Api) -> Library:
-    return Library(api)
+    return Library(namespaced(api, "acme"))
 
 
 def validation(*details: tuple[str, str]) -> dict[str, Any]:
@@ -238,7 +233,7 @@ def test_get_answers_the_agent_view(lib: Library) -> None:
                                          "query": "CFO appointment"}]
     assert lib.finance.ok(GET, {}) == view
     assert lib.finance.ok(GET, {"contextSetId": "finance"}) == view
-    admin_view = lib.api.as_("user:vic").get(f"{SETS}/finance").json()
+    admin_view = lib.api.as_("user:vic").get(f"{sets(lib.api)}/finance").json()
     assert view["updatedAt"] == admin_view["updatedAt"]
 
 
@@ -257,7 +252,8 @@ def test_get_scope_rules(lib: Library) -> None:
 
 def test_reads_see_the_writes_made_before_them(lib: Library) -> None:
     admin = lib.api.as_("user:alice")
-    resp = admin.put(f"{SETS}/board", set_body("board", name="Board", collections=["minutes"]))
+    resp = admin.put(f"{sets(lib.api)}/board",
+                     set_body("board", name="Board", collections=["minutes"]))
     assert resp.status_code == 200, resp.text
     view = lib.unbound.ok(GET, {"contextSetId": "board"})
     assert view["version"] == 2 and "verifiedAnswers" not in view

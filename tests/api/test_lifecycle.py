@@ -7,22 +7,21 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
-from litestar.testing import TestClient
 
 from context_service import bootstrap
 from context_service.adapters.kubernetes.cluster import SNAPSHOT, SNAPSHOT_CLASS, KubernetesCluster
 from context_service.adapters.kubernetes.rest import STORAGE_CLASSES, Resource
 from context_service.adapters.kubernetes.snapshot_reconciler import SnapshotReconciler
-from context_service.config import Settings
 from context_service.devcluster.devsim import DevSimulator
 from context_service.domain.cluster import ContextClaim, ContextSnapshot
+from context_service.projections.snapshots.view import SnapshotObject, SnapshotObjectsReads
 from tests.api.conftest import Api
 
-pytestmark = [pytest.mark.k8s, pytest.mark.postgres]
+# one service for the module: each test's contexts live in its own Kubernetes namespace
+pytestmark = [pytest.mark.k8s, pytest.mark.postgres, pytest.mark.shared_service]
 ALICE, BOB = "user:alice", "agent:bob"
 REV = "3f" + "0ca1a1" * 10 + "a1"
 NOT_FOUND = {"error": "not_found", "message": "context resource not found"}
@@ -106,24 +105,34 @@ class Env:
         assert answer.status_code == 200
 
 
+class NamespaceRows:
+    """The snapshot rows of one namespace: on a shared service, a test's reconciler acts on (and
+    counts) the snapshots of its own contexts only, as its stand-in watches its namespace only."""
+
+    def __init__(self, reads: SnapshotObjectsReads, namespace: str) -> None:
+        self.reads = reads
+        self.namespace = namespace
+
+    def all(self) -> list[SnapshotObject]:
+        return [row for row in self.reads.all() if row.namespace == self.namespace]
+
+
 @pytest.fixture
-def env(tmp_path: Path, database_url: str, kube_cluster: KubernetesCluster, kube_ns: str,
-        kube_sim: DevSimulator) -> Iterator[Env]:
-    settings = Settings(data_dir=tmp_path, sandbox_image="busybox:1.36", kube_mode="off",
-                        namespace=kube_ns)
-    container = bootstrap.build(settings, url=database_url, pool_size=4)
-    container.start_workers()  # the projections (no cluster yet: no Kubernetes workers)
-    container.cluster = kube_cluster
-    made = Env(Api(None), container, container.snapshot_worker(), kube_sim,  # type: ignore[arg-type]
-               kube_cluster, kube_ns, f"{kube_ns}.csi.test")
+def env(request: pytest.FixtureRequest, kube_cluster: KubernetesCluster, kube_ns: str,
+        kube_sim: DevSimulator, module_container: bootstrap.Container) -> Iterator[Env]:
+    """The module's service over the session cluster; the test's contexts, classes and
+    reconciler are those of its own Kubernetes namespace."""
+    module_container.cluster = kube_cluster  # before the module's application is built over it
+    api: Api = request.getfixturevalue("module_api")
+    worker = module_container.snapshot_worker()
+    worker.reads = NamespaceRows(worker.reads, kube_ns)
+    made = Env(api.as_(ALICE), module_container, worker, kube_sim, kube_cluster, kube_ns,
+               f"{kube_ns}.csi.test")
     made.add_storage_class(made.storage_class, made.driver)
     try:
-        with TestClient(app=bootstrap.app(container)) as client:
-            made.api = Api(client).as_(ALICE)
-            yield made
+        yield made
     finally:
         made.cleanup()
-        container.close()
 
 
 def snapshot_json(env: Env, name: str, status: str = "creating", **extra: Any) -> dict[str, Any]:

@@ -14,7 +14,8 @@ from context_service.domain.events import Event
 from tests.api.test_lifecycle import ALICE, BOB, NOT_FOUND, Env, env
 
 __all__ = ["env"]
-pytestmark = [pytest.mark.k8s, pytest.mark.postgres]
+# one service for the module: each test's contexts live in its own Kubernetes namespace
+pytestmark = [pytest.mark.k8s, pytest.mark.postgres, pytest.mark.shared_service]
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 
 
@@ -27,9 +28,10 @@ class Clock:
 
 
 @pytest.fixture
-def clock(env: Env) -> Clock:
+def clock(env: Env, monkeypatch: pytest.MonkeyPatch) -> Clock:
+    """The service's clock for this test (the module's service gets its own back after it)."""
     made = Clock()
-    env.container.contexts.clock = made
+    monkeypatch.setattr(env.container.contexts, "clock", made)
     return made
 
 
@@ -58,10 +60,12 @@ def objects(env: Env) -> list[str]:
 
 
 def events_of(env: Env, kind: type[Event]) -> list[Any]:
-    return [r.event for r in env.container.store.read(0, 10_000) if isinstance(r.event, kind)]
+    """The ``kind`` events of the test's namespace (the service's log holds other tests')."""
+    return [r.event for r in env.container.store.read(0, 100_000)
+            if isinstance(r.event, kind) and r.stream.namespace == env.ns]
 
 
-def retention(env: Env, body: dict[str, Any]) -> Any:
+def retention(env: Env, body: dict[str, Any] | None) -> Any:
     return env.api.put(env.path("notes", "/retention"), body)
 
 

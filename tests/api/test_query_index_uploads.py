@@ -11,17 +11,27 @@ from typing import Any
 import pytest
 
 from tests.api.conftest import Api, each
+from tests.api.namespaced import Namespaced, namespaced
 from tests.api.test_query import create, digest, invalid, publish_revision, put_index
 
-pytestmark = pytest.mark.postgres
-NS = "team1"
+# one service for the module: every test's context lives in a namespace of its own
+pytestmark = [pytest.mark.postgres, pytest.mark.shared_service]
 NAME = "library"
 REV = digest(NAME)
-HISTORY = f"/v1/namespaces/{NS}/contexts/{NAME}/history"
 
 
 @pytest.fixture
-def library(api: Api) -> str:
+def api(api: Api) -> Namespaced:
+    """The module's client over a namespace of the test's own."""
+    return namespaced(api)
+
+
+def history(api: Namespaced) -> str:
+    return f"{api.contexts}/{NAME}/history"
+
+
+@pytest.fixture
+def library(api: Namespaced) -> str:
     create(api, NAME, "knowledge")
     publish_revision(api, NAME, REV)
     return NAME
@@ -32,7 +42,7 @@ def rec(id_: str, text: str = "shared words", **extra: Any) -> dict[str, Any]:
             **extra}
 
 
-def part(api: Api, upload: str, number: int, parts: int, records: list[dict[str, Any]],
+def part(api: Namespaced, upload: str, number: int, parts: int, records: list[dict[str, Any]],
          revision: str = REV) -> Any:
     return put_index(api, NAME, {"revision": revision, "records": records, "uploadId": upload,
                                  "part": number, "parts": parts})
@@ -42,30 +52,30 @@ def ok(response: Any) -> None:
     assert response.status_code == 204, response.text
 
 
-def ids(api: Api, query: str = "shared") -> list[str]:
+def ids(api: Namespaced, query: str = "shared") -> list[str]:
     found: list[str] = []
     cursor = None
     while True:
         body: dict[str, Any] = {"contexts": [NAME], "query": query, "limit": 100}
         if cursor:
             body["cursor"] = cursor
-        page = api.post(f"/v1/namespaces/{NS}/query", body).json()
+        page = api.post(f"/v1/namespaces/{api.ns}/query", body).json()
         found += [item["record"]["id"] for item in page["items"]]
         cursor = page.get("nextCursor")
         if not cursor:
             return sorted(found)
 
 
-def unavailable(api: Api) -> list[str]:
-    page = api.post(f"/v1/namespaces/{NS}/query", {"contexts": [NAME], "query": "x"}).json()
+def unavailable(api: Namespaced) -> list[str]:
+    page = api.post(f"/v1/namespaces/{api.ns}/query", {"contexts": [NAME], "query": "x"}).json()
     return list(page.get("unavailable", []))
 
 
-def names(api: Api) -> list[str]:
-    return [item["name"] for item in api.get(HISTORY).json()["items"]]
+def names(api: Namespaced) -> list[str]:
+    return [item["name"] for item in api.get(history(api)).json()["items"]]
 
 
-def test_request_checks_of_the_upload_fields(api: Api, library: str) -> None:
+def test_request_checks_of_the_upload_fields(api: Namespaced, library: str) -> None:
     def bad(case: tuple[dict[str, Any], str]) -> None:
         extra, message = case
         response = put_index(api, NAME, {"revision": REV, "records": [], **extra})
@@ -94,7 +104,7 @@ def test_request_checks_of_the_upload_fields(api: Api, library: str) -> None:
                              "part": None, "parts": None}))
 
 
-def test_an_index_becomes_current_with_its_last_part_only(api: Api, library: str) -> None:
+def test_an_index_becomes_current_with_its_last_part_only(api: Namespaced, library: str) -> None:
     ok(put_index(api, NAME, {"revision": REV, "records": [rec("old")]}))
     before = names(api)
     ok(part(api, "u1", 3, 3, [rec("c1"), rec("c2")]))
@@ -104,16 +114,16 @@ def test_an_index_becomes_current_with_its_last_part_only(api: Api, library: str
     ok(part(api, "u1", 2, 3, [rec("b1"), rec("b2")]))
     assert ids(api) == ["a1", "b1", "b2", "c1", "c2"]
     assert names(api)[-2:] == ["QueryIndexPartStaged", "QueryIndexPublished"]
-    published = api.get(HISTORY).json()["items"][-1]
+    published = api.get(history(api)).json()["items"][-1]
     assert published["data"] == {"revision": REV, "records": [], "upload_id": "u1", "parts": 3}
     # publish order is part order: duplicates of an id keep the first (part 1 before part 2)
     ok(part(api, "u2", 2, 2, [rec("dup", "shared second")]))
     ok(part(api, "u2", 1, 2, [rec("dup", "shared first")]))
-    page = api.post(f"/v1/namespaces/{NS}/query", {"contexts": [NAME], "ids": ["dup"]}).json()
+    page = api.post(f"/v1/namespaces/{api.ns}/query", {"contexts": [NAME], "ids": ["dup"]}).json()
     assert [i["record"]["text"] for i in page["items"]] == ["shared first", "shared second"]
 
 
-def test_a_resent_part_replaces_the_one_before(api: Api, library: str) -> None:
+def test_a_resent_part_replaces_the_one_before(api: Namespaced, library: str) -> None:
     ok(part(api, "u", 1, 2, [rec("first-try")]))
     ok(part(api, "u", 1, 2, [rec("second-try")]))
     ok(part(api, "u", 2, 2, [rec("two")]))
@@ -125,7 +135,7 @@ def test_a_resent_part_replaces_the_one_before(api: Api, library: str) -> None:
     assert ids(api) == ["second-try", "two"]
 
 
-def test_a_newer_upload_replaces_an_older_incomplete_one(api: Api, library: str) -> None:
+def test_a_newer_upload_replaces_an_older_incomplete_one(api: Namespaced, library: str) -> None:
     ok(part(api, "old", 1, 2, [rec("o1")]))
     ok(part(api, "new", 1, 2, [rec("n1")]))
     response = part(api, "old", 2, 2, [rec("o2")])
@@ -142,7 +152,7 @@ def test_a_newer_upload_replaces_an_older_incomplete_one(api: Api, library: str)
     assert response.json() == invalid('query index upload "third" was replaced by a newer upload')
 
 
-def test_parts_must_agree_and_follow_the_current_revision(api: Api, library: str) -> None:
+def test_parts_must_agree_and_follow_the_current_revision(api: Namespaced, library: str) -> None:
     ok(part(api, "u", 1, 3, [rec("a")]))
     response = part(api, "u", 2, 4, [rec("b")])
     assert response.status_code == 400
@@ -157,7 +167,7 @@ def test_parts_must_agree_and_follow_the_current_revision(api: Api, library: str
     assert ids(api) == ["fresh"]
 
 
-def test_record_checks_span_the_parts_of_an_upload(api: Api, library: str) -> None:
+def test_record_checks_span_the_parts_of_an_upload(api: Namespaced, library: str) -> None:
     ok(part(api, "u", 1, 2, [rec("a", fields=[{"name": "amount", "type": "number",
                                                "value": 1}])]))
     money = {"name": "amount", "type": "money", "value": {"amount": "1", "currency": "USD"}}
@@ -170,13 +180,13 @@ def test_record_checks_span_the_parts_of_an_upload(api: Api, library: str) -> No
     assert ids(api) == ["a", "b"]
 
 
-def test_every_event_stays_below_the_bus_limit(api: Api, library: str) -> None:
+def test_every_event_stays_below_the_bus_limit(api: Namespaced, library: str) -> None:
     # a single body of about 1 MiB is stored as parts of at most 512 KiB plus the publication
     records = [rec(f"r{i}", "shared " + "w" * 900) for i in range(960)]
     body = json.dumps({"revision": REV, "records": records}).encode()
     assert 1000 * 1000 < len(body) <= 1024 * 1024 - 200
     ok(put_index(api, NAME, None, raw=body))
-    events = api.get(HISTORY).json()["items"]
+    events = api.get(history(api)).json()["items"]
     staged = [e for e in events if e["name"] == "QueryIndexPartStaged"]
     assert len(staged) >= 2 and events[-1]["name"] == "QueryIndexPublished"
     assert [e["data"]["part"] for e in staged] == list(range(1, len(staged) + 1))
@@ -199,7 +209,7 @@ def test_every_event_stays_below_the_bus_limit(api: Api, library: str) -> None:
     assert len(ids(api)) == 960
 
 
-def test_twenty_thousand_records_in_parts(api: Api, library: str) -> None:
+def test_twenty_thousand_records_in_parts(api: Namespaced, library: str) -> None:
     parts = 8
     per = 2500
     for number in range(1, parts + 1):
@@ -212,14 +222,14 @@ def test_twenty_thousand_records_in_parts(api: Api, library: str) -> None:
     # the worker computes the passages' features with the layout: a read may meet 503 first
     deadline = time.monotonic() + 120
     while True:
-        answer = api.post(f"/v1/namespaces/{NS}/query", {"contexts": [NAME], "ids": sample,
+        answer = api.post(f"/v1/namespaces/{api.ns}/query", {"contexts": [NAME], "ids": sample,
                                                          "limit": 100})
         if answer.status_code != 503 or time.monotonic() > deadline:
             break
     assert answer.status_code == 200, answer.text
     page = answer.json()
     assert sorted(i["record"]["id"] for i in page["items"]) == sorted(sample)
-    page = api.post(f"/v1/namespaces/{NS}/query", {"contexts": [NAME], "query": "t5 1234",
+    page = api.post(f"/v1/namespaces/{api.ns}/query", {"contexts": [NAME], "query": "t5 1234",
                                                    "limit": 3}).json()
     assert page["items"][0]["record"]["id"] == "p5-1234"
     assert page["items"][0]["score"] == 3 + 1

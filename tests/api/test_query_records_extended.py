@@ -10,16 +10,23 @@ from typing import Any
 import pytest
 
 from tests.api.conftest import Api, each
+from tests.api.namespaced import Namespaced, namespaced
 from tests.api.test_query import create, digest, invalid, publish_revision, put_index
 
-pytestmark = pytest.mark.postgres
-NS = "team1"
+# one service for the module: every test's context lives in a namespace of its own
+pytestmark = [pytest.mark.postgres, pytest.mark.shared_service]
 NAME = "facts"
 REV = digest(NAME)
 
 
 @pytest.fixture
-def facts(api: Api) -> str:
+def api(api: Api) -> Namespaced:
+    """The module's client over a namespace of the test's own."""
+    return namespaced(api)
+
+
+@pytest.fixture
+def facts(api: Namespaced) -> str:
     create(api, NAME, "knowledge")
     publish_revision(api, NAME, REV)
     return NAME
@@ -30,23 +37,23 @@ def rec(id_: str = "r1", text: str = "Dana Reyes is the CFO", **extra: Any) -> d
             **extra}
 
 
-def put(api: Api, *records: dict[str, Any]) -> Any:
+def put(api: Namespaced, *records: dict[str, Any]) -> Any:
     return put_index(api, NAME, {"revision": REV, "records": list(records)})
 
 
-def refused(api: Api, detail: str, *records: dict[str, Any]) -> None:
+def refused(api: Namespaced, detail: str, *records: dict[str, Any]) -> None:
     response = put(api, *records)
     assert response.status_code == 400, response.text
     assert response.json() == invalid(detail)
 
 
-def accepted(api: Api, *records: dict[str, Any]) -> None:
+def accepted(api: Namespaced, *records: dict[str, Any]) -> None:
     response = put(api, *records)
     assert response.status_code == 204, response.text
 
 
-def query(api: Api, **body: Any) -> Any:
-    response = api.post(f"/v1/namespaces/{NS}/query", {"contexts": [NAME], **body})
+def query(api: Namespaced, **body: Any) -> Any:
+    response = api.post(f"/v1/namespaces/{api.ns}/query", {"contexts": [NAME], **body})
     assert response.status_code == 200, response.text
     return response
 
@@ -59,14 +66,14 @@ NAMES = ("query record fields need distinct names matching ^[a-z][a-z0-9_]{0,62}
 
 
 def field(name: str = "amount", type_: str = "number", value: Any = 5,
-          span: dict[str, int] | None = None) -> dict[str, Any]:
+          span: dict[str, Any] | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {"name": name, "type": type_, "value": value}
     if span is not None:
         out["span"] = span
     return out
 
 
-def test_a_fully_extended_record_reads_back_in_key_order(api: Api, facts: str) -> None:
+def test_a_fully_extended_record_reads_back_in_key_order(api: Namespaced, facts: str) -> None:
     sent = rec(title="CFO", keywords=["cfo"], source={"context": "hr", "type": "knowledge",
                                                       "revision": "x"},
                file="people.md", validFrom="2026-02-01T01:00:00+01:00",
@@ -91,7 +98,7 @@ def test_a_fully_extended_record_reads_back_in_key_order(api: Api, facts: str) -
                              separators=(",", ":")).encode()
 
 
-def test_a_record_without_the_new_fields_reads_byte_for_byte_as_before(api: Api,
+def test_a_record_without_the_new_fields_reads_byte_for_byte_as_before(api: Namespaced,
                                                                         facts: str) -> None:
     accepted(api, rec(supersedes=[], fields=[], validFrom=None, factKey=None))
     raw = query(api, query="cfo").content
@@ -101,7 +108,7 @@ def test_a_record_without_the_new_fields_reads_byte_for_byte_as_before(api: Api,
         '"source":{"context":"","type":"","revision":""}}}]}').encode()
 
 
-def test_validity_period(api: Api, facts: str) -> None:
+def test_validity_period(api: Namespaced, facts: str) -> None:
     refused(api, VALIDITY, rec(validFrom="2026-01-01T00:00:00Z", validTo="2026-01-01T00:00:00Z"))
     refused(api, VALIDITY, rec(validFrom="2026-01-01T01:00:00+01:00",
                                validTo="2026-01-01T00:00:00Z"))  # the same instant
@@ -110,7 +117,7 @@ def test_validity_period(api: Api, facts: str) -> None:
     accepted(api, rec(validFrom="2026-01-01T00:00:00Z"), rec("r2", validTo="2020-01-01T00:00:00Z"))
 
 
-def test_a_malformed_timestamp_fails_decoding(api: Api, facts: str) -> None:
+def test_a_malformed_timestamp_fails_decoding(api: Namespaced, facts: str) -> None:
     for value in ("2026-01-01", "2026-01-01T00:00:00", "yesterday", "2026-02-30T00:00:00Z"):
         response = put(api, rec(), rec("r2", validTo=value))
         assert response.status_code == 400, value
@@ -121,19 +128,19 @@ def test_a_malformed_timestamp_fails_decoding(api: Api, facts: str) -> None:
     assert response.status_code == 400 and "validFrom" in response.json()["message"]
 
 
-def test_supersedes(api: Api, facts: str) -> None:
+def test_supersedes(api: Namespaced, facts: str) -> None:
     each([[""], ["r0", "r0"], ["r1"], ["r0", "r1"]],
          lambda ids: refused(api, SUPERSEDES, rec(supersedes=ids)))
     accepted(api, rec(supersedes=["r0", "r2", "not-in-the-index"]))
 
 
-def test_fact_key(api: Api, facts: str) -> None:
+def test_fact_key(api: Namespaced, facts: str) -> None:
     each(["", " ", "\t\n", "k" * 201],
          lambda key: refused(api, FACT_KEY, rec(), rec("r2", factKey=key)))
     accepted(api, rec(factKey="k" * 200), rec("r2", factKey="é"))
 
 
-def test_field_names_and_count(api: Api, facts: str) -> None:
+def test_field_names_and_count(api: Namespaced, facts: str) -> None:
     bad_names = ["", "Amount", "1st", "_x", "a-b", "a" * 64, "ä"]
     each(bad_names, lambda name: refused(api, NAMES, rec(fields=[field(name)])))
     refused(api, NAMES, rec(fields=[field("a"), field("a")]))
@@ -142,7 +149,7 @@ def test_field_names_and_count(api: Api, facts: str) -> None:
              rec("r2", fields=[field("a" * 63), field("z9_")]))
 
 
-def test_field_types_and_values(api: Api, facts: str) -> None:
+def test_field_types_and_values(api: Namespaced, facts: str) -> None:
     def unsupported(type_: Any) -> None:
         refused(api, 'field "x" has an unsupported type', rec(fields=[field("x", type_)]))
     each(["", "Number", "string", "int", None], unsupported)
@@ -176,7 +183,7 @@ def test_field_types_and_values(api: Api, facts: str) -> None:
         field("f", "text", "x" * 1000), field("g", "text", "")]))
 
 
-def test_field_spans(api: Api, facts: str) -> None:
+def test_field_spans(api: Namespaced, facts: str) -> None:
     text = "héllo wörld"  # 11 code points, more bytes
     outside = 'field "x" has a span outside the record text'
     for span in ({"start": -1, "end": 2}, {"start": 3, "end": 3}, {"start": 4, "end": 3},
@@ -186,14 +193,14 @@ def test_field_spans(api: Api, facts: str) -> None:
                                          field("y", span={"start": 10, "end": 11})]))
 
 
-def test_one_type_per_field_name_across_the_index(api: Api, facts: str) -> None:
+def test_one_type_per_field_name_across_the_index(api: Namespaced, facts: str) -> None:
     refused(api, 'field "amount" has more than one type in this index',
             rec(fields=[field("amount")]),
             rec("r2", fields=[field("amount", "money", {"amount": "1", "currency": "USD"})]))
     accepted(api, rec(fields=[field("amount")]), rec("r2", fields=[field("amount", value=7)]))
 
 
-def test_checks_run_in_order_over_the_whole_index(api: Api, facts: str) -> None:
+def test_checks_run_in_order_over_the_whole_index(api: Namespaced, facts: str) -> None:
     bad = {
         3: rec("r3", text=" "),
         4: rec("r4", context="other"),
@@ -225,7 +232,7 @@ def test_checks_run_in_order_over_the_whole_index(api: Api, facts: str) -> None:
         "query index revision must match the current context revision")
 
 
-def test_unknown_keys_in_extended_shapes_fail_decoding(api: Api, facts: str) -> None:
+def test_unknown_keys_in_extended_shapes_fail_decoding(api: Namespaced, facts: str) -> None:
     for record in (rec(fields=[{**field(), "unit": "kg"}]),
                    rec(fields=[field(span={"start": 0, "end": 1, "len": 1})]),
                    rec(valid_from="2026-01-01T00:00:00Z"),
@@ -237,12 +244,12 @@ def test_unknown_keys_in_extended_shapes_fail_decoding(api: Api, facts: str) -> 
         assert not response.json()["message"].startswith("invalid context resource")
 
 
-def test_history_shows_the_new_fields_as_stored_and_leaves_out_empty_ones(api: Api,
+def test_history_shows_the_new_fields_as_stored_and_leaves_out_empty_ones(api: Namespaced,
                                                                           facts: str) -> None:
     accepted(api, rec(validFrom="2026-02-01T00:00:00Z", factKey="officer/cfo",
                       fields=[field("holder", "text", "Dana", {"start": 0, "end": 4})]),
              rec("r2"))
-    items = api.get(f"/v1/namespaces/{NS}/contexts/{NAME}/history").json()["items"]
+    items = api.get(f"{api.contexts}/{NAME}/history").json()["items"]
     data = items[-1]["data"]
     assert items[-1]["name"] == "QueryIndexPublished"
     assert list(data) == ["revision", "records"]  # upload_id and parts left out when empty
