@@ -12,13 +12,12 @@ import pytest
 from context_service.http.agent.ratelimit import RateLimiter
 from tests.api.agent.conftest import CREDENTIALS, WS, add_member, token_of
 from tests.api.agent.test_pipeline import (
-    EXPIRED,
-    GONE,
     MALFORMED,
     NOT_VALID,
     REFUSED,
     REQUIRED,
 )
+from tests.api.agent.test_pipeline_service_wide import EXPIRED, GONE
 from tests.api.conftest import Api, expect
 
 SCOPE_OF = {"/api/agent/v1/query-templates/run": "queries:run"}
