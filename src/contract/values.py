@@ -41,7 +41,6 @@ PERMISSION: Schema = {"type": "string",
 KIND: Schema = {"type": "string", "enum": ["user", "agent", "workload", "service"]}
 SUBJECT_VALUE: Schema = {"type": "string",
                           "pattern": "^(?:user|agent|workload|service):[!-~]{1,64}$"}
-STRINGS: Schema = {"type": "object", "additionalProperties": FREE, "propertyNames": FREE}
 
 
 Name = Annotated[str, doc(**NAME)]

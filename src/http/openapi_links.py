@@ -42,7 +42,6 @@ _CONTEXT = Resource(
 _CREDENTIAL = Resource(("/api/w/{wsId}/agent-credentials/{id}",),
                        {"wsId": "$request.path.wsId", "id": _body("/id")})
 # resource schema -> resource
-_COMPONENTS: dict[str, Any] = {}  # of the document being linked
 RESOURCES: dict[str, Resource] = {
     "ContextResource": _CONTEXT,
     "Snapshot": Resource(("/v1/namespaces/{namespace}/contexts/{name}",),
@@ -69,8 +68,6 @@ RESOURCES: dict[str, Resource] = {
 def add_links(paths: dict[str, dict[str, Any]], components: dict[str, Any]) -> None:
     """Give every operation answering a resource links to the operations it makes reachable
     (``components``: the document's schemas, which request bodies may refer to)."""
-    _COMPONENTS.clear()
-    _COMPONENTS.update(components)
     operations = [(path, method, op) for path, ops in paths.items() for method, op in ops.items()]
     for _, _, source in operations:
         for status, response in source["responses"].items():
@@ -79,24 +76,24 @@ def add_links(paths: dict[str, dict[str, Any]], components: dict[str, Any]) -> N
                 continue
             links = {}
             for path, _, target in operations:
-                link = _link(resource, path, target)
+                link = _link(resource, path, target, components)
                 if link is not None:
                     links[target["operationId"]] = link
             if links:
                 response["links"] = links
     for path, ops in paths.items():
-        _link_removal(path, ops)
+        _link_removal(path, ops, components)
 
 
-def _link_removal(path: str, ops: dict[str, Any]) -> None:
+def _link_removal(path: str, ops: dict[str, Any], components: dict[str, Any]) -> None:
     """A ``DELETE`` whose body names what the ``PUT`` of the same path set (a grant's subject,
     a consumer) is linked from that ``PUT`` with the names its request used."""
     put, remove = ops.get("put"), ops.get("delete")
     if put is None or remove is None or "requestBody" not in remove:
         return
-    sent = _properties(_body_schema(put))
+    sent = _properties(_body_schema(put, components))
     fields = {}
-    for name in _body_schema(remove).get("required", ()):
+    for name in _body_schema(remove, components).get("required", ()):
         if name in sent:
             fields[name] = f"$request.body#/{name}"
         elif "subject" in sent:
@@ -115,15 +112,16 @@ def _resource_of(response: dict[str, Any]) -> Resource | None:
     return RESOURCES.get(schema.get("$ref", "").rsplit("/", 1)[-1])
 
 
-def _link(resource: Resource, path: str, target: dict[str, Any]) -> dict[str, Any] | None:
+def _link(resource: Resource, path: str, target: dict[str, Any],
+          components: dict[str, Any]) -> dict[str, Any] | None:
     wanted = re.findall(r"\{(\w+)\}", path)
     if not set(wanted) <= set(resource.parameters):
         return None
-    fields = _body_fields(resource, target)
+    fields = _body_fields(resource, target, components)
     by_path = (path.startswith(resource.prefixes) and bool(wanted)
                and (resource.anchor is None or resource.anchor in wanted))
     if by_path:
-        properties = _properties(_body_schema(target))
+        properties = _properties(_body_schema(target, components))
         fields |= {k: v for k, v in resource.path_body.items() if k in properties}
     if not by_path and not fields:
         return None
@@ -135,15 +133,16 @@ def _link(resource: Resource, path: str, target: dict[str, Any]) -> dict[str, An
     return link
 
 
-def _body_schema(operation: dict[str, Any]) -> dict[str, Any]:
+def _body_schema(operation: dict[str, Any], components: dict[str, Any]) -> dict[str, Any]:
     body = operation.get("requestBody", {}).get("content", {}).get("application/json", {})
     schema = dict(body.get("schema", {}))
     ref = schema.get("$ref")
-    return dict(_COMPONENTS.get(ref.rsplit("/", 1)[-1], {})) if ref else schema
+    return dict(components.get(ref.rsplit("/", 1)[-1], {})) if ref else schema
 
 
-def _body_fields(resource: Resource, target: dict[str, Any]) -> dict[str, str]:
-    properties = _properties(_body_schema(target))
+def _body_fields(resource: Resource, target: dict[str, Any],
+                 components: dict[str, Any]) -> dict[str, str]:
+    properties = _properties(_body_schema(target, components))
     return {k: v for k, v in resource.body.items() if k in properties}
 
 
