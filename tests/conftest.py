@@ -34,9 +34,17 @@ def pytest_configure(config: pytest.Config) -> None:
         "application (tests/support/services.py) and isolate by the names they create")
 
 
+# the order modules run in, costliest kind first: pytest-xdist hands out whole modules
+# (``--dist loadfile``) in collection order, a quarter of them round-robin at the start, so the
+# long process and cluster modules spread over the workers first and the many quick pure ones
+# fill in at the end instead of one long module finishing alone
+COST_ORDER = ("e2e", "slow", "browser", "k8s", "nats", "postgres")
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark every test by the servers its fixtures start, so ``-m "not postgres"`` (and
-    ``make test-fast``) leaves out exactly the tests that need one."""
+    ``make test-fast``) leaves out exactly the tests that need one; then order the modules by
+    the costliest kind of test each holds, keeping each module's tests together and in order."""
     for item in items:
         used = set(getattr(item, "fixturenames", ()))
         for fixture, marker in SERVER_FIXTURES.items():
@@ -45,3 +53,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         module = getattr(item, "module", None)
         if module is not None and hasattr(module, "ServerProcess"):  # serves a process
             item.add_marker("e2e")
+    items[:] = by_module_cost(items)
+
+
+def _cost(item: pytest.Item) -> int:
+    return next((rank for rank, name in enumerate(COST_ORDER) if item.get_closest_marker(name)),
+                len(COST_ORDER))
+
+
+def by_module_cost(items: list[pytest.Item]) -> list[pytest.Item]:
+    """The items grouped by module, modules ordered by their costliest test (ties keep the
+    collection order), each module's tests in their own order."""
+    modules: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        modules.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+    ranked = sorted(modules.values(), key=lambda group: min(_cost(item) for item in group))
+    return [item for group in ranked for item in group]
