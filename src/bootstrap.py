@@ -13,10 +13,9 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from eventsourcing.postgres import PostgresDatastore, PostgresTrackingRecorder
-from litestar import Litestar
 from threadpoolctl import threadpool_limits
 
 from context_service.adapters.embedding.feature_process import FeatureProcess
@@ -92,7 +91,6 @@ from context_service.domain.cluster import Cluster
 from context_service.domain.reconcile.guard import ClaimNameGuard
 from context_service.http.agent.pack_services import PackServices
 from context_service.http.agent.ratelimit import AuthFailures, RateLimiter
-from context_service.http.app import create_app
 from context_service.http.ports import (
     AgentServices,
     ContextSetServices,
@@ -120,6 +118,9 @@ from context_service.projections.query_templates.projection import QueryTemplate
 from context_service.projections.revision_history.projection import RevisionHistory
 from context_service.projections.snapshots.projection import SnapshotObjects
 from context_service.projections.studied_fields.projection import StudiedFields
+
+if TYPE_CHECKING:
+    from litestar import Litestar
 
 log = logging.getLogger(__name__)
 TRACKING_TABLE = "projection_tracking"
@@ -582,5 +583,9 @@ def adopt(container: Container) -> Any:
 
 
 def app(container: Container) -> Litestar:
+    """The HTTP application over ``container`` (imported here: the commands that only read or
+    rebuild the log start without the routes and the MCP SDK)."""
+    from context_service.http.app import create_app
+
     return create_app(services(container),
                       allowed_hosts=container.settings.allowed_host_names)

@@ -1,5 +1,6 @@
 """A data directory for a served process, outside pytest's private temp tree: the embedded
-PostgreSQL runs as its own system user, which must be able to reach the directory."""
+PostgreSQL runs as its own system user, which must be able to reach the directory; and the
+project's wheel, built once per session."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.wheel import session_wheel
+
 
 @pytest.fixture
 def data_dir() -> Iterator[Path]:
@@ -17,3 +20,8 @@ def data_dir() -> Iterator[Path]:
     path.chmod(0o755)
     yield path
     shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def project_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return session_wheel(tmp_path_factory)

@@ -14,11 +14,13 @@ from tests.e2e.server import ServerProcess, context, free_port
 pytestmark = [pytest.mark.e2e, pytest.mark.nats, pytest.mark.postgres]
 
 
-def test_serve_publishes_and_tail_prints(data_dir: Path) -> None:
+def test_serve_publishes_and_tail_prints(data_dir: Path, database_url: str) -> None:
     data = data_dir
     listen = f"127.0.0.1:{free_port()}"
     server = ServerProcess(data, env={"CS_WORKERS": "projections,relay",
                                       "CS_NATS_LISTEN": listen})
+    # the suite's PostgreSQL: the embedded NATS is the point here, not the embedded database
+    server.env["CS_DATABASE_URL"] = database_url
     try:
         server.start()
         with server.client() as http:

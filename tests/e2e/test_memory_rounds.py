@@ -71,7 +71,7 @@ def wait_for(check: Any, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while not check():
         assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.25)
+        time.sleep(0.05)
 
 
 def random_records(rng: random.Random, name: str) -> list[dict[str, Any]]:
@@ -107,7 +107,7 @@ def pack(client: httpx.Client, bearer: dict[str, str], task: str) -> Any:
         if resp.status_code != 503 or time.monotonic() > deadline:
             assert resp.status_code == 200, resp.text
             return resp.json()
-        time.sleep(0.5)
+        time.sleep(0.1)
 
 
 def rss(server: ServerProcess) -> int:

@@ -100,7 +100,7 @@ def bodies(client: httpx.Client, bearer: dict[str, str]) -> list[bytes]:
             resp = client.post("/api/agent/v1/context-packs", headers=bearer, json=body)
             if resp.status_code != 503 or time.monotonic() > deadline:
                 break
-            time.sleep(0.5)
+            time.sleep(0.05)
         assert resp.status_code == 200, resp.text
         out.append(resp.content)
     return out

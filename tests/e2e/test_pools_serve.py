@@ -48,10 +48,12 @@ def namespace(cluster: KubernetesCluster, request: pytest.FixtureRequest) -> str
 
 
 @pytest.fixture
-def server(data_dir: Path, plane: ControlPlane, namespace: str) -> Iterator[ServerProcess]:
+def server(data_dir: Path, plane: ControlPlane, namespace: str,
+           database_url: str) -> Iterator[ServerProcess]:
     proc = ServerProcess(data_dir, env={
         "CS_KUBE": "kubeconfig", "KUBECONFIG": str(plane.kubeconfig),
         "CS_NAMESPACE": namespace, "CS_WORKERS": "projections,reconciler"})
+    proc.env["CS_DATABASE_URL"] = database_url  # the suite's PostgreSQL, a database of its own
     yield proc
     proc.cleanup()
 

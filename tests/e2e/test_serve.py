@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -25,7 +26,10 @@ def server(data_dir: Path) -> Iterator[ServerProcess]:
     proc.cleanup()
 
 
-def test_restart_finds_the_same_state(server: ServerProcess) -> None:
+def test_restart_finds_the_same_state(server: ServerProcess, database_url: str) -> None:
+    # the state lives in the suite's PostgreSQL: a restart of the service, not of its database
+    # (the embedded server's restart after a crash is the next test's)
+    server.env["CS_DATABASE_URL"] = database_url
     server.start()
     with server.client() as http:
         assert http.post("/v1/contexts", json=context("notes")).status_code == 201
@@ -88,7 +92,7 @@ def test_sigkill_mid_burst_loses_no_acknowledged_write(server: ServerProcess) ->
     url = embedded.start(server.data_dir)
     container = bootstrap.build(Settings(data_dir=server.data_dir), url=url, pool_size=2)
     try:
-        def rows() -> list[object]:
+        def rows() -> list[dict[str, Any]]:
             with container.datastore.transaction(commit=False) as cur:
                 cur.execute("SELECT stream_id, live, doc::text FROM context_catalog ORDER BY 1")
                 return cur.fetchall()

@@ -10,8 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_wheel import build_wheel
-
 ROOT = Path(__file__).resolve().parents[2]
 SETTINGS = ROOT / "src" / "http" / "settings"
 
@@ -30,8 +28,8 @@ print(sorted(p.name for p in pages.STATIC_DIR.rglob("*") if p.is_file()))
 """
 
 
-def test_the_wheel_carries_the_pages(tmp_path: Path) -> None:
-    wheel = build_wheel(tmp_path)
+def test_the_wheel_carries_the_pages(tmp_path: Path, project_wheel: Path) -> None:
+    wheel = project_wheel  # the session's build (tests/e2e/wheel.py), shared with test_wheel.py
     names = set(zipfile.ZipFile(wheel).namelist())
     assets = [p.relative_to(ROOT / "src").as_posix() for p in SETTINGS.rglob("*")
               if p.is_file() and p.parent.name != "__pycache__" and p.suffix != ".py"]

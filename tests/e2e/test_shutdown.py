@@ -114,11 +114,14 @@ def _request(call: Callable[[httpx.Client], httpx.Response], url: str,
 
 
 def test_requests_in_flight_finish_within_the_grace_and_get_503_past_it(
-        data_dir: Path, processes: list[ServerProcess]) -> None:
+        data_dir: Path, processes: list[ServerProcess], database_url: str) -> None:
     """Reads wait for views no process maintains: one is answered when a projections worker
-    catches up during the drain, the other (a query-index view) gets 503 at the grace."""
+    catches up during the drain, the other (a query-index view) gets 503 at the grace. The
+    service and the worker share a database of the suite's PostgreSQL (the drain is the point,
+    not the embedded server)."""
     env = {"CS_WORKERS": "", "CS_READ_WAIT_SECONDS": "60", "CS_SHUTDOWN_GRACE": "8"}
     server = ServerProcess(data_dir, env=env)
+    server.env["CS_DATABASE_URL"] = database_url
     processes.append(server)
     server.start()
     with server.client() as http:
@@ -140,6 +143,7 @@ def test_requests_in_flight_finish_within_the_grace_and_get_503_past_it(
 
     worker = ServerProcess(data_dir, env=env, command=("worker", "projections"),
                            log_name="worker.log")
+    worker.env["CS_DATABASE_URL"] = database_url
     processes.append(worker)
     worker.start()
     threads[0].join(30)

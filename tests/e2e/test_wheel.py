@@ -23,7 +23,7 @@ import pytest
 
 from context_service.adapters.nats.stream import StreamSpec
 from tests.e2e.server import ServerProcess, await_no_processes, context
-from tests.support.nats_fixtures import NatsServerHandle, read_stream, wait_until
+from tests.support.nats_fixtures import NatsServerHandle, read_stream
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.nats, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,21 +42,6 @@ def attempt(cli: tuple[str, ...], *args: str, env: dict[str, str],
     """A command expected to fail: its result, whatever the exit code."""
     return subprocess.run([*cli, *args], cwd=cwd, env=env, text=True, capture_output=True,
                           timeout=120, check=False)
-
-
-def build_wheel(work: Path) -> Path:
-    """``pip wheel`` of a copy of the project (the checkout keeps no build/ or egg-info)."""
-    source = work / "source"
-    source.mkdir()
-    for name in ("pyproject.toml", "setup.py", "README.md"):
-        shutil.copy(ROOT / name, source / name)
-    for folder in ("src", "migrations"):
-        shutil.copytree(ROOT / folder, source / folder,
-                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    run(sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir",
-        work / "wheelhouse", source)
-    [wheel] = (work / "wheelhouse").glob("context_service-*.whl")
-    return wheel
 
 
 def install(venv: Path, *requirements: str | Path) -> None:
@@ -92,14 +77,16 @@ class Installed:
 
 
 @pytest.fixture(scope="module")
-def installed() -> Iterator[Installed]:
+def installed(project_wheel: Path) -> Iterator[Installed]:
     outside = Path(tempfile.mkdtemp(prefix="cs-wheel-"))
     outside.chmod(0o755)
     try:
-        wheel = build_wheel(outside)
+        wheel = project_wheel  # built once per session (tests/e2e/wheel.py)
         venv = outside / "venv"
-        # no pip of its own and no byte-compiling: the suite's pip installs into it (a third of
-        # the time; what is installed is the same)
+        # no pip of its own and no byte-compiling: the suite's pip installs into it. Compiling
+        # at install byte-compiles every module of every dependency (36 s against 14 s,
+        # measured); without it the first command run writes the caches of what it imports
+        # (about 2 s once) and the later ones read them
         run(sys.executable, "-m", "venv", "--without-pip", venv)
         install(venv, wheel)
         yield Installed(outside, wheel, venv)
@@ -151,8 +138,8 @@ def test_without_the_embedded_extra_it_serves_against_external_servers(
             assert http.post("/v1/contexts", json=context("external")).status_code == 201
             assert http.get("/readyz").json() == {"status": "ready"}
         # the relay publishes the create into the external server's stream
-        wait_until(lambda: _published(private_nats_server.url) >= 1,
-                   what="the relay published to the external NATS")
+        server.wait_until(lambda: _published(private_nats_server.url) >= 1, 20,
+                          "never had the relay publish to the external NATS")
         assert server.signal_and_wait(signal.SIGTERM)[0] == 0
         assert not (data_dir / "pg").exists() and not (data_dir / "nats").exists()
     finally:

@@ -30,11 +30,14 @@ def _wait(check: object, timeout: float = 30) -> None:
     deadline = time.monotonic() + timeout
     while not check():  # type: ignore[operator]
         assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.1)
+        time.sleep(0.05)
 
 
-def test_standby_worker_takes_over(data_dir: Path) -> None:
+def test_standby_worker_takes_over(data_dir: Path, database_url: str) -> None:
     server = ServerProcess(data_dir, env={"CS_WORKERS": "", "CS_READ_WAIT_SECONDS": "20"})
+    # the service and both workers share a database of the suite's PostgreSQL: the hand-over
+    # is the point (a worker sharing the service's embedded one: test_shutdown_workers.py)
+    server.env["CS_DATABASE_URL"] = database_url
     first_log, second_log = data_dir / "w1.log", data_dir / "w2.log"
     workers: list[subprocess.Popen[bytes]] = []
     try:
