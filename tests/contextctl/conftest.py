@@ -1,8 +1,11 @@
-"""``contextctl`` against a real ``context-service serve`` process: one service per module,
-and ``cli`` running the client in this process (its real HTTP client, its real exit codes)."""
+"""``contextctl`` against a real ``context-service serve`` process over a database of its own on
+the suite's PostgreSQL: one service for the package's modules (the Kubernetes ones start their
+own), and ``cli`` running the client in this process (its real HTTP client, its real exit
+codes)."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
@@ -10,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from psycopg.conninfo import make_conninfo
 
 from context_service.adapters.kubernetes.client import close
 from context_service.adapters.kubernetes.cluster import KubernetesCluster
@@ -18,6 +22,7 @@ from context_service.contextctl.main import main
 from context_service.devcluster.controlplane import ControlPlane
 from tests.e2e.server import ServerProcess
 from tests.support.kube import running_apiserver
+from tests.support.services import Databases
 
 
 @dataclass(frozen=True)
@@ -30,21 +35,60 @@ class Outcome:
 Cli = Callable[..., Outcome]
 
 
+@contextlib.contextmanager
+def scratch_dir() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="cs-ctl-"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def fresh_database(admin_url: str, template: str, databases: Databases) -> Iterator[str]:
+    """A fresh migrated database on the suite's PostgreSQL: none of these tests is about the
+    embedded server, whose initdb and start would cost each service seconds."""
+    name = databases.clone(template)
+    try:
+        yield make_conninfo(admin_url, dbname=name)
+    finally:
+        databases.drop(name)
+
+
 @pytest.fixture(scope="module")
 def module_dir() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="cs-ctl-"))
-    path.chmod(0o755)  # the embedded PostgreSQL runs as its own user
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
+    with scratch_dir() as path:
+        yield path
 
 
 @pytest.fixture(scope="module")
-def service(module_dir: Path) -> Iterator[ServerProcess]:
-    """A service without Kubernetes: contexts, access, revisions, index, query, history."""
-    proc = ServerProcess(module_dir, env={"CS_WORKERS": "projections,query-index"})
+def module_database_url(pg_admin_url: str, pg_template: str,
+                        test_databases: Databases) -> Iterator[str]:
+    """A database for a module's own service (the Kubernetes modules')."""
+    with fresh_database(pg_admin_url, pg_template, test_databases) as url:
+        yield url
+
+
+def served(data_dir: Path, database_url: str, env: dict[str, str]) -> ServerProcess:
+    """A started ``serve`` process over ``database_url``."""
+    proc = ServerProcess(data_dir, env=env)
+    proc.env["CS_DATABASE_URL"] = database_url
     proc.start()
-    yield proc
-    proc.cleanup()
+    return proc
+
+
+@pytest.fixture(scope="package")
+def service(pg_admin_url: str, pg_template: str,
+            test_databases: Databases) -> Iterator[ServerProcess]:
+    """A service without Kubernetes (contexts, access, revisions, index, query, history, the
+    agent API), one for the modules of this package that run in a row: each module works in
+    namespaces and workspaces of its own, so none sees another's data. A module with other
+    needs defines a ``service`` of its own."""
+    with scratch_dir() as data_dir, fresh_database(pg_admin_url, pg_template,
+                                                   test_databases) as url:
+        proc = served(data_dir, url, {"CS_WORKERS": "projections,query-index"})
+        yield proc
+        proc.cleanup()
 
 
 def make_cli(url: str, monkeypatch: pytest.MonkeyPatch,
@@ -88,15 +132,13 @@ def kube(plane: ControlPlane) -> Iterator[KubernetesCluster]:
     close(api)
 
 
-def kube_service(data_dir: Path, plane: ControlPlane, kube: KubernetesCluster,
-                 namespace: str) -> ServerProcess:
+def kube_service(data_dir: Path, database_url: str, plane: ControlPlane,
+                 kube: KubernetesCluster, namespace: str) -> ServerProcess:
     """A started service reconciling ``namespace`` of ``plane`` (pools live there too)."""
     kube.ensure_namespace(namespace)
-    proc = ServerProcess(data_dir, env={
+    return served(data_dir, database_url, {
         "CS_KUBE": "kubeconfig", "KUBECONFIG": str(plane.kubeconfig), "CS_NAMESPACE": namespace,
         "CS_WORKERS": "projections,reconciler,snapshots"})
-    proc.start()
-    return proc
 
 
 def complete_words(url: str, words: str, monkeypatch: pytest.MonkeyPatch,

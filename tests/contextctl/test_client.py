@@ -5,6 +5,8 @@ write recorded, numbers in tables, durations, completion scripts, help and usage
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import httpx
 import pytest
@@ -166,6 +168,20 @@ def test_help_and_usage(capsys: pytest.CaptureFixture[str]) -> None:
     assert "Usage: contextctl snapshot" in capsys.readouterr().err
     assert main(["ctx", "ls", "--json", "-o", "yaml"]) == 2
     assert "--json cannot be combined with -o yaml" in capsys.readouterr().err
+
+
+def test_only_the_mcp_command_loads_the_mcp_sdk() -> None:
+    """The SDK is most of the client's start-up: ``--help`` lists ``mcp`` without importing
+    it (a fresh interpreter: this one may hold it already)."""
+    probe = ("import sys\n"
+             "from context_service.contextctl.main import main\n"
+             "code = main(['--help'])\n"
+             "print(code, sorted(m for m in sys.modules if m == 'mcp' or m.startswith('mcp.')))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=60, check=True)
+    *listing, last = done.stdout.splitlines()
+    assert last == "0 []"
+    assert any(line.split()[:1] == ["mcp"] for line in listing)
 
 
 @pytest.mark.parametrize(("args", "message"), [

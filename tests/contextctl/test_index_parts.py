@@ -13,14 +13,17 @@ from typing import Any
 import httpx
 import pytest
 
-from context_service.contextctl import options
+from context_service.contextctl import index, options, upload
 from context_service.contextctl.client import Client
 from context_service.contextctl.parts import PART_BYTES
 from context_service.contextctl.settings import Settings
+from context_service.contextctl.upload import RETRY_DELAYS, IndexUpload, MultiPart, Sender
 from tests.contextctl.conftest import Cli
-from tests.contextctl.test_index_query import NS, REV, knowledge, records_file
+from tests.contextctl.test_index_query import REV, records_file
+from tests.contextctl.test_index_query import knowledge as knowledge_in
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres]
+NS = ("-n", "ctl-parts")  # the package's service is shared: a namespace of this module's own
 
 WORDS = ("release", "schedule", "backup", "restore", "tenant", "quota", "invoice", "region",
          "failover", "latency", "replica", "shard", "index", "cursor", "token", "ledger",
@@ -41,11 +44,13 @@ def realistic(count: int, seed: int = 11) -> list[dict[str, Any]]:
 
 @dataclass
 class Wire:
-    """The ``PUT .../query-index`` bodies that reached the service, and a fault to inject."""
+    """The ``PUT .../query-index`` bodies that reached the service, a fault to inject, and the
+    waits before a part was sent again (recorded, not slept)."""
 
     bodies: list[dict[str, Any]] = field(default_factory=list)
     fault: Callable[[dict[str, Any], int], httpx.Response | None] | None = None
     attempts: int = 0
+    waits: list[float] = field(default_factory=list)
 
 
 class Recording(httpx.BaseTransport):
@@ -74,8 +79,19 @@ def wire(monkeypatch: pytest.MonkeyPatch) -> Iterator[Wire]:
     def client(settings: Settings, user_agent: str = "contextctl") -> Client:
         return Client(settings, Recording(seen), user_agent=user_agent)
 
+    def sender(pushed: IndexUpload, part_size: int | None = None) -> Sender:
+        chosen = upload.sender_for(pushed, part_size)
+        if isinstance(chosen, MultiPart):
+            chosen.sleep = seen.waits.append
+        return chosen
+
     monkeypatch.setattr(options, "Client", client)
+    monkeypatch.setattr(index, "sender_for", sender)
     yield seen
+
+
+def knowledge(cli: Cli, name: str, tmp_path: Path) -> None:
+    knowledge_in(cli, name, tmp_path, ns=NS)
 
 
 def ids(cli: Cli, context: str) -> list[str]:
@@ -131,7 +147,9 @@ def test_an_index_that_fits_is_one_request(cli: Cli, wire: Wire, tmp_path: Path)
 def test_a_transient_failure_is_retried(cli: Cli, wire: Wire, tmp_path: Path,
                                         monkeypatch: pytest.MonkeyPatch) -> None:
     knowledge(cli, "flaky", tmp_path)
-    records = realistic(2500, seed=3)
+    # about 210 KB in parts of 60,000 bytes: four parts, enough for the faults at parts 2 and 3
+    # to be retried with a later part still to send
+    records = realistic(400, seed=3)
 
     def fail_once(body: dict[str, Any], attempt: int) -> httpx.Response | None:
         if body.get("part") == 2 and attempt == 2:
@@ -143,21 +161,24 @@ def test_a_transient_failure_is_retried(cli: Cli, wire: Wire, tmp_path: Path,
     wire.fault = fail_once
     records_file(tmp_path / "flaky.jsonl", records)
     monkeypatch.chdir(tmp_path)  # a short file name leaves the bar its columns
-    pushed = cli("index", "push", "flaky", "flaky.jsonl", "--part-size", str(300_000), *NS,
+    pushed = cli("index", "push", "flaky", "flaky.jsonl", "--part-size", str(60_000), *NS,
                  TTY_COMPATIBLE="1")
     assert pushed.code == 0, pushed.err
     assert "uploading" in pushed.err and "100%" in pushed.err
     assert [b["part"] for b in wire.bodies][:3] == [1, 2, 3] and wire.attempts == len(
         wire.bodies) + 2
-    assert len(ids(cli, "flaky")) == 2500
+    assert len(wire.bodies) > 3
+    assert wire.waits == [RETRY_DELAYS[0], RETRY_DELAYS[0]]  # each part's first retry
+    assert len(ids(cli, "flaky")) == 400
 
 
 def test_an_interrupted_upload_leaves_the_old_index(cli: Cli, wire: Wire,
                                                     tmp_path: Path) -> None:
     knowledge(cli, "kept", tmp_path)
     assert push(cli, "kept", records_file(tmp_path / "old.jsonl", OLD)).code == 0
-    records = realistic(3000, seed=5)
+    records = realistic(400, seed=5)  # four parts of 60,000 bytes: the stop falls between two
     path = records_file(tmp_path / "new.jsonl", records)
+    part_size = ("--part-size", str(60_000))
 
     def stop_at_part_2(body: dict[str, Any], attempt: int) -> httpx.Response | None:
         if body.get("part") == 2:
@@ -165,25 +186,26 @@ def test_an_interrupted_upload_leaves_the_old_index(cli: Cli, wire: Wire,
         return None
 
     wire.fault = stop_at_part_2
-    stopped = push(cli, "kept", path)
+    stopped = push(cli, "kept", path, *part_size)
     assert stopped.code == 130 and "interrupted" in stopped.err
     assert [b["part"] for b in wire.bodies[1:]] == [1]  # part 1 was staged
     assert ids(cli, "kept") == ["old-1", "old-2"]
     wire.fault = None
-    assert push(cli, "kept", path).code == 0  # a new upload replaces the open one
+    assert push(cli, "kept", path, *part_size).code == 0  # a new upload replaces the open one
     assert ids(cli, "kept") == [r["id"] for r in records]
 
 
 def test_a_refused_middle_part_stops_the_upload(cli: Cli, wire: Wire, tmp_path: Path) -> None:
     knowledge(cli, "refused", tmp_path)
     assert push(cli, "refused", records_file(tmp_path / "old.jsonl", OLD)).code == 0
-    records = realistic(3000, seed=7)
-    records[1500]["context"] = "other"  # the service refuses the middle part holding it
-    refused = push(cli, "refused", records_file(tmp_path / "bad.jsonl", records))
+    records = realistic(400, seed=7)  # four parts of 60,000 bytes
+    records[200]["context"] = "other"  # the service refuses the middle part holding it
+    refused = push(cli, "refused", records_file(tmp_path / "bad.jsonl", records),
+                   "--part-size", str(60_000))
     assert refused.code == 1
     sent = wire.bodies[1:]
     count, holder = sent[-1]["parts"], sent[-1]["part"]
-    assert "doc-01500" in {r["id"] for r in sent[-1]["records"]} and 1 < holder < count
+    assert "doc-00200" in {r["id"] for r in sent[-1]["records"]} and 1 < holder < count
     assert [b["part"] for b in sent] == list(range(1, holder + 1))  # nothing after the refusal
     assert refused.err.startswith(f"contextctl: upload stopped at part {holder} of {count} "
                                   "(records ")

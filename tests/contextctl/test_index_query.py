@@ -21,12 +21,13 @@ def records_file(path: Path, records: list[dict[str, Any]]) -> Path:
     return path
 
 
-def knowledge(cli: Cli, name: str, tmp_path: Path, revision: str = REV) -> None:
-    assert cli("ctx", "create", name, "--type", "knowledge", *NS).code == 0
+def knowledge(cli: Cli, name: str, tmp_path: Path, revision: str = REV,
+              ns: tuple[str, str] = NS) -> None:
+    assert cli("ctx", "create", name, "--type", "knowledge", *ns).code == 0
     body = tmp_path / f"{name}-revision.json"
     body.write_text(json.dumps({"id": revision, "createdAt": "2026-03-01T09:00:00Z",
                                 "operation": "sync"}))
-    assert cli("ctx", "publish", name, str(body), *NS).code == 0
+    assert cli("ctx", "publish", name, str(body), *ns).code == 0
 
 
 RECORDS = [

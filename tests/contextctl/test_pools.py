@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from context_service.adapters.kubernetes.cluster import KubernetesCluster
+from context_service.contextctl import pools
 from context_service.devcluster.controlplane import ControlPlane
 from context_service.devcluster.devsim import DevSimulator
 from tests.contextctl.conftest import Cli, complete_words, kube_service, make_cli
@@ -26,9 +27,9 @@ NAMESPACE = "ctl-pools"
 
 
 @pytest.fixture(scope="module")
-def service(module_dir: Path, plane: ControlPlane,
+def service(module_dir: Path, module_database_url: str, plane: ControlPlane,
             kube: KubernetesCluster) -> Iterator[ServerProcess]:
-    proc = kube_service(module_dir, plane, kube, NAMESPACE)
+    proc = kube_service(module_dir, module_database_url, plane, kube, NAMESPACE)
     seed = Seed(kube.rest, NAMESPACE)
     seed.claim("prepared", size="2Gi")
     seed.template("researcher")
@@ -49,6 +50,15 @@ def simulator(service: ServerProcess, kube: KubernetesCluster) -> Iterator[DevSi
 def cli(service: ServerProcess, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> Cli:
     return make_cli(service.url, monkeypatch, capsys)
+
+
+@pytest.fixture
+def ready_soon(simulator: DevSimulator, monkeypatch: pytest.MonkeyPatch) -> DevSimulator:
+    """Pools become ready, and ``wait`` looks every 0.05 s instead of every 2 s, so it returns
+    once they are (the golden ``wait -t 1s`` of the first test keeps the 2 s interval: its one
+    line is the point of that transcript)."""
+    monkeypatch.setattr(pools, "POLL_SECONDS", 0.05)
+    return simulator
 
 
 def test_1_before_sandboxes_run(cli: Cli) -> None:
@@ -94,7 +104,7 @@ def test_2_usage_errors(cli: Cli) -> None:
     ]))
 
 
-def test_3_wait_follows_the_pool_to_ready(cli: Cli, simulator: DevSimulator) -> None:
+def test_3_wait_follows_the_pool_to_ready(cli: Cli, ready_soon: DevSimulator) -> None:
     waited = cli("wait", "demo", "--timeout", "1m")
     assert waited.code == 0, waited.err
     lines = waited.out.splitlines()
@@ -110,7 +120,7 @@ def test_pool_names_complete_from_the_service(service: ServerProcess,
         "demo", "solo"]
 
 
-def test_4_ready_pools_and_other_strategies(cli: Cli, simulator: DevSimulator) -> None:
+def test_4_ready_pools_and_other_strategies(cli: Cli, ready_soon: DevSimulator) -> None:
     eventually(lambda: cli("get", "solo", "--json").out.find('"status":"ready"') > 0,
                timeout=60)
     check("pools-ready", transcript(cli, [
@@ -132,7 +142,7 @@ def test_4_ready_pools_and_other_strategies(cli: Cli, simulator: DevSimulator) -
 
 
 def test_json_is_the_service_body(cli: Cli, service: ServerProcess,
-                                  simulator: DevSimulator) -> None:
+                                  ready_soon: DevSimulator) -> None:
     made = cli("create", "raw", "--json", "-n", "1", "-c", "standard")
     assert made.out == (
         '{"name":"raw","status":"provisioning","replicas":1,"readyReplicas":0,'

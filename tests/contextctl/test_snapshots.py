@@ -27,7 +27,7 @@ REV = "5e" * 32
 
 
 @pytest.fixture(scope="module")
-def service(module_dir: Path, plane: ControlPlane,
+def service(module_dir: Path, module_database_url: str, plane: ControlPlane,
             kube: KubernetesCluster) -> Iterator[ServerProcess]:
     kube.rest.create(STORAGE_CLASSES.path(), {
         "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
@@ -36,7 +36,7 @@ def service(module_dir: Path, plane: ControlPlane,
         "apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshotClass",
         "metadata": {"name": "ctl-snap-vsc"}, "driver": DRIVER, "deletionPolicy": "Delete"},
         "test")
-    proc = kube_service(module_dir, plane, kube, NAMESPACE)
+    proc = kube_service(module_dir, module_database_url, plane, kube, NAMESPACE)
     sim = DevSimulator(kube.rest, NAMESPACE).start(interval=0.3)
     yield proc
     sim.stop()
