@@ -20,6 +20,7 @@ import httpx
 import pytest
 from litestar import Request, Response, get
 from litestar.testing import TestClient
+from psycopg.conninfo import make_conninfo
 
 from context_service import bootstrap
 from context_service.http import hosts
@@ -27,6 +28,7 @@ from context_service.http.app import create_app
 from context_service.http.limits import MAX_BODY
 from tests.api.conftest import Api, context_body
 from tests.e2e.server import ServerProcess
+from tests.support.services import Databases
 
 # one service for the module's route cases: a refused body and a failing route store nothing
 pytestmark = pytest.mark.shared_service
@@ -122,11 +124,21 @@ def test_host_names_compare_by_their_host_part() -> None:
 # --- the transport: a real served process --------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def served() -> Iterator[ServerProcess]:
+def served_database(pg_admin_url: str, pg_template: str,
+                    test_databases: Databases) -> Iterator[str]:
+    """A database of the module's own on the suite's PostgreSQL: the transport cases are about
+    the HTTP edge, not the server's start-up with an embedded PostgreSQL."""
+    name = test_databases.clone(pg_template)
+    yield make_conninfo(pg_admin_url, dbname=name)
+    test_databases.drop(name)
+
+
+@pytest.fixture(scope="module")
+def served(served_database: str) -> Iterator[ServerProcess]:
     path = Path(tempfile.mkdtemp(prefix="cs-edge-"))
-    path.chmod(0o755)  # the embedded PostgreSQL runs as its own user
     proc = ServerProcess(path, env={"CS_ALLOWED_HOSTS": OWN_NAME,
                                    "CS_WORKERS": "projections,query-index"})
+    proc.env["CS_DATABASE_URL"] = served_database
     try:
         proc.start()
         with httpx.Client(base_url=proc.url, timeout=60) as http:  # workspace acme, alice owner

@@ -92,7 +92,11 @@ def records(n: int, words: int) -> list[QueryRecord]:
             for i in range(n)]
 
 
-@pytest.mark.parametrize(("n", "words"), [(600, 60), (1500, 8), (60, 500)])
+# three shapes: many short records, a middling corpus, a few long ones. 600 x 60 is the size at
+# which an estimate leaving out the lexical index falls below the band (0.57; at 300 x 60 it
+# reads 0.66 and passes); the few long records only need enough words that the cache's fixed
+# parts stay a few percent of what is measured (15,000: the ratio is 1.0; at 7,500 it is 1.33)
+@pytest.mark.parametrize(("n", "words"), [(600, 60), (1500, 8), (30, 500)])
 def test_a_corpus_estimate_is_near_what_it_takes(n: int, words: int) -> None:
     """Measured with tracemalloc from the records' bytes on, as the loader holds them (the
     process-wide token-id table filled first: it is not the corpus cache's)."""

@@ -39,13 +39,21 @@ T = datetime(2025, 1, 1, tzinfo=UTC)
 
 
 class AdapterRetrieval(ReferenceRetrieval):
-    """§7.5's lexical list from the reference, the hybrid list from the service's adapter."""
+    """§7.5's lexical list from the reference, the hybrid list from the service's adapter.
+
+    A collection's features and index are built once and reused by every later request, as the
+    service's corpus cache does (``adapters.pack.corpus``); only the query is analysed per pack.
+    """
 
     def __init__(self) -> None:
         super().__init__()
+        self._built: dict[int, tuple[CollectionCorpus, HybridFeatures, LexicalIndex]] = {}
 
     def part(self, c: CollectionCorpus, eligible: frozenset[str] | None) -> Part:
-        return Part(HybridFeatures(c, MODEL), LexicalIndex(c), eligible)
+        built = self._built.get(id(c))
+        if built is None or built[0] is not c:
+            built = self._built[id(c)] = (c, HybridFeatures(c, MODEL), LexicalIndex(c))
+        return Part(built[1], built[2], eligible)
 
     def hybrid(self, query: str, corpus: Corpus, eligible: frozenset[str] | None,
                requirement: bool) -> list[Scored]:
@@ -140,10 +148,14 @@ def test_the_same_packs_byte_for_byte_in_two_processes() -> None:
     here = _packs(7, 200)
     script = ("import json; from tests.unit.test_engine2_adapter import _packs; "
               "print(json.dumps(_packs(7, 200)))")
-    for seed in ("1", "2"):
-        env = {**os.environ, "PYTHONHASHSEED": seed}
-        out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, check=True,
-                             capture_output=True, text=True).stdout
+    # both processes run at once: they share nothing but the interpreter's files
+    runs = [subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, text=True,
+                             env={**os.environ, "PYTHONHASHSEED": seed},
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            for seed in ("1", "2")]
+    outputs = [(run.communicate(), run.returncode) for run in runs]
+    for (out, err), returncode in outputs:
+        assert returncode == 0, err
         assert json.loads(out) == here
 
 
