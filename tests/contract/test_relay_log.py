@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
@@ -81,17 +82,24 @@ def test_a_one_mib_index_body_reaches_a_server_with_the_default_payload_limit(
     info = probe("127.0.0.1", int(nats_server.url.rsplit(":", 1)[1]))
     assert info is not None and info["max_payload"] == 1024 * 1024  # the server's default
     rev = "ab" * 32
-    records = []
+    # records until the body is within 400 bytes of the server's payload limit: the size is
+    # counted record by record (each adds its own JSON and a ", " separator), not by serialising
+    # the growing list again, and checked against the serialised body below
+    records: list[dict[str, Any]] = []
+    size = len(json.dumps({"revision": rev, "records": []}).encode())
     for i in range(3000):
-        records.append({"id": f"r{i}", "context": "big", "type": "memory", "revision": rev,
-                        "text": f"record {i} " + "word " * 60, "title": f"Title {i}",
-                        "keywords": ["k"], "factKey": f"fact/{i % 7}",
-                        "fields": [{"name": "n", "type": "number", "value": i}]})
-        body = json.dumps({"revision": rev, "records": records}).encode()
-        if len(body) > 1024 * 1024 - 400:
-            records.pop()
+        record: dict[str, Any] = {"id": f"r{i}", "context": "big", "type": "memory",
+                                  "revision": rev, "text": f"record {i} " + "word " * 60,
+                                  "title": f"Title {i}", "keywords": ["k"],
+                                  "factKey": f"fact/{i % 7}",
+                                  "fields": [{"name": "n", "type": "number", "value": i}]}
+        grown = size + len(json.dumps(record).encode()) + (2 if records else 0)
+        if grown > 1024 * 1024 - 400:
             break
+        records.append(record)
+        size = grown
     body = json.dumps({"revision": rev, "records": records}).encode()
+    assert len(body) == size
     assert 1024 * 1024 - 1000 < len(body) <= 1024 * 1024
     with TestClient(app=bootstrap.app(idle_container)) as client:
         assert client.post("/v1/contexts", json={

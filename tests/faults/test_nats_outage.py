@@ -67,11 +67,17 @@ def test_relay_survives_a_nats_outage_under_load(idle_container: Container,
         wait_until(lambda: relay.stats.last_position >= 200, what="publishing under way")
         private_nats_server.stop(graceful=False)
         wait_until(lambda: not relay.stats.connected, what="the relay to notice")
-        during = container.store.head()
-        time.sleep(1.5)  # writes go on while NATS is away
+        during, noticed = container.store.head(), relay.stats.errors
+        # writes go on while NATS is away and the relay keeps failing: a few hundred events and
+        # three more failed attempts, counted rather than waited for
+        wait_until(lambda: container.store.head() >= during + 300
+                   and relay.stats.errors >= noticed + 3, what="writes during the outage")
         assert container.store.head() > during, "the log should grow during the outage"
         private_nats_server.start()
-        time.sleep(0.5)
+        # and go on while the relay reconnects and catches up
+        wait_until(lambda: relay.stats.connected, what="the relay to reconnect")
+        resumed = container.store.head()
+        wait_until(lambda: container.store.head() >= resumed + 100, what="writes after it")
         stop.set()
         for thread in writers:
             thread.join(30)

@@ -15,10 +15,14 @@ from context_service import bootstrap
 from tests.e2e.server import ServerProcess
 from tests.faults.burst import SUBJECT, Burst, Write, check_log, context_body, log_markers
 from tests.faults.conftest import Rebuild, caught_up
+from tests.support.hypothesis_profiles import scaled
 from tests.support.views import differences, snapshot
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.slow]
-KILLS = 6
+# each kill costs a restart of the service (its start dominates the test): three random moments,
+# the last two on a log that earlier crashes left, prove the recovery holds again and again; the
+# thorough profile kills twenty times as often
+KILLS = scaled(3)
 SHARED = [f"shared-{i}" for i in range(4)]
 
 
