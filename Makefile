@@ -28,7 +28,7 @@ run: $(STAMP)
 # one pytest-xdist worker per core, each with servers of its own; a module stays on one worker
 # (module-scoped services, tests in file order); see docs/testing.md
 test: $(STAMP) browser-deps
-	$(BIN)/pytest -W error -q --durations=20 -n auto --dist loadfile
+	$(BIN)/pytest -W error -q --durations=20 -n auto --dist loadfile --no-loadscope-reorder
 
 # the tests that need no server and start no process, in about a minute
 test-fast: $(STAMP)

@@ -98,6 +98,8 @@ def test_storage_class_assigned_by_the_cluster_is_reported(
     try:
         created = create(pool_client, kube_ns, "plain")
         assert "storageClass" not in created.json()["storage"]
+        # the reconciler creates the claim after the answer: bind it once it exists
+        eventually(lambda: kube_rest.find(PVCS.path(kube_ns, "context-plain")))
         kube_sim.settle()
         eventually(lambda: read(pool_client, kube_ns, "plain")["status"] == "ready")
         assert read(pool_client, kube_ns, "plain")["storage"]["storageClass"] == kube_ns
