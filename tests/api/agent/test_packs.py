@@ -19,18 +19,18 @@ from litestar.testing import TestClient
 from context_service import bootstrap
 from context_service.adapters.eventstore.export import export
 from context_service.adapters.eventstore.store import EVENTS_TABLE
+from tests.api.agent.own_workspace import alice_reading as alice_reading  # the fixtures
+from tests.api.agent.own_workspace import own_with_corpus as own_with_corpus
 from tests.api.agent.packs_corpus import (
     FACTS,
     NOTES,
     TASK,
     facts_records,
     pack_body,
-    seed_corpus_of,
 )
 from tests.api.agent.packs_support import PACKS, STREAM, Agent, publish
 from tests.api.agent.packs_support import module_settings as module_settings  # the fixture
-from tests.api.conftest import Api
-from tests.api.namespaced import Namespaced, namespaced
+from tests.api.namespaced import Namespaced
 from tests.api.sets_namespaced import create_set, token
 
 # one service for the module: every test's workspace is a namespace of its own
@@ -39,19 +39,6 @@ TIMING = re.compile(r"^wait;dur=\d+\.\d, retrieve;dur=\d+\.\d, pack;dur=\d+\.\d,
                     r"total;dur=\d+\.\d$")
 KEYS = ["packId", "replayId", "task", "asOf", "budget", "complete", "items", "omitted",
         "missing", "receipt", "expiresAt"]
-
-
-@pytest.fixture
-def own(api: Api) -> Namespaced:
-    """A workspace of the test's own with the pack corpus."""
-    workspace = namespaced(api, "acme")
-    seed_corpus_of(workspace)
-    return workspace
-
-
-@pytest.fixture
-def alice(own: Namespaced) -> Agent:
-    return Agent(own, token(own))
 
 
 def released(container: bootstrap.Container) -> list[bytes]:

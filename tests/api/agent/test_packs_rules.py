@@ -9,28 +9,17 @@ from typing import Any
 
 import pytest
 
+from tests.api.agent.own_workspace import agent_reading as agent_reading  # the fixtures
+from tests.api.agent.own_workspace import own_with_members as own_with_members
 from tests.api.agent.packs_support import PACKS, STREAM, Agent, violations
 from tests.api.agent.packs_support import module_settings as module_settings  # the fixture
-from tests.api.conftest import Api, each
-from tests.api.namespaced import Namespaced, namespaced
-from tests.api.sets_namespaced import archive_set, create_set, seed_workspace, token
+from tests.api.conftest import each
+from tests.api.namespaced import Namespaced
+from tests.api.sets_namespaced import archive_set, create_set, token
 
 # one service for the module: every test's workspace is a namespace of its own
 pytestmark = [pytest.mark.postgres, pytest.mark.shared_service]
 SET_NOT_FOUND = {"code": "NOT_FOUND", "message": "context set not found"}
-
-
-@pytest.fixture
-def own(api: Api) -> Namespaced:
-    """A workspace of the test's own with one member per role."""
-    workspace = namespaced(api, "acme")
-    seed_workspace(workspace)
-    return workspace
-
-
-@pytest.fixture
-def agent(own: Namespaced) -> Agent:
-    return Agent(own, token(own))
 
 
 def _task(**body: Any) -> dict[str, Any]:

@@ -13,36 +13,23 @@ import pytest
 
 from context_service import bootstrap
 from context_service.adapters.eventstore.store import EVENTS_TABLE
+from tests.api.agent.own_workspace import alice_reading as alice_reading  # the fixtures
+from tests.api.agent.own_workspace import own_with_corpus as own_with_corpus
 from tests.api.agent.packs_corpus import (
     FACTS,
     FACTS_REV,
     TASK,
     facts_records,
     pack_body,
-    seed_corpus_of,
 )
 from tests.api.agent.packs_support import REPLAYS, Agent, publish
 from tests.api.agent.packs_support import module_settings as module_settings  # the fixture
-from tests.api.conftest import Api
-from tests.api.namespaced import Namespaced, namespaced
+from tests.api.namespaced import Namespaced
 from tests.api.sets_namespaced import token
 
 # one service for the module: every test's workspace is a namespace of its own
 pytestmark = [pytest.mark.postgres, pytest.mark.shared_service]
 CHANGED_TEXT = "Acme appointed Priya Raman as CFO effective 1 July 2024 (press release)."
-
-
-@pytest.fixture
-def own(api: Api) -> Namespaced:
-    """A workspace of the test's own with the pack corpus."""
-    workspace = namespaced(api, "acme")
-    seed_corpus_of(workspace)
-    return workspace
-
-
-@pytest.fixture
-def alice(own: Namespaced) -> Agent:
-    return Agent(own, token(own))
 
 
 def replay(agent: Agent, replay_id: str, **body: Any) -> Any:

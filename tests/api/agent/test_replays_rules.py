@@ -17,11 +17,12 @@ from context_service import bootstrap
 from context_service.domain.context_pack.commands import ReleasePack
 from context_service.domain.context_pack.events import ContextPackReleased, PackParameters
 from context_service.domain.values import format_timestamp
+from tests.api.agent.own_workspace import agent_reading as agent_reading  # the fixtures
+from tests.api.agent.own_workspace import own_with_members as own_with_members
 from tests.api.agent.packs_support import REPLAYS, Agent, violations
 from tests.api.agent.packs_support import module_settings as module_settings  # the fixture
-from tests.api.conftest import Api
-from tests.api.namespaced import Namespaced, namespaced
-from tests.api.sets_namespaced import create_set, seed_workspace, token
+from tests.api.namespaced import Namespaced
+from tests.api.sets_namespaced import create_set, token
 from tests.support.api_helpers import fresh
 
 # one service for the module: every test's workspace is a namespace of its own
@@ -58,19 +59,6 @@ def record(container: bootstrap.Container, ws: str = "acme", replay_id: str = RI
         ws, replay_id, ReleasePack(release=released(replay_id, set_id), retention=retention))
     assert outcome.position > 0 and outcome.state.release is not None
     return outcome.state.release.expires_at
-
-
-@pytest.fixture
-def own(api: Api) -> Namespaced:
-    """A workspace of the test's own with one member per role."""
-    workspace = namespaced(api, "acme")
-    seed_workspace(workspace)
-    return workspace
-
-
-@pytest.fixture
-def agent(own: Namespaced) -> Agent:
-    return Agent(own, token(own))
 
 
 @pytest.mark.parametrize(("body", "expected"), [
