@@ -60,6 +60,7 @@ def _serve(settings: Settings) -> int:
         config = uvicorn.Config(drain, host=settings.listen_host, port=settings.listen_port,
                                 log_level="warning", access_log=False, timeout_keep_alive=5,
                                 proxy_headers=False,  # no trusted proxy in front
+                                ws="none",  # no WebSocket route: its protocol is not imported
                                 server_header=False)
         server = Server(config, drain, settings.shutdown_grace)
         _settle_heap()

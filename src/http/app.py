@@ -189,6 +189,7 @@ def create_app(services: Services, extra_routes: list[Any] | None = None,
         debug=False,
     )
     app.state.services = services
+    app.state.mcp = mcp
     # in front of routing, so that they hold for every path, known or not
     app.asgi_handler = hosts.HostGuard(limits.BodyLimit(app.asgi_handler), allowed_hosts)
     return app
