@@ -1,5 +1,6 @@
-"""The project's wheel as ``pip wheel`` builds it from a copy of the checkout, built once per
-test session: the modules that install or unpack it share it, and so do pytest-xdist's workers
+"""The project's wheel as a standard build front end (``uv build``, the development
+environment's installer; the backend is setuptools either way) builds it from a copy of the
+checkout, built once per test session: the modules that install or unpack it share it, and so do pytest-xdist's workers
 (through a lock in the session's common temporary directory)."""
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def build_wheel(work: Path) -> Path:
-    """``pip wheel`` of a copy of the project (the checkout keeps no build/ or egg-info)."""
+    """The wheel of a copy of the project (the checkout keeps no build/ or egg-info), built in
+    an isolated environment as ``pip wheel`` would (``uv build`` reuses its cached setuptools
+    instead of installing them again: 20 s against 3 s, measured)."""
     source = work / "source"
     source.mkdir()
     for name in ("pyproject.toml", "setup.py", "README.md"):
@@ -25,8 +28,8 @@ def build_wheel(work: Path) -> Path:
     for folder in ("src", "migrations"):
         shutil.copytree(ROOT / folder, source / folder,
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    args = [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir",
-            str(work / "wheelhouse"), str(source)]
+    args = [str(Path(sys.executable).parent / "uv"), "build", "--quiet", "--wheel",
+            "--out-dir", str(work / "wheelhouse"), str(source)]
     result = subprocess.run(args, text=True, capture_output=True, timeout=600, check=False)
     assert result.returncode == 0, f"{args}:\n{result.stdout}\n{result.stderr}"
     [wheel] = (work / "wheelhouse").glob("context_service-*.whl")
