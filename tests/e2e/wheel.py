@@ -1,7 +1,7 @@
 """The project's wheel as a standard build front end (``uv build``, the development
 environment's installer; the backend is setuptools either way) builds it from a copy of the
-checkout, built once per test session: the modules that install or unpack it share it, and so do pytest-xdist's workers
-(through a lock in the session's common temporary directory)."""
+checkout, built once per test session: the modules that install or unpack it share it, and so do
+pytest-xdist's workers (through a lock in the session's common temporary directory)."""
 
 from __future__ import annotations
 

@@ -123,6 +123,8 @@ def test_count_weighted_sums_only_where_they_are_exact() -> None:
     assert model.exact_up_to == exact_sums_up_to(model._matrix) > 60_000_000
     assert exact_sums_up_to(np.array([[0.1, 0.5]], dtype=np.float32)) == 0
     assert exact_sums_up_to(np.array([[2.0**-24, -8.0]], dtype=np.float32)) == 2**53 // 2**27
+    # on the grid, but too large for any sum to be exact (its units overflow float32)
+    assert exact_sums_up_to(np.array([[3e38, 1.0]], dtype=np.float32)) == 0
     rng = np.random.default_rng(3)
     matrix = rng.standard_normal(model._matrix.shape).astype(np.float32)
     other = Embedder(model._tokenizer, matrix)
@@ -135,3 +137,36 @@ def test_count_weighted_sums_only_where_they_are_exact() -> None:
     vector = other.embed_ids(ids)
     assert vector is not None
     assert np.array_equal(vector, (mean / np.linalg.norm(mean)).astype(np.float32))
+
+
+def test_the_files_read_are_the_librarys_model() -> None:
+    """Read without the library, the matrix and the tokenizer are what ``WordLlama.load``
+    gives (the same floats; the same tokenizer, serialised, once both drop padding)."""
+    import os
+
+    import wordllama
+    from wordllama import WordLlama
+
+    from context_service.adapters.embedding.wordllama_model import CONFIG, DIM
+
+    library = WordLlama.load(config=CONFIG, dim=DIM, disable_download=True,
+                             cache_dir=os.path.dirname(wordllama.__file__))
+    model = load()
+    assert np.array_equal(np.asarray(library.embedding, dtype=np.float32), model._matrix)
+    library.tokenizer.no_padding()
+    library.tokenizer.no_truncation()
+    assert library.tokenizer.to_str() == model._tokenizer.to_str()
+
+
+def test_loading_the_model_does_not_import_the_library() -> None:
+    """A fresh interpreter (this one imported the library above)."""
+    import subprocess
+    import sys
+
+    probe = ("import sys\n"
+             "from context_service.adapters.embedding.wordllama_model import load\n"
+             "print(load().count('Who is the current CFO?'),"
+             " sorted(m for m in sys.modules if m.split('.')[0] in ('wordllama', 'pydantic')))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=120, check=True)
+    assert done.stdout.split(" ", 1) == ["7", "[]\n"]

@@ -62,19 +62,27 @@ def _new(words: Iterable[str]) -> int:
     return sum(sys.getsizeof(w) + _NEW_IDS + WORD_OVERHEAD for w in words)
 
 
+def tokenizer_spec(tokenizer: Any) -> tuple[str, dict[str, Any]]:
+    """The tokenizer's serialised form and its parsed JSON (about 1.2 MB: made once per load,
+    for both ``WordPieces.applies`` and ``WordPieces``)."""
+    text: str = tokenizer.to_str()
+    spec: dict[str, Any] = json.loads(text)
+    return text, spec
+
+
 class WordPieces:
-    def __init__(self, tokenizer: Any) -> None:
+    def __init__(self, tokenizer: Any, spec: tuple[str, dict[str, Any]] | None = None) -> None:
         from tokenizers import Tokenizer
 
         self._full = tokenizer
-        bare = Tokenizer.from_str(tokenizer.to_str())
+        text, parsed = spec or tokenizer_spec(tokenizer)
+        bare = Tokenizer.from_str(text)
         bare.normalizer = None
         bare.pre_tokenizer = None
         bare.no_padding()
         bare.no_truncation()
         self._bare = bare
-        spec = json.loads(tokenizer.to_str())
-        self._specials = tuple(t["content"] for t in spec.get("added_tokens", ()))
+        self._specials = tuple(t["content"] for t in parsed.get("added_tokens", ()))
         literals = sorted((s for s in self._specials if s), key=len, reverse=True)
         # one scan of the text for any of them (None: the tokenizer has none)
         self._special = re.compile("|".join(map(re.escape, literals))) if literals else None
@@ -83,14 +91,14 @@ class WordPieces:
         self.limit = LIMIT_BYTES
 
     @staticmethod
-    def applies(tokenizer: Any) -> bool:
+    def applies(tokenizer: Any, spec: tuple[str, dict[str, Any]] | None = None) -> bool:
         """Whether the word-by-word ids equal the tokenizer's for every text."""
-        spec = json.loads(tokenizer.to_str())
-        model = spec.get("model", {})
+        parsed = (spec or tokenizer_spec(tokenizer))[1]
+        model = parsed.get("model", {})
         vocab: dict[str, int] = model.get("vocab", {})
         bytes_present = all(f"<0x{b:02X}>" in vocab for b in range(256))
         no_crossing = not any("▁" in piece.lstrip("▁") for piece in vocab)
-        return (spec.get("normalizer") == _NORMALIZER and spec.get("pre_tokenizer") is None
+        return (parsed.get("normalizer") == _NORMALIZER and parsed.get("pre_tokenizer") is None
                 and model.get("type") == "BPE" and model.get("byte_fallback") is True
                 and model.get("dropout") is None and bytes_present and no_crossing)
 

@@ -1,6 +1,11 @@
 """Token counts and embeddings of texts (agent-context-api 7.5, 7.6) with ``wordllama``'s
 ``l2_supercat`` model at 256 dimensions, read from the installed package's own files.
 
+The files are read as the library reads them (the tokenizer with ``tokenizers``, the matrix's
+``embedding.weight`` with ``safetensors``) without importing the library itself: its import
+(pydantic, requests, its configuration models) was half of a load's time, at every start of the
+service and of its feature child. ``test_embedding`` checks both against ``WordLlama.load``.
+
 The embedding of a text is the mean of its tokens' rows of the model's embedding matrix (no
 special tokens, no truncation), scaled to unit length; a text without tokens has none. Loaded
 once per process, on first use.
@@ -13,6 +18,7 @@ as adding the rows one by one.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import threading
 from collections.abc import Sequence
@@ -21,12 +27,16 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from context_service.adapters.embedding.pieces import LIMIT_BYTES, WordPieces
+from context_service.adapters.embedding.pieces import LIMIT_BYTES, WordPieces, tokenizer_spec
 from context_service.domain.bounded import Gauge, cache_gauges
 from context_service.projections.passage_features.features import Feature, Text
 
 CONFIG = "l2_supercat"
 DIM = 256
+# where the package keeps them, as ``WordLlama.load(config=CONFIG, dim=DIM)`` finds them
+WEIGHTS = os.path.join("weights", f"{CONFIG}_{DIM}.safetensors")
+TENSOR = "embedding.weight"
+TOKENIZER = os.path.join("tokenizers", f"{CONFIG}_tokenizer_config.json")
 UNAVAILABLE = f"wordllama model {CONFIG} ({DIM}) is not available offline"
 
 Vector = npt.NDArray[np.float32]
@@ -42,7 +52,8 @@ class Embedder:
     def __init__(self, tokenizer: Any, matrix: npt.NDArray[np.float32]) -> None:
         self._tokenizer = tokenizer
         self._matrix = matrix
-        self._pieces = WordPieces(tokenizer) if WordPieces.applies(tokenizer) else None
+        spec = tokenizer_spec(tokenizer)
+        self._pieces = WordPieces(tokenizer, spec) if WordPieces.applies(tokenizer, spec) else None
         self.exact_up_to = exact_sums_up_to(matrix)
 
     @property
@@ -122,8 +133,11 @@ def exact_sums_up_to(matrix: npt.NDArray[np.float32]) -> int:
     """How many rows of ``matrix`` a float64 sum (or a count-weighted one) adds without any
     rounding, in any order: when every value is an integer multiple of 2**-24 of at most
     ``k`` such units, the sums of up to ``2**53 // k`` of them are exact (0: not on the grid)."""
-    units = matrix.astype(np.float64) * 2.0**24
-    if not np.array_equal(units, np.floor(units)):
+    # scaling by a power of two rounds nothing, so float32 holds the units exactly (no float64
+    # copy of the matrix); an infinity would have overflowed and is refused
+    with np.errstate(over="ignore"):
+        units = matrix * np.float32(2.0**24)
+    if not (np.isfinite(units).all() and np.array_equal(units, np.floor(units))):
         return 0
     largest = int(np.abs(units).max(initial=0.0))
     return 2**53 // largest if largest else 2**53
@@ -146,22 +160,28 @@ def load(cache_dir: str | None = None) -> Embedder:
         return _loaded
 
 
+def model_folder() -> str:
+    """The installed ``wordllama`` package's folder, found without importing it."""
+    found = importlib.util.find_spec("wordllama")
+    if found is None or not found.submodule_search_locations:
+        raise ModelUnavailable(UNAVAILABLE)
+    return str(next(iter(found.submodule_search_locations)))
+
+
 def _load(cache_dir: str | None) -> Embedder:
+    folder = cache_dir or model_folder()
     try:
-        import wordllama
-        from wordllama import WordLlama
-    except ImportError as error:
+        from safetensors import safe_open
+        from tokenizers import Tokenizer
+
+        tokenizer = Tokenizer.from_file(os.path.join(folder, TOKENIZER))
+        with safe_open(os.path.join(folder, WEIGHTS), framework="np", device="cpu") as weights:
+            matrix = np.ascontiguousarray(weights.get_tensor(TENSOR), dtype=np.float32)
+    except Exception as error:  # a missing or unreadable file: nothing is downloaded instead
         raise ModelUnavailable(UNAVAILABLE) from error
-    folder = cache_dir or os.path.dirname(wordllama.__file__)
-    try:
-        model = WordLlama.load(config=CONFIG, dim=DIM, cache_dir=folder, disable_download=True)
-    except Exception as error:  # the library raises various errors for missing files
-        raise ModelUnavailable(UNAVAILABLE) from error
-    matrix = np.ascontiguousarray(model.embedding, dtype=np.float32)
     if matrix.ndim != 2 or matrix.shape[1] != DIM:
         raise ModelUnavailable(UNAVAILABLE)
-    tokenizer = model.tokenizer
-    # The library pads batches and truncates long texts; counts and vectors need neither.
+    # Counts and vectors need neither padding nor truncation.
     tokenizer.no_padding()
     tokenizer.no_truncation()
     return Embedder(tokenizer, matrix)
