@@ -170,3 +170,21 @@ def test_loading_the_model_does_not_import_the_library() -> None:
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           timeout=120, check=True)
     assert done.stdout.split(" ", 1) == ["7", "[]\n"]
+
+
+def test_the_word_by_word_tokenizer_is_made_once_on_the_first_text() -> None:
+    """A scrape of the gauges does not make it; threads asking at once share one."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    model = load()
+    fresh = Embedder(model._tokenizer, model._matrix)
+    assert fresh._word_pieces is None
+    assert [g[3] for g in fresh.cache_gauges()][:2] == [0, 0]
+    assert fresh._word_pieces is None
+    text = "Who is the current CFO, and since when?"
+    with ThreadPoolExecutor(4) as pool:
+        counts = list(pool.map(lambda _: fresh.count(text), range(8)))
+    assert counts == [11] * 8
+    made = fresh._word_pieces
+    assert made is not None and fresh._pieces is made
+    assert fresh.cache_gauges()[0][3] > 0

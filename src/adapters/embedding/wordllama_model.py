@@ -52,9 +52,24 @@ class Embedder:
     def __init__(self, tokenizer: Any, matrix: npt.NDArray[np.float32]) -> None:
         self._tokenizer = tokenizer
         self._matrix = matrix
-        spec = tokenizer_spec(tokenizer)
-        self._pieces = WordPieces(tokenizer, spec) if WordPieces.applies(tokenizer, spec) else None
         self.exact_up_to = exact_sums_up_to(matrix)
+        # the word-by-word tokenizer is made on the first text (about 0.3 s: a process that
+        # never tokenizes, as most starts of the service in a test run, never pays for it)
+        self._word_pieces: WordPieces | None = None
+        self._decided = False
+        self._deciding = threading.Lock()
+
+    @property
+    def _pieces(self) -> WordPieces | None:
+        """The word-by-word tokenizer, or None where its ids would differ from the model's."""
+        if not self._decided:
+            with self._deciding:
+                if not self._decided:
+                    spec = tokenizer_spec(self._tokenizer)
+                    if WordPieces.applies(self._tokenizer, spec):
+                        self._word_pieces = WordPieces(self._tokenizer, spec)
+                    self._decided = True
+        return self._word_pieces
 
     @property
     def matrix(self) -> npt.NDArray[np.float32]:
@@ -64,8 +79,9 @@ class Embedder:
     def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
         if not texts:
             return []
-        if self._pieces is not None:
-            return self._pieces.ids(texts)
+        pieces = self._pieces
+        if pieces is not None:
+            return pieces.ids(texts)
         return self.full_token_ids(texts)
 
     def full_token_ids(self, texts: Sequence[str]) -> list[list[int]]:
@@ -78,13 +94,15 @@ class Embedder:
 
     def cache_gauges(self) -> list[Gauge]:
         """The word-ids cache: words held, their estimated bytes and its bound."""
-        if self._pieces is None:  # the full tokenizer: no word cache
+        pieces = self._word_pieces  # not made for a scrape: none yet holds nothing
+        if pieces is None:  # not made yet, or the full tokenizer: no word cache
             return cache_gauges("word_ids", 0, 0, LIMIT_BYTES)
-        return cache_gauges("word_ids", *self._pieces.held(), self._pieces.limit)
+        return cache_gauges("word_ids", *pieces.held(), pieces.limit)
 
     def counts(self, texts: Sequence[str]) -> list[int]:
-        if self._pieces is not None:
-            return self._pieces.counts(texts)
+        pieces = self._pieces
+        if pieces is not None:
+            return pieces.counts(texts)
         return [len(ids) for ids in self.token_ids(texts)]
 
     def features(self, texts: Sequence[Text]) -> list[Feature]:
@@ -92,8 +110,9 @@ class Embedder:
         if not texts:
             return []
         results: list[npt.NDArray[np.int32] | int]
-        if self._pieces is not None:
-            results = self._pieces.joined(texts)
+        pieces = self._pieces
+        if pieces is not None:
+            results = pieces.joined(texts)
         else:
             full = self.full_token_ids([t.text for t in texts])
             results = [np.asarray(ids, dtype=np.int32) if t.embed else len(ids)
