@@ -5,8 +5,6 @@ write recorded, numbers in tables, durations, completion scripts, help and usage
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import httpx
 import pytest
@@ -19,6 +17,7 @@ from context_service.contextctl.options import App, parse_duration
 from context_service.contextctl.output import cell_text
 from context_service.contextctl.settings import Settings
 from context_service.contract import agent as c
+from tests.support.fresh import loaded_packages
 
 
 def answering(status: int, body: object, seen: list[httpx.Request],
@@ -173,15 +172,10 @@ def test_help_and_usage(capsys: pytest.CaptureFixture[str]) -> None:
 def test_only_the_mcp_command_loads_the_mcp_sdk() -> None:
     """The SDK is most of the client's start-up: ``--help`` lists ``mcp`` without importing
     it (a fresh interpreter: this one may hold it already)."""
-    probe = ("import sys\n"
-             "from context_service.contextctl.main import main\n"
-             "code = main(['--help'])\n"
-             "print(code, sorted(m for m in sys.modules if m == 'mcp' or m.startswith('mcp.')))")
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                          timeout=60, check=True)
-    *listing, last = done.stdout.splitlines()
-    assert last == "0 []"
-    assert any(line.split()[:1] == ["mcp"] for line in listing)
+    probe = loaded_packages("from context_service.contextctl.main import main\n"
+                            "result = main(['--help'])", ("mcp",))
+    assert (probe.result, probe.imported) == ("0", [])
+    assert any(line.split()[:1] == ["mcp"] for line in probe.printed)
 
 
 @pytest.mark.parametrize(("args", "message"), [

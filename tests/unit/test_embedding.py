@@ -18,6 +18,7 @@ from context_service.adapters.embedding.wordllama_model import (
     vector_bytes,
 )
 from context_service.projections.passage_features.features import Text
+from tests.support.fresh import loaded_packages
 from tests.support.hypothesis_profiles import scaled
 
 
@@ -159,17 +160,10 @@ def test_the_files_read_are_the_librarys_model() -> None:
 
 
 def test_loading_the_model_does_not_import_the_library() -> None:
-    """A fresh interpreter (this one imported the library above)."""
-    import subprocess
-    import sys
-
-    probe = ("import sys\n"
-             "from context_service.adapters.embedding.wordllama_model import load\n"
-             "print(load().count('Who is the current CFO?'),"
-             " sorted(m for m in sys.modules if m.split('.')[0] in ('wordllama', 'pydantic')))")
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                          timeout=120, check=True)
-    assert done.stdout.split(" ", 1) == ["7", "[]\n"]
+    probe = loaded_packages(
+        "from context_service.adapters.embedding.wordllama_model import load\n"
+        "result = load().count('Who is the current CFO?')", ("wordllama", "pydantic"))
+    assert (probe.result, probe.imported) == ("7", [])
 
 
 def test_the_word_by_word_tokenizer_is_made_once_on_the_first_text() -> None:

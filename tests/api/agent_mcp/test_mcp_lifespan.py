@@ -6,8 +6,6 @@ application gets a manager of its own."""
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 from typing import Any
 
 import pytest
@@ -15,6 +13,7 @@ from litestar import Litestar
 
 from context_service.http.mcp.endpoint import McpEndpoint
 from tests.api.agent_mcp.mcp_support import Workspace, http
+from tests.support.fresh import loaded_packages
 
 pytestmark = pytest.mark.postgres
 LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
@@ -23,15 +22,11 @@ HEADERS = {"Accept": "application/json, text/event-stream",
 
 
 def test_building_the_application_loads_no_mcp_sdk() -> None:
-    """A fresh interpreter: this one holds the SDK already."""
-    probe = ("import sys\n"
-             "from context_service.http.app import create_app\n"
-             "from context_service.http.mcp.endpoint import McpEndpoint\n"
-             "McpEndpoint()\n"
-             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'mcp_types')))")
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                          timeout=60, check=True)
-    assert done.stdout.strip() == "[]"
+    probe = loaded_packages(
+        "from context_service.http.app import create_app\n"
+        "from context_service.http.mcp.endpoint import McpEndpoint\n"
+        "McpEndpoint()", ("mcp", "mcp_types"))
+    assert probe.imported == []
 
 
 def test_concurrent_first_requests_share_one_manager_that_stops_with_the_application(
