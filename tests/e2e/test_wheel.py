@@ -24,6 +24,7 @@ import pytest
 
 from context_service.adapters.nats.stream import StreamSpec
 from tests.e2e.server import ServerProcess, await_no_processes, context
+from tests.e2e.wheel import UV
 from tests.support.nats_fixtures import NatsServerHandle, read_stream
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.nats, pytest.mark.slow]
@@ -48,7 +49,7 @@ def attempt(cli: tuple[str, ...], *args: str, env: dict[str, str],
 def install(venv: Path, *requirements: str | Path) -> None:
     """The development environment's installer (uv: the same resolution from the same index as
     pip, about five times faster) puts the requirements into ``venv``, compiling nothing."""
-    run(Path(sys.executable).parent / "uv", "pip", "install", "--quiet", "--python",
+    run(UV, "pip", "install", "--quiet", "--python",
         venv / "bin" / "python", "--no-compile", *requirements)
 
 

@@ -15,6 +15,7 @@ import pytest
 from filelock import FileLock
 
 ROOT = Path(__file__).resolve().parents[2]
+UV = Path(sys.executable).parent / "uv"  # the development environment's installer
 
 
 def build_wheel(work: Path) -> Path:
@@ -28,7 +29,7 @@ def build_wheel(work: Path) -> Path:
     for folder in ("src", "migrations"):
         shutil.copytree(ROOT / folder, source / folder,
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    args = [str(Path(sys.executable).parent / "uv"), "build", "--quiet", "--wheel",
+    args = [str(UV), "build", "--quiet", "--wheel",
             "--out-dir", str(work / "wheelhouse"), str(source)]
     result = subprocess.run(args, text=True, capture_output=True, timeout=600, check=False)
     assert result.returncode == 0, f"{args}:\n{result.stdout}\n{result.stderr}"

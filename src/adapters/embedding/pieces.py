@@ -71,11 +71,12 @@ def tokenizer_spec(tokenizer: Any) -> tuple[str, dict[str, Any]]:
 
 
 class WordPieces:
-    def __init__(self, tokenizer: Any, spec: tuple[str, dict[str, Any]] | None = None) -> None:
+    def __init__(self, tokenizer: Any, spec: tuple[str, dict[str, Any]]) -> None:
+        """``spec``: the tokenizer's ``tokenizer_spec``."""
         from tokenizers import Tokenizer
 
         self._full = tokenizer
-        text, parsed = spec or tokenizer_spec(tokenizer)
+        text, parsed = spec
         bare = Tokenizer.from_str(text)
         bare.normalizer = None
         bare.pre_tokenizer = None
@@ -91,9 +92,10 @@ class WordPieces:
         self.limit = LIMIT_BYTES
 
     @staticmethod
-    def applies(tokenizer: Any, spec: tuple[str, dict[str, Any]] | None = None) -> bool:
-        """Whether the word-by-word ids equal the tokenizer's for every text."""
-        parsed = (spec or tokenizer_spec(tokenizer))[1]
+    def applies(spec: tuple[str, dict[str, Any]]) -> bool:
+        """Whether the word-by-word ids equal those of the tokenizer of ``spec``
+        (``tokenizer_spec``) for every text."""
+        parsed = spec[1]
         model = parsed.get("model", {})
         vocab: dict[str, int] = model.get("vocab", {})
         bytes_present = all(f"<0x{b:02X}>" in vocab for b in range(256))

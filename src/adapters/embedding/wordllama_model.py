@@ -66,7 +66,7 @@ class Embedder:
             with self._deciding:
                 if not self._decided:
                     spec = tokenizer_spec(self._tokenizer)
-                    if WordPieces.applies(self._tokenizer, spec):
+                    if WordPieces.applies(spec):
                         self._word_pieces = WordPieces(self._tokenizer, spec)
                     self._decided = True
         return self._word_pieces
