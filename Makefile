@@ -34,11 +34,11 @@ run: $(STAMP)
 # order); see docs/testing.md
 TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 test: $(STAMP) browser-deps
-	$(BIN)/pytest -W error -q --durations=20 -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+	$(BIN)/pytest -q --durations=20 -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # the tests that need no server and start no process, in about a minute
 test-fast: $(STAMP)
-	$(BIN)/pytest -W error -q -n auto -m "not (postgres or nats or k8s or e2e or browser or slow)"
+	$(BIN)/pytest -q -n auto -m "not (postgres or nats or k8s or e2e or browser or slow)"
 
 # chromium, chromium-driver and axe-core for tests/browser (does nothing when present)
 browser-deps:

@@ -177,11 +177,13 @@ def run_rounds(server: ServerProcess, client: httpx.Client) -> None:
     one_round = held_bytes[0]  # what one round's indexes took in the pack caches
     mib = [round(x / 2**20) for x in (base, *fed, *level, *held_bytes)]
     assert one_round > 32 * 2**20, f"a round fed the caches too little to tell: {mib}"
-    # the second signal: from the second round's level to the fourth's the process grew by
-    # less than half of what one round's caches took (a leak of the caches grows it by about
-    # one round every round; the allocator's high-water mark settles within the first rounds),
-    # allowing for what the other bounded caches grew meanwhile.
+    # the second signal: from the second round's level the process grew by less than half of
+    # what one round's caches took, by the lower of the third and fourth rounds' levels, allowing
+    # for what the other bounded caches grew meanwhile. A leak of the caches grows it by about
+    # one round every round, so both later levels are a round or more above the second's; the
+    # allocator's high-water mark settles within the first rounds, and now and then jumps once
+    # (measured: 539, 567, 634 MiB after rounds two to four with every cache emptied)
     allowed = one_round / 2 + max(0.0, other[-1] - other[1])
-    assert level[-1] - level[1] < allowed, (
+    assert min(level[2:]) - level[1] < allowed, (
         f"base, fed and level after each round, cache bytes of each round (MiB): {mib};"
         f" other caches' bytes after each round: {other}")
