@@ -5,13 +5,14 @@ against the formula (BM25) and against cosines computed here (vector list)."""
 from __future__ import annotations
 
 import random
+import threading
 
 import numpy as np
 import pytest
 from threadpoolctl import threadpool_info
 
 from context_service.adapters.embedding.wordllama_model import load
-from context_service.adapters.pack.corpus import CorpusLoader
+from context_service.adapters.pack.corpus import Cached, CorpusLoader
 from context_service.adapters.pack.vector_matrix import VectorMatrices
 from context_service.adapters.pack.warmer import CorpusWarmer
 from context_service.bootstrap import Container, pack_ports
@@ -22,7 +23,7 @@ from context_service.domain.context.state import evolve as evolve_context
 from context_service.domain.context_set.state import ContextSetState
 from context_service.domain.context_set.state import evolve as evolve_set
 from context_service.domain.events import ADMIN
-from context_service.domain.pack.model import document_id
+from context_service.domain.pack.model import CollectionAt, CollectionCorpus, document_id
 from context_service.domain.pack.reference import ReferenceRetrieval
 from context_service.domain.pack.text import token_ids
 from context_service.projections.pack_inputs.fold import EPOCH
@@ -240,6 +241,53 @@ def test_the_warmer_loads_current_indexes_before_any_pack(container: Container) 
     p, _ = ports.inputs.resolve("ns", None, None)
     corpus = loader.corpus(list(ports.inputs.namespace_at("ns", p).collections.values()))
     assert len(corpus) == 4 and loader.loads == 4  # every index came from the warm cache
+
+
+def test_an_index_asked_for_at_once_is_loaded_once(
+        container: Container, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Six packs (or the warmer and packs) missing the same index together: one reads and
+    computes it, the others wait for that result; a failed load fails every waiter with the
+    same error and the next ask loads again."""
+    generated_corpus(container, 1)
+    ports = pack_ports(container)
+    loader = ports.corpus
+    assert isinstance(loader, CorpusLoader)
+    p, _ = ports.inputs.resolve("ns", None, None)
+    wanted = next(iter(ports.inputs.namespace_at("ns", p).collections.values()))
+    real_load, entered, failing = loader._load, threading.Semaphore(0), [False]
+
+    def slow_load(collection: CollectionAt) -> CollectionCorpus:
+        entered.release()
+        # the first load holds on until five more askers entered it too (what each asker did
+        # before single loads) or a second passed: askers arriving meanwhile must wait
+        for _ in range(5):
+            if not entered.acquire(timeout=1.0):
+                break
+        if failing[0]:
+            raise LookupError("gone")
+        return real_load(collection)
+
+    monkeypatch.setattr(loader, "_load", slow_load)
+    for fails in (True, False):
+        failing[0] = fails
+        start = threading.Barrier(6)
+        results: list[object] = []
+
+        def ask() -> None:
+            start.wait()
+            try:
+                results.append(loader.cached(wanted))
+            except LookupError as exc:
+                results.append(exc)
+
+        threads = [threading.Thread(target=ask) for _ in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert len(results) == 6 and len({id(r) for r in results}) == 1, results
+        assert isinstance(results[0], LookupError if fails else Cached)
+    assert loader.loads == 1 and not loader._flights
 
 
 def test_the_warmer_freezes_corpora_whoever_loaded_them(

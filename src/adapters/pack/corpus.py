@@ -11,6 +11,7 @@ import logging
 import sys
 import threading
 from collections.abc import Iterable, Sequence
+from concurrent.futures import Future
 
 import msgspec
 from eventsourcing.postgres import PostgresDatastore
@@ -74,6 +75,7 @@ class CorpusLoader:
             "pack_corpus", limit_bytes, lambda _, c: c.size)
         self._lock = threading.Lock()
         self._oversized: set[int] = set()  # publications too large to keep: not warmed again
+        self._flights: dict[int, Future[Cached]] = {}  # the loads under way, by publication
         self.loads = 0  # indexes read from the log (misses)
 
     def holds(self, publication: int) -> bool:
@@ -97,14 +99,38 @@ class CorpusLoader:
         return {c.name: self.cached(c).corpus for c in collections if c.usable}
 
     def cached(self, collection: CollectionAt) -> Cached:
-        hit = self._cache.get(collection.publication)
+        """The index's loaded corpus. A miss loads it once however many ask at the same time:
+        the first asker reads and computes, the others wait for its result (or its error)
+        instead of each paying the same second or more of CPU (the warmer and the first packs
+        after a publication, a burst of packs on a cold index)."""
+        publication = collection.publication
+        hit = self._cache.get(publication)
         if hit is not None:
             return hit
+        with self._lock:
+            flight = self._flights.get(publication)
+            leads = flight is None
+            if flight is None:
+                flight = self._flights[publication] = Future()
+        if not leads:
+            return flight.result()
+        try:
+            kept = self._loaded(collection)
+        except BaseException as exc:
+            flight.set_exception(exc)
+            raise
+        else:
+            flight.set_result(kept)
+            return kept
+        finally:
+            with self._lock:
+                del self._flights[publication]
+
+    def _loaded(self, collection: CollectionAt) -> Cached:
         loaded = Cached(self._load(collection), self.model)
         with self._lock:
             self.loads += 1
-        if loaded.size > self._cache.limit:  # served, never kept
-            with self._lock:
+            if loaded.size > self._cache.limit:  # served, never kept
                 self._oversized.add(collection.publication)
         return self._cache.keep(collection.publication, loaded)
 
