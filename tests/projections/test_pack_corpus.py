@@ -273,14 +273,14 @@ def test_an_index_asked_for_at_once_is_loaded_once(
         start = threading.Barrier(6)
         results: list[object] = []
 
-        def ask() -> None:
+        def ask(start: threading.Barrier, results: list[object]) -> None:
             start.wait()
             try:
                 results.append(loader.cached(wanted))
             except LookupError as exc:
                 results.append(exc)
 
-        threads = [threading.Thread(target=ask) for _ in range(6)]
+        threads = [threading.Thread(target=ask, args=(start, results)) for _ in range(6)]
         for thread in threads:
             thread.start()
         for thread in threads:
