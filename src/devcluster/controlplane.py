@@ -42,8 +42,9 @@ DEATH_SIGNAL = {"controller-manager": signal.SIGKILL, "apiserver": signal.SIGKIL
 # manifests and its tests is of a v1 API (or a CRD). Each version served costs the server
 # storage, handlers and OpenAPI at start; together with no watch cache (a watch then reads
 # etcd's, as a list does) and the Go collector run less often (GOGC 400), a server here starts
-# on about 2.5 s of CPU instead of 3.75 and idles on 1.5 s a minute instead of 2.6 (measured on
-# 2 cores, three starts each): the suite runs about 15 of them.
+# on about 2.5 s of CPU instead of 3.75 and idles on 1.3 s a minute instead of 2.6 (measured on
+# 2 cores, three starts each): the suite runs about 15 of them. One scheduler thread each (Go's
+# GOMAXPROCS) takes another fifth off their idling: a development cluster serves one client.
 UNSERVED_BETAS = (
     "admissionregistration.k8s.io", "apiextensions.k8s.io", "authentication.k8s.io",
     "authorization.k8s.io", "autoscaling/v2beta1", "autoscaling/v2beta2", "batch",
@@ -252,7 +253,9 @@ class ControlPlane:
         ]
 
     def _spawn(self, name: str, args: list[str]) -> None:
-        env = {**os.environ, "GOGC": APISERVER_GOGC} if name == "apiserver" else None
+        env = {**os.environ, "GOMAXPROCS": "1"}
+        if name == "apiserver":
+            env["GOGC"] = APISERVER_GOGC
         child = Child(name, args, record(self.work, name), marker=str(self.work),
                       death_signal=DEATH_SIGNAL[name], output=self.work / f"{name}.log", env=env)
         try:
