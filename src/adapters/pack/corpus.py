@@ -111,6 +111,9 @@ class CorpusLoader:
             flight = self._flights.get(publication)
             leads = flight is None
             if flight is None:
+                hit = self._cache.get(publication)  # a load ended since the miss above
+                if hit is not None:
+                    return hit
                 flight = self._flights[publication] = Future()
         if not leads:
             return flight.result()
