@@ -22,7 +22,13 @@ from context_service.adapters.pack.hybrid_features import HybridFeatures, ModelP
 from context_service.adapters.pack.lexical import LexicalIndex
 from context_service.domain.context.events import QueryRecord
 from context_service.domain.pack.engine import assemble
-from context_service.domain.pack.model import CollectionAt, CollectionCorpus, Corpus, Scored
+from context_service.domain.pack.model import (
+    CollectionAt,
+    CollectionCorpus,
+    Corpus,
+    Scored,
+    document_id,
+)
 from context_service.domain.pack.reference import ReferenceRetrieval
 from context_service.domain.pack.render import render
 from context_service.domain.pack.request import AsOf, PackRequest
@@ -98,8 +104,12 @@ def test_the_adapter_list_is_the_reference_list(corpus: dict[str, CollectionCorp
     given_cosines = {f"{n}/{rid}": c for n, part, cos in zip(
         names, parts, cosines(MODEL.token_ids([query])[0], parts, MODEL.rows), strict=True)
         for rid, c in zip(part.features.record_ids, cos.tolist(), strict=True)}
-    want = ReferenceHybrid(stem_words, {query: given_cosines}).hybrid(query, corpus, eligible,
-                                                                     requirement)
+    related = frozenset(
+        document_id(n, p.record) for n, part in zip(names, parts, strict=True)
+        for row, p in enumerate(corpus[n].passages)
+        if part.features.related[part.features.documents[row]])
+    want = ReferenceHybrid(stem_words, {query: given_cosines}, related).hybrid(
+        query, corpus, eligible, requirement)
     assert got == want
 
 
@@ -179,3 +189,17 @@ def test_an_unreadable_collection_never_changes_a_pack(
         return render(pack, "rp_1", T)
 
     assert body(("company-facts", "secret")) == body(("company-facts",))
+
+
+def test_records_of_stop_words_only_match_nothing() -> None:
+    # no record holds a retrieval term: BM25's average length is 0, and the list is empty
+    # rather than a division by zero (a request's error)
+    records = [QueryRecord(id=f"r{i}", context="alpha", type="memory", revision="1",
+                           text="the was when", file="a.md") for i in range(3)]
+    corpus = {"alpha": CollectionCorpus("alpha", "1", 5, records, len)}
+    retrieval = AdapterRetrieval()
+    part = retrieval.part(corpus["alpha"], None)
+    got = hybrid_list("appointed cfo", [part], MODEL.token_ids(["appointed cfo"])[0],
+                      MODEL.rows, False)
+    assert got == ReferenceHybrid(stem_words).hybrid("appointed cfo", corpus, None, False)
+    assert all(s.lexical == 0 for s in got)

@@ -30,7 +30,18 @@ from context_service.domain.pack.retrieval2.fusion import (
     lexical_share,
     on_grid,
 )
+from context_service.domain.pack.retrieval2.informative import (
+    INFORMATION_EXPONENT,
+    factors,
+    information,
+    weighed,
+)
 from context_service.domain.pack.retrieval2.neighbours import (
+    ANSWER_WEIGHT,
+    NEIGHBOUR_WEIGHT,
+    QUESTION_DISCOUNT,
+    SECOND_NEIGHBOUR_WEIGHT,
+    asks,
     neighbours_in_order,
     with_document_prior,
     with_neighbours,
@@ -83,19 +94,64 @@ def test_neighbour_turns_and_the_document_prior() -> None:
     # rows 0-2 are turns of one file, row 3 a record alone; only row 1 and row 3 match
     previous, following = neighbours_in_order([0, 0, 0, 1], [True, True, True, False])
     assert (previous, following) == ([-1, 0, 1, -1], [1, 2, -1, -1])
-    expanded = with_neighbours([0.0, 2.0, 0.0, 1.0], previous, following)
+    expanded = with_neighbours([0.0, 2.0, 0.0, 1.0], previous, following, [False] * 4)
     assert expanded == [1.0, 2.0, 1.0, 1.0]
     # best of file 0: 2.0, of record 3: 1.0
     assert with_document_prior(expanded, [0, 0, 0, 1]) == [1.6, 2.6, 1.6, 1.3]
 
 
 def test_a_neighbour_lends_only_what_it_has_beyond_the_record() -> None:
-    # three turns scoring 1.5, 2.0, 2.0: the first gains 0.5 x (2.0 - 1.5); the other two gain
-    # nothing (a neighbour as strong adds no evidence the turn lacks), so turns that all match
-    # the same words keep their own order
+    # three turns scoring 1.5, 2.0, 2.0: the first gains 0.5 x (2.0 - 1.5) = 0.25, then
+    # 0.3 x (2.0 - 1.75) from the third; the other two gain nothing (a neighbour as strong adds
+    # no evidence the turn lacks), so turns that all match the same words keep their own order
     previous, following = neighbours_in_order([0, 0, 0], [True] * 3)
-    assert with_neighbours([1.5, 2.0, 2.0], previous, following) == [1.75, 2.0, 2.0]
-    assert with_neighbours([3.0, 0.0, 1.0], previous, following) == [3.0, 1.5, 1.0]
+    plain = [False] * 3
+    assert with_neighbours([1.5, 2.0, 2.0], previous, following, plain) == [1.825, 2.0, 2.0]
+    # the third turn: its neighbour lends nothing (0.5 x (0 - 1)), the first turn, two places
+    # before it, 0.3 x (3.0 - 1.0)
+    assert with_neighbours([3.0, 0.0, 1.0], previous, following, plain) == [3.0, 1.5, 1.6]
+
+
+def test_a_question_is_discounted_and_lends_its_answer_in_full() -> None:
+    assert (NEIGHBOUR_WEIGHT, ANSWER_WEIGHT, QUESTION_DISCOUNT) == (0.5, 1.0, 0.35)
+    assert asks("Where did you go?") and not asks("We went to Lisbon.")
+    previous, following = neighbours_in_order([0, 0, 0], [True] * 3)
+    # row 0 asks (own 2.0 x 0.65 = 1.3) and matches; row 1 answers it: 1.0 x (2.0 - 0) = 2.0;
+    # row 2 follows a statement: 0.5 x what row 1 had (0), and 0.3 x row 0's 2.0
+    got = with_neighbours([2.0, 0.0, 0.0], previous, following, [True, False, False])
+    assert got == [1.3, 2.0, 0.6]
+    # the same without the question: row 1 takes only half, row 0 keeps its whole score
+    assert with_neighbours([2.0, 0.0, 0.0], previous, following,
+                           [False] * 3) == [2.0, 1.0, 0.6]
+
+
+def test_the_second_neighbours_lend_beyond_the_score_so_far() -> None:
+    assert SECOND_NEIGHBOUR_WEIGHT == 0.3
+    previous, following = neighbours_in_order([0] * 5, [True] * 5)
+    # row 1: 0.5 x 4.0 from row 0, then row 3 (two after) has 1.0, less than 2.0: nothing
+    # more; row 2: 0.5 x 1.0 from row 3, then 0.3 x (4.0 - 0.5) from row 0, two before it;
+    # row 4: 0.5 x 1.0 from row 3, and row 2 (two before) scored 0
+    got = with_neighbours([4.0, 0.0, 0.0, 1.0, 0.0], previous, following, [False] * 5)
+    assert got == [4.0, 2.0, 1.55, 1.0, 0.5]
+
+
+def test_information_sums_the_idf_of_distinct_terms() -> None:
+    # three records; "moon" held by one (idf ln(1 + 2.5 / 1.5)), "sky" by all three
+    info = information([["moon", "sky", "moon"], ["sky"], ["sky"]])
+    rare, common = idf(3, 1), idf(3, 3)
+    assert info == [rare + common, common, common]
+
+
+def test_a_turn_weighs_its_information_against_its_documents() -> None:
+    assert INFORMATION_EXPONENT == 0.4
+    info = [3.0, 1.0, 2.0, 5.0]
+    # document 0 (rows 0-2, related): mean 2.0; document 1 (row 3) is a record alone
+    got = factors(info, [0, 0, 0, 1], [True, True])
+    assert got == [1.5 ** 0.4, 0.5 ** 0.4, 1.0, 1.0]
+    # an unrelated document: every factor 1; a related one without information: 1
+    assert factors(info, [0, 0, 0, 1], [False, True]) == [1.0, 1.0, 1.0, 1.0]
+    assert factors([0.0, 0.0], [0, 0], [True]) == [1.0, 1.0]
+    assert weighed([2.0, 2.0], [1.5 ** 0.4, 1.0]) == [2.0 * 1.5 ** 0.4, 2.0]
 
 
 def test_feedback_needs_more_matches_than_the_hits_it_reads() -> None:
@@ -140,22 +196,23 @@ def test_the_floor_keeps_up_to_the_last_strong_candidate() -> None:
 
 
 def test_the_documented_worked_example() -> None:
-    """docs/pack-engine.md, "A worked example": four turns of one session and a note alone,
-    given their BM25 after feedback, and their cosines with the task."""
+    """docs/pack-engine.md, "A worked example": four turns of one session (the second asks a
+    question; the session is not related, rule 4b leaves it) and a note alone, given their BM25
+    after feedback and their cosines with the task."""
     bm = [0.0, 3.0, 0.0, 0.0, 2.0]  # s1-1 .. s1-4 (file "session_1"), note (no file)
     previous, following = neighbours_in_order([0, 0, 0, 0, 1], [True] * 4 + [False])
-    turns = with_neighbours(bm, previous, following)
-    assert turns == [1.5, 3.0, 1.5, 0.0, 2.0]
+    turns = with_neighbours(bm, previous, following, [False, True, False, False, False])
+    assert [round(x, 12) for x in turns] == [1.5, 1.95, 3.0, 0.9, 2.0]
+    assert factors([1.0, 2.0, 3.0, 4.0, 5.0], [0, 0, 0, 0, 1], [False, False]) == [1.0] * 5
     lexical = with_document_prior(turns, [0, 0, 0, 0, 1])
-    assert [round(x, 12) for x in lexical] == [2.4, 3.9, 2.4, 0.9, 2.6]
+    assert [round(x, 12) for x in lexical] == [2.4, 2.85, 3.9, 1.8, 2.6]
     units = [0, 2, 1, 0, 1]  # cosines in 2^-20 units: mean 0.8, deviation 0.748331...
     mean, deviation = cosine_moments(units)
     assert mean == 0.8 * COSINE_UNIT and deviation == math.sqrt(0.56) * COSINE_UNIT
     scores = [fused(lexical_share(s, 3.9), u * COSINE_UNIT, mean, deviation)
               for s, u in zip(lexical, units, strict=True)]
-    assert [round(s, 6) for s in scores] == [0.43721, 1.267261, 0.659928, 0.052595, 0.71121]
+    assert [round(s, 6) for s in scores] == [0.490663, 0.917852, 1.03118, 0.336817, 0.697847]
     order = sorted(range(5), key=lambda i: -scores[i])
-    assert order == [1, 4, 2, 0, 3]  # s1-2, the note, s1-3 (its cosine), s1-1, s1-4
+    assert order == [2, 1, 4, 0, 3]  # s1-3 (the answer), s1-2 (the question), the note, ...
     shares = [lexical_share(lexical[i], 3.9) for i in order]
     assert floor_cut(shares) == 5  # within the first 10 candidates the floor cuts nothing
-    assert floor_cut(shares, depth=3) == 4  # past a depth of 3, s1-4's share 0.23 is cut

@@ -73,8 +73,8 @@ def test_canonical_request_task_hash_and_ids() -> None:
     assert canonical == CANONICAL
     assert hashlib.sha256(ex.TASK.encode()).hexdigest() == json.loads(canonical)["taskSha256"]
     digest = pack_digest(built)
-    assert pack_id(digest) == "pk_47cdc9eaf2933b1c6f6d0b4cbc562529"
-    assert replay_id(ex.CREDENTIAL, canonical, digest) == "rp_29c7a4bca691149b16b7a30a6d0080fb"
+    assert pack_id(digest) == "pk_bbb9ebde96e7cdc0ed1c8b04c08202e6"
+    assert replay_id(ex.CREDENTIAL, canonical, digest) == "rp_186d2d2c3567f3fcd294653860690d9d"
     assert built.merkle_root == ("sha256:b4d812b178897ce5e3fb95dee987fea3f22a02a7281cdbf07c732fb"
                                  "3c308b17d")
 

@@ -8,7 +8,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from context_service.adapters.pack.hybrid_features import with_context
+from context_service.adapters.pack.hybrid_features import related_documents, with_context
 from context_service.domain.pack.retrieval2.context import (
     CONTEXT_WEIGHT,
     RELATED_Z,
@@ -59,7 +59,10 @@ def test_only_related_documents_take_in_their_neighbours() -> None:
     vectors = np.array(rows, dtype=np.float32)
     documents = [0, 0, 0, 1, 1, 1]
     previous, following = neighbours_in_order(documents, [True] * 6)
-    got = with_context(vectors, np.array(previous), np.array(following), np.array(documents), 2)
+    related = related_documents(vectors, np.array(following), np.array(documents), 2)
+    assert related.tolist() == [True, False]
+    got = with_context(vectors, np.array(previous), np.array(following), np.array(documents),
+                       related)
     # row 0: (1, 0) + 0.3 x (0.8125, 0.5625) = (1.24375, 0.16875), length 1.25515:
     # (0.99092, 0.13445) -> 1015 and 138 steps
     assert got[0].tolist() == [1015 / 1024, 138 / 1024]
@@ -73,5 +76,8 @@ def test_records_without_a_tested_document_keep_their_vectors() -> None:
     vectors = np.array([(1.0, 0.0), (0.75, 0.5), (0.5, 0.75), (0.0, 1.0)], dtype=np.float32)
     documents = [0, 1, 2, 2]
     previous, following = neighbours_in_order(documents, [False, False, True, True])
-    got = with_context(vectors, np.array(previous), np.array(following), np.array(documents), 3)
+    related = related_documents(vectors, np.array(following), np.array(documents), 3)
+    assert related.tolist() == [False, False, False]
+    got = with_context(vectors, np.array(previous), np.array(following), np.array(documents),
+                       related)
     assert got.tolist() == vectors.tolist()

@@ -30,8 +30,11 @@ from context_service.domain.pack.retrieval2.fusion import (
     moments,
 )
 from context_service.domain.pack.retrieval2.neighbours import (
+    ANSWER_WEIGHT,
     DOCUMENT_PRIOR_WEIGHT,
     NEIGHBOUR_WEIGHT,
+    QUESTION_DISCOUNT,
+    SECOND_NEIGHBOUR_WEIGHT,
 )
 from context_service.domain.query import scoring
 from context_service.domain.score import SCALE, to_micros
@@ -60,6 +63,8 @@ def bm25(query: Mapping[str, float], parts: Sequence[Part]) -> list[Floats]:
     if not n_records or not query:
         return out
     avgdl = sum(p.features.total_length for p in parts) / n_records
+    if avgdl <= 0:  # no record holds a term (stop words only): nothing can match
+        return out
     per_length = K1 * B / avgdl
     for term, weight in query.items():
         postings = [p.features.weighted_posting(term) for p in parts]
@@ -100,7 +105,7 @@ def _first_hits(scores: Sequence[Floats], parts: Sequence[Part],
 
 
 def lexical_scores(query: str, parts: Sequence[Part]) -> list[Floats]:
-    """Rules 1-5: BM25, feedback, neighbour turns, the document prior."""
+    """Rules 1-5: BM25, feedback, turns, informative passages, the document prior."""
     terms = query_terms(query, stem_words)
     first = bm25(dict(terms), parts)
     matched = sum(int(np.count_nonzero(s > 0)) for s in first)
@@ -113,8 +118,17 @@ def lexical_scores(query: str, parts: Sequence[Part]) -> list[Floats]:
     for s, part in zip(scores, parts, strict=True):
         f = part.features
         padded = np.append(s, 0.0)  # row -1 (no neighbour) reads the 0 at the end
-        lent = np.maximum(padded[f.previous], padded[f.following]) - s  # beyond its own
-        s = s + NEIGHBOUR_WEIGHT * np.maximum(lent, 0.0)
+        own = s * np.where(f.asks, 1 - QUESTION_DISCOUNT, 1.0)
+        after_question = np.append(f.asks, False)[f.previous]
+        back = np.where(after_question, ANSWER_WEIGHT, NEIGHBOUR_WEIGHT) * (padded[f.previous]
+                                                                            - own)
+        on = NEIGHBOUR_WEIGHT * (padded[f.following] - own)
+        near = own + np.maximum(np.maximum(back, on), 0.0)
+        # rows two places away: a missing neighbour (-1) has none either
+        before2 = np.append(f.previous, -1)[f.previous]
+        after2 = np.append(f.following, -1)[f.following]
+        far = np.maximum(padded[before2], padded[after2]) - near
+        s = (near + SECOND_NEIGHBOUR_WEIGHT * np.maximum(far, 0.0)) * f.factor
         best = np.zeros(f.n_documents, dtype=np.float64)
         np.maximum.at(best, f.documents, s)
         out.append(s + DOCUMENT_PRIOR_WEIGHT * best[f.documents])

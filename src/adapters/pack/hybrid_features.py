@@ -1,8 +1,9 @@
 """What pack-engine/2's hybrid list reads of each record, computed once per publication when the
 corpus loader loads an index (``corpus.Cached``) and kept with it: the analyzer's terms as BM25
-postings and as each record's bag, each record's document and neighbours, and each record's
-pooled, centred vector (taking in its neighbours' where its document's are related, rule 6b)
-with the collection's piece weights and mean vector.
+postings and as each record's bag, each record's document, neighbours, question flag and
+information factor (rules 4 and 4b), and each record's pooled, centred vector (taking in its
+neighbours' where its document's are related, rule 6b) with the collection's piece weights and
+mean vector.
 
 The stems come from PyStemmer (Porter2 ``english``; one stemmer per thread: a stemmer is not
 thread-safe), the pieces and rows from the bundled embedding model."""
@@ -20,7 +21,7 @@ import Stemmer
 
 from context_service.domain.pack.model import CollectionCorpus
 from context_service.domain.pack.retrieval2.analyzer import record_analysis
-from context_service.domain.pack.retrieval2.bm25 import K1, B
+from context_service.domain.pack.retrieval2.bm25 import K1, B, idf
 from context_service.domain.pack.retrieval2.context import (
     CONTEXT_WEIGHT,
     MIN_PAIRS,
@@ -28,7 +29,8 @@ from context_service.domain.pack.retrieval2.context import (
     related,
 )
 from context_service.domain.pack.retrieval2.fusion import COSINE_UNIT, GRID
-from context_service.domain.pack.retrieval2.neighbours import neighbours_in_order
+from context_service.domain.pack.retrieval2.informative import factors
+from context_service.domain.pack.retrieval2.neighbours import asks, neighbours_in_order
 from context_service.projections.passage_features.features import embedded_text
 
 Rows = npt.NDArray[np.int64]
@@ -148,7 +150,21 @@ class HybridFeatures:
         self.n_documents = len(documents)
         self.previous = np.array(previous, dtype=np.int64)
         self.following = np.array(following, dtype=np.int64)
+        self.asks = np.array([asks(p.record.text) for p in passages], dtype=np.bool_)
         self._pool(corpus, model)
+        self.factor: Floats = np.array(factors(self._information(row_of), numbers,
+                                               self.related.tolist()), dtype=np.float64)
+
+    def _information(self, row_of: npt.NDArray[np.int32]) -> list[float]:
+        """Rule 4b's information of each record (``informative.information``): the terms' IDF
+        by the domain's function, summed per record in bag order (``bincount`` adds its
+        weights in input order, as the reference's loop does)."""
+        n = len(self.record_ids)
+        held = np.bincount(self.bag_terms, minlength=len(self.term_names)).tolist()
+        weights = np.array([idf(n, h) for h in held], dtype=np.float64)
+        info: list[float] = np.bincount(row_of, weights=weights[self.bag_terms],
+                                        minlength=n).tolist()
+        return info
 
     def __len__(self) -> int:
         return len(self.record_ids)
@@ -203,9 +219,11 @@ class HybridFeatures:
             pooled[chunk_rows[starts]] += np.add.reduceat(block, starts, axis=0)
         pooled = unit_rows(pooled)
         self.mean: Floats = pooled.mean(axis=0) if n else np.zeros(width)
-        self.vectors: Vectors = with_context(on_grid(unit_rows(pooled - self.mean)),
-                                             self.previous, self.following, self.documents,
-                                             self.n_documents)
+        alone = on_grid(unit_rows(pooled - self.mean))
+        self.related = related_documents(alone, self.following, self.documents,
+                                         self.n_documents)
+        self.vectors: Vectors = with_context(alone, self.previous, self.following,
+                                             self.documents, self.related)
 
     def query_vector(self, ids: Sequence[int], matrix: npt.NDArray[np.float32]) -> Vectors:
         """The query's vector for this collection (rule 6), on the grid; zero when it has none."""
@@ -223,21 +241,23 @@ class HybridFeatures:
             self.bag_terms, self.bag_counts, self.bag_starts, self.lengths, self.posting_rows,
             self.posting_tf, self.posting_dl, self.posting_numerator, self.posting_base,
             self.posting_starts, self.documents, self.previous,
-            self.following, self.piece_idf, self.mean, self.vectors))
+            self.following, self.asks, self.factor, self.related, self.piece_idf, self.mean,
+            self.vectors))
         words = sum(map(sys.getsizeof, self.terms)) + TERM_OVERHEAD * len(self.terms)
         return arrays + words + 8 * len(self.term_names)
 
 
-def with_context(vectors: Vectors, previous: Rows, following: Rows, documents: Rows,
-                 n_documents: int) -> Vectors:
-    """Rule 6b over a collection's grid vectors: the rows of related documents
-    (``context.related``) take in their neighbours' vectors. Every sum below is exact: grid
-    products are multiples of 2^-20, a cosine's partial sums stay below 2 (float32), and the
-    collection's sums stay far below 2^53 steps (float64)."""
+def related_documents(vectors: Vectors, following: Rows, documents: Rows,
+                      n_documents: int) -> npt.NDArray[np.bool_]:
+    """Which documents' neighbouring records are related (``context.related``), from the
+    collection's grid vectors. Every sum below is exact: grid products are multiples of 2^-20,
+    a cosine's partial sums stay below 2 (float32), and the collection's sums stay far below
+    2^53 steps (float64)."""
     n = len(vectors)
+    coherent = np.zeros(n_documents, dtype=np.bool_)
     rows = np.flatnonzero(following >= 0)
     if n < 2 or len(rows) < 2:
-        return vectors
+        return coherent
     steps = 1 / COSINE_UNIT
     total = np.rint(vectors.sum(axis=0, dtype=np.float64) / GRID).astype(np.int64)
     squares = np.einsum("ij,ij->i", vectors, vectors).sum(dtype=np.float64) * steps
@@ -253,10 +273,16 @@ def with_context(vectors: Vectors, previous: Rows, following: Rows, documents: R
     np.add.at(sums, of, adjacent)
     sums_of_squares = np.zeros(n_documents, dtype=np.int64)
     np.add.at(sums_of_squares, of, adjacent * adjacent)
-    coherent = np.zeros(n_documents, dtype=np.bool_)
     for d in np.flatnonzero(pairs >= MIN_PAIRS).tolist():
         coherent[d] = related(int(pairs[d]), int(sums[d]), int(sums_of_squares[d]), baseline)
-    chosen = np.flatnonzero(coherent[documents])
+    return coherent
+
+
+def with_context(vectors: Vectors, previous: Rows, following: Rows, documents: Rows,
+                 coherent: npt.NDArray[np.bool_]) -> Vectors:
+    """Rule 6b over a collection's grid vectors: the rows of related documents (``coherent``,
+    by document number) take in their neighbours' vectors."""
+    chosen = np.flatnonzero(coherent[documents]) if len(documents) else documents
     if not len(chosen):
         return vectors
     out = vectors.copy()

@@ -9,7 +9,7 @@ below 2 in magnitude, so a float32 dot product is exact in any order and a cosin
 integer number of ``COSINE_UNIT`` whatever the BLAS.
 
 Rule 7: a record's fused score is its lexical share (score over the list's maximum, 0 when no
-record scores) plus 0.5 x (cosine - mean) / (3 x standard deviation), mean and deviation over
+record scores) plus 0.35 x (cosine - mean) / (3 x standard deviation), mean and deviation over
 every record of the request's collections (0 when the deviation is 0). A record is a candidate
 when its fused score is above 0 and, if it has no lexical score, when its cosine is at least
 ``COSINE_ONLY_MARGIN`` deviations above the mean (``admitted``): on its cosine alone a record
@@ -24,7 +24,7 @@ from fractions import Fraction
 GRID_BITS = 10
 GRID = 2.0 ** -GRID_BITS
 COSINE_UNIT = 2.0 ** -(2 * GRID_BITS)
-VECTOR_WEIGHT = 0.5
+VECTOR_WEIGHT = 0.35
 SPREAD = 3.0
 COSINE_ONLY_MARGIN = 1.0  # deviations above the mean, for a record without lexical score
 

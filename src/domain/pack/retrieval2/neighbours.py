@@ -1,31 +1,57 @@
-"""Rules 4 and 5, evidence from a passage's document (§5.2: its ``file``, or the record alone):
+"""Rules 4 and 5, evidence from a passage's document (§5.2: its ``file``, or the record alone).
 
-- neighbour turns: add 0.5 x what the higher score of the previous and the next record of the
-  same document, in publication order, has beyond the record's own (0 when it has no more; a
-  record without a ``file`` has no neighbours): a neighbour lends the evidence a record lacks;
-- document prior: then add 0.3 x the best score among the records of the same document (a
-  record alone in its document adds 0.3 x its own, which changes no order among such records).
+Rule 4, turns. A record without a ``file`` has no neighbours; the others' previous and next
+records are those of the same document in publication order. With ``s`` the scores after
+feedback (rule 3), a record's score becomes:
 
-Both read the scores of every record of a collection; plain-list forms of what the service
-computes over arrays."""
+- its own: ``s`` x (1 - 0.35) when its text holds a question mark, else ``s``: a question
+  repeats the words of what it asks without holding the answer;
+- plus what a neighbour lends beyond that own score: 0.5 x (s(previous) - own) or
+  0.5 x (s(next) - own), whichever is higher, nothing when neither is positive; a previous
+  record that asks a question lends 1.0 x instead of 0.5 x: the turn after a question is its
+  answer, and an answer repeats little of the question's words;
+- plus 0.3 x what the better of the records two places before and two after has beyond the
+  score so far (nothing when neither has more): the answer often sits one turn further on.
+
+Rule 5, the document prior: after rules 4 and 4b (``informative``), add 0.3 x the best score
+among the records of the same document (a record alone in its document adds 0.3 x its own,
+which changes no order among such records).
+
+Each reads the scores of every record of a collection; plain-list forms of what the service
+computes over arrays, operation for operation."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 NEIGHBOUR_WEIGHT = 0.5
+ANSWER_WEIGHT = 1.0  # a previous record that asks a question lends this much instead
+QUESTION_DISCOUNT = 0.35
+SECOND_NEIGHBOUR_WEIGHT = 0.3
 DOCUMENT_PRIOR_WEIGHT = 0.3
 NONE = -1  # no neighbour
 
 
+def asks(text: str) -> bool:
+    """Whether a record's text asks a question (holds a question mark)."""
+    return "?" in text
+
+
 def with_neighbours(scores: Sequence[float], previous: Sequence[int],
-                    following: Sequence[int]) -> list[float]:
-    """Each score plus ``NEIGHBOUR_WEIGHT`` x how far the higher of its neighbours' (rows, or
-    NONE) exceeds it (nothing when neither does)."""
+                    following: Sequence[int], asking: Sequence[bool]) -> list[float]:
+    """Rule 4 over one collection's scores, neighbours (rows, or NONE) and question flags."""
+    def at(row: int) -> float:
+        return scores[row] if row != NONE else 0.0
+
     out = []
-    for s, p, n in zip(scores, previous, following, strict=True):
-        best = max(scores[p] if p != NONE else 0.0, scores[n] if n != NONE else 0.0)
-        out.append(s + NEIGHBOUR_WEIGHT * max(best - s, 0.0))
+    for s, p, n, q in zip(scores, previous, following, asking, strict=True):
+        own = s * (1 - QUESTION_DISCOUNT) if q else s
+        lend_back = (ANSWER_WEIGHT if p != NONE and asking[p] else NEIGHBOUR_WEIGHT) * (at(p) - own)
+        lend_on = NEIGHBOUR_WEIGHT * (at(n) - own)
+        near = own + max(max(lend_back, lend_on), 0.0)
+        p2 = previous[p] if p != NONE else NONE
+        n2 = following[n] if n != NONE else NONE
+        out.append(near + SECOND_NEIGHBOUR_WEIGHT * max(max(at(p2), at(n2)) - near, 0.0))
     return out
 
 

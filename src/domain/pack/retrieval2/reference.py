@@ -27,7 +27,9 @@ from context_service.domain.pack.retrieval2.fusion import (
     fused,
     lexical_share,
 )
+from context_service.domain.pack.retrieval2.informative import factors, information, weighed
 from context_service.domain.pack.retrieval2.neighbours import (
+    asks,
     neighbours_in_order,
     with_document_prior,
     with_neighbours,
@@ -39,9 +41,13 @@ LIST_LIMIT = 200
 
 
 def lexical_scores(query: str, corpus: Corpus, eligible: frozenset[str] | None,
-                   stem: Stem) -> tuple[list[Passage], list[float], list[float]]:
+                   stem: Stem, related: frozenset[str] = frozenset(),
+                   ) -> tuple[list[Passage], list[float], list[float]]:
     """Every record of the corpus (collections by name, then publication order), its first
-    BM25 (rule 2) and its lexical score after rules 3-5 (0 for ineligible records)."""
+    BM25 (rule 2) and its lexical score after rules 3-5 (0 for ineligible records). A
+    collection's information (rule 4b) is over its own records; ``related`` names the related
+    documents (``document_id``s: rule 6b's test, an outcome of the vectors, given like the
+    cosines)."""
     passages = [p for name in sorted(corpus) for p in corpus[name].passages]
     keep = [eligible is None or document_id(p.collection, p.record) in eligible
             for p in passages]
@@ -61,24 +67,33 @@ def lexical_scores(query: str, corpus: Corpus, eligible: frozenset[str] | None,
         scores = [s if k else 0.0 for s, k in zip(bm25(weighted, records), keep, strict=True)]
     documents = {d: i for i, d in enumerate(
         dict.fromkeys(document_id(p.collection, p.record) for p in passages))}
+    coherent = [d in related for d in documents]
     numbers = [documents[document_id(p.collection, p.record)] for p in passages]
     previous, following = neighbours_in_order(numbers, [bool(p.record.file) for p in passages])
+    info = [x for name in sorted(corpus) for x in information(
+        [record_terms(p.record.title, p.record.keywords, p.record.text, stem)
+         for p in corpus[name].passages])]
+    turns = with_neighbours(scores, previous, following, [asks(p.record.text) for p in passages])
     return passages, first, with_document_prior(
-        with_neighbours(scores, previous, following), numbers)
+        weighed(turns, factors(info, numbers, coherent)), numbers)
 
 
 class ReferenceHybrid(ReferenceRetrieval):
     """``cosines`` maps a query to the cosine of each record reference (a multiple of
-    ``COSINE_UNIT``, as the service's are; a record it does not name has cosine 0)."""
+    ``COSINE_UNIT``, as the service's are; a record it does not name has cosine 0);
+    ``related`` names the documents rule 6b's test finds related (``document_id``s)."""
 
     def __init__(self, stem: Stem,
-                 cosines: Mapping[str, Mapping[str, float]] | None = None) -> None:
+                 cosines: Mapping[str, Mapping[str, float]] | None = None,
+                 related: frozenset[str] = frozenset()) -> None:
         super().__init__(cosines)
         self.stem = stem
+        self.related = related
 
     def hybrid(self, query: str, corpus: Corpus, eligible: frozenset[str] | None,
                requirement: bool) -> list[Scored]:
-        passages, _, scores = lexical_scores(query, corpus, eligible, self.stem)
+        passages, _, scores = lexical_scores(query, corpus, eligible, self.stem,
+                                             self.related)
         given = self.cosines.get(query, {})
         cosines = [given.get(p.ref, 0.0) for p in passages]
         mean, deviation = cosine_moments(round(c / COSINE_UNIT) for c in cosines)
