@@ -30,10 +30,8 @@ from context_service.domain.pack.retrieval2.fusion import (
     moments,
 )
 from context_service.domain.pack.retrieval2.neighbours import (
-    ANSWER_WEIGHT,
     DOCUMENT_PRIOR_WEIGHT,
     NEIGHBOUR_WEIGHT,
-    QUESTION_DISCOUNT,
     SECOND_NEIGHBOUR_WEIGHT,
 )
 from context_service.domain.query import scoring
@@ -118,17 +116,17 @@ def lexical_scores(query: str, parts: Sequence[Part]) -> list[Floats]:
     for s, part in zip(scores, parts, strict=True):
         f = part.features
         padded = np.append(s, 0.0)  # row -1 (no neighbour) reads the 0 at the end
-        own = s * np.where(f.asks, 1 - QUESTION_DISCOUNT, 1.0)
-        after_question = np.append(f.asks, False)[f.previous]
-        back = np.where(after_question, ANSWER_WEIGHT, NEIGHBOUR_WEIGHT) * (padded[f.previous]
-                                                                            - own)
-        on = NEIGHBOUR_WEIGHT * (padded[f.following] - own)
-        near = own + np.maximum(np.maximum(back, on), 0.0)
-        # rows two places away: a missing neighbour (-1) has none either
-        before2 = np.append(f.previous, -1)[f.previous]
-        after2 = np.append(f.following, -1)[f.following]
-        far = np.maximum(padded[before2], padded[after2]) - near
-        s = (near + SECOND_NEIGHBOUR_WEIGHT * np.maximum(far, 0.0)) * f.factor
+        own = s * f.own_weight
+        near = np.maximum(f.back_weight * (padded[f.previous] - own),
+                          NEIGHBOUR_WEIGHT * (padded[f.following] - own))
+        np.maximum(near, 0.0, out=near)
+        near += own
+        far = np.maximum(padded[f.before2], padded[f.after2])
+        far -= near
+        np.maximum(far, 0.0, out=far)
+        far *= SECOND_NEIGHBOUR_WEIGHT
+        far += near
+        s = far * f.factor
         best = np.zeros(f.n_documents, dtype=np.float64)
         np.maximum.at(best, f.documents, s)
         out.append(s + DOCUMENT_PRIOR_WEIGHT * best[f.documents])

@@ -30,7 +30,13 @@ from context_service.domain.pack.retrieval2.context import (
 )
 from context_service.domain.pack.retrieval2.fusion import COSINE_UNIT, GRID
 from context_service.domain.pack.retrieval2.informative import factors
-from context_service.domain.pack.retrieval2.neighbours import asks, neighbours_in_order
+from context_service.domain.pack.retrieval2.neighbours import (
+    ANSWER_WEIGHT,
+    NEIGHBOUR_WEIGHT,
+    QUESTION_DISCOUNT,
+    asks,
+    neighbours_in_order,
+)
 from context_service.projections.passage_features.features import embedded_text
 
 Rows = npt.NDArray[np.int64]
@@ -151,6 +157,13 @@ class HybridFeatures:
         self.previous = np.array(previous, dtype=np.int64)
         self.following = np.array(following, dtype=np.int64)
         self.asks = np.array([asks(p.record.text) for p in passages], dtype=np.bool_)
+        # rule 4's request-free parts: each record's own-score multiplier, the weight its
+        # previous record lends with, and the rows two places before and after (-1: none)
+        self.own_weight: Floats = np.where(self.asks, 1 - QUESTION_DISCOUNT, 1.0)
+        self.back_weight: Floats = np.where(np.append(self.asks, False)[self.previous],
+                                            ANSWER_WEIGHT, NEIGHBOUR_WEIGHT)
+        self.before2: Rows = np.append(self.previous, -1)[self.previous]
+        self.after2: Rows = np.append(self.following, -1)[self.following]
         self._pool(corpus, model)
         self.factor: Floats = np.array(factors(self._information(row_of), numbers,
                                                self.related.tolist()), dtype=np.float64)
@@ -241,7 +254,8 @@ class HybridFeatures:
             self.bag_terms, self.bag_counts, self.bag_starts, self.lengths, self.posting_rows,
             self.posting_tf, self.posting_dl, self.posting_numerator, self.posting_base,
             self.posting_starts, self.documents, self.previous,
-            self.following, self.asks, self.factor, self.related, self.piece_idf, self.mean,
+            self.following, self.asks, self.own_weight, self.back_weight, self.before2, self.after2,
+            self.factor, self.related, self.piece_idf, self.mean,
             self.vectors))
         words = sum(map(sys.getsizeof, self.terms)) + TERM_OVERHEAD * len(self.terms)
         return arrays + words + 8 * len(self.term_names)
