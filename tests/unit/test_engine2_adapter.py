@@ -75,7 +75,8 @@ def text(draw: Any) -> str:
 def collection(draw: st.DrawFn, name: str) -> CollectionCorpus:
     n = draw(st.integers(1, 9))
     records = [QueryRecord(id=f"r{i}", context=name, type="memory", revision="1",
-                           text=text(draw), title=draw(st.sampled_from(("", "cfo report"))),
+                           text=text(draw) + draw(st.sampled_from(("", "?"))),
+                           title=draw(st.sampled_from(("", "cfo report"))),
                            keywords=tuple(draw(st.lists(st.sampled_from(WORDS), max_size=2))),
                            file=draw(st.sampled_from(("", "a.md", "b.md"))))
                for i in range(n)]
@@ -137,7 +138,8 @@ def _packs(seed_corpus: int, count: int) -> list[str]:
     rng = random.Random(seed_corpus)
     records = [QueryRecord(id=f"t{i:03d}", context="company-facts", type="memory",
                            revision="1", file=f"session_{i // 20}",
-                           text=" ".join(rng.choices(WORDS, k=rng.randint(3, 15))))
+                           text=" ".join(rng.choices(WORDS, k=rng.randint(3, 15)))
+                           + rng.choice(("", "", "?")))
                for i in range(200)]
     corpus = {"company-facts": CollectionCorpus("company-facts", ex.REV, 1800, records, len)}
     ns = ex.namespace(sets={})
@@ -203,3 +205,37 @@ def test_records_of_stop_words_only_match_nothing() -> None:
                       MODEL.rows, False)
     assert got == ReferenceHybrid(stem_words).hybrid("appointed cfo", corpus, None, False)
     assert all(s.lexical == 0 for s in got)
+
+
+def test_a_related_conversation_weighs_its_turns_as_the_reference_does() -> None:
+    # a file of turns on one topic (its neighbours' vectors related) beside notes on another:
+    # rule 4b's factors apply to the turns, and the service's list is the reference's
+    turns = ["Who was appointed CFO by the board?", "The board appointed Priya as CFO.",
+             "When was the CFO appointment?", "The appointment of the CFO was in Q3.",
+             "Did the board report the budget?", "The CFO report covered the budget.",
+             "Thanks!", "The board approved the CFO budget report in Q3."]
+    notes = ["The Lisbon office is moving.", "Dana moved to the Lisbon office.",
+             "Moving the office to Lisbon.", "Lisbon office moving report.",
+             "The office in Lisbon was moving when Dana moved."]
+    records = ([QueryRecord(id=f"t{i}", context="alpha", type="memory", revision="1",
+                            text=t, file="chat.md") for i, t in enumerate(turns)]
+               + [QueryRecord(id=f"n{i}", context="alpha", type="memory", revision="1",
+                              text=t) for i, t in enumerate(notes)])
+    corpus = {"alpha": CollectionCorpus("alpha", "1", 5, records, len)}
+    retrieval = AdapterRetrieval()
+    part = retrieval.part(corpus["alpha"], None)
+    features = part.features
+    chat = int(features.documents[0])
+    assert features.related[chat]
+    assert features.asks.tolist()[:3] == [True, False, True]
+    turn_factors = features.factor[:len(turns)]
+    assert (turn_factors != 1.0).all() and (features.factor[len(turns):] == 1.0).all()
+    assert turn_factors[6] < 1.0  # "Thanks!" carries nothing of its own
+    for query in ("cfo appointed", "board budget report", "lisbon office"):
+        ids = MODEL.token_ids([query])[0]
+        got = hybrid_list(query, [part], ids, MODEL.rows, False)
+        cos = {f"alpha/{rid}": c for rid, c in zip(
+            features.record_ids, cosines(ids, [part], MODEL.rows)[0].tolist(), strict=True)}
+        want = ReferenceHybrid(stem_words, {query: cos}, frozenset({"alpha/chat.md"})).hybrid(
+            query, corpus, None, False)
+        assert got == want
