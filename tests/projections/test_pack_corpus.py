@@ -1,6 +1,11 @@
 """What packs read, over real PostgreSQL: features computed at publication, the namespace
 folded to a position (equal to folding the raw log), time travel, and the fast retrieval lists
-against the formula (BM25) and against cosines computed here (vector list)."""
+against the formula (BM25) and against cosines computed here (vector list).
+
+The tests marked ``shared_service`` share one service and write to namespaces of their own; the
+warmer's tests keep a fresh one: a warming pass loads every current index of the service (the
+counts they check are the service's), and a warmer started for serving runs on in the
+background and sets process-wide limits."""
 
 from __future__ import annotations
 
@@ -35,25 +40,48 @@ from tests.projections.pack_support import (
     WORDS,
     caught_up,
     collection,
+    digest,
     formula_bm25,
     generated_corpus,
     publish,
+    random_records,
 )
 from tests.projections.set_history import write_set_history
+from tests.support.api_helpers import fresh
 
 pytestmark = pytest.mark.postgres
+shared = pytest.mark.shared_service  # the test's writes are in a namespace of its own
 
 
-def test_features_and_agent_data_are_computed_at_publication(container: Container) -> None:
+@pytest.fixture
+def ns() -> str:
+    """A namespace no other test of the run writes to."""
+    return fresh("ns")
+
+
+def _generated(container: Container, seed: int, ns: str) -> None:
+    """``generated_corpus(container, seed)`` written to ``ns``: c0..c3 of 60 random records
+    each, every view caught up."""
+    rng = random.Random(seed)
+    for name in (f"c{i}" for i in range(4)):
+        rev = digest(rng)
+        collection(container.contexts, name, rev, ns=ns)
+        publish(container.contexts, name, rev, random_records(rng, name, rev, 60), ns=ns)
+    caught_up(container)
+
+
+@shared
+def test_features_and_agent_data_are_computed_at_publication(container: Container,
+                                                             ns: str) -> None:
     rev = "a" * 64
-    collection(container.contexts, "notes", rev)
+    collection(container.contexts, "notes", rev, ns=ns)
     records = (
         QueryRecord(id="r1", context="notes", type="memory", revision=rev, title="CFO",
                     text="Who is the current CFO, and since when?", file="board.md"),
         QueryRecord(id="r2", context="notes", type="memory", revision=rev, text="Anna Berg.",
                     file="board.md"),
         QueryRecord(id="r1", context="notes", type="memory", revision=rev, text="ignored"))
-    position = publish(container.contexts, "notes", rev, records)
+    position = publish(container.contexts, "notes", rev, records, ns=ns)
     caught_up(container)
     model = load()
     with container.datastore.transaction(commit=False) as cur:
@@ -96,7 +124,9 @@ def _fold_log(container: Container, namespace: str, position: int
     return contexts, sets
 
 
+@shared  # the only test of the module's service writing to "ns" (the generated histories')
 def test_namespace_at_equals_the_fold_of_the_raw_log(container: Container) -> None:
+    first = container.store.head() + 1  # what the service held before is another test's
     write_history(container.contexts, seed=5, steps=150)
     write_set_history(container.context_sets, seed=5, steps=60)
     caught_up(container)
@@ -106,7 +136,7 @@ def test_namespace_at_equals_the_fold_of_the_raw_log(container: Container) -> No
     inputs = [r for r in log if r.stream.namespace == "ns" and isinstance(r.event, PACK_INPUTS)]
     assert len(inputs) > 30
     rng = random.Random(1)
-    for position in [*sorted(rng.sample(range(1, head + 1), 12)), head]:
+    for position in [*sorted(rng.sample(range(first, head + 1), 12)), head]:
         before = [r for r in inputs if r.position <= position]
         p, when = ports.inputs.resolve("ns", position, None)
         assert p == (before[-1].position if before else 0)
@@ -132,25 +162,26 @@ def test_namespace_at_equals_the_fold_of_the_raw_log(container: Container) -> No
     assert ports.inputs.resolve("nobody", None, None) == (0, EPOCH)
 
 
-def test_an_older_position_reads_the_older_index(container: Container) -> None:
+@shared
+def test_an_older_position_reads_the_older_index(container: Container, ns: str) -> None:
     first, second = "1" * 64, "2" * 64
     source = SourceRef("upstream", "state", "3" * 64)
-    collection(container.contexts, "notes", first, sources=(source,))
+    collection(container.contexts, "notes", first, ns=ns, sources=(source,))
     old = (QueryRecord(id="a", context="notes", type="memory", revision=first,
                        text="budget plan"),)
-    publish(container.contexts, "notes", first, old)
+    publish(container.contexts, "notes", first, old, ns=ns)
     caught_up(container)
     ports = pack_ports(container)
-    p_old, _ = ports.inputs.resolve("ns", None, None)
-    container.contexts.execute("ns", "notes", c.PublishRevision(
+    p_old, _ = ports.inputs.resolve(ns, None, None)
+    container.contexts.execute(ns, "notes", c.PublishRevision(
         actor=ADMIN, id=second, created_at=WHEN, operation="sync"))
     new = (QueryRecord(id="b", context="notes", type="memory", revision=second,
                        text="revenue growth"),)
-    publish(container.contexts, "notes", second, new)
+    publish(container.contexts, "notes", second, new, ns=ns)
     caught_up(container)
-    p_new, _ = ports.inputs.resolve("ns", None, None)
-    at_old = ports.inputs.namespace_at("ns", p_old)
-    at_new = ports.inputs.namespace_at("ns", p_new)
+    p_new, _ = ports.inputs.resolve(ns, None, None)
+    at_old = ports.inputs.namespace_at(ns, p_old)
+    at_new = ports.inputs.namespace_at(ns, p_new)
     assert at_old.collections["notes"].sources == (source,)
     assert at_new.collections["notes"].sources == ()
     old_corpus = ports.corpus.corpus(list(at_old.collections.values()))
@@ -163,17 +194,18 @@ def test_an_older_position_reads_the_older_index(container: Container) -> None:
     assert [s.record_id for s in ports.retrieval.lexical("budget", old_corpus, None)] == ["a"]
     assert ports.retrieval.lexical("budget", new_corpus, None) == []
     # between the index's revision and its publication the index is unusable
-    middle = ports.inputs.namespace_at("ns", p_new - 1)
+    middle = ports.inputs.namespace_at(ns, p_new - 1)
     assert not middle.collections["notes"].usable
     assert ports.corpus.corpus(list(middle.collections.values())) == {}
 
 
+@shared
 @pytest.mark.parametrize("seed", [3, 8])
-def test_lexical_lists_equal_the_reference(container: Container, seed: int) -> None:
-    generated_corpus(container, seed)
+def test_lexical_lists_equal_the_reference(container: Container, ns: str, seed: int) -> None:
+    _generated(container, seed, ns)
     ports = pack_ports(container)
-    p, _ = ports.inputs.resolve("ns", None, None)
-    corpus = ports.corpus.corpus(list(ports.inputs.namespace_at("ns", p).collections.values()))
+    p, _ = ports.inputs.resolve(ns, None, None)
+    corpus = ports.corpus.corpus(list(ports.inputs.namespace_at(ns, p).collections.values()))
     assert len(corpus) == 4
     rng = random.Random(seed)
     documents = sorted({d for one in corpus.values() for d in one.document_of.values()})
@@ -190,11 +222,13 @@ def test_lexical_lists_equal_the_reference(container: Container, seed: int) -> N
     assert ports.retrieval.lexical("zzz unknown", corpus, None) == []
 
 
-def test_vector_list_orders_by_cosine_and_cuts_at_a_quarter(container: Container) -> None:
-    generated_corpus(container, 4)
+@shared
+def test_vector_list_orders_by_cosine_and_cuts_at_a_quarter(container: Container,
+                                                            ns: str) -> None:
+    _generated(container, 4, ns)
     ports = pack_ports(container)
-    p, _ = ports.inputs.resolve("ns", None, None)
-    corpus = ports.corpus.corpus(list(ports.inputs.namespace_at("ns", p).collections.values()))
+    p, _ = ports.inputs.resolve(ns, None, None)
+    corpus = ports.corpus.corpus(list(ports.inputs.namespace_at(ns, p).collections.values()))
     model = load()
     query = "who was appointed cfo by the board"
     task = model.embed(query)
@@ -243,17 +277,18 @@ def test_the_warmer_loads_current_indexes_before_any_pack(container: Container) 
     assert len(corpus) == 4 and loader.loads == 4  # every index came from the warm cache
 
 
+@shared
 def test_an_index_asked_for_at_once_is_loaded_once(
-        container: Container, monkeypatch: pytest.MonkeyPatch) -> None:
+        container: Container, monkeypatch: pytest.MonkeyPatch, ns: str) -> None:
     """Six packs (or the warmer and packs) missing the same index together: one reads and
     computes it, the others wait for that result; a failed load fails every waiter with the
     same error and the next ask loads again."""
-    generated_corpus(container, 1)
+    _generated(container, 1, ns)
     ports = pack_ports(container)
     loader = ports.corpus
     assert isinstance(loader, CorpusLoader)
-    p, _ = ports.inputs.resolve("ns", None, None)
-    wanted = next(iter(ports.inputs.namespace_at("ns", p).collections.values()))
+    p, _ = ports.inputs.resolve(ns, None, None)
+    wanted = next(iter(ports.inputs.namespace_at(ns, p).collections.values()))
     real_load, entered, failing = loader._load, threading.Semaphore(0), [False]
 
     def slow_load(collection: CollectionAt) -> CollectionCorpus:

@@ -2,7 +2,10 @@
 current indexes of other collections inside that range, and equal the exact scan of the spec
 (``1 - (a <=> b)`` over exactly the asked publications), whether the candidates come from
 PostgreSQL or from the in-process matrices; the list computed while the caller works equals the
-one computed in line."""
+one computed in line.
+
+One service for the module: the tests read one corpus in a namespace of the module's own (the
+test replacing an index writes another), and every query here names the corpus's publications."""
 
 from __future__ import annotations
 
@@ -27,22 +30,42 @@ from context_service.projections.passage_features.features import embedded_text,
 from tests.projections.pack_support import (
     WHEN,
     caught_up,
+    collection,
     digest,
-    generated_corpus,
     publish,
     random_records,
 )
+from tests.support.api_helpers import fresh
 
-pytestmark = pytest.mark.postgres
+pytestmark = [pytest.mark.postgres, pytest.mark.shared_service]
 
 QUERIES = ("who was appointed cfo by the board", "budget plan growth", "lisbon office report")
 
 
-def _corpus(container: Container) -> Corpus:
-    generated_corpus(container, 5, 80)
+def _write(container: Container, ns: str) -> str:
+    """``pack_support.generated_corpus(container, 5, 80)`` in namespace ``ns``: collections
+    c0..c3 of 80 random records each, every view caught up; ``ns``."""
+    rng = random.Random(5)
+    for name in (f"c{i}" for i in range(4)):
+        revision = digest(rng)
+        collection(container.contexts, name, revision, ns=ns)
+        publish(container.contexts, name, revision, random_records(rng, name, revision, 80),
+                ns=ns)
+    caught_up(container)
+    return ns
+
+
+@pytest.fixture(scope="module")
+def ns(module_container: Container) -> str:
+    """The namespace of the corpus the module's tests read, written once: no test writes to it
+    (the one replacing an index writes a corpus of its own)."""
+    return _write(module_container, fresh("ns"))
+
+
+def _corpus(container: Container, ns: str) -> Corpus:
     ports = pack_ports(container)
-    p, _ = ports.inputs.resolve("ns", None, None)
-    return ports.corpus.corpus(list(ports.inputs.namespace_at("ns", p).collections.values()))
+    p, _ = ports.inputs.resolve(ns, None, None)
+    return ports.corpus.corpus(list(ports.inputs.namespace_at(ns, p).collections.values()))
 
 
 def _fast(container: Container) -> FastRetrieval:
@@ -107,8 +130,8 @@ def _exact(container: Container, query: str, corpus: Corpus,
     return [Scored(c, i, -m / SCALE) for m, c, i in rows]
 
 
-def test_a_part_of_the_corpus_scans_only_its_own_indexes(container: Container) -> None:
-    whole = _corpus(container)
+def test_a_part_of_the_corpus_scans_only_its_own_indexes(container: Container, ns: str) -> None:
+    whole = _corpus(container, ns)
     by_publication = sorted(whole.values(), key=lambda c: c.publication)
     retrieval = _fast(container)
     parts = {
@@ -128,9 +151,9 @@ def test_a_part_of_the_corpus_scans_only_its_own_indexes(container: Container) -
 @pytest.mark.parametrize("held", ["postgresql", "rescored", "in-process"])
 @pytest.mark.parametrize("first_rows", [3, 40])
 def test_a_scan_fetches_more_until_nothing_left_out_can_count(
-        container: Container, monkeypatch: pytest.MonkeyPatch, first_rows: int,
-        held: str) -> None:
-    corpus = _corpus(container)
+        container: Container, monkeypatch: pytest.MonkeyPatch, ns: str,
+        first_rows: int, held: str) -> None:
+    corpus = _corpus(container, ns)
     retrieval = (_fast(container) if held == "postgresql"
                  else _held(container, exact=held == "in-process")[0])
     counted = _Counted(monkeypatch)
@@ -147,22 +170,28 @@ def test_a_scan_fetches_more_until_nothing_left_out_can_count(
     assert counted.calls > len(QUERIES) + 1 if held != "postgresql" else counted.calls == 0
 
 
-def test_every_current_vector_has_its_half_precision_copy(container: Container) -> None:
-    _corpus(container)
+def test_every_current_vector_has_its_half_precision_copy(container: Container,
+                                                          ns: str) -> None:
+    # the corpus's indexes (those of the other corpora are another test's)
+    own = [c.publication for c in _corpus(container, ns).values()]
+    assert len(own) == 4
     with container.datastore.transaction(commit=False) as cur:
         cur.execute("SELECT count(*) AS n FROM agent_passages p JOIN agent_vectors v"
-                    " USING (publication, ord) WHERE v.embedding = p.embedding::halfvec(256)")
+                    " USING (publication, ord) WHERE v.embedding = p.embedding::halfvec(256)"
+                    " AND p.publication = ANY(%s)", (own,))
         same = cur.fetchone()["n"]
-        cur.execute("SELECT count(*) AS n FROM agent_passages WHERE embedding IS NOT NULL")
+        cur.execute("SELECT count(*) AS n FROM agent_passages WHERE embedding IS NOT NULL"
+                    " AND publication = ANY(%s)", (own,))
         assert same == cur.fetchone()["n"] > 0
-        cur.execute("SELECT count(*) AS n FROM agent_vectors")
+        cur.execute("SELECT count(*) AS n FROM agent_vectors WHERE publication = ANY(%s)",
+                    (own,))
         assert cur.fetchone()["n"] == same
 
 
 @pytest.mark.parametrize("exact", [False, True], ids=["rescored", "in-process"])
 def test_candidates_from_the_matrices_give_the_exact_scan(
-        container: Container, monkeypatch: pytest.MonkeyPatch, exact: bool) -> None:
-    whole = _corpus(container)
+        container: Container, monkeypatch: pytest.MonkeyPatch, ns: str, exact: bool) -> None:
+    whole = _corpus(container, ns)
     by_publication = sorted(whole.values(), key=lambda c: c.publication)
     retrieval, matrices = _held(container, exact)
     assert all(matrices.get(c.publication) is not None for c in by_publication)
@@ -179,8 +208,8 @@ def test_candidates_from_the_matrices_give_the_exact_scan(
 
 
 def test_a_scan_of_held_matrices_asks_the_database_nothing(
-        container: Container, monkeypatch: pytest.MonkeyPatch) -> None:
-    corpus = _corpus(container)
+        container: Container, monkeypatch: pytest.MonkeyPatch, ns: str) -> None:
+    corpus = _corpus(container, ns)
     retrieval, _ = _held(container)
     expected = {query: _exact(container, query, corpus) for query in QUERIES}
 
@@ -193,8 +222,8 @@ def test_a_scan_of_held_matrices_asks_the_database_nothing(
 
 
 def test_a_scan_spreads_its_products_over_two_threads_and_gives_the_same_list(
-        container: Container, monkeypatch: pytest.MonkeyPatch) -> None:
-    corpus = _corpus(container)
+        container: Container, monkeypatch: pytest.MonkeyPatch, ns: str) -> None:
+    corpus = _corpus(container, ns)
     retrieval, _ = _held(container)
     alone = {query: retrieval.vector(query, corpus, None) for query in QUERIES}
     assert sum(len(c.passages) for c in corpus.values()) < vector_scan.SPREAD_ROWS
@@ -218,8 +247,8 @@ def test_a_scan_spreads_its_products_over_two_threads_and_gives_the_same_list(
 
 @pytest.mark.parametrize("answer", ["disagrees", "fails"])
 def test_a_server_whose_cosine_is_not_the_models_is_asked_for_every_exact_cosine(
-        container: Container, monkeypatch: pytest.MonkeyPatch, answer: str) -> None:
-    corpus = _corpus(container)
+        container: Container, monkeypatch: pytest.MonkeyPatch, ns: str, answer: str) -> None:
+    corpus = _corpus(container, ns)
 
     def disagrees(_: object) -> bool:
         if answer == "fails":
@@ -242,8 +271,9 @@ def test_a_server_whose_cosine_is_not_the_models_is_asked_for_every_exact_cosine
     assert counted.rescored == len(QUERIES) and counted.in_process == 0
 
 
-def test_the_matrix_cosines_are_within_the_bound_of_pgvectors(container: Container) -> None:
-    corpus = _corpus(container)
+def test_the_matrix_cosines_are_within_the_bound_of_pgvectors(container: Container,
+                                                              ns: str) -> None:
+    corpus = _corpus(container, ns)
     retrieval, matrices = _held(container)
     for query in QUERIES:
         vector = retrieval.embed(query)
@@ -268,15 +298,16 @@ def test_the_matrix_cosines_are_within_the_bound_of_pgvectors(container: Contain
 @pytest.mark.parametrize("exact", [False, True], ids=["rescored", "in-process"])
 def test_an_index_replaced_since_its_matrix_was_read_gives_the_exact_scan(
         container: Container, monkeypatch: pytest.MonkeyPatch, exact: bool) -> None:
-    old = _corpus(container)
+    ns = _write(container, fresh("ns"))  # the module's corpus stays as it is
+    old = _corpus(container, ns)
     retrieval, matrices = _held(container, exact)
     replaced = old["c0"].publication
     app = container.contexts
     rng = random.Random(99)
     revision = digest(rng)
-    app.execute("ns", "c0", commands.PublishRevision(actor=ADMIN, id=revision, created_at=WHEN,
-                                              operation="sync", sources=()))
-    publish(app, "c0", revision, random_records(rng, "c0", revision, 50))
+    app.execute(ns, "c0", commands.PublishRevision(actor=ADMIN, id=revision, created_at=WHEN,
+                                            operation="sync", sources=()))
+    publish(app, "c0", revision, random_records(rng, "c0", revision, 50), ns=ns)
     caught_up(container)
     counted = _Counted(monkeypatch)
     # the old corpus asks for an index no longer current: in PostgreSQL its rows are found by
@@ -312,8 +343,8 @@ def _exact_by_hash(container: Container, query: str, corpus: Corpus) -> list[Sco
     return [Scored(c, i, -m / SCALE) for m, c, i in rows]
 
 
-def test_a_layout_is_kept_for_the_same_publications(container: Container) -> None:
-    corpus = _corpus(container)
+def test_a_layout_is_kept_for_the_same_publications(container: Container, ns: str) -> None:
+    corpus = _corpus(container, ns)
     _, matrices = _held(container)
     held = [m for c in corpus.values() if (m := matrices.get(c.publication)) is not None]
     assert len(held) == len(corpus) > 1

@@ -2,7 +2,9 @@
 one run to the next, and a run that timed out, was cancelled or failed closes its session.
 
 One session in the pool (``CS_AGENT_QUERY_CONNECTIONS=1``), so consecutive runs share it
-unless the first one closed it; each probe reports the backend's pid to tell.
+unless the first one closed it; each probe reports the backend's pid to tell. The module's
+tests share that one service, one after another (the pool's one session passes from test to
+test as from run to run) and a test reads back only the scope rows of its own runs.
 """
 
 from __future__ import annotations
@@ -10,7 +12,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,7 +21,7 @@ from context_service.adapters.postgres.sandbox.role import ROLE
 from context_service.config import Settings
 from tests.security.template_grants import ADVISORY, SET_CONFIG, SLEEP, executable
 
-pytestmark = pytest.mark.postgres
+pytestmark = [pytest.mark.postgres, pytest.mark.shared_service]
 PROBE = ("SELECT pg_backend_pid() AS pid, session_user AS su, current_user AS cu,"
          " current_setting('search_path') AS path, current_setting('work_mem') AS work_mem,"
          " current_setting('cs.agent_scope', true) AS scope,"
@@ -32,10 +33,10 @@ PROBE = ("SELECT pg_backend_pid() AS pid, session_user AS su, current_user AS cu
          "   AND locktype = 'advisory') AS advisory")
 
 
-@pytest.fixture
-def settings(tmp_path: Path) -> Settings:
-    return Settings(data_dir=tmp_path, sandbox_image="busybox:1.36", kube_mode="off",
-                    workers=(), agent_query_connections=1)
+@pytest.fixture(scope="module")
+def module_settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
+    return Settings(data_dir=tmp_path_factory.mktemp("sessions"), sandbox_image="busybox:1.36",
+                    kube_mode="off", workers=(), agent_query_connections=1)
 
 
 @pytest.fixture(autouse=True)
@@ -65,7 +66,8 @@ def test_a_reused_session_shows_the_next_run_only_its_own_scope(
     assert first["scope"] != second["scope"]
     assert container.sandbox.settle()  # the return steps run after the answers
     with container.datastore.transaction(commit=False) as cur:
-        cur.execute("SELECT count(*) AS n FROM agent_data.scopes")
+        cur.execute("SELECT count(*) AS n FROM agent_data.scopes WHERE token = ANY(%s)",
+                    ([first["scope"], second["scope"]],))
         assert cur.fetchone()["n"] == 0  # every run's scope row is deleted after it
 
 

@@ -78,13 +78,14 @@ def test_the_current_cfo_comes_first_and_history_is_flagged(alice: Agent) -> Non
     items = {i["id"]: i for i in body["items"]}
     passages = [i["id"] for i in body["items"] if i["id"].startswith("psg:")]
     # engine 2 with the bundled model's cosines: the two valid, contradicting statements first
-    # (the org chart's cosine is the collection's highest), the newsletter's second record
-    # after its first (absorbed by cfo-2024); the canteen, unrelated, is no candidate (no
-    # lexical score, a cosine less than a deviation above the mean); tier-1 records last
-    assert passages == ["psg:company-facts/org-chart-finance", "psg:company-facts/cfo-2024",
+    # (the current CFO's, then the org chart, whose cosine is the collection's highest but
+    # weighs 0.35), the newsletter's second record after its first (absorbed by cfo-2024); the
+    # canteen, unrelated, is no candidate (no lexical score, a cosine less than a deviation
+    # above the mean); tier-1 records last
+    assert passages == ["psg:company-facts/cfo-2024", "psg:company-facts/org-chart-finance",
                         "psg:company-facts/news-2024-07-b", "psg:company-facts/cfo-2021",
                         "psg:company-facts/cfo-2025"]
-    assert body["items"][0]["id"] == "psg:company-facts/org-chart-finance"
+    assert body["items"][0]["id"] == "psg:company-facts/cfo-2024"
     current = items["psg:company-facts/cfo-2024"]
     assert current["validity"] == {"validFrom": "2024-07-01T00:00:00Z", "status": "valid"}
     assert current["superseded"] is False and current["contradiction"] is True
