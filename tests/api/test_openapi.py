@@ -1,15 +1,19 @@
 """The OpenAPI document matches the real routes and request bodies, and states every operation's
-request and answer (it is generated from the routes' declared types)."""
+request and answer (it is generated from the routes' declared types). The module's tests share
+one service: they only read the document and the routes."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import msgspec
+import pytest
 
 from context_service import bootstrap
 from context_service.http.openapi import body_of, openapi_path, typed
 from tests.api.conftest import Api
+
+pytestmark = pytest.mark.shared_service
 
 
 def _properties(schema: dict[str, Any]) -> set[str]:

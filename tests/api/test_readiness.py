@@ -1,5 +1,7 @@
 """``/healthz`` is liveness; ``/readyz`` checks the database and its schema version, answering
-503 in the error body when the service cannot serve, and both are in the OpenAPI document."""
+503 in the error body when the service cannot serve, and both are in the OpenAPI document. The
+tests that only read share one service; the one writing a migration of the future into the
+database keeps a fresh one (the service is not ready after it)."""
 
 from __future__ import annotations
 
@@ -9,8 +11,10 @@ import pytest
 from tests.api.conftest import Api, expect
 
 pytestmark = pytest.mark.postgres
+shared = pytest.mark.shared_service  # reads only
 
 
+@shared
 def test_ready_when_the_database_answers_with_this_codes_schema(api: Api) -> None:
     expect(api.get("/readyz"), 200, {"status": "ready"})
     expect(api.get("/healthz"), 200, {"status": "ok"})
@@ -27,6 +31,7 @@ def test_not_ready_when_the_schema_is_not_this_codes(api: Api, database_url: str
     expect(api.get("/healthz"), 200, {"status": "ok"})  # alive all the same
 
 
+@shared
 def test_probes_are_documented(api: Api) -> None:
     paths = api.get("/schema/openapi.json").json()["paths"]
     ready = paths["/readyz"]["get"]

@@ -1,6 +1,6 @@
 """Every limit of the field routes at and past its edge, and the order of checks: body rules
 (every violation, in order), then the collection, then the plan rules (agent-context-api
-§10.3, §10.4)."""
+§10.3, §10.4). One service for the module: each test reads a workspace of its own."""
 
 from __future__ import annotations
 
@@ -9,18 +9,26 @@ from typing import Any
 
 import pytest
 
-from tests.api.agent.fields_support import LIST, QUERY, REV2, C, field, seed
+from tests.api.agent.fields_support import LIST, QUERY, REV2, C, field, seed_of
 from tests.api.agent.packs_support import Agent, publish, record, violations
-from tests.api.agent.packs_support import settings as settings  # the fixture
+from tests.api.agent.packs_support import module_settings as module_settings  # the fixture
 from tests.api.conftest import Api
+from tests.api.namespaced import Namespaced, namespaced
 
-pytestmark = pytest.mark.postgres
+# one service for the module: every test's workspace is a namespace of its own
+pytestmark = [pytest.mark.postgres, pytest.mark.shared_service]
 TODAY = datetime.now(UTC).date()
 
 
 @pytest.fixture
-def agent(api: Api) -> Agent:
-    return seed(api)
+def own(api: Api) -> Namespaced:
+    """A workspace of the test's own (its contracts are seeded by ``agent``)."""
+    return namespaced(api, "acme")
+
+
+@pytest.fixture
+def agent(own: Namespaced) -> Agent:
+    return seed_of(own)
 
 
 def details(agent: Agent, body: dict[str, Any], path: str = QUERY) -> list[tuple[str, str]]:
@@ -118,11 +126,11 @@ def test_collection_before_plan_rules_then_plan_rules(agent: Agent) -> None:
         ("$.aggregate.groupBy", "cannot group by a money field")]
 
 
-def test_groups_and_rows_past_their_caps(agent: Agent, api: Api) -> None:
+def test_groups_and_rows_past_their_caps(agent: Agent, own: Namespaced) -> None:
     records = [record(f"r{i:03}", C, REV2, f"record {i}", fields=[
         field("bucket", "number", i % 51), field("tag", "text", "x" * (i % 3))])
         for i in range(255)]
-    publish(api, C, REV2, records)
+    publish(own, C, REV2, records, ws=own.ns)
     grouped = agent.post(QUERY, {"collectionId": C, "fields": ["bucket"], "limit": 200,
                                  "aggregate": {"groupBy": "bucket",
                                                "functions": [{"op": "count"}]}}).json()

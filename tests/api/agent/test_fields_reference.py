@@ -1,6 +1,7 @@
 """The SQL path of field plans against the in-memory reference over generated corpora
 (Hypothesis): the same matched documents, rows and aggregates, and sums equal to exact
-references (``math.fsum``, exact decimals per currency)."""
+references (``math.fsum``, exact decimals per currency). One service for the module: each test
+publishes its corpora in a namespace of its own."""
 
 from __future__ import annotations
 
@@ -20,9 +21,10 @@ from context_service.domain.fields.engine import answer
 from context_service.domain.fields.memory import MemorySource
 from context_service.domain.fields.plan import Filter, Function, Plan
 from tests.projections.pack_support import collection, publish
+from tests.support.api_helpers import fresh
 from tests.support.hypothesis_profiles import scaled
 
-pytestmark = pytest.mark.postgres
+pytestmark = [pytest.mark.postgres, pytest.mark.shared_service]
 NAME = "generated"
 CURRENCIES = ("EUR", "USD")
 amounts = st.builds(lambda i, f: f"{i}.{f}" if f else str(i),
@@ -35,6 +37,12 @@ values = {
     "t": st.sampled_from(["Alpha", "alphabet", "BETA", "beta", "", "Ünïcode", "a\u0000b"]),
 }
 TYPES = {"n": "number", "m": "money", "d": "date", "b": "boolean", "t": "text"}
+
+
+@pytest.fixture
+def ns() -> str:
+    """The namespace of the test's collection: one no other test of the run writes to."""
+    return fresh("ns")
 
 
 @st.composite
@@ -76,12 +84,12 @@ def _functions(known: Any, picks: list[int]) -> tuple[Function, ...]:
     return tuple(choices[i % len(choices)] for i in picks)
 
 
-def _both(container: bootstrap.Container, plan: Plan,
+def _both(container: bootstrap.Container, ns: str, plan: Plan,
           memory: MemorySource) -> tuple[dict[str, Any], dict[str, Any]]:
     """The answer of the SQL plans and that of the in-memory reference."""
     cite = HeadCitations().cite
     with FieldReadsSql(container.datastore).session() as session:
-        current = session.current("ns", NAME)
+        current = session.current(ns, NAME)
         assert current is not None and current.publication
         sql = answer(plan, session.source(current), cite)
     return sql, answer(plan, memory, cite)
@@ -93,12 +101,12 @@ def _both(container: bootstrap.Container, plan: Plan,
        sort=st.sampled_from([None, "n", "m", "d", "b", "t"]), desc=st.booleans(),
        picks=st.lists(st.integers(0, 40), min_size=1, max_size=6),
        limit=st.sampled_from([1, 3, 200]), rows=st.booleans())
-def test_sql_answers_equal_the_reference(container: bootstrap.Container, corpus: Any,
+def test_sql_answers_equal_the_reference(container: bootstrap.Container, ns: str, corpus: Any,
                                          chosen: list[Filter], group: str | None,
                                          sort: str | None, desc: bool, picks: list[int],
                                          limit: int, rows: bool) -> None:
     rev = f"{abs(hash((repr(corpus), repr(chosen)))):064d}"[-64:]
-    _publish(container, rev, corpus)
+    _publish(container, ns, rev, corpus)
     records = _records(rev, corpus)
     memory = MemorySource(NAME, records)
     known = memory.catalog()
@@ -107,13 +115,13 @@ def test_sql_answers_equal_the_reference(container: bootstrap.Container, corpus:
                 sort_field=sort if sort in known else None, descending=desc, limit=limit,
                 aggregate=True, group_by=group if group in known else None,
                 functions=_functions(known, picks))
-    sql, expected = _both(container, plan, memory)
+    sql, expected = _both(container, ns, plan, memory)
     assert sql == expected
     _check_sums(expected, memory, usable)
 
 
 @pytest.mark.parametrize("group", ["n", "t", "d"])
-def test_sql_groups_past_fifty_equal_the_reference(container: bootstrap.Container,
+def test_sql_groups_past_fifty_equal_the_reference(container: bootstrap.Container, ns: str,
                                                    group: str) -> None:
     """60 keys of uneven counts (ties, -0 beside 0, documents without the key): the 50
     groups returned, their order and every function's result as the reference has them."""
@@ -128,35 +136,35 @@ def test_sql_groups_past_fifty_equal_the_reference(container: bootstrap.Containe
             del fields[group]
         corpus.append((f"r{i}", "", fields))
     rev = {"n": "a", "t": "c", "d": "f"}[group] * 64
-    _publish(container, rev, corpus)
+    _publish(container, ns, rev, corpus)
     memory = MemorySource(NAME, _records(rev, corpus))
     plan = Plan(fields=("n", "t"), sort_field="m", limit=10, aggregate=True, group_by=group,
                 functions=(Function("count"), Function("sum", "m"), Function("avg", "m"),
                            Function("min", "m"), Function("max", "t"), Function("avg", "n")))
-    sql, expected = _both(container, plan, memory)
+    sql, expected = _both(container, ns, plan, memory)
     assert expected["aggregates"]["groupCount"] > 50
     assert expected["aggregates"]["groupsTruncated"] is True
     assert sql == expected
 
 
-def _publish(container: bootstrap.Container, rev: str, corpus: Any) -> None:
+def _publish(container: bootstrap.Container, ns: str, rev: str, corpus: Any) -> None:
     from context_service.domain.context import commands as c
     from context_service.domain.events import ADMIN
     from tests.projections.pack_support import WHEN
-    if not _exists(container):
-        collection(container.contexts, NAME, rev)
+    if not _exists(container, ns):
+        collection(container.contexts, NAME, rev, ns=ns)
     else:
-        container.contexts.execute("ns", NAME, c.PublishRevision(
+        container.contexts.execute(ns, NAME, c.PublishRevision(
             actor=ADMIN, id=rev, created_at=WHEN, operation="sync"))
-    publish(container.contexts, NAME, rev, _records(rev, corpus))
+    publish(container.contexts, NAME, rev, _records(rev, corpus), ns=ns)
     head = container.store.head()
     for runner in container.runners.values():
         assert runner.wait_for(head, timeout=30)
 
 
-def _exists(container: bootstrap.Container) -> bool:
+def _exists(container: bootstrap.Container, ns: str) -> bool:
     with FieldReadsSql(container.datastore).session() as session:
-        return session.current("ns", NAME) is not None
+        return session.current(ns, NAME) is not None
 
 
 def _check_sums(body: dict[str, Any], memory: MemorySource, usable: list[Filter]) -> None:

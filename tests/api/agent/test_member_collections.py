@@ -2,7 +2,10 @@
 collection a non-member created in the workspace's namespace and shared with a member stays out
 of that member's packs, studied fields and template runs until an owner or admin admits it by
 naming it in a context-set version; members' collections are read as before, and a membership
-ended later does not take back what its creation admitted. The `/v1` routes are unchanged."""
+ended later does not take back what its creation admitted. The `/v1` routes are unchanged.
+
+One service for the module: each test's workspace (``acme`` in the text) is a namespace of its
+own."""
 
 from __future__ import annotations
 
@@ -21,12 +24,15 @@ from tests.api.agent.packs_support import (
     publish,
     record,
 )
-from tests.api.agent.packs_support import settings as settings  # the fixture
-from tests.api.agent.templates_support import registered, run, runner
+from tests.api.agent.packs_support import module_settings as module_settings  # the fixture
+from tests.api.agent.templates_namespaced import registered, runner
+from tests.api.agent.templates_support import run
 from tests.api.conftest import Api
-from tests.api.sets_support import MEMBERS, SETS, WORKSPACE, seed_workspace, token
+from tests.api.namespaced import Namespaced, namespaced
+from tests.api.sets_namespaced import seed_workspace, sets, token
 
-pytestmark = pytest.mark.postgres
+# one service for the module: every test's workspace is a namespace of its own
+pytestmark = [pytest.mark.postgres, pytest.mark.shared_service]
 PLANTED = "vendor-notes"
 STRANGER = "user:mallory"  # holds no role in acme
 READER = "user:adam"  # acme's admin; the stranger grants it read
@@ -42,45 +48,51 @@ def planted_records(name: str = PLANTED, rev: str = PLANTED_REV) -> list[dict[st
                    fields=[{"name": "account", "type": "text", "value": "DE89"}])]
 
 
-def put_set(api: Api, collections: list[str], description: str = "",
+def members(api: Namespaced) -> str:
+    """The path of the members of ``api``'s workspace."""
+    return f"/v1/namespaces/{api.ns}/members"
+
+
+def put_set(api: Namespaced, collections: list[str], description: str = "",
             caller: str = "user:alice", set_id: str = "finance") -> None:
     """Create or replace ``set_id`` (a new version whenever the content differs)."""
     body = {"id": set_id, "name": "Finance", "description": description,
             "collections": collections, "queryTemplates": ["passages"]}
-    resp = api.as_(caller).put(f"{SETS}/{set_id}", body)
+    resp = api.as_(caller).put(f"{sets(api)}/{set_id}", body)
     if resp.status_code == 404:
-        resp = api.as_(caller).post(SETS, body)
+        resp = api.as_(caller).post(sets(api), body)
     assert resp.status_code in (200, 201), resp.text
 
 
-def plant(api: Api, name: str = PLANTED, creator: str = STRANGER) -> None:
+def plant(api: Namespaced, name: str = PLANTED, creator: str = STRANGER) -> None:
     """``creator`` creates a knowledge collection in acme, publishes the injection and lets the
     admin read it."""
-    create_context(api, name, owner=creator)
-    publish(api, name, PLANTED_REV, planted_records(name), owner=creator)
-    grant(api, name, READER, "read", owner=creator)
+    create_context(api, name, owner=creator, ws=api.ns)
+    publish(api, name, PLANTED_REV, planted_records(name), owner=creator, ws=api.ns)
+    grant(api, name, READER, "read", owner=creator, ws=api.ns)
 
 
 @pytest.fixture
-def planted(api: Api) -> Api:
-    """acme with its members; alice's company-facts (read by the admin too); the set finance,
-    recorded before the stranger's collection existed, naming both; then the stranger's
-    collection, shared with the admin."""
-    seed_workspace(api)
-    create_context(api, FACTS)
-    publish(api, FACTS, FACTS_REV, facts_records())
-    grant(api, FACTS, READER, "read")
-    registered(api, "passages", PASSAGES)
-    put_set(api, [FACTS, PLANTED])
-    plant(api)
-    return api
+def planted(api: Api) -> Namespaced:
+    """acme (a workspace of the test's own) with its members; alice's company-facts (read by
+    the admin too); the set finance, recorded before the stranger's collection existed, naming
+    both; then the stranger's collection, shared with the admin."""
+    own = namespaced(api, "acme")
+    seed_workspace(own)
+    create_context(own, FACTS, ws=own.ns)
+    publish(own, FACTS, FACTS_REV, facts_records(), ws=own.ns)
+    grant(own, FACTS, READER, "read", ws=own.ns)
+    registered(own, "passages", PASSAGES)
+    put_set(own, [FACTS, PLANTED])
+    plant(own)
+    return own
 
 
 def pack(agent: Agent, task: str = TASK, **extra: Any) -> Any:
     return agent.post(PACKS, {"task": task, "budget": {"maxTokens": 2000}, **extra})
 
 
-def sees(api: Api, agent: Agent, runs: Agent, name: str = PLANTED,
+def sees(api: Namespaced, agent: Agent, runs: Agent, name: str = PLANTED,
          task: str = TASK) -> dict[str, bool]:
     """Whether ``name`` reaches the credentials: in a pack for ``task``, in fields/list, in a
     template run within finance."""
@@ -102,7 +114,7 @@ NOWHERE = {"pack": False, "fields": False, "template": False}
 EVERYWHERE = {"pack": True, "fields": True, "template": True}
 
 
-def test_a_non_members_collection_never_reaches_the_members_credential(planted: Api) -> None:
+def test_a_non_members_collection_never_reaches_the_members_credential(planted: Namespaced) -> None:
     agent = Agent(planted, token(planted, creator=READER))
     runs = runner(planted, READER)
     assert sees(planted, agent, runs) == NOWHERE
@@ -113,11 +125,11 @@ def test_a_non_members_collection_never_reaches_the_members_credential(planted: 
     # a member's collection is read as before
     assert sees(planted, agent, runs, FACTS, CFO_TASK) == EVERYWHERE
     # /v1 is unchanged: the grant still lets the admin read the context there
-    resp = planted.as_(READER).get(f"/v1/namespaces/{WORKSPACE}/contexts/{PLANTED}")
+    resp = planted.as_(READER).get(f"/v1/namespaces/{planted.ns}/contexts/{PLANTED}")
     assert resp.status_code == 200, resp.text
 
 
-def test_the_bootstrap_administrators_credential_is_kept_from_it_too(planted: Api) -> None:
+def test_the_bootstrap_administrators_credential_is_kept_from_it_too(planted: Namespaced) -> None:
     """The administrator's credentials read any collection (rule 2) but the refused ones."""
     agent = Agent(planted, token(planted, creator="service:context-service-admin"))
     found = pack(agent)
@@ -134,7 +146,7 @@ def test_the_bootstrap_administrators_credential_is_kept_from_it_too(planted: Ap
     assert INJECTION in admitted.text
 
 
-def test_an_owner_naming_it_in_a_new_set_version_admits_it(planted: Api) -> None:
+def test_an_owner_naming_it_in_a_new_set_version_admits_it(planted: Namespaced) -> None:
     agent = Agent(planted, token(planted, creator=READER))
     runs = runner(planted, READER)
     assert sees(planted, agent, runs) == NOWHERE
@@ -145,28 +157,27 @@ def test_an_owner_naming_it_in_a_new_set_version_admits_it(planted: Api) -> None
     assert sees(planted, agent, runs) == NOWHERE
 
 
-def test_an_admin_admits_it_and_archiving_that_set_takes_it_back(planted: Api) -> None:
+def test_an_admin_admits_it_and_archiving_that_set_takes_it_back(planted: Namespaced) -> None:
     agent = Agent(planted, token(planted, creator=READER))
     runs = runner(planted, READER)
     put_set(planted, [PLANTED], caller=READER, set_id="vendors")
     assert sees(planted, agent, runs) == EVERYWHERE
-    assert planted.as_(READER).delete(f"{SETS}/vendors").status_code == 204
+    assert planted.as_(READER).delete(f"{sets(planted)}/vendors").status_code == 204
     assert sees(planted, agent, runs) == NOWHERE
 
 
-def test_membership_is_judged_when_the_collection_was_created(planted: Api) -> None:
+def test_membership_is_judged_when_the_collection_was_created(planted: Namespaced) -> None:
     agent = Agent(planted, token(planted, creator=READER))
     runs = runner(planted, READER)
     # mia is a member when she creates hers: it stays admitted after she leaves
     plant(planted, "mia-notes", creator="user:mia")
-    assert planted.as_("user:alice").delete(MEMBERS + "/user:mia").status_code == 204
+    assert planted.as_("user:alice").delete(members(planted) + "/user:mia").status_code == 204
     seen = sees(planted, agent, runs, "mia-notes")
     assert seen["pack"] and seen["fields"]  # (finance does not name it: no template rows)
     assert pack(agent, filters={"collectionIds": ["mia-notes"]}).status_code == 200
     # the stranger becoming a member later does not admit what it created before
-    resp = planted.as_("user:alice").put(MEMBERS, {"subject": {"kind": "user",
-                                                               "name": "mallory"},
-                                                   "role": "member"})
+    resp = planted.as_("user:alice").put(members(planted), {
+        "subject": {"kind": "user", "name": "mallory"}, "role": "member"})
     assert resp.status_code == 200, resp.text
     assert pack(agent, filters={"collectionIds": [PLANTED]}).status_code == 404
     # ...but what it creates as a member is admitted

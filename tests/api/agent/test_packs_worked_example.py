@@ -3,7 +3,10 @@ published with validity, supersession and fact keys through ``PUT .../query-inde
 CFO's passage first among the evidence and valid, the former CFO's expired and superseded, the
 contradiction flagged, and ``asOf.validTime`` moving the answer. With the spec's records, time
 and request, the items' hashes are the spec's; their order is pack-engine/2's (the spec's
-example shows engine 1's)."""
+example shows engine 1's).
+
+One service for the module: the workspace and its records are written once, and both tests only
+ask for packs."""
 
 from __future__ import annotations
 
@@ -12,11 +15,11 @@ from typing import Any
 import pytest
 
 from tests.api.agent.packs_support import Agent, create_context, publish, record
-from tests.api.agent.packs_support import settings as settings  # the fixture
+from tests.api.agent.packs_support import module_settings as module_settings  # the fixture
 from tests.api.conftest import Api
 from tests.api.sets_support import seed_workspace, token
 
-pytestmark = pytest.mark.postgres
+pytestmark = [pytest.mark.postgres, pytest.mark.shared_service]
 FACTS = "company-facts"
 REV = "4f1c2a9b0d3e5f607182a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f8"
 TASK = "Who is the current CFO, and since when?"
@@ -59,8 +62,9 @@ def cfo_records() -> list[dict[str, Any]]:
     ]
 
 
-@pytest.fixture
-def alice(api: Api) -> Agent:
+@pytest.fixture(scope="module")
+def alice(module_api: Api) -> Agent:
+    api = module_api
     seed_workspace(api)
     create_context(api, FACTS)
     publish(api, FACTS, REV, cfo_records())

@@ -1,16 +1,22 @@
 """``context_service.client`` against the application: every agent route through the
 synchronous and the asynchronous client, answers as the contract's Structs, typed errors,
-retries after 429 honouring ``Retry-After``, none after 400."""
+retries after 429 honouring ``Retry-After``, none after 400.
+
+One service and one seeded workspace for the module (its tests only read it; a pack or replay
+they release is their own); the test replacing the rate limiter and hooking its client's
+requests does so on an application of its own over that service."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from litestar import Litestar
-from litestar.testing import AsyncTestClient
+from litestar.testing import AsyncTestClient, TestClient
 
+from context_service import bootstrap
 from context_service.client import (
     AsyncClient,
     Budget,
@@ -27,10 +33,24 @@ from context_service.client import (
 from context_service.contract import agent as c
 from context_service.http.agent.ratelimit import RateLimiter
 from tests.api.agent.packs_corpus import FACTS, TASK, VALID
+from tests.api.agent.packs_support import module_settings as module_settings  # the fixture
 from tests.api.agent_mcp.mcp_support import Workspace
+from tests.api.conftest import Api
 
-pytestmark = pytest.mark.postgres
+pytestmark = [pytest.mark.postgres, pytest.mark.shared_service]
 REQUEST = PackRequest(task=TASK, budget=Budget(max_tokens=2000), as_of=c.AsOf(valid_time=VALID))
+
+
+@pytest.fixture(scope="module")
+def workspace(module_api: Api) -> Workspace:
+    return Workspace(module_api)
+
+
+@pytest.fixture
+def own(container: bootstrap.Container) -> Iterator[Api]:
+    """An application of the test's own over the module's service (as ``api`` builds one)."""
+    with TestClient(app=bootstrap.app(container)) as client:
+        yield Api(client)
 
 
 def _client(workspace: Workspace, bearer: str, **kw: Any) -> Client:
@@ -113,12 +133,11 @@ def test_errors_are_typed(workspace: Workspace) -> None:
     assert refused.value.code == "UNAUTHORIZED"
 
 
-def test_429_is_retried_after_retry_after_and_400_never(workspace: Workspace) -> None:
+def test_429_is_retried_after_retry_after_and_400_never(workspace: Workspace, own: Api) -> None:
     sent: list[str] = []
-    workspace.api.client.event_hooks["request"].append(
-        lambda request: sent.append(request.url.path))
+    own.client.event_hooks["request"].append(lambda request: sent.append(request.url.path))
     clock = [1000.0]
-    workspace.api.client.app.state.services.agent.limiter = RateLimiter(
+    own.client.app.state.services.agent.limiter = RateLimiter(
         rate=0.5, burst=1, clock=lambda: clock[0])
     waits: list[float] = []
 
@@ -126,7 +145,7 @@ def test_429_is_retried_after_retry_after_and_400_never(workspace: Workspace) ->
         waits.append(seconds)
         clock[0] += seconds
 
-    cs = _client(workspace, workspace.reader, sleep=sleep)
+    cs = Client(token=workspace.reader, http=own.client, sleep=sleep)
     assert cs.list_context_sets().items
     assert cs.list_context_sets().items  # refused once (429, Retry-After: 2), then served
     assert waits == [2.0] and len(sent) == 3
@@ -134,7 +153,8 @@ def test_429_is_retried_after_retry_after_and_400_never(workspace: Workspace) ->
         clock[0] += 10
         cs.pack(PackRequest(task=" "))
     assert waits == [2.0] and len(sent) == 4  # a 400 is never tried again
-    patient = _client(workspace, workspace.reader, sleep=sleep, retry=Retry(attempts=1))
+    patient = Client(token=workspace.reader, http=own.client, sleep=sleep,
+                     retry=Retry(attempts=1))
     with pytest.raises(RateLimited) as limited:
         patient.list_context_sets()
         patient.list_context_sets()

@@ -1,7 +1,8 @@
 """The contract Structs against the real routes: every agent answer decodes strictly into its
 answer Struct and encodes back to the same JSON (no key lost, none invented), the stream's lines
 decode into ``PackLine``, errors into ``ErrorBody``; and each route decodes its body with the
-request Struct its tool and the client send."""
+request Struct its tool and the client send. One service and one seeded workspace for the module:
+its tests only read the workspace (a pack or replay they release is their own)."""
 
 from __future__ import annotations
 
@@ -14,11 +15,18 @@ from litestar import Litestar
 from context_service.contract import agent as c
 from context_service.contract import tools as catalogue
 from tests.api.agent.packs_corpus import TASK, pack_body
+from tests.api.agent.packs_support import module_settings as module_settings  # the fixture
 from tests.api.agent_mcp.mcp_support import Workspace
 from tests.api.agent_mcp.test_mcp_tools import CALLS
+from tests.api.conftest import Api
 
-pytestmark = pytest.mark.postgres
+pytestmark = [pytest.mark.postgres, pytest.mark.shared_service]
 AGENT = "/api/agent/v1"
+
+
+@pytest.fixture(scope="module")
+def workspace(module_api: Api) -> Workspace:
+    return Workspace(module_api)
 
 
 def _same(body: bytes, answer_type: Any) -> Any:

@@ -1,7 +1,11 @@
 """Admission at ``/mcp`` through the agent pipeline: a missing, malformed, unknown, revoked or
 expired credential answers 401 with a ``WWW-Authenticate`` challenge naming the protected
 resource metadata; a browser is refused; failed attempts are throttled per address; scope,
-live authority and the rate limit refuse each tool call as its route does."""
+live authority and the rate limit refuse each tool call as its route does.
+
+One service and one seeded workspace for the module (its tests add credentials and members of
+their own to it, and count none); each test's ``mcp_app`` is an application of its own over that
+service, so the clock, rate limiter and failure throttle a test sets are its own."""
 
 from __future__ import annotations
 
@@ -14,15 +18,22 @@ from litestar import Litestar
 from mcp import MCPError
 
 from context_service.http.agent.ratelimit import AuthFailures, RateLimiter
+from tests.api.agent.packs_support import module_settings as module_settings  # the fixture
 from tests.api.agent_mcp.mcp_support import BASE, Workspace, connected, http
+from tests.api.conftest import Api
 from tests.api.sets_support import CREDENTIALS, MEMBERS, token
 
-pytestmark = pytest.mark.postgres
+pytestmark = [pytest.mark.postgres, pytest.mark.shared_service]
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
 HEADERS = {"Accept": "application/json, text/event-stream",
            "MCP-Protocol-Version": "2025-06-18"}
 METADATA = BASE + "/.well-known/oauth-protected-resource/mcp"
 NOT_VALID = {"code": "UNAUTHORIZED", "message": "agent credential is not valid"}
+
+
+@pytest.fixture(scope="module")
+def workspace(module_api: Api) -> Workspace:
+    return Workspace(module_api)
 
 
 def _post(app: Litestar, headers: dict[str, str]) -> Any:

@@ -1,7 +1,10 @@
 """The endpoint starts the SDK on demand: importing and building the application loads none of
 it; a refused request leaves it unloaded; the first admitted requests, however many arrive at
 once, share one session manager, which stops with the application; the next start of the
-application gets a manager of its own."""
+application gets a manager of its own.
+
+One service and one seeded workspace for the module (read only here); each test's ``mcp_app`` is
+an application of its own over that service."""
 
 from __future__ import annotations
 
@@ -12,13 +15,20 @@ import pytest
 from litestar import Litestar
 
 from context_service.http.mcp.endpoint import McpEndpoint
+from tests.api.agent.packs_support import module_settings as module_settings  # the fixture
 from tests.api.agent_mcp.mcp_support import Workspace, http
+from tests.api.conftest import Api
 from tests.support.fresh import loaded_packages
 
-pytestmark = pytest.mark.postgres
+pytestmark = [pytest.mark.postgres, pytest.mark.shared_service]
 LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
 HEADERS = {"Accept": "application/json, text/event-stream",
            "MCP-Protocol-Version": "2025-06-18"}
+
+
+@pytest.fixture(scope="module")
+def workspace(module_api: Api) -> Workspace:
+    return Workspace(module_api)
 
 
 def test_building_the_application_loads_no_mcp_sdk() -> None:
