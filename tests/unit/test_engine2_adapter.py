@@ -17,7 +17,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from context_service.adapters.pack.hybrid import Part, cosines, hybrid_list
+from context_service.adapters.pack.hybrid import Part, cosines, hybrid_list, in_documents
 from context_service.adapters.pack.hybrid_features import HybridFeatures, ModelPieces, stem_words
 from context_service.adapters.pack.lexical import LexicalIndex
 from context_service.domain.context.events import QueryRecord
@@ -32,6 +32,13 @@ from context_service.domain.pack.model import (
 from context_service.domain.pack.reference import ReferenceRetrieval
 from context_service.domain.pack.render import render
 from context_service.domain.pack.request import AsOf, PackRequest
+from context_service.domain.pack.retrieval2.analyzer import record_terms
+from context_service.domain.pack.retrieval2.informative import factors, information, weighed
+from context_service.domain.pack.retrieval2.neighbours import (
+    asks,
+    with_document_prior,
+    with_neighbours,
+)
 from context_service.domain.pack.retrieval2.reference import ReferenceHybrid
 from context_service.domain.pack.scope import pack_scope
 from tests.support.hypothesis_profiles import scaled
@@ -204,7 +211,7 @@ def test_records_of_stop_words_only_match_nothing() -> None:
     got = hybrid_list("appointed cfo", [part], MODEL.token_ids(["appointed cfo"])[0],
                       MODEL.rows, False)
     assert got == ReferenceHybrid(stem_words).hybrid("appointed cfo", corpus, None, False)
-    assert all(s.lexical == 0 for s in got)
+    assert got == []
 
 
 def test_a_related_conversation_weighs_its_turns_as_the_reference_does() -> None:
@@ -239,3 +246,42 @@ def test_a_related_conversation_weighs_its_turns_as_the_reference_does() -> None
         want = ReferenceHybrid(stem_words, {query: cos}, frozenset({"alpha/chat.md"})).hybrid(
             query, corpus, None, False)
         assert got == want
+
+
+@settings(max_examples=scaled(60), deadline=None)
+@given(collection("alpha"), st.data())
+def test_rules_4_to_5_are_the_reference_s_bit_for_bit(corpus: CollectionCorpus,
+                                                       data: st.DataObject) -> None:
+    # BM25 is compared at millionths (the service groups its formula otherwise); what follows
+    # it is the same operations: given the same scores, the same doubles
+    features = HybridFeatures(corpus, MODEL)
+    n = len(features)
+    s = data.draw(st.lists(st.sampled_from((0.0, 0.5, 1.25, 2.0, 3.7)), min_size=n, max_size=n))
+    related = data.draw(st.lists(st.booleans(), min_size=features.n_documents,
+                                 max_size=features.n_documents))
+    features.related = np.array(related, dtype=np.bool_)
+    documents = features.documents.tolist()
+    info = information([record_terms(p.record.title, p.record.keywords, p.record.text,
+                                     stem_words) for p in corpus.passages])
+    features.factor = np.array(factors(info, documents, related), dtype=np.float64)
+    turns = with_neighbours(s, features.previous.tolist(), features.following.tolist(),
+                            [asks(p.record.text) for p in corpus.passages])
+    want = with_document_prior(weighed(turns, factors(info, documents, related)), documents)
+    assert in_documents(np.array(s, dtype=np.float64), features).tolist() == want
+
+
+def test_the_loaded_factors_are_the_domain_s() -> None:
+    records = [QueryRecord(id=f"t{i}", context="alpha", type="memory", revision="1",
+                           text=t, file="chat.md")
+               for i, t in enumerate(("Who was appointed CFO by the board?",
+                                      "The board appointed Priya as CFO in Lisbon.",
+                                      "No.", "The budget report was moved to Q3."))]
+    corpus = CollectionCorpus("alpha", "1", 5, records, len)
+    features = HybridFeatures(corpus, MODEL)
+    info = information([record_terms(p.record.title, p.record.keywords, p.record.text,
+                                     stem_words) for p in corpus.passages])
+    assert info[2] == 0.0  # "No." holds only a stop word
+    related = features.related.tolist()
+    assert features.factor.tolist() == factors(info, features.documents.tolist(), related)
+    floored = factors(info, [0, 0, 0, 0], [True])
+    assert floored[2] == 0.25 ** 0.4  # a turn without terms keeps part of what rule 4 lent

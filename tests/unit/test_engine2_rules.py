@@ -32,6 +32,7 @@ from context_service.domain.pack.retrieval2.fusion import (
 )
 from context_service.domain.pack.retrieval2.informative import (
     INFORMATION_EXPONENT,
+    INFORMATION_FLOOR,
     factors,
     information,
     weighed,
@@ -151,6 +152,11 @@ def test_a_turn_weighs_its_information_against_its_documents() -> None:
     # an unrelated document: every factor 1; a related one without information: 1
     assert factors(info, [0, 0, 0, 1], [False, True]) == [1.0, 1.0, 1.0, 1.0]
     assert factors([0.0, 0.0], [0, 0], [True]) == [1.0, 1.0]
+    # a turn without terms of its own (information 0, mean 2.0) keeps 0.25^0.4 = 0.574, and
+    # so does one at a tenth of the mean: the floor is 0.25 of the mean
+    assert INFORMATION_FLOOR == 0.25
+    assert factors([0.0, 0.4, 5.6], [0, 0, 0], [True]) == [0.25 ** 0.4, 0.25 ** 0.4,
+                                                           2.8 ** 0.4]
     assert weighed([2.0, 2.0], [1.5 ** 0.4, 1.0]) == [2.0 * 1.5 ** 0.4, 2.0]
 
 
@@ -204,6 +210,7 @@ def test_the_documented_worked_example() -> None:
     turns = with_neighbours(bm, previous, following, [False, True, False, False, False])
     assert [round(x, 12) for x in turns] == [1.5, 1.95, 3.0, 0.9, 2.0]
     assert factors([1.0, 2.0, 3.0, 4.0, 5.0], [0, 0, 0, 0, 1], [False, False]) == [1.0] * 5
+    # (were session_1 related, its turns' factors would weigh their information: rule 4b's test)
     lexical = with_document_prior(turns, [0, 0, 0, 0, 1])
     assert [round(x, 12) for x in lexical] == [2.4, 2.85, 3.9, 1.8, 2.6]
     units = [0, 2, 1, 0, 1]  # cosines in 2^-20 units: mean 0.8, deviation 0.748331...

@@ -112,24 +112,27 @@ def lexical_scores(query: str, parts: Sequence[Part]) -> list[Floats]:
     if hits:
         bags = [(score, parts[at].features.bag(row)) for score, at, row in hits]
         scores = bm25(feedback_query(terms, expansion(bags)), parts)
-    out = []
-    for s, part in zip(scores, parts, strict=True):
-        f = part.features
-        padded = np.append(s, 0.0)  # row -1 (no neighbour) reads the 0 at the end
-        own = s * f.own_weight
-        near = np.maximum(f.back_weight * (padded[f.previous] - own),
-                          NEIGHBOUR_WEIGHT * (padded[f.following] - own))
-        np.maximum(near, 0.0, out=near)
-        near += own
-        far = np.maximum(padded[f.before2], padded[f.after2])
-        far -= near
-        np.maximum(far, 0.0, out=far)
-        far *= SECOND_NEIGHBOUR_WEIGHT
-        far += near
-        s = far * f.factor
-        best = np.zeros(f.n_documents, dtype=np.float64)
-        np.maximum.at(best, f.documents, s)
-        out.append(s + DOCUMENT_PRIOR_WEIGHT * best[f.documents])
+    return [in_documents(s, part.features) for s, part in zip(scores, parts, strict=True)]
+
+
+def in_documents(s: Floats, f: HybridFeatures) -> Floats:
+    """Rules 4, 4b and 5 over one collection's scores after feedback: the same operations as
+    ``retrieval2.neighbours`` and ``informative``, in the same order (bit for bit)."""
+    padded = np.append(s, 0.0)  # row -1 (no neighbour) reads the 0 at the end
+    own = s * f.own_weight
+    near = np.maximum(f.back_weight * (padded[f.previous] - own),
+                      NEIGHBOUR_WEIGHT * (padded[f.following] - own))
+    np.maximum(near, 0.0, out=near)
+    near += own
+    far = np.maximum(padded[f.before2], padded[f.after2])
+    far -= near
+    np.maximum(far, 0.0, out=far)
+    far *= SECOND_NEIGHBOUR_WEIGHT
+    far += near
+    weighed = far * f.factor
+    best = np.zeros(f.n_documents, dtype=np.float64)
+    np.maximum.at(best, f.documents, weighed)
+    out: Floats = weighed + DOCUMENT_PRIOR_WEIGHT * best[f.documents]
     return out
 
 

@@ -3,8 +3,11 @@ any positive weight (feedback's re-weighted query). Corpus statistics (N, n(t), 
 every record of the request's collections, as in engine 1.
 
 Each term's contribution is ``weight x IDF x tf x (k1 + 1) / (tf + k1 x (1 - b + b x |r| /
-avgdl))`` in IEEE-754 doubles, added per record in the query's term order: the service's
-vectorised sums are these, operation for operation."""
+avgdl))`` in IEEE-754 doubles, added per record in the query's term order. The service's
+vectorised sums (``adapters.pack.hybrid.bm25``) group the same formula otherwise (the parts that
+do not depend on the request are computed at load), so a score may differ from this one in its
+last bit; both round to the same millionths (§1.8), which is what a list holds and what the
+tests compare. The rules after BM25 (4, 4b, 5) are computed operation for operation."""
 
 from __future__ import annotations
 

@@ -3,8 +3,10 @@ than the others is more likely to hold the evidence ("Thanks, that's great!" mat
 holds nothing).
 
 A record's information is the sum of ``bm25.idf`` over its distinct terms (the analyzer's, all
-fields), with N and n(t) over its collection; its factor is (information / the mean
-information of its document's records) ^ 0.4, 1 when that mean is 0. The score after rule 4 is
+fields), with N and n(t) over its collection; its factor is (max(information / the mean
+information of its document's records, 0.25)) ^ 0.4, 1 when that mean is 0. The floor keeps a
+turn without terms of its own ("No.", "Did you?") from losing what rule 4 lent it: its factor
+is 0.25^0.4 = 0.574, not 0. The score after rule 4 is
 multiplied by the factor. Only records of related documents (rule 6b's test: neighbouring
 records measurably closer than two records drawn at random) take a factor; every other record
 has factor 1. Documents are not compared with each other (BM25's length normalisation already
@@ -21,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from context_service.domain.pack.retrieval2.bm25 import idf
 
 INFORMATION_EXPONENT = 0.4
+INFORMATION_FLOOR = 0.25  # the lowest ratio to the document's mean a factor is taken of
 
 
 def information(records: Sequence[Iterable[str]]) -> list[float]:
@@ -53,7 +56,10 @@ def factors(info: Sequence[float], documents: Sequence[int],
     out = []
     for x, d in zip(info, documents, strict=True):
         mean = totals[d] / counts[d]
-        out.append((x / mean) ** INFORMATION_EXPONENT if related[d] and mean > 0 else 1.0)
+        if related[d] and mean > 0:
+            out.append(max(x / mean, INFORMATION_FLOOR) ** INFORMATION_EXPONENT)
+        else:
+            out.append(1.0)
     return out
 
 
