@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.api.agent.packs_support import Agent, create_context, publish, record
 from tests.api.conftest import Api
-from tests.api.namespaced import Namespaced
+from tests.api.namespaced import Namespaced, namespaced
 from tests.api.sets_namespaced import seed_workspace as seed_namespaced
 from tests.api.sets_namespaced import token as namespaced_token
 from tests.api.sets_support import seed_workspace, token
@@ -70,3 +72,14 @@ def seed_of(api: Namespaced) -> Agent:
     create_context(api, C, ws=api.ns)
     publish(api, C, REV1, contracts(), ws=api.ns)
     return Agent(api, namespaced_token(api))
+
+
+@pytest.fixture
+def own(api: Api) -> Namespaced:
+    """A workspace of the test's own (its contracts are seeded by ``agent``)."""
+    return namespaced(api, "acme")
+
+
+@pytest.fixture
+def agent(own: Namespaced) -> Agent:
+    return seed_of(own)

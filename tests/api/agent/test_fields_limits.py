@@ -9,26 +9,16 @@ from typing import Any
 
 import pytest
 
-from tests.api.agent.fields_support import LIST, QUERY, REV2, C, field, seed_of
+from tests.api.agent.fields_support import LIST, QUERY, REV2, C, field
+from tests.api.agent.fields_support import agent as agent  # the fixture
+from tests.api.agent.fields_support import own as own  # the fixture
 from tests.api.agent.packs_support import Agent, publish, record, violations
 from tests.api.agent.packs_support import module_settings as module_settings  # the fixture
-from tests.api.conftest import Api
-from tests.api.namespaced import Namespaced, namespaced
+from tests.api.namespaced import Namespaced
 
 # one service for the module: every test's workspace is a namespace of its own
 pytestmark = [pytest.mark.postgres, pytest.mark.shared_service]
 TODAY = datetime.now(UTC).date()
-
-
-@pytest.fixture
-def own(api: Api) -> Namespaced:
-    """A workspace of the test's own (its contracts are seeded by ``agent``)."""
-    return namespaced(api, "acme")
-
-
-@pytest.fixture
-def agent(own: Namespaced) -> Agent:
-    return seed_of(own)
 
 
 def details(agent: Agent, body: dict[str, Any], path: str = QUERY) -> list[tuple[str, str]]:

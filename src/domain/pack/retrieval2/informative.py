@@ -5,13 +5,12 @@ holds nothing).
 A record's information is the sum of ``bm25.idf`` over its distinct terms (the analyzer's, all
 fields), with N and n(t) over its collection; its factor is (max(information / the mean
 information of its document's records, 0.25)) ^ 0.4, 1 when that mean is 0. The floor keeps a
-turn without terms of its own ("No.", "Did you?") from losing what rule 4 lent it: its factor
-is 0.25^0.4 = 0.574, not 0. The score after rule 4 is
-multiplied by the factor. Only records of related documents (rule 6b's test: neighbouring
-records measurably closer than two records drawn at random) take a factor; every other record
-has factor 1. Documents are not compared with each other (BM25's length normalisation already
-weighs whole records), and the passages of an unrelated document (a file of independent notes)
-each stand on their own.
+turn without terms of its own ("No.", "Did you?") from losing what rule 4 lent it: its factor is
+0.25^0.4 = 0.574, not 0. The score after rule 4 is multiplied by the factor. Only records of
+related documents (rule 6b's test: neighbouring records measurably closer than two records drawn
+at random) take a factor; every other record has factor 1. Documents are not compared with each
+other (BM25's length normalisation already weighs whole records), and the passages of an
+unrelated document (a file of independent notes) each stand on their own.
 
 The factors are computed once per collection, at publication, with this module's functions in
 both the service and the reference: the same doubles in every process."""

@@ -70,9 +70,9 @@ def lexical_scores(query: str, corpus: Corpus, eligible: frozenset[str] | None,
     coherent = [d in related for d in documents]
     numbers = [documents[document_id(p.collection, p.record)] for p in passages]
     previous, following = neighbours_in_order(numbers, [bool(p.record.file) for p in passages])
-    info = [x for name in sorted(corpus) for x in information(
-        [record_terms(p.record.title, p.record.keywords, p.record.text, stem)
-         for p in corpus[name].passages])]
+    info: list[float] = []  # over each collection's own records (a slice of ``records``)
+    for name in sorted(corpus):
+        info += information(records[len(info):len(info) + len(corpus[name].passages)])
     turns = with_neighbours(scores, previous, following, [asks(p.record.text) for p in passages])
     return passages, first, with_document_prior(
         weighed(turns, factors(info, numbers, coherent)), numbers)
