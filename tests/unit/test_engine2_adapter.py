@@ -17,7 +17,14 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from context_service.adapters.pack.hybrid import Part, cosines, hybrid_list, in_documents
+from context_service.adapters.pack.hybrid import (
+    Part,
+    bm25,
+    cosines,
+    hybrid_list,
+    in_documents,
+    lexical_scores,
+)
 from context_service.adapters.pack.hybrid_features import HybridFeatures, ModelPieces, stem_words
 from context_service.adapters.pack.lexical import LexicalIndex
 from context_service.domain.context.events import QueryRecord
@@ -32,7 +39,8 @@ from context_service.domain.pack.model import (
 from context_service.domain.pack.reference import ReferenceRetrieval
 from context_service.domain.pack.render import render
 from context_service.domain.pack.request import AsOf, PackRequest
-from context_service.domain.pack.retrieval2.analyzer import record_terms
+from context_service.domain.pack.retrieval2.analyzer import query_terms, record_terms
+from context_service.domain.pack.retrieval2.feedback import expansion, feedback_query
 from context_service.domain.pack.retrieval2.informative import factors, information, weighed
 from context_service.domain.pack.retrieval2.neighbours import (
     asks,
@@ -246,6 +254,32 @@ def test_a_related_conversation_weighs_its_turns_as_the_reference_does() -> None
         want = ReferenceHybrid(stem_words, {query: cos}, frozenset({"alpha/chat.md"})).hybrid(
             query, corpus, None, False)
         assert got == want
+
+
+def test_a_common_expansion_term_is_left_out_as_the_reference_leaves_it() -> None:
+    # every note names the office, eleven of twelve Lisbon: feedback reads the first five hits,
+    # whose most frequent terms include "office", held by all twelve records (> 9 in 10)
+    texts = [f"The Lisbon office {w} report." for w in WORDS[:11]] + ["Dana moved office."]
+    records = [QueryRecord(id=f"n{i:02d}", context="alpha", type="memory", revision="1",
+                           text=t) for i, t in enumerate(texts)]
+    corpus = {"alpha": CollectionCorpus("alpha", "1", 5, records, len)}
+    part = AdapterRetrieval().part(corpus["alpha"], None)
+    query = "lisbon budget"
+    terms = query_terms(query, stem_words)
+    first = bm25(dict(terms), [part])
+    hits = sorted(range(len(records)), key=lambda r: (-first[0][r], records[r].id))[:5]
+    expanded = expansion([(float(first[0][r]), part.features.bag(r)) for r in hits])
+    assert "offic" in dict(expanded)
+    weighted = feedback_query(terms, expanded)
+    new_terms = weighted.keys() - terms.keys()
+    assert (bm25(weighted, [part], new_terms)[0] != bm25(weighted, [part])[0]).any()
+    assert (lexical_scores(query, [part])[0]
+            == in_documents(bm25(weighted, [part], new_terms)[0], part.features)).all()
+    ids = MODEL.token_ids([query])[0]
+    cos = {f"alpha/{rid}": c for rid, c in zip(
+        part.features.record_ids, cosines(ids, [part], MODEL.rows)[0].tolist(), strict=True)}
+    want = ReferenceHybrid(stem_words, {query: cos}).hybrid(query, corpus, None, False)
+    assert hybrid_list(query, [part], ids, MODEL.rows, False) == want
 
 
 @settings(max_examples=scaled(60), deadline=None)

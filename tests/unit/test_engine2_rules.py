@@ -19,6 +19,7 @@ from context_service.domain.pack.retrieval2.feedback import (
     expansion,
     feedback_query,
     informative,
+    selective,
 )
 from context_service.domain.pack.retrieval2.floor import FLOOR_DEPTH, LEXICAL_FLOOR, floor_cut
 from context_service.domain.pack.retrieval2.fusion import (
@@ -89,6 +90,19 @@ def test_feedback_weighs_terms_by_hit_share_and_frequency() -> None:
 def test_feedback_keeps_ten_terms_ties_by_term() -> None:
     bag = {f"t{i:02d}": 1 for i in range(12)}
     assert [t for t, _ in expansion([(1.0, bag)])] == [f"t{i:02d}" for i in range(10)]
+
+
+def test_an_expansion_term_nearly_every_record_holds_scores_nothing() -> None:
+    # 9 records in 10 is the most a new term may be held by; a query's own term always counts
+    assert selective(9, 10) and not selective(10, 10)
+    assert selective(90, 100) and not selective(91, 100) and selective(0, 3)
+    records = [{"cfo": 1, "board": 1}] + [{"board": 1, "lisbon": i % 2} for i in range(9)]
+    assert bm25({"cfo": 0.5, "board": 0.5}, records, {"board"}) == bm25({"cfo": 0.5}, records)
+    assert bm25({"board": 1}, records, set()) != bm25({}, records)  # its own term: scored
+    # held by 5 of 10, "lisbon" still tells records apart and is scored as a new term
+    assert bm25({"cfo": 0.5, "lisbon": 0.5}, records, {"lisbon"}) == bm25(
+        {"cfo": 0.5, "lisbon": 0.5}, records)
+    assert bm25({"cfo": 0.5, "lisbon": 0.5}, records) != bm25({"cfo": 0.5}, records)
 
 
 def test_neighbour_turns_and_the_document_prior() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 
 import numpy as np
 import numpy.typing as npt
@@ -21,6 +22,7 @@ from context_service.domain.pack.retrieval2.feedback import (
     expansion,
     feedback_query,
     informative,
+    selective,
 )
 from context_service.domain.pack.retrieval2.fusion import (
     COSINE_ONLY_MARGIN,
@@ -54,8 +56,10 @@ class Part:
         self.keep: Mask | None = index.mask(eligible) if eligible is not None else None
 
 
-def bm25(query: Mapping[str, float], parts: Sequence[Part]) -> list[Floats]:
-    """Rule 2 for each collection (0 for ineligible records), statistics over all of them."""
+def bm25(query: Mapping[str, float], parts: Sequence[Part],
+         expansion: AbstractSet[str] = frozenset()) -> list[Floats]:
+    """Rule 2 for each collection (0 for ineligible records), statistics over all of them; a
+    term of ``expansion`` is left out where it is not ``selective`` (rule 3)."""
     n_records = sum(len(p.features) for p in parts)
     out = [np.zeros(len(p.features), dtype=np.float64) for p in parts]
     if not n_records or not query:
@@ -67,7 +71,7 @@ def bm25(query: Mapping[str, float], parts: Sequence[Part]) -> list[Floats]:
     for term, weight in query.items():
         postings = [p.features.weighted_posting(term) for p in parts]
         holding = sum(len(found[0]) for found in postings if found is not None)
-        if not holding:
+        if not holding or (term in expansion and not selective(holding, n_records)):
             continue
         term_idf = idf(n_records, holding)
         for scores, found in zip(out, postings, strict=True):
@@ -111,7 +115,8 @@ def lexical_scores(query: str, parts: Sequence[Part]) -> list[Floats]:
     scores = first
     if hits:
         bags = [(score, parts[at].features.bag(row)) for score, at, row in hits]
-        scores = bm25(feedback_query(terms, expansion(bags)), parts)
+        weighted = feedback_query(terms, expansion(bags))
+        scores = bm25(weighted, parts, weighted.keys() - terms.keys())
     return [in_documents(s, part.features) for s, part in zip(scores, parts, strict=True)]
 
 

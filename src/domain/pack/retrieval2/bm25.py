@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
+
+from context_service.domain.pack.retrieval2.feedback import selective
 
 K1, B = 1.2, 0.75
 
@@ -23,18 +26,23 @@ def idf(n_records: int, holding: int) -> float:
     return math.log(1 + (n_records - holding + 0.5) / (holding + 0.5))
 
 
-def bm25(query: Mapping[str, float], records: Sequence[Mapping[str, int]]) -> list[float]:
-    """The BM25 of each record (its weighted term frequencies) for a weighted query."""
+def bm25(query: Mapping[str, float], records: Sequence[Mapping[str, int]],
+         expansion: AbstractSet[str] = frozenset()) -> list[float]:
+    """The BM25 of each record (its weighted term frequencies) for a weighted query; a term of
+    ``expansion`` (feedback's new terms) is left out where it is not ``selective`` (rule 3)."""
     n_records = len(records)
     if not n_records or not query:
         return [0.0] * n_records
     lengths = [sum(r.values()) for r in records]
     avgdl = sum(lengths) / n_records
-    weights = {t: idf(n_records, sum(1 for r in records if t in r)) for t in query}
+    holding = {t: sum(1 for r in records if t in r) for t in query}
+    scored = {t: w for t, w in query.items()
+              if t not in expansion or selective(holding[t], n_records)}
+    weights = {t: idf(n_records, holding[t]) for t in scored}
     out = []
     for r, length in zip(records, lengths, strict=True):
         total = 0.0
-        for t, w in query.items():
+        for t, w in scored.items():
             tf = r.get(t, 0)
             if tf:
                 total += w * weights[t] * tf * (K1 + 1) / (

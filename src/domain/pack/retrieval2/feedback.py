@@ -10,7 +10,12 @@ expansion term.
 
 Feedback runs only when at least ``FEEDBACK_MIN_MATCHES`` records score in the first pass (twice
 the hits it reads): when the hits are all or most of what matches, they select nothing, and
-their majority vocabulary would only outweigh the query's own terms (a small collection)."""
+their majority vocabulary would only outweigh the query's own terms (a small collection).
+
+In the second pass an expansion term that is not one of the query's own terms scores nothing
+when more than 9 records in 10 of the request's collections hold it (``selective``): its IDF is
+then below 0.105, so it hardly tells records apart, and its postings are the longest to score
+(on the 100,000-passage benchmark such terms were three quarters of the second pass's work)."""
 
 from __future__ import annotations
 
@@ -20,11 +25,19 @@ FEEDBACK_HITS = 5
 FEEDBACK_TERMS = 10
 FEEDBACK_MIN_MATCHES = 2 * FEEDBACK_HITS
 ORIGINAL_WEIGHT = 0.5
+COMMON_SHARE = (9, 10)  # an expansion term held by more than this share of records: not scored
 
 
 def informative(matches: int) -> bool:
     """Whether a first pass where ``matches`` records score positive feeds back (rule 3)."""
     return matches >= FEEDBACK_MIN_MATCHES
+
+
+def selective(holding: int, n_records: int) -> bool:
+    """Whether an expansion term held by ``holding`` of ``n_records`` records is scored in the
+    second pass: not when more than 9 records in 10 hold it (integers: no rounding)."""
+    above, of = COMMON_SHARE
+    return holding * of <= above * n_records
 
 
 def expansion(hits: Sequence[tuple[float, Mapping[str, int]]]) -> list[tuple[str, float]]:

@@ -64,7 +64,9 @@ def lexical_scores(query: str, corpus: Corpus, eligible: frozenset[str] | None,
         bags = [(first[i], record_bag(passages[i].record.title, passages[i].record.keywords,
                                       passages[i].record.text, stem)) for i in hits]
         weighted = feedback_query(query_weights, expansion(bags))
-        scores = [s if k else 0.0 for s, k in zip(bm25(weighted, records), keep, strict=True)]
+        new_terms = weighted.keys() - query_weights.keys()
+        scores = [s if k else 0.0
+                  for s, k in zip(bm25(weighted, records, new_terms), keep, strict=True)]
     documents = {d: i for i, d in enumerate(
         dict.fromkeys(document_id(p.collection, p.record) for p in passages))}
     coherent = [d in related for d in documents]
