@@ -12,7 +12,12 @@ from collections.abc import Set as AbstractSet
 import numpy as np
 import numpy.typing as npt
 
-from context_service.adapters.pack.hybrid_features import Floats, HybridFeatures, stem_words
+from context_service.adapters.pack.hybrid_features import (
+    Floats,
+    HybridFeatures,
+    QueryPieces,
+    stem_words,
+)
 from context_service.adapters.pack.lexical import LexicalIndex
 from context_service.domain.pack.model import Scored
 from context_service.domain.pack.retrieval2.analyzer import query_terms
@@ -144,12 +149,9 @@ def in_documents(s: Floats, f: HybridFeatures) -> Floats:
 def cosines(query_ids: Sequence[int], parts: Sequence[Part],
             matrix: npt.NDArray[np.float32]) -> list[Floats]:
     """Rule 6: each collection's cosines with the query (exact: see ``fusion``)."""
-    out = []
-    for part in parts:
-        f = part.features
-        q = f.query_vector(query_ids, matrix)
-        out.append((f.vectors @ q).astype(np.float64))
-    return out
+    query = QueryPieces(query_ids, matrix)
+    return [(part.features.vectors @ part.features.pooled_query(query)).astype(np.float64)
+            for part in parts]
 
 
 def hybrid_list(query: str, parts: Sequence[Part], query_ids: Sequence[int],

@@ -104,6 +104,20 @@ class ModelPieces:
         return matrix
 
 
+class QueryPieces:
+    """A query's distinct pieces, their counts (float64) and their rows of the model's matrix
+    (float64): what pooling the query needs that no collection changes."""
+
+    __slots__ = ("counts", "pieces", "rows", "width")
+
+    def __init__(self, ids: Sequence[int], matrix: npt.NDArray[np.float32]) -> None:
+        self.width = matrix.shape[1]
+        pieces, counts = np.unique(np.asarray(ids, dtype=np.int64), return_counts=True)
+        self.pieces = pieces
+        self.counts: Floats = counts.astype(np.float64)
+        self.rows: Floats = matrix[pieces].astype(np.float64)
+
+
 class HybridFeatures:
     """One collection's features for pack-engine/2 (immutable once built)."""
 
@@ -240,12 +254,15 @@ class HybridFeatures:
 
     def query_vector(self, ids: Sequence[int], matrix: npt.NDArray[np.float32]) -> Vectors:
         """The query's vector for this collection (rule 6), on the grid; zero when it has none."""
-        width = matrix.shape[1]
-        if not len(ids):
-            return np.zeros(width, dtype=np.float32)
-        pieces, counts = np.unique(np.asarray(ids, dtype=np.int64), return_counts=True)
-        weights = counts.astype(np.float64) * self.piece_idf[pieces]
-        pooled = (weights[:, None] * matrix[pieces].astype(np.float64)).sum(axis=0)
+        return self.pooled_query(QueryPieces(ids, matrix))
+
+    def pooled_query(self, query: QueryPieces) -> Vectors:
+        """``query_vector`` from the query's pieces, read once per request for every
+        collection (only the weights and the mean are the collection's)."""
+        if not len(query.pieces):
+            return np.zeros(query.width, dtype=np.float32)
+        weights = query.counts * self.piece_idf[query.pieces]
+        pooled = (weights[:, None] * query.rows).sum(axis=0)
         vector: Vectors = on_grid(unit_rows(unit_rows(pooled[None, :]) - self.mean))[0]
         return vector
 
