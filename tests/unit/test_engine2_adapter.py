@@ -24,6 +24,7 @@ from context_service.adapters.pack.hybrid import (
     hybrid_list,
     in_documents,
     lexical_scores,
+    span_positions,
 )
 from context_service.adapters.pack.hybrid_features import HybridFeatures, ModelPieces, stem_words
 from context_service.adapters.pack.lexical import LexicalIndex
@@ -40,6 +41,7 @@ from context_service.domain.pack.reference import ReferenceRetrieval
 from context_service.domain.pack.render import render
 from context_service.domain.pack.request import AsOf, PackRequest
 from context_service.domain.pack.retrieval2.analyzer import query_terms, record_terms
+from context_service.domain.pack.retrieval2.bm25 import K1, B, idf
 from context_service.domain.pack.retrieval2.feedback import expansion, feedback_query
 from context_service.domain.pack.retrieval2.informative import factors, information, weighed
 from context_service.domain.pack.retrieval2.neighbours import (
@@ -280,6 +282,52 @@ def test_a_common_expansion_term_is_left_out_as_the_reference_leaves_it() -> Non
         part.features.record_ids, cosines(ids, [part], MODEL.rows)[0].tolist(), strict=True)}
     want = ReferenceHybrid(stem_words, {query: cos}).hybrid(query, corpus, None, False)
     assert hybrid_list(query, [part], ids, MODEL.rows, False) == want
+
+
+def term_by_term(query: dict[str, float], parts: list[Part]) -> list[np.ndarray]:
+    """Rule 2 the plain way: each term's postings added to each collection's scores in turn."""
+    n = sum(len(p.features) for p in parts)
+    avgdl = sum(p.features.total_length for p in parts) / n
+    out = [np.zeros(len(p.features)) for p in parts]
+    for term, weight in query.items():
+        found = [(p.features.terms.get(term), p.features) for p in parts]
+        spans = [(int(f.posting_starts[t]), int(f.posting_starts[t + 1]), f)
+                 for t, f in found if t is not None]
+        held = sum(hi - lo for lo, hi, _ in spans)
+        if not held:
+            continue
+        for scores, (t, f) in zip(out, found, strict=True):
+            if t is None:
+                continue
+            lo, hi = int(f.posting_starts[t]), int(f.posting_starts[t + 1])
+            s = f.posting_dl[lo:hi] * (K1 * B / avgdl)
+            s += f.posting_base[lo:hi]
+            np.divide(f.posting_numerator[lo:hi], s, out=s)
+            s *= weight * idf(n, held)
+            scores[f.posting_rows[lo:hi]] += s
+    return out
+
+
+@settings(max_examples=scaled(60), deadline=None)
+@given(corpora(), st.lists(st.tuples(st.sampled_from(WORDS), st.sampled_from((0.1, 0.5, 1.0, 3.0))),
+                           min_size=1, max_size=8))
+def test_bm25_read_at_once_adds_the_same_doubles_as_term_by_term(
+        corpus: dict[str, CollectionCorpus], weighted: list[tuple[str, float]]) -> None:
+    # the service reads each collection's postings of every term at once and sums them per
+    # record with bincount: bit for bit the sums of adding term after term
+    parts = [AdapterRetrieval().part(corpus[n], None) for n in sorted(corpus)]
+    query = {stem_words([w])[0]: x for w, x in weighted}
+    if not sum(p.features.total_length for p in parts):
+        return
+    got = bm25(query, parts)
+    want = term_by_term(query, parts)
+    assert all(g.tolist() == w.tolist() for g, w in zip(got, want, strict=True))
+
+
+def test_postings_are_read_span_after_span() -> None:
+    at, lengths = span_positions(np.array([2, 0, 5]), np.array([4, 0, 7]))
+    assert at.tolist() == [2, 3, 5, 6] and lengths.tolist() == [2, 0, 2]
+    assert span_positions(np.array([0]), np.array([0]))[0].tolist() == []
 
 
 @settings(max_examples=scaled(60), deadline=None)

@@ -196,15 +196,15 @@ class HybridFeatures:
     def __len__(self) -> int:
         return len(self.record_ids)
 
-    def weighted_posting(self, term: str) -> tuple[npt.NDArray[np.int32], Floats, Floats,
-                                                   Floats] | None:
-        """A term's rows with their lengths and rule 2's request-free parts (``posting_*``)."""
-        number = self.terms.get(term)
-        if number is None:
-            return None
-        lo, hi = int(self.posting_starts[number]), int(self.posting_starts[number + 1])
-        return (self.posting_rows[lo:hi], self.posting_dl[lo:hi],
-                self.posting_numerator[lo:hi], self.posting_base[lo:hi])
+    def spans(self, terms: Sequence[str]) -> tuple[Rows, Rows]:
+        """Where each term's postings start and end in the ``posting_*`` arrays (both 0 for a
+        term the collection does not hold)."""
+        numbers = np.array([self.terms.get(t, -1) for t in terms], dtype=np.int64)
+        held = numbers >= 0
+        at = np.where(held, numbers, 0)
+        lo: Rows = np.where(held, self.posting_starts[at], 0)
+        hi: Rows = np.where(held, self.posting_starts[at + 1], 0)
+        return lo, hi
 
     def posting(self, term: str) -> tuple[npt.NDArray[np.int32], Floats] | None:
         number = self.terms.get(term)
