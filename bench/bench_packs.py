@@ -12,7 +12,9 @@ worker before anything is timed. ``context-service serve`` then runs as its own 
   4,000-token budget, ``hybrid`` and ``lexical``: p50/p95/p99, and the query route's p95 on the
   same terms for the ratio; each task is sent in the three ways one after another, in an order
   that rotates from task to task;
-- replays: ``verify`` of packs of about 50 items (a 32,000-token budget): p50/p95/p99.
+- replays: ``verify`` of packs of about 50 items (a 32,000-token budget): p50/p95/p99;
+- the longest tasks a request may send (``--long-tasks`` of 4,000 characters, uniformly drawn
+  words), ``hybrid`` and ``lexical``: what one request can cost at most.
 Goals: hybrid p95 < 100 ms and <= 3x the query route's p95; verify p95 < 50 ms.
 """
 
@@ -33,6 +35,7 @@ from bench.bench_query import NS, OWNER, corpus, queries, seed, vocabulary
 from bench.harness import percentile, postgres, served
 from context_service import bootstrap
 from context_service.config import Settings
+from context_service.http.agent.packs_shapes import MAX_TASK
 
 ADMIN = {"X-Context-Subject": "service:context-service-admin"}
 VALID = "2025-01-01T00:00:00Z"
@@ -69,6 +72,19 @@ def interleaved(sends: dict[str, Callable[[str], httpx.Response]],
         for label in labels[at:] + labels[:at]:
             out[label] += timed(sends[label], [text], label)
     return out
+
+
+def longest_task(rng: random.Random, vocab: list[str]) -> str:
+    """A task as long as a request may send: words of the vocabulary drawn uniformly (rare
+    words: every one a term to score) up to ``MAX_TASK`` characters."""
+    words: list[str] = []
+    size = -1
+    while True:
+        word = rng.choice(vocab)
+        if size + 1 + len(word) > MAX_TASK:
+            return " ".join(words)
+        words.append(word)
+        size += 1 + len(word)
 
 
 def line(label: str, values: list[float]) -> str:
@@ -121,6 +137,7 @@ def main() -> None:
     parser.add_argument("--vocabulary", type=int, default=30_000)
     parser.add_argument("--tasks", type=int, default=200)
     parser.add_argument("--replays", type=int, default=40)
+    parser.add_argument("--long-tasks", type=int, default=20)
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     logging.getLogger("httpx").setLevel(logging.WARNING)
@@ -128,6 +145,7 @@ def main() -> None:
     vocab = vocabulary(rng, args.vocabulary)
     data = corpus(rng, args.records, args.contexts, vocab)
     tasks = queries(rng, vocab, args.tasks, head=False)
+    longest = [longest_task(rng, vocab) for _ in range(args.long_tasks)]
     with postgres() as (url, dirs):
         took = seeded(url, data)
         print(f"{args.records} records over {args.contexts} contexts seeded, features "
@@ -162,12 +180,18 @@ def main() -> None:
                                    json={"mode": "verify"})
 
             verified = timed(verify, [p["replayId"] for p in big], "verify")
+            longer = interleaved({"long hybrid": pack("hybrid"), "long lexical": pack("lexical")},
+                                 longest)
     print(line("pack hybrid", hybrid))
     print(line("pack lexical", lexical))
     print(line("query route", queried))
     ratio = percentile(hybrid, 95) / percentile(queried, 95)
     print(f"hybrid p95 / query p95: {ratio:.2f}x (goal <= 3x)")
     print(line(f"verify ({items[len(items) // 2]} items)", verified))
+    print(f"tasks of {MAX_TASK:,} characters (the longest a request may send), "
+          f"{len(longest)} of them:")
+    for label, values in longer.items():
+        print(line(f"  {label}", values))
     for label, values in PARTS.items():
         print(line(f"  server {label}", values))
     sys.stdout.flush()

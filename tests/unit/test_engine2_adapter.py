@@ -24,10 +24,9 @@ from context_service.adapters.pack.hybrid import (
     hybrid_list,
     in_documents,
     lexical_scores,
-    span_positions,
 )
 from context_service.adapters.pack.hybrid_features import HybridFeatures, ModelPieces, stem_words
-from context_service.adapters.pack.lexical import LexicalIndex
+from context_service.adapters.pack.lexical import LexicalIndex, span_positions
 from context_service.domain.context.events import QueryRecord
 from context_service.domain.pack.engine import assemble
 from context_service.domain.pack.model import (

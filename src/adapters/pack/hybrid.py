@@ -18,7 +18,7 @@ from context_service.adapters.pack.hybrid_features import (
     QueryPieces,
     stem_words,
 )
-from context_service.adapters.pack.lexical import LexicalIndex
+from context_service.adapters.pack.lexical import LexicalIndex, span_positions
 from context_service.domain.pack.model import Scored
 from context_service.domain.pack.retrieval2.analyzer import query_terms
 from context_service.domain.pack.retrieval2.bm25 import K1, B, idf
@@ -100,17 +100,6 @@ def bm25(query: Mapping[str, float], parts: Sequence[Part],
         if part.keep is not None:
             scores[~part.keep] = 0.0
     return out
-
-
-def span_positions(lo: npt.NDArray[np.int64], hi: npt.NDArray[np.int64],
-                  ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """The positions ``lo[i] .. hi[i] - 1`` for every i, in order, and each span's length."""
-    lengths = hi - lo
-    total = int(lengths.sum())
-    if not total:
-        return np.zeros(0, dtype=np.int64), lengths
-    before = np.concatenate(([0], np.cumsum(lengths)[:-1]))
-    return np.repeat(lo - before, lengths) + np.arange(total), lengths
 
 
 def _first_hits(scores: Sequence[Floats], parts: Sequence[Part],
