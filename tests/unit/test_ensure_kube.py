@@ -25,7 +25,9 @@ fi
 """
 
 
-def test_parallel_callers_install_the_packages_once_and_all_succeed(tmp_path: Path) -> None:
+def machine(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
+    """A machine of the tools the script needs, with apt-get faked, and a cache holding the
+    built binaries: (its bin folder, the built folder, the environment)."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for tool in TOOLS:
@@ -45,13 +47,36 @@ def test_parallel_callers_install_the_packages_once_and_all_succeed(tmp_path: Pa
     env = {"PATH": str(bin_dir), "HOME": str(tmp_path), "CS_KUBE_CACHE": str(cache),
            "FAKE_APT_LOCK": str(tmp_path / "apt.lock"), "FAKE_APT_LOG": str(log),
            "FAKE_BIN": str(bin_dir)}
-    assert not (bin_dir / "etcd").exists()  # a new machine: etcd, openssl and curl are missing
+    return bin_dir, built, env
+
+
+def run_all(bin_dir: Path, env: dict[str, str], n: int) -> list[tuple[str, str, int]]:
     runs = [subprocess.Popen([str(bin_dir / "bash"), str(SCRIPT)], env=env, text=True,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(4)]
-    results = [(run.communicate(timeout=60), run.returncode) for run in runs]
-    for (out, err), code in results:
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(n)]
+    return [(*run.communicate(timeout=60), run.returncode) for run in runs]
+
+
+def test_parallel_callers_install_the_packages_once_and_all_succeed(tmp_path: Path) -> None:
+    bin_dir, built, env = machine(tmp_path)
+    assert not (bin_dir / "etcd").exists()  # a new machine: etcd, openssl and curl are missing
+    for out, err, code in run_all(bin_dir, env, 4):
         assert code == 0, err
         assert out.strip() == str(built)
-    installs = [line for line in log.read_text().splitlines() if " install " in f" {line} "]
+    installs = [line for line in Path(env["FAKE_APT_LOG"]).read_text().splitlines()
+                if " install " in f" {line} "]
     assert len(installs) == 1 and "etcd-server" in installs[0]
     assert os.access(bin_dir / "etcd", os.X_OK)
+
+
+def test_a_ready_machine_takes_no_lock_and_installs_nothing(tmp_path: Path) -> None:
+    # with everything in place the script only prints the folder: a cache it may not write to
+    # (binaries provided read-only) still works
+    bin_dir, built, env = machine(tmp_path)
+    for tool in ("etcd", "openssl", "curl"):
+        (bin_dir / tool).write_text("#!/bin/bash\n")
+        (bin_dir / tool).chmod(0o755)
+    [(out, err, code)] = run_all(bin_dir, env, 1)
+    assert code == 0, err
+    assert out.strip() == str(built)
+    assert not Path(env["FAKE_APT_LOG"]).exists()
+    assert not (built.parent / ".lock").exists()

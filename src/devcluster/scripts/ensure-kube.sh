@@ -21,35 +21,39 @@ main() {
     if [ "$(id -u)" = 0 ]; then "$@"; else sudo -n "$@"; fi
   }
 
-  # parallel callers (the test suite's workers on a new machine) wait here: one installs and
-  # builds while the others would meet the package manager's lock (apt-get exits 100)
-  mkdir -p "$CACHE"
-  exec 9>"$CACHE/.lock"
-  flock 9
-
   # runtime packages: etcd for storage, openssl for the service-account key, curl for kube-up.sh
-  MISSING=()
-  command -v etcd >/dev/null || MISSING+=(etcd-server)
-  command -v openssl >/dev/null || MISSING+=(openssl)
-  command -v curl >/dev/null || MISSING+=(curl)
-  if [ ${#MISSING[@]} -gt 0 ]; then
-    echo "ensure-kube: installing ${MISSING[*]}" >&2
-    # another program's apt-get (not ours: we hold the lock above) is waited for, not failed on
-    as_root apt-get -o DPkg::Lock::Timeout=600 update -qq >&2
-    DEBIAN_FRONTEND=noninteractive as_root apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
-      --no-install-recommends "${MISSING[@]}" >&2
+  missing() {
+    MISSING=()
+    command -v etcd >/dev/null || MISSING+=(etcd-server)
+    command -v openssl >/dev/null || MISSING+=(openssl)
+    command -v curl >/dev/null || MISSING+=(curl)
+  }
+  missing
+  if [ ${#MISSING[@]} -gt 0 ] || [ ! -x "$DEST/kube-apiserver" ]; then
+    # parallel callers (the test suite's workers on a new machine) wait here for one that
+    # installs and builds: several apt-get at once meet the package manager's lock (exit 100)
+    mkdir -p "$CACHE"
+    exec 9>"$CACHE/.lock"
+    flock 9
+    missing                                 # what a caller before us left to do
+    if [ ${#MISSING[@]} -gt 0 ]; then
+      echo "ensure-kube: installing ${MISSING[*]}" >&2
+      # another program's apt-get (not ours: we hold the lock) is waited for, not failed on
+      as_root apt-get -o DPkg::Lock::Timeout=600 update -qq >&2
+      DEBIAN_FRONTEND=noninteractive as_root apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
+        --no-install-recommends "${MISSING[@]}" >&2
+    fi
+    if [ ! -x "$DEST/kube-apiserver" ]; then
+      echo "ensure-kube: building Kubernetes v1.20.2 into $DEST (first use only, ~4 min)" >&2
+      TMP=$(mktemp -d "$CACHE/.partial.XXXXXX")
+      bash "$HERE/build-kube.sh" "$TMP" >&2 || { rm -rf "$TMP"; exit 1; }
+      "$TMP/kube-apiserver" --version | grep -qx 'Kubernetes v1.20.2' || { rm -rf "$TMP"; exit 1; }
+      chmod 755 "$TMP"
+      rm -rf "$DEST"
+      mv "$TMP" "$DEST"                     # atomic: a half-built cache is never used
+    fi
+    exec 9>&-
   fi
-
-  if [ ! -x "$DEST/kube-apiserver" ]; then
-    echo "ensure-kube: building Kubernetes v1.20.2 into $DEST (first use only, ~4 min)" >&2
-    TMP=$(mktemp -d "$CACHE/.partial.XXXXXX")
-    bash "$HERE/build-kube.sh" "$TMP" >&2 || { rm -rf "$TMP"; exit 1; }
-    "$TMP/kube-apiserver" --version | grep -qx 'Kubernetes v1.20.2' || { rm -rf "$TMP"; exit 1; }
-    chmod 755 "$TMP"
-    rm -rf "$DEST"
-    mv "$TMP" "$DEST"                       # atomic: a half-built cache is never used
-  fi
-  exec 9>&-
   echo "$DEST"
 }
 main "$@"
