@@ -19,7 +19,7 @@ from context_service.adapters.pack.inputs_cache import FoldCache
 from context_service.adapters.pack.vector_matrix import DIM, Matrix
 from context_service.adapters.pack.vector_scan import Layout
 from context_service.domain.bounded import BoundedCache
-from context_service.domain.context.events import QueryRecord
+from context_service.domain.context.events import ContextDeleted, QueryRecord
 from context_service.domain.context.state import ContextState
 from context_service.domain.events import Event, Subject
 from context_service.domain.pack.model import CollectionAt, CollectionCorpus, NamespaceAt
@@ -192,18 +192,25 @@ class Folds:
                                index_revision="1", publication=position)})
 
 
-def test_a_batch_forgets_the_folds_of_the_namespaces_it_touched() -> None:
+def test_a_batch_forgets_the_folds_of_the_namespaces_whose_pack_inputs_it_carries() -> None:
     reads = Folds()
     folds = FoldCache(reads)
     for ns in ("acme", "globex"):
         folds.namespace_at(ns, 7)
         folds.namespace_at(ns, 7)
     assert reads.calls == 2
-    folds.applied([Recorded(8, StreamRef("context", "acme", "c"), 2, "E",
-                            Event(at=AT, actor="a"))])
+    # a pack input (a context deleted) makes acme's folds stale for packs at the head
+    folds.applied([Recorded(8, StreamRef("context", "acme", "c"), 2, "ContextDeleted",
+                            ContextDeleted(at=AT, actor="a", force=False))])
     assert {n: v for n, _, _, v in folds.gauges()}["cs_cache_entries"] == 1
     folds.namespace_at("globex", 7)
     folds.namespace_at("acme", 7)
+    assert reads.calls == 3
+    # any other event of the namespace (a pack's own release, say) changes no fold
+    folds.applied([Recorded(9, StreamRef("context_pack", "acme", "p"), 1, "E",
+                            Event(at=AT, actor="a"))])
+    folds.namespace_at("acme", 7)
+    folds.namespace_at("globex", 7)
     assert reads.calls == 3
 
 

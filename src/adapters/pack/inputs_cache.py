@@ -1,7 +1,9 @@
 """The folds of pack inputs (a namespace at a position, §7.3) kept in-process: a fold at a
-position never changes, but a namespace's next event makes its folds stale for packs at the
-head, so the projections runner's batches forget the folds of every namespace they touch, and
-the cache is bounded in estimated bytes."""
+position never changes, but a namespace's next pack input makes its folds stale for packs at
+the head, so the projections runner's batches forget the folds of every namespace whose pack
+inputs they carry, and the cache is bounded in estimated bytes. Other events (a pack's
+release, a replay, a lifecycle step) change no fold and forget nothing: before, every pack's
+own release event emptied its namespace's folds, and the next pack read them again."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from context_service.domain.bounded import BoundedCache, Gauge, MiB
 from context_service.domain.pack.model import NamespaceAt
 from context_service.domain.stream import Recorded
 from context_service.projections.pack_inputs.reads import PackInputReads
+from context_service.projections.pack_inputs.view import PACK_INPUTS
 
 LIMIT_BYTES = 64 * MiB
 FOLDS_KEPT = 256
@@ -50,9 +53,10 @@ class FoldCache:
     # --- fed by the projection runner (a ``Listener``) ------------------------------------------
 
     def applied(self, batch: Sequence[Recorded]) -> None:
-        """Forget the folds of the namespaces the batch touched (a deleted context, a replaced
-        index, any change makes them stale for packs at the head)."""
-        touched = {r.stream.namespace for r in batch}
+        """Forget the folds of the namespaces whose pack inputs the batch carries (a deleted
+        context, a replaced index, a grant: any of them makes the folds stale for packs at the
+        head)."""
+        touched = {r.stream.namespace for r in batch if isinstance(r.event, PACK_INPUTS)}
         if touched:
             self._folds.retain(lambda key, _: key[0] not in touched)
 
