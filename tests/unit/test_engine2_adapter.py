@@ -290,9 +290,8 @@ def term_by_term(query: dict[str, float], parts: list[Part]) -> list[np.ndarray]
     out = [np.zeros(len(p.features)) for p in parts]
     for term, weight in query.items():
         found = [(p.features.terms.get(term), p.features) for p in parts]
-        spans = [(int(f.posting_starts[t]), int(f.posting_starts[t + 1]), f)
-                 for t, f in found if t is not None]
-        held = sum(hi - lo for lo, hi, _ in spans)
+        held = sum(int(f.posting_starts[t + 1] - f.posting_starts[t])
+                   for t, f in found if t is not None)
         if not held:
             continue
         for scores, (t, f) in zip(out, found, strict=True):
