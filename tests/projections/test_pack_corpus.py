@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 import threading
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -18,8 +19,10 @@ from threadpoolctl import threadpool_info
 
 from context_service.adapters.embedding.wordllama_model import load
 from context_service.adapters.pack.corpus import Cached, CorpusLoader
+from context_service.adapters.pack.hybrid_features import HybridFeatures, ModelPieces
 from context_service.adapters.pack.vector_matrix import VectorMatrices
 from context_service.adapters.pack.warmer import CorpusWarmer
+from context_service.adapters.postgres.views.features import PassageFeaturesSql
 from context_service.bootstrap import Container, pack_ports
 from context_service.domain.context import commands as c
 from context_service.domain.context.events import QueryRecord, SourceRef
@@ -28,7 +31,7 @@ from context_service.domain.context.state import evolve as evolve_context
 from context_service.domain.context_set.state import ContextSetState
 from context_service.domain.context_set.state import evolve as evolve_set
 from context_service.domain.events import ADMIN
-from context_service.domain.pack.model import CollectionAt, CollectionCorpus, document_id
+from context_service.domain.pack.model import CollectionAt, document_id
 from context_service.domain.pack.reference import ReferenceRetrieval
 from context_service.domain.pack.text import token_ids
 from context_service.projections.pack_inputs.fold import EPOCH
@@ -107,6 +110,54 @@ def test_features_and_agent_data_are_computed_at_publication(container: Containe
     assert {bytes(p["document_id"]) for p in passages} == {b"notes/board.md"}
     assert all(p["v"] for p in passages)
     assert [(d["tokens"], d["passages"]) for d in documents] == [(model.count(doc_text), 2)]
+
+
+class _Refusing(ModelPieces):
+    """The model, counting the texts it is asked to tokenize."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tokenized: list[str] = []
+
+    def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        self.tokenized.extend(texts)
+        return super().token_ids(texts)
+
+
+@shared
+def test_the_loader_pools_the_pieces_stored_at_publication(container: Container,
+                                                           ns: str) -> None:
+    rng = random.Random(5)
+    rev = digest(rng)
+    collection(container.contexts, "talk", rev, ns=ns)
+    records = random_records(rng, "talk", rev, 40)
+    publish(container.contexts, "talk", rev, records, ns=ns)
+    caught_up(container)
+    ports = pack_ports(container)
+    p, _ = ports.inputs.resolve(ns, None, None)
+    (at,) = ports.inputs.namespace_at(ns, p).collections.values()
+    model = _Refusing()
+    held = CorpusLoader(container.datastore, load().count, model=model).cached(at)
+    assert model.tokenized == []  # every record's pieces were stored with its vector
+    tokenized = HybridFeatures(held.corpus, ModelPieces())
+    assert np.array_equal(held.hybrid.vectors, tokenized.vectors)
+    assert held.hybrid.piece_idf.tolist() == tokenized.piece_idf.tolist()
+
+    # a text stored before its pieces were (migration 0018) is tokenized at load, and gains
+    # them at its next publication
+    first = held.corpus.passages[0].record
+    key = text_hash(f"{first.title}\n{first.text}" if first.title else first.text)
+    with container.datastore.transaction(commit=True) as cur:
+        cur.execute("UPDATE passage_features SET pieces = NULL WHERE hash = %s", (key,))
+        assert PassageFeaturesSql(cur).known([key]) == {key: False}
+    model = _Refusing()
+    again = CorpusLoader(container.datastore, load().count, model=model).cached(at)
+    assert model.tokenized == [f"{first.title}\n{first.text}" if first.title else first.text]
+    assert np.array_equal(again.hybrid.vectors, tokenized.vectors)
+    publish(container.contexts, "talk", rev, records, ns=ns)
+    caught_up(container)
+    with container.datastore.transaction(commit=False) as cur:
+        assert PassageFeaturesSql(cur).known([key]) == {key: True}
 
 
 def _fold_log(container: Container, namespace: str, position: int
@@ -291,7 +342,7 @@ def test_an_index_asked_for_at_once_is_loaded_once(
     wanted = next(iter(ports.inputs.namespace_at(ns, p).collections.values()))
     real_load, entered, failing = loader._load, threading.Semaphore(0), [False]
 
-    def slow_load(collection: CollectionAt) -> CollectionCorpus:
+    def slow_load(collection: CollectionAt) -> object:
         entered.release()
         # the first load holds on until five more askers entered it too (what each asker did
         # before single loads) or a second passed: askers arriving meanwhile must wait

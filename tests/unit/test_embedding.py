@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from context_service.adapters.embedding import piece_counts
 from context_service.adapters.embedding.wordllama_model import (
     UNAVAILABLE,
     Embedder,
@@ -50,7 +51,23 @@ def test_features_pair_counts_with_big_endian_vectors() -> None:
     assert features[0].vector is not None and len(features[0].vector) == 256 * 4
     restored = np.frombuffer(features[0].vector, dtype=">f4")
     assert np.array_equal(restored, load().embed("CFO appointment"))
-    assert features[1] == (load().count("CFO\n\nappointment"), None)
+    assert features[1] == (load().count("CFO\n\nappointment"), None, None)
+    # the embedded text's distinct pieces with their counts, as the corpus loader reads them
+    assert features[0].pieces is not None
+    pieces, counts = piece_counts.decode(features[0].pieces)
+    ids = load().token_ids(["CFO appointment"])[0]
+    assert pieces.tolist() == sorted(set(ids))
+    assert counts.tolist() == [ids.count(p) for p in pieces.tolist()]
+
+
+def test_pieces_that_do_not_fit_sixteen_bits_are_not_stored() -> None:
+    assert piece_counts.encode(np.array([3, 70_000]), np.array([1, 1])) is None
+    assert piece_counts.encode(np.array([3, 9]), np.array([1, 65_536])) is None
+    assert piece_counts.encode(np.array([], dtype=np.int64), np.array([], dtype=np.int64)) is None
+    kept = piece_counts.encode(np.array([3, 65_535]), np.array([65_535, 2]))
+    assert kept == bytes([0, 3, 255, 255, 255, 255, 0, 2])  # big-endian pairs
+    assert kept is not None
+    assert [a.tolist() for a in piece_counts.decode(kept)] == [[3, 65_535], [65_535, 2]]
 
 
 _PIECE = st.text(alphabet=st.sampled_from(list("ab Z9 .,\n\t▁<s>é东😀")), max_size=30)

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from context_service.adapters.embedding import piece_counts
 from context_service.adapters.embedding.pieces import LIMIT_BYTES, WordPieces, tokenizer_spec
 from context_service.domain.bounded import Gauge, cache_gauges
 from context_service.projections.passage_features.features import Feature, Text
@@ -117,35 +118,45 @@ class Embedder:
             full = self.full_token_ids([t.text for t in texts])
             results = [np.asarray(ids, dtype=np.int32) if t.embed else len(ids)
                        for t, ids in zip(texts, full, strict=True)]
-        embedded = [r for r in results if not isinstance(r, int)]
-        vectors = iter(self.embed_many(embedded))
-        return [Feature(r, None) if isinstance(r, int)
-                else Feature(len(r), vector_bytes(next(vectors))) for r in results]
+        out = []
+        for r in results:
+            if isinstance(r, int):
+                out.append(Feature(r, None))
+            else:
+                vector, held = self.embed_with_pieces(r)
+                out.append(Feature(len(r), vector_bytes(vector), held))
+        return out
 
     def embed(self, text: str) -> Vector | None:
         return self.embed_ids(self.token_ids([text])[0])
 
     def embed_ids(self, ids: Sequence[int] | npt.NDArray[np.int32]) -> Vector | None:
         """Mean of the tokens' vectors (in float64), scaled to unit length, as float32."""
+        return self.embed_with_pieces(ids)[0]
+
+    def embed_with_pieces(self, ids: Sequence[int] | npt.NDArray[np.int32],
+                          ) -> tuple[Vector | None, bytes | None]:
+        """``embed_ids``, and the text's distinct pieces with their counts as
+        ``piece_counts`` stores them (what pack-engine/2 pools at load)."""
         if not len(ids):
-            return None
+            return None, None
         index = ids if isinstance(ids, np.ndarray) else np.fromiter(ids, np.intp, len(ids))
+        distinct, counts = np.unique(index, return_counts=True)
         if len(index) <= self.exact_up_to:
             # every partial sum is exact: the distinct rows weighted by their counts
-            distinct, counts = np.unique(index, return_counts=True)
             total = counts.astype(np.float64) @ self._matrix[distinct].astype(np.float64)
         else:
             total = self._matrix[index].sum(axis=0, dtype=np.float64)
-        mean = total / len(ids)
+        return self._unit_mean(total, len(ids)), piece_counts.encode(distinct, counts)
+
+    @staticmethod
+    def _unit_mean(total: npt.NDArray[np.float64], n: int) -> Vector | None:
+        mean = total / n
         norm = float(np.linalg.norm(mean))
         if norm == 0.0:
             return None
         unit: Vector = (mean / norm).astype(np.float32)
         return unit
-
-    def embed_many(self, texts: Sequence[npt.NDArray[np.int32]]) -> list[Vector | None]:
-        """``embed_ids`` of each text's ids (an array indexes the matrix directly)."""
-        return [self.embed_ids(ids) for ids in texts]
 
 
 def exact_sums_up_to(matrix: npt.NDArray[np.float32]) -> int:

@@ -20,9 +20,13 @@ from context_service.adapters.pack.hybrid_features import HybridFeatures, ModelP
 from context_service.adapters.pack.lexical import LexicalIndex
 from context_service.adapters.postgres.views.published import index_records, published_at
 from context_service.domain.bounded import BoundedCache, Gauge, MiB, text_bytes
-from context_service.domain.context.events import QueryIndexPublished, QueryRecord
+from context_service.domain.context.events import QueryIndexPublished
 from context_service.domain.pack.model import CollectionAt, CollectionCorpus, Corpus, TokenCount
-from context_service.projections.passage_features.features import PublishedTexts, text_hash
+from context_service.projections.passage_features.features import (
+    IndexTexts,
+    PublishedTexts,
+    text_hash,
+)
 
 log = logging.getLogger(__name__)
 
@@ -43,11 +47,13 @@ class Cached:
 
     __slots__ = ("corpus", "hybrid", "lexical", "size")
 
-    def __init__(self, corpus: CollectionCorpus, model: PieceModel | None = None) -> None:
+    def __init__(self, corpus: CollectionCorpus, model: PieceModel | None = None,
+                 pieces: Sequence[bytes | None] | None = None) -> None:
+        """``pieces``: each passage's stored model pieces, where stored (``passage_features``)."""
         corpus.warm()  # deduplication signatures paid once at load, not by the first packs
         self.corpus = corpus
         self.lexical = LexicalIndex(corpus)
-        self.hybrid = HybridFeatures(corpus, model or PROCESS_MODEL)
+        self.hybrid = HybridFeatures(corpus, model or PROCESS_MODEL, pieces)
         self.size = corpus_bytes(corpus) + self.lexical.nbytes() + self.hybrid.nbytes()
 
 
@@ -130,7 +136,7 @@ class CorpusLoader:
                 del self._flights[publication]
 
     def _loaded(self, collection: CollectionAt) -> Cached:
-        loaded = Cached(self._load(collection), self.model)
+        loaded = Cached(*self._load(collection))
         with self._lock:
             self.loads += 1
             if loaded.size > self._cache.limit:  # served, never kept
@@ -160,7 +166,9 @@ class CorpusLoader:
     def gauges(self) -> list[Gauge]:
         return self._cache.gauges()
 
-    def _load(self, collection: CollectionAt) -> CollectionCorpus:
+    def _load(self, collection: CollectionAt,
+              ) -> tuple[CollectionCorpus, PieceModel, list[bytes | None]]:
+        """The index's corpus, the model, and each passage's stored pieces."""
         with self.datastore.transaction(commit=False) as cur:
             recorded = published_at(cur, collection.publication)
             if recorded is None or recorded.stream.key != collection.name:
@@ -168,21 +176,30 @@ class CorpusLoader:
                                   f"{collection.publication}")
             assert isinstance(recorded.event, QueryIndexPublished)
             records = index_records(cur, recorded)
-            tokens = self._tokens(cur, collection.name, records)
-        return CollectionCorpus(collection.name, recorded.event.revision,
-                                collection.publication, records, tokens)
+            texts = PublishedTexts().add_index(collection.name, records)
+            tokens, pieces = self._features(cur, collection.name, texts)
+        corpus = CollectionCorpus(collection.name, recorded.event.revision,
+                                  collection.publication, records, tokens)
+        return corpus, self.model, [pieces.get(texts.embedded[ord_])
+                                    for ord_, _ in texts.passages]
 
-    def _tokens(self, cur: object, collection: str,
-                records: Sequence[QueryRecord]) -> TokenCount:
-        texts = PublishedTexts()
-        texts.add_index(collection, records)
-        cur.execute("SELECT hash, tokens FROM passage_features WHERE hash = ANY(%s)",  # type: ignore[attr-defined]
-                    (list(texts.counted),))
-        counts = {bytes(r["hash"]): r["tokens"] for r in cur.fetchall()}  # type: ignore[attr-defined]
-        if len(counts) < len(texts.counted):
+    def _features(self, cur: object, collection: str,
+                  texts: IndexTexts) -> tuple[TokenCount, dict[bytes, bytes]]:
+        """The token count of each text, and the stored pieces of the embedded texts."""
+        counted, embedded = list(texts.texts.counted), texts.texts.embedded
+        cur.execute("SELECT hash, tokens, pieces FROM passage_features WHERE hash = ANY(%b)",  # type: ignore[attr-defined]
+                    (counted + [h for h in embedded if h not in texts.texts.counted],),
+                    binary=True)
+        counts, pieces = {}, {}
+        for row in cur.fetchall():  # type: ignore[attr-defined]
+            key = bytes(row["hash"])
+            counts[key] = row["tokens"]
+            if row["pieces"] is not None and key in embedded:
+                pieces[key] = bytes(row["pieces"])
+        if any(h not in counts for h in counted):
             log.warning("token counts computed for texts without stored features",
                         extra={"collection": collection,
-                               "texts": len(texts.counted) - len(counts)})
+                               "texts": sum(h not in counts for h in counted)})
 
         def tokens(text: str) -> int:
             key = text_hash(text)
@@ -191,4 +208,4 @@ class CorpusLoader:
                 found = counts[key] = self.count(text)
             return found
 
-        return tokens
+        return tokens, pieces

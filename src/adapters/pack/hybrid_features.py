@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 import Stemmer
 
+from context_service.adapters.embedding import piece_counts
 from context_service.domain.pack.model import CollectionCorpus
 from context_service.domain.pack.retrieval2.analyzer import record_analysis
 from context_service.domain.pack.retrieval2.bm25 import K1, B, idf
@@ -121,7 +122,10 @@ class QueryPieces:
 class HybridFeatures:
     """One collection's features for pack-engine/2 (immutable once built)."""
 
-    def __init__(self, corpus: CollectionCorpus, model: PieceModel) -> None:
+    def __init__(self, corpus: CollectionCorpus, model: PieceModel,
+                 pieces: Sequence[bytes | None] | None = None) -> None:
+        """``pieces``: each passage's stored pieces (``piece_counts``), where the loader read
+        them; the rest are tokenized here."""
         passages = corpus.passages
         n = len(passages)
         self.collection = corpus.collection
@@ -178,7 +182,7 @@ class HybridFeatures:
                                             ANSWER_WEIGHT, NEIGHBOUR_WEIGHT)
         self.before2: Rows = np.append(self.previous, -1)[self.previous]
         self.after2: Rows = np.append(self.following, -1)[self.following]
-        self._pool(corpus, model)
+        self._pool(corpus, model, pieces)
         self.factor: Floats = np.array(factors(self._information(row_of), numbers,
                                                self.related.tolist()), dtype=np.float64)
 
@@ -219,33 +223,20 @@ class HybridFeatures:
         return {names[t]: c for t, c in zip(self.bag_terms[lo:hi].tolist(),
                                             self.bag_counts[lo:hi].tolist(), strict=True)}
 
-    def _pool(self, corpus: CollectionCorpus, model: PieceModel) -> None:
+    def _pool(self, corpus: CollectionCorpus, model: PieceModel,
+              stored: Sequence[bytes | None] | None) -> None:
         """Rule 6 over the collection: IDF-weighted pooling, centring, unit length, grid."""
         n = len(self.record_ids)
         matrix = model.rows
-        ids = model.token_ids([embedded_text(p.record) for p in corpus.passages])
-        width = matrix.shape[1]
+        sizes, entry_pieces, counts = record_pieces(corpus, model, stored)
         vocabulary = matrix.shape[0]
-        rows = np.repeat(np.arange(n, dtype=np.int64),
-                         np.array([len(i) for i in ids], dtype=np.int64))
-        pieces = (np.concatenate([np.asarray(i, dtype=np.int64) for i in ids])
-                  if n and rows.size else np.zeros(0, dtype=np.int64))
-        keys, counts = np.unique(rows * vocabulary + pieces, return_counts=True)
-        entry_rows, entry_pieces = np.divmod(keys, vocabulary)
         df = np.bincount(entry_pieces, minlength=vocabulary).astype(np.float64)
         self.piece_idf: Floats = np.log(1 + (n - df + 0.5) / (df + 0.5))
         # float32 (the rows are float16 values): the pooled vector is rounded to the grid later
         weights = (counts * self.piece_idf[entry_pieces]).astype(np.float32)
-        pooled = np.zeros((n, width), dtype=np.float64)
-        for lo in range(0, len(keys), CHUNK):
-            hi = min(lo + CHUNK, len(keys))
-            block = weights[lo:hi, None] * matrix[entry_pieces[lo:hi]]
-            chunk_rows = entry_rows[lo:hi]
-            starts = np.flatnonzero(np.r_[True, chunk_rows[1:] != chunk_rows[:-1]])
-            # a row split across two blocks gets both parts, added in order
-            pooled[chunk_rows[starts]] += np.add.reduceat(block, starts, axis=0)
+        pooled = pooled_rows(sizes, entry_pieces, weights, matrix)
         pooled = unit_rows(pooled)
-        self.mean: Floats = pooled.mean(axis=0) if n else np.zeros(width)
+        self.mean: Floats = pooled.mean(axis=0) if n else np.zeros(matrix.shape[1])
         alone = on_grid(unit_rows(pooled - self.mean))
         self.related = related_documents(alone, self.following, self.documents,
                                          self.n_documents)
@@ -276,6 +267,48 @@ class HybridFeatures:
             self.vectors))
         words = sum(map(sys.getsizeof, self.terms)) + TERM_OVERHEAD * len(self.terms)
         return arrays + words + 8 * len(self.term_names)
+
+
+def record_pieces(corpus: CollectionCorpus, model: PieceModel,
+                  stored: Sequence[bytes | None] | None) -> tuple[Rows, Rows, Rows]:
+    """Each passage's number of distinct pieces, then every passage's pieces (ascending) and
+    their counts, in passage order: decoded where stored, else from the model's tokenizer."""
+    passages = corpus.passages
+    found = list(stored) if stored is not None else [None] * len(passages)
+    missing = [i for i, b in enumerate(found) if b is None]
+    ids = iter(model.token_ids([embedded_text(passages[i].record) for i in missing])
+               if missing else [])
+    parts = [piece_counts.decode(b) if b is not None
+             else np.unique(np.asarray(next(ids), dtype=np.int64), return_counts=True)
+             for b in found]
+    sizes = np.array([len(p) for p, _ in parts], dtype=np.int64)
+    if not parts:
+        return sizes, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    return (sizes, np.concatenate([p for p, _ in parts]).astype(np.int64),
+            np.concatenate([c for _, c in parts]).astype(np.int64))
+
+
+def pooled_rows(sizes: Rows, pieces: Rows, weights: Vectors,
+                matrix: npt.NDArray[np.float32]) -> Floats:
+    """Each row's sum of its pieces' rows of ``matrix`` times their weights, added in float64
+    in piece order (a float32 weight times a float16 value is exact in float64, so the sum is
+    fixed by that order alone): the j-th pieces of every row that has one at a time, the
+    longest rows first."""
+    n, width = len(sizes), matrix.shape[1]
+    pooled = np.zeros((n, width), dtype=np.float64)
+    if not len(pieces):
+        return pooled
+    starts = np.r_[0, np.cumsum(sizes)[:-1]]
+    order = np.argsort(-sizes, kind="stable")
+    by_length, from_entry = sizes[order], starts[order]
+    wide = weights.astype(np.float64)
+    active = int(np.count_nonzero(by_length))
+    for j in range(int(by_length[0])):
+        while by_length[active - 1] <= j:
+            active -= 1
+        at = from_entry[:active] + j
+        pooled[order[:active]] += wide[at, None] * matrix[pieces[at]]
+    return pooled
 
 
 def related_documents(vectors: Vectors, following: Rows, documents: Rows,

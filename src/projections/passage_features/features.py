@@ -15,6 +15,9 @@ from context_service.domain.pack.model import document_id, document_text
 class Feature(NamedTuple):
     tokens: int
     vector: bytes | None  # 256 float32, big-endian; None: not embedded, or no tokens
+    # an embedded text's distinct model pieces with their counts (the embedding adapter's
+    # ``piece_counts``), what pack-engine/2 pools; None: not embedded, or not stored
+    pieces: bytes | None = None
 
 
 class Text(NamedTuple):

@@ -42,8 +42,9 @@ class PassageFeaturesSql(_Published):
 
     def known(self, hashes: Iterable[bytes]) -> dict[bytes, bool]:
         # hashes sent in binary: as text, each would be hex-escaped one by one
-        self.cur.execute("SELECT hash, embedding IS NOT NULL AS embedded FROM passage_features"
-                         " WHERE hash = ANY(%b)", (list(hashes),))
+        # a vector without its pieces (stored before migration 0018) is computed again
+        self.cur.execute("SELECT hash, embedding IS NOT NULL AND pieces IS NOT NULL AS embedded"
+                         " FROM passage_features WHERE hash = ANY(%b)", (list(hashes),))
         return {bytes(r["hash"]): r["embedded"] for r in self.cur.fetchall()}
 
     def features(self, hashes: Iterable[bytes]) -> dict[bytes, Feature]:
@@ -56,15 +57,19 @@ class PassageFeaturesSql(_Published):
     def store(self, features: Mapping[bytes, Feature]) -> None:
         self.cur.execute("CREATE TEMP TABLE IF NOT EXISTS passage_features_new"
                          " (LIKE passage_features) ON COMMIT DELETE ROWS")
-        with self.cur.copy("COPY passage_features_new (hash, tokens, embedding)"
+        with self.cur.copy("COPY passage_features_new (hash, tokens, embedding, pieces)"
                            " FROM STDIN (FORMAT BINARY)") as copy:
-            copy.set_types(["bytea", "int4", "bytea"])
+            copy.set_types(["bytea", "int4", "bytea", "bytea"])
             for key, feature in features.items():
-                copy.write_row((key, feature.tokens, pg_vector(feature.vector)))
+                copy.write_row((key, feature.tokens, pg_vector(feature.vector), feature.pieces))
+        # a text stored before its vector or its pieces were (migration 0018) gains them
         self.cur.execute(
             "INSERT INTO passage_features SELECT * FROM passage_features_new"
-            " ON CONFLICT (hash) DO UPDATE SET embedding = EXCLUDED.embedding"
-            " WHERE passage_features.embedding IS NULL AND EXCLUDED.embedding IS NOT NULL")
+            " ON CONFLICT (hash) DO UPDATE SET"
+            " embedding = COALESCE(passage_features.embedding, EXCLUDED.embedding),"
+            " pieces = COALESCE(passage_features.pieces, EXCLUDED.pieces)"
+            " WHERE (passage_features.embedding IS NULL AND EXCLUDED.embedding IS NOT NULL)"
+            " OR (passage_features.pieces IS NULL AND EXCLUDED.pieces IS NOT NULL)")
         self.cur.execute("TRUNCATE passage_features_new")
 
 
