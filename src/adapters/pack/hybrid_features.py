@@ -292,22 +292,25 @@ def pooled_rows(sizes: Rows, pieces: Rows, weights: Vectors,
                 matrix: npt.NDArray[np.float32]) -> Floats:
     """Each row's sum of its pieces' rows of ``matrix`` times their weights, added in float64
     in piece order (a float32 weight times a float16 value is exact in float64, so the sum is
-    fixed by that order alone): the j-th pieces of every row that has one at a time, the
-    longest rows first."""
+    fixed by that order alone): the j-th pieces of every row that has one at a time, the rows
+    held longest first, so the rows still adding are a prefix."""
     n, width = len(sizes), matrix.shape[1]
-    pooled = np.zeros((n, width), dtype=np.float64)
     if not len(pieces):
-        return pooled
-    starts = np.r_[0, np.cumsum(sizes)[:-1]]
+        return np.zeros((n, width), dtype=np.float64)
     order = np.argsort(-sizes, kind="stable")
-    by_length, from_entry = sizes[order], starts[order]
+    by_length, from_entry = sizes[order], np.r_[0, np.cumsum(sizes)[:-1]][order]
     wide = weights.astype(np.float64)
+    sums = np.zeros((n, width), dtype=np.float64)
+    products = np.empty((n, width), dtype=np.float64)
     active = int(np.count_nonzero(by_length))
     for j in range(int(by_length[0])):
         while by_length[active - 1] <= j:
             active -= 1
         at = from_entry[:active] + j
-        pooled[order[:active]] += wide[at, None] * matrix[pieces[at]]
+        np.multiply(matrix[pieces[at]], wide[at, None], out=products[:active])
+        sums[:active] += products[:active]
+    pooled = np.empty_like(sums)
+    pooled[order] = sums
     return pooled
 
 
