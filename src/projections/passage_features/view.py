@@ -17,7 +17,8 @@ class PublishedIndexes(Protocol):
 
 class PassageFeaturesView(PublishedIndexes, Protocol):
     def known(self, hashes: Iterable[bytes]) -> dict[bytes, bool]:
-        """The stored hashes among ``hashes``, each with whether it has a vector."""
+        """The stored hashes among ``hashes``, each with whether it has a vector and its
+        pieces (a text stored with a vector alone is embedded again, and gains its pieces)."""
 
     def store(self, features: Mapping[bytes, Feature]) -> None:
         """Add features (a vector is added to a text stored without one; nothing else
