@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 from collections.abc import Sequence
 
+import msgspec
 import numpy as np
 import pytest
 from threadpoolctl import threadpool_info
 
 from context_service.adapters.embedding.wordllama_model import load
-from context_service.adapters.pack.corpus import Cached, CorpusLoader
+from context_service.adapters.pack.corpus import MAX_BACKGROUND, Cached, CorpusLoader
 from context_service.adapters.pack.hybrid_features import HybridFeatures, ModelPieces
 from context_service.adapters.pack.vector_matrix import VectorMatrices
 from context_service.adapters.pack.warmer import CorpusWarmer
@@ -35,6 +37,7 @@ from context_service.domain.pack.model import CollectionAt, document_id
 from context_service.domain.pack.reference import ReferenceRetrieval
 from context_service.domain.pack.text import token_ids
 from context_service.projections.pack_inputs.fold import EPOCH
+from context_service.projections.pack_inputs.reads import CorpusLoading
 from context_service.projections.pack_inputs.view import PACK_INPUTS
 from context_service.projections.passage_features.features import text_hash
 from tests.projections.history import write_history
@@ -374,6 +377,50 @@ def test_an_index_asked_for_at_once_is_loaded_once(
         assert len(results) == 6 and len({id(r) for r in results}) == 1, results
         assert isinstance(results[0], LookupError if fails else Cached)
     assert loader.loads == 1 and not loader._flights
+
+
+def test_an_asker_with_a_deadline_waits_no_longer_and_the_load_goes_on(
+        container: Container, monkeypatch: pytest.MonkeyPatch, ns: str) -> None:
+    _generated(container, 6, ns)
+    ports = pack_ports(container)
+    loader = ports.corpus
+    assert isinstance(loader, CorpusLoader)
+    p, _ = ports.inputs.resolve(ns, None, None)
+    wanted = next(iter(ports.inputs.namespace_at(ns, p).collections.values()))
+    gate, real_load = threading.Event(), loader._load
+
+    def held(collection: CollectionAt) -> object:
+        gate.wait(30)
+        return real_load(collection)
+
+    monkeypatch.setattr(loader, "_load", held)
+    try:
+        started = time.monotonic()
+        with pytest.raises(CorpusLoading):  # it leads the load, on a thread of its own
+            loader.corpus([wanted], until=started + 0.2)
+        with pytest.raises(CorpusLoading):  # a second asker joins that load
+            loader.cached(wanted, until=time.monotonic() + 0.1)
+        assert time.monotonic() - started < 5 and loader.loads == 0
+        # at most MAX_BACKGROUND loads on threads of their own: past that, refused at once
+        others = [msgspec.structs.replace(wanted, publication=10**12 + i)
+                  for i in range(MAX_BACKGROUND)]
+        for other in others[:-1]:
+            with pytest.raises(CorpusLoading):
+                loader.cached(other, until=time.monotonic())
+        assert loader._background == MAX_BACKGROUND
+        flights = len(loader._flights)
+        with pytest.raises(CorpusLoading):
+            loader.cached(others[-1], until=time.monotonic() + 30)
+        assert len(loader._flights) == flights
+    finally:
+        gate.set()
+    held_corpus = loader.cached(wanted, until=time.monotonic() + 30)
+    assert isinstance(held_corpus, Cached) and loader.loads == 1
+    for _ in range(300):  # the loads of positions that hold no index fail, and are forgotten
+        if not loader._background:
+            break
+        time.sleep(0.1)
+    assert loader._background == 0 and not loader._flights
 
 
 def test_the_warmer_freezes_corpora_whoever_loaded_them(

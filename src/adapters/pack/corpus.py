@@ -10,8 +10,10 @@ from __future__ import annotations
 import logging
 import sys
 import threading
+import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 
 import msgspec
 from eventsourcing.postgres import PostgresDatastore
@@ -22,6 +24,7 @@ from context_service.adapters.postgres.views.published import index_records, pub
 from context_service.domain.bounded import BoundedCache, Gauge, MiB, text_bytes
 from context_service.domain.context.events import QueryIndexPublished
 from context_service.domain.pack.model import CollectionAt, CollectionCorpus, Corpus, TokenCount
+from context_service.projections.pack_inputs.reads import CorpusLoading
 from context_service.projections.passage_features.features import (
     IndexTexts,
     PublishedTexts,
@@ -38,6 +41,9 @@ LIMIT_BYTES = 3 * 1024 * MiB  # the corpus cache's bound: about 200,000 passages
 PASSAGE_OVERHEAD = 900
 _encode = msgspec.json.Encoder().encode
 PROCESS_MODEL = ModelPieces()  # the process's embedding model, loaded on first use
+# loads run on threads of their own for callers with a deadline, at most this many at once:
+# each is a distinct publication, so a caller asking for many old positions cannot queue more
+MAX_BACKGROUND = 4
 
 
 class Cached:
@@ -82,6 +88,7 @@ class CorpusLoader:
         self._lock = threading.Lock()
         self._oversized: set[int] = set()  # publications too large to keep: not warmed again
         self._flights: dict[int, Future[Cached]] = {}  # the loads under way, by publication
+        self._background = 0  # loads under way on threads of their own (``cached``)
         self.loads = 0  # indexes read from the log (misses)
 
     def holds(self, publication: int) -> bool:
@@ -101,14 +108,21 @@ class CorpusLoader:
     def _held(self) -> list[Cached]:
         return self._cache.values()
 
-    def corpus(self, collections: Sequence[CollectionAt]) -> Corpus:
-        return {c.name: self.cached(c).corpus for c in collections if c.usable}
+    def corpus(self, collections: Sequence[CollectionAt],
+               until: float | None = None) -> Corpus:
+        return {c.name: self.cached(c, until).corpus for c in collections if c.usable}
 
-    def cached(self, collection: CollectionAt) -> Cached:
+    def cached(self, collection: CollectionAt, until: float | None = None) -> Cached:
         """The index's loaded corpus. A miss loads it once however many ask at the same time:
         the first asker reads and computes, the others wait for its result (or its error)
         instead of each paying the same second or more of CPU (the warmer and the first packs
-        after a publication, a burst of packs on a cold index)."""
+        after a publication, a burst of packs on a cold index).
+
+        With ``until`` (a ``time.monotonic`` instant: a pack's deadline) the caller waits no
+        longer: a load it would lead runs on a thread of its own, and ``CorpusLoading`` is
+        raised when the corpus is not there by then (the load goes on, for the next asker).
+        At most ``MAX_BACKGROUND`` such loads run at once; past that, a caller with a deadline
+        that would start one is refused at once."""
         publication = collection.publication
         hit = self._cache.get(publication)
         if hit is not None:
@@ -120,9 +134,25 @@ class CorpusLoader:
                 hit = self._cache.get(publication)  # a load ended since the miss above
                 if hit is not None:
                     return hit
+                if until is not None and self._background >= MAX_BACKGROUND:
+                    raise CorpusLoading(collection.name)
                 flight = self._flights[publication] = Future()
-        if not leads:
+                if until is not None:
+                    self._background += 1
+        if leads and until is None:
+            return self._lead(collection, flight)
+        if leads:
+            threading.Thread(target=self._lead_behind, args=(collection, flight),
+                             name="corpus-load", daemon=True).start()
+        if until is None:
             return flight.result()
+        try:
+            return flight.result(timeout=max(0.0, until - time.monotonic()))
+        except FutureTimeout:
+            raise CorpusLoading(collection.name) from None
+
+    def _lead(self, collection: CollectionAt, flight: Future[Cached]) -> Cached:
+        """Load ``collection`` for every asker of ``flight``."""
         try:
             kept = self._loaded(collection)
         except BaseException as exc:
@@ -133,7 +163,18 @@ class CorpusLoader:
             return kept
         finally:
             with self._lock:
-                del self._flights[publication]
+                del self._flights[collection.publication]
+
+    def _lead_behind(self, collection: CollectionAt, flight: Future[Cached]) -> None:
+        """``_lead`` on a thread of its own (for an asker with a deadline)."""
+        try:
+            self._lead(collection, flight)
+        except Exception:  # the askers have it from the flight; the next ask loads again
+            log.warning("a corpus load failed", extra={"collection": collection.name},
+                        exc_info=True)
+        finally:
+            with self._lock:
+                self._background -= 1
 
     def _loaded(self, collection: CollectionAt) -> Cached:
         loaded = Cached(*self._load(collection))

@@ -34,7 +34,7 @@ from context_service.http.agent.body import Violations, decode
 from context_service.http.agent.errors import api_json
 from context_service.http.agent.late_body import PendingBody, body_after_pipeline
 from context_service.http.agent.pack_flow import Access, collection_not_found
-from context_service.http.agent.pack_services import pack_services
+from context_service.http.agent.pack_services import loaded_corpus, pack_services
 from context_service.http.agent.pipeline import (
     AgentCaller,
     agent_services,
@@ -80,7 +80,7 @@ def _texts(request: Request[Any, Any, Any], name: str,
            current: Current) -> dict[str, str] | None:
     if not current.publication:
         return None
-    corpus = pack_services(request).configured().corpus.corpus([CollectionAt(
+    corpus = loaded_corpus(request, pack_services(request).configured(), [CollectionAt(
         name=name, live=True, type=current.type, current_revision="current",
         index_revision="current", publication=current.publication)])[name]
     return {p.record.id: p.record.text for p in corpus.passages}
@@ -101,7 +101,7 @@ def _at(request: Request[Any, Any, Any], caller: AgentCaller, session: FieldSess
         return MemorySource(name, ()), LiveCitations(lambda: _texts(request, name, current))
     if at.publication == current.publication:
         return session.source(current), HeadCitations()
-    corpus = ports.corpus.corpus([at])[name]
+    corpus = loaded_corpus(request, ports, [at])[name]
     source = MemorySource(name, [p.record for p in corpus.passages])
     return source, LiveCitations(lambda: _texts(request, name, current))
 

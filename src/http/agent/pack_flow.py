@@ -55,7 +55,7 @@ from context_service.http.agent import packs_shapes as shapes
 from context_service.http.agent.body import decode
 from context_service.http.agent.errors import ApiError
 from context_service.http.agent.late_body import PendingBody
-from context_service.http.agent.pack_services import PackServices, pack_services
+from context_service.http.agent.pack_services import PackServices, loaded_corpus, pack_services
 from context_service.http.agent.pipeline import (
     ACCESS_VIEWS,
     AgentCaller,
@@ -200,7 +200,7 @@ def build_pack(packs: PackServices, access: Access, request: PackRequest,
     scope = pack_scope(ns, request, active, readable.__contains__)
     if scope.not_found:
         raise collection_not_found(scope.not_found)
-    corpus = ports.corpus.corpus(scope.usable)
+    corpus = loaded_corpus(access.request, ports, scope.usable)
     timings.retrieve += (time.monotonic() - started) * 1000
     before = timings.retrieve
     packing = time.monotonic()

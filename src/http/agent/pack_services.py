@@ -3,7 +3,8 @@ reads, the replay stream's write model and view, the log head and the replay ret
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Protocol
@@ -12,11 +13,12 @@ from litestar import Request
 
 from context_service.domain.context_pack.commands import PackCommand
 from context_service.domain.context_pack.state import ReplayState
-from context_service.http.agent.errors import ApiError
+from context_service.domain.pack.model import CollectionAt, Corpus
+from context_service.http.agent.errors import ApiError, unavailable
 from context_service.http.common import services
 from context_service.http.ports import Outcome
 from context_service.projections.context_pack_replays.view import ReplayReads
-from context_service.projections.pack_inputs.reads import PackPorts
+from context_service.projections.pack_inputs.reads import CorpusLoading, PackPorts
 
 
 class PackCommands(Protocol):
@@ -47,3 +49,15 @@ def pack_services(request: Request[Any, Any, Any]) -> PackServices:
     found = services(request).packs
     assert found is not None, "context packs are not configured"
     return found
+
+
+def loaded_corpus(request: Request[Any, Any, Any], ports: PackPorts,
+                  collections: Sequence[CollectionAt]) -> Corpus:
+    """The corpus of ``collections``. An index still loading (after a start, a publication) is
+    waited for as a view is (§1.7), no longer than the read wait, then ``503`` with
+    ``Retry-After``; its load goes on for the next asker (decision 0052)."""
+    until = time.monotonic() + services(request).read_wait_seconds
+    try:
+        return ports.corpus.corpus(collections, until=until)
+    except CorpusLoading:
+        raise unavailable() from None

@@ -52,7 +52,7 @@ from context_service.http.agent.pack_flow import (
     Timings,
     build_pack,
 )
-from context_service.http.agent.pack_services import PackServices, pack_services
+from context_service.http.agent.pack_services import PackServices, loaded_corpus, pack_services
 from context_service.http.agent.pipeline import AgentCaller, agent_services, authenticate
 from context_service.http.refusals import refusals
 
@@ -106,8 +106,8 @@ def _verify(packs: PackServices, access: Access, release: ContextPackReleased,
     ns = ports.inputs.namespace_at(caller.workspace, position)
     items = recorded_items(release)
     named = sorted({i.source.collection_id for i in items if i.source.collection_id})
-    corpus = ports.corpus.corpus([ns.collections[c] for c in named
-                                        if c in ns.collections])
+    corpus = loaded_corpus(access.request, ports,
+                           [ns.collections[c] for c in named if c in ns.collections])
     get = access.sets()
     sets = {sid: found for sid in {i.source.context_set_id for i in items
                                    if i.source.context_set_id}

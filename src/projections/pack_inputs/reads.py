@@ -41,13 +41,19 @@ class PackInputReads(Protocol):
         ``position`` 0 gives an empty namespace."""
 
 
+class CorpusLoading(Exception):
+    """An index's corpus was not loaded by the caller's deadline (it goes on loading)."""
+
+
 class CorpusReads(Protocol):
     """The corpus of the usable indexes (7.4), with token counts from the features of the
     published texts (never computed per request); cached by publication position."""
 
-    def corpus(self, collections: Sequence[CollectionAt]) -> Corpus:
+    def corpus(self, collections: Sequence[CollectionAt],
+               until: float | None = None) -> Corpus:
         """A ``CollectionCorpus`` per usable collection of ``collections`` (others left out),
-        keyed by collection name."""
+        keyed by collection name. ``until`` (a ``time.monotonic`` instant): an index not
+        loaded by then raises ``CorpusLoading`` and is loaded on in the background."""
 
 
 @dataclass(frozen=True, slots=True)
