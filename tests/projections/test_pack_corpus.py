@@ -394,19 +394,27 @@ def test_an_asker_with_a_deadline_waits_no_longer_and_the_load_goes_on(
         return real_load(collection)
 
     monkeypatch.setattr(loader, "_load", held)
+    others = [msgspec.structs.replace(wanted, publication=10**12 + i)
+              for i in range(MAX_BACKGROUND)]
+    older = msgspec.structs.replace(wanted, publication=10**13)
+    loader.retain([wanted.publication] + [o.publication for o in others])  # the current ones
     try:
+        # an index no longer current is loaded by the asker itself, as before: the cache
+        # would not keep what a load behind it left
+        gate.set()
+        with pytest.raises(LookupError):
+            loader.cached(older, until=time.monotonic())
+        gate.clear()
         started = time.monotonic()
         with pytest.raises(CorpusLoading):  # it leads the load, on a thread of its own
             loader.corpus([wanted], until=started + 0.2)
         with pytest.raises(CorpusLoading):  # a second asker joins that load
             loader.cached(wanted, until=time.monotonic() + 0.1)
         assert time.monotonic() - started < 5 and loader.loads == 0
-        # at most MAX_BACKGROUND loads on threads of their own: past that, refused at once
-        others = [msgspec.structs.replace(wanted, publication=10**12 + i)
-                  for i in range(MAX_BACKGROUND)]
-        for other in others[:-1]:
-            with pytest.raises(CorpusLoading):
-                loader.cached(other, until=time.monotonic())
+        # every missing index of one ask starts loading before any is waited for; at most
+        # MAX_BACKGROUND loads on threads of their own: past that, refused at once
+        with pytest.raises(CorpusLoading):
+            loader.corpus(others[:-1], until=time.monotonic())
         assert loader._background == MAX_BACKGROUND
         flights = len(loader._flights)
         with pytest.raises(CorpusLoading):

@@ -4,7 +4,8 @@ pairs (4 bytes a distinct piece). pack-engine/2 pools a record's vector from the
 collection's piece weights (rule 6), so a corpus load reads them instead of tokenizing again.
 
 A text with an id or a count that does not fit 16 bits (a vocabulary of more than 65,536
-pieces, a piece repeated more than 65,535 times) stores none, and is tokenized at load."""
+pieces, a piece repeated more than 65,535 times) stores an empty value: known, so not
+computed again at its next publication, and tokenized at load."""
 
 from __future__ import annotations
 
@@ -18,11 +19,11 @@ LIMIT = np.iinfo(np.uint16).max
 Ints = npt.NDArray[np.int64]
 
 
-def encode(pieces: npt.NDArray[Any], counts: npt.NDArray[Any]) -> bytes | None:
-    """``pieces`` (distinct, ascending) with their ``counts``; None when one does not fit or
+def encode(pieces: npt.NDArray[Any], counts: npt.NDArray[Any]) -> bytes:
+    """``pieces`` (distinct, ascending) with their ``counts``; empty when one does not fit or
     there are none."""
     if not len(pieces) or int(pieces[-1]) > LIMIT or int(counts.max()) > LIMIT:
-        return None
+        return b""
     pairs = np.empty((len(pieces), 2), dtype=PAIR)
     pairs[:, 0] = pieces
     pairs[:, 1] = counts

@@ -7,13 +7,13 @@ publication, and counted in the bound."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 import threading
 import time
 from collections.abc import Iterable, Sequence
-from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures import Future, wait
 
 import msgspec
 from eventsourcing.postgres import PostgresDatastore
@@ -89,6 +89,9 @@ class CorpusLoader:
         self._oversized: set[int] = set()  # publications too large to keep: not warmed again
         self._flights: dict[int, Future[Cached]] = {}  # the loads under way, by publication
         self._background = 0  # loads under way on threads of their own (``cached``)
+        # the current indexes, as the warmer last said (``retain``): the only ones a caller
+        # with a deadline has loaded behind it, as the cache keeps them
+        self._current: frozenset[int] = frozenset()
         self.loads = 0  # indexes read from the log (misses)
 
     def holds(self, publication: int) -> bool:
@@ -110,7 +113,12 @@ class CorpusLoader:
 
     def corpus(self, collections: Sequence[CollectionAt],
                until: float | None = None) -> Corpus:
-        return {c.name: self.cached(c, until).corpus for c in collections if c.usable}
+        usable = [c for c in collections if c.usable]
+        if until is not None:  # every index loaded behind the caller starts before any wait
+            for c in usable:
+                with contextlib.suppress(CorpusLoading):
+                    self._begin(c, until, here=False)
+        return {c.name: self.cached(c, until).corpus for c in usable}
 
     def cached(self, collection: CollectionAt, until: float | None = None) -> Cached:
         """The index's loaded corpus. A miss loads it once however many ask at the same time:
@@ -120,36 +128,63 @@ class CorpusLoader:
 
         With ``until`` (a ``time.monotonic`` instant: a pack's deadline) the caller waits no
         longer: a load it would lead runs on a thread of its own, and ``CorpusLoading`` is
-        raised when the corpus is not there by then (the load goes on, for the next asker).
-        At most ``MAX_BACKGROUND`` such loads run at once; past that, a caller with a deadline
-        that would start one is refused at once."""
+        raised when the corpus is not there by then; the load goes on, and the cache keeps its
+        result for the next try. That holds for current indexes that fit the bound; any other
+        (an older position's, one found larger than the bound) is waited for as before, since
+        the cache would not keep what a load behind the caller left. At most
+        ``MAX_BACKGROUND`` loads run behind callers at once; past that, a caller with a
+        deadline that would start one is refused at once."""
+        found = self._begin(collection, until)
+        if isinstance(found, Cached):
+            return found
+        assert found is not None  # ``here``: a load this caller is to lead is begun
+        flight, leads = found
+        if leads:
+            return self._lead(collection, flight)
+        if until is None:
+            return flight.result()
+        done, _ = wait([flight], timeout=max(0.0, until - time.monotonic()))
+        if not done:
+            raise CorpusLoading(collection.name)
+        return flight.result()
+
+    def _begin(self, collection: CollectionAt, until: float | None,
+               here: bool = True) -> Cached | tuple[Future[Cached], bool] | None:
+        """The held corpus, else the load under way and whether this caller is to lead it
+        (a load behind a caller with a deadline is led by a thread of its own:
+        ``CorpusLoading`` past the bound). ``here=False``: start only a load behind the
+        caller, never one the caller would lead (None then)."""
         publication = collection.publication
         hit = self._cache.get(publication)
         if hit is not None:
             return hit
         with self._lock:
             flight = self._flights.get(publication)
-            leads = flight is None
-            if flight is None:
-                hit = self._cache.get(publication)  # a load ended since the miss above
-                if hit is not None:
-                    return hit
-                if until is not None and self._background >= MAX_BACKGROUND:
-                    raise CorpusLoading(collection.name)
+            if flight is not None:
+                return flight, False
+            hit = self._cache.get(publication)  # a load ended since the miss above
+            if hit is not None:
+                return hit
+            if (until is None or publication not in self._current
+                    or publication in self._oversized):
+                if not here:
+                    return None
                 flight = self._flights[publication] = Future()
-                if until is not None:
-                    self._background += 1
-        if leads and until is None:
-            return self._lead(collection, flight)
-        if leads:
+                return flight, True
+            if self._background >= MAX_BACKGROUND:
+                raise CorpusLoading(collection.name)
+            flight = self._flights[publication] = Future()
+            self._background += 1
+        try:
             threading.Thread(target=self._lead_behind, args=(collection, flight),
                              name="corpus-load", daemon=True).start()
-        if until is None:
-            return flight.result()
-        try:
-            return flight.result(timeout=max(0.0, until - time.monotonic()))
-        except FutureTimeout:
-            raise CorpusLoading(collection.name) from None
+        except BaseException as exc:  # no thread: nobody would ever end this flight
+            with self._lock:
+                del self._flights[publication]
+                self._background -= 1
+            flight.set_exception(exc)
+            raise
+        return flight, False
 
     def _lead(self, collection: CollectionAt, flight: Future[Cached]) -> Cached:
         """Load ``collection`` for every asker of ``flight``."""
@@ -202,6 +237,7 @@ class CorpusLoader:
         keep = set(publications)
         with self._lock:
             self._oversized &= keep
+            self._current = frozenset(keep)
         return self._cache.retain(lambda publication, _: publication in keep)
 
     def gauges(self) -> list[Gauge]:
@@ -235,7 +271,7 @@ class CorpusLoader:
         for row in cur.fetchall():  # type: ignore[attr-defined]
             key = bytes(row["hash"])
             counts[key] = row["tokens"]
-            if row["pieces"] is not None and key in embedded:
+            if row["pieces"] and key in embedded:  # empty: stored as not fitting 16 bits
                 pieces[key] = bytes(row["pieces"])
         if any(h not in counts for h in counted):
             log.warning("token counts computed for texts without stored features",

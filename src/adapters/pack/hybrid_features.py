@@ -275,10 +275,10 @@ def record_pieces(corpus: CollectionCorpus, model: PieceModel,
     their counts, in passage order: decoded where stored, else from the model's tokenizer."""
     passages = corpus.passages
     found = list(stored) if stored is not None else [None] * len(passages)
-    missing = [i for i, b in enumerate(found) if b is None]
+    missing = [i for i, b in enumerate(found) if not b]  # none stored, or stored empty
     ids = iter(model.token_ids([embedded_text(passages[i].record) for i in missing])
                if missing else [])
-    parts = [piece_counts.decode(b) if b is not None
+    parts = [piece_counts.decode(b) if b
              else np.unique(np.asarray(next(ids), dtype=np.int64), return_counts=True)
              for b in found]
     sizes = np.array([len(p) for p, _ in parts], dtype=np.int64)

@@ -32,23 +32,30 @@ def settings(tmp_path: Path) -> Settings:
                     read_wait_seconds=READ_WAIT)
 
 
+class Gate:
+    def __init__(self) -> None:
+        self.opened = threading.Event()
+        self.entered = threading.Event()  # a load began (the warmer's, of a current index)
+
+
 @pytest.fixture
-def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
+def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[Gate]:
     """Every corpus load of this process (the warmer's too) holds on until the gate opens."""
-    opened = threading.Event()
+    held_loads = Gate()
     real = CorpusLoader._load
 
     def held(self: CorpusLoader, collection: CollectionAt) -> object:
-        opened.wait(60)
+        held_loads.entered.set()
+        held_loads.opened.wait(60)
         return real(self, collection)
 
     monkeypatch.setattr(CorpusLoader, "_load", held)
-    yield opened
-    opened.set()
+    yield held_loads
+    held_loads.opened.set()
 
 
 def test_a_pack_waits_for_a_loading_corpus_no_longer_than_the_read_wait(
-        api: Api, gate: threading.Event) -> None:
+        api: Api, gate: Gate) -> None:
     seed_workspace(api)
     create_context(api, "minutes")
     publish(api, "minutes", REVISION,
@@ -60,6 +67,7 @@ def test_a_pack_waits_for_a_loading_corpus_no_longer_than_the_read_wait(
 
     body = {"task": "Who is the CFO?", "budget": {"maxTokens": 2000, "maxLatencyMs": 60000},
             "asOf": {"validTime": "2026-06-01T00:00:00Z"}}
+    assert gate.entered.wait(30)  # the warmer is loading the new index (held)
     started = time.monotonic()
     resp = pack()
     waited = time.monotonic() - started
@@ -68,7 +76,7 @@ def test_a_pack_waits_for_a_loading_corpus_no_longer_than_the_read_wait(
     assert resp.json() == {"code": "SERVICE_UNAVAILABLE",
                            "message": "the service could not catch up with the log in time"}
     assert READ_WAIT <= waited < READ_WAIT + 10  # the read wait, not the 60 s deadline
-    gate.set()  # the load goes on; a later pack is answered from it
+    gate.opened.set()  # the load goes on; a later pack is answered from it
     for _ in range(100):
         resp = pack()
         if resp.status_code != 503:
