@@ -331,18 +331,23 @@ def test_the_warmer_loads_current_indexes_before_any_pack(container: Container) 
     assert len(corpus) == 4 and loader.loads == 4  # every index came from the warm cache
 
 
+def _loader_and_index(container: Container, seed: int,
+                      ns: str) -> tuple[CorpusLoader, CollectionAt]:
+    """A new corpus loader over ``_generated(container, seed, ns)``, and one of its indexes."""
+    _generated(container, seed, ns)
+    ports = pack_ports(container)
+    assert isinstance(ports.corpus, CorpusLoader)
+    p, _ = ports.inputs.resolve(ns, None, None)
+    return ports.corpus, next(iter(ports.inputs.namespace_at(ns, p).collections.values()))
+
+
 @shared
 def test_an_index_asked_for_at_once_is_loaded_once(
         container: Container, monkeypatch: pytest.MonkeyPatch, ns: str) -> None:
     """Six packs (or the warmer and packs) missing the same index together: one reads and
     computes it, the others wait for that result; a failed load fails every waiter with the
     same error and the next ask loads again."""
-    _generated(container, 1, ns)
-    ports = pack_ports(container)
-    loader = ports.corpus
-    assert isinstance(loader, CorpusLoader)
-    p, _ = ports.inputs.resolve(ns, None, None)
-    wanted = next(iter(ports.inputs.namespace_at(ns, p).collections.values()))
+    loader, wanted = _loader_and_index(container, 1, ns)
     real_load, entered, failing = loader._load, threading.Semaphore(0), [False]
 
     def slow_load(collection: CollectionAt) -> object:
@@ -381,12 +386,7 @@ def test_an_index_asked_for_at_once_is_loaded_once(
 
 def test_an_asker_with_a_deadline_waits_no_longer_and_the_load_goes_on(
         container: Container, monkeypatch: pytest.MonkeyPatch, ns: str) -> None:
-    _generated(container, 6, ns)
-    ports = pack_ports(container)
-    loader = ports.corpus
-    assert isinstance(loader, CorpusLoader)
-    p, _ = ports.inputs.resolve(ns, None, None)
-    wanted = next(iter(ports.inputs.namespace_at(ns, p).collections.values()))
+    loader, wanted = _loader_and_index(container, 6, ns)
     gate, real_load = threading.Event(), loader._load
 
     def held(collection: CollectionAt) -> object:
