@@ -19,6 +19,12 @@ LIMIT = np.iinfo(np.uint16).max
 Ints = npt.NDArray[np.int64]
 
 
+def distinct(ids: npt.ArrayLike) -> tuple[Ints, Ints]:
+    """A text's distinct pieces (ascending) and how many times each occurs."""
+    pieces, counts = np.unique(np.asarray(ids, dtype=np.int64), return_counts=True)
+    return pieces, counts
+
+
 def encode(pieces: npt.NDArray[Any], counts: npt.NDArray[Any]) -> bytes:
     """``pieces`` (distinct, ascending) with their ``counts``; empty when one does not fit or
     there are none."""

@@ -141,7 +141,7 @@ class Embedder:
         if not len(ids):
             return None, None
         index = ids if isinstance(ids, np.ndarray) else np.fromiter(ids, np.intp, len(ids))
-        distinct, counts = np.unique(index, return_counts=True)
+        distinct, counts = piece_counts.distinct(index)
         if len(index) <= self.exact_up_to:
             # every partial sum is exact: the distinct rows weighted by their counts
             total = counts.astype(np.float64) @ self._matrix[distinct].astype(np.float64)

@@ -114,11 +114,14 @@ class CorpusLoader:
     def corpus(self, collections: Sequence[CollectionAt],
                until: float | None = None) -> Corpus:
         usable = [c for c in collections if c.usable]
+        held: dict[str, Cached] = {}
         if until is not None:  # every index loaded behind the caller starts before any wait
             for c in usable:
                 with contextlib.suppress(CorpusLoading):
-                    self._begin(c, until, here=False)
-        return {c.name: self.cached(c, until).corpus for c in usable}
+                    if isinstance(begun := self._begin(c, until, here=False), Cached):
+                        held[c.name] = begun
+        return {c.name: (held[c.name] if c.name in held else self.cached(c, until)).corpus
+                for c in usable}
 
     def cached(self, collection: CollectionAt, until: float | None = None) -> Cached:
         """The index's loaded corpus. A miss loads it once however many ask at the same time:
@@ -126,14 +129,14 @@ class CorpusLoader:
         instead of each paying the same second or more of CPU (the warmer and the first packs
         after a publication, a burst of packs on a cold index).
 
-        With ``until`` (a ``time.monotonic`` instant: a pack's deadline) the caller waits no
-        longer: a load it would lead runs on a thread of its own, and ``CorpusLoading`` is
-        raised when the corpus is not there by then; the load goes on, and the cache keeps its
-        result for the next try. That holds for current indexes that fit the bound; any other
-        (an older position's, one found larger than the bound) is waited for as before, since
-        the cache would not keep what a load behind the caller left. At most
-        ``MAX_BACKGROUND`` loads run behind callers at once; past that, a caller with a
-        deadline that would start one is refused at once."""
+        With ``until`` (a ``time.monotonic`` instant: where an agent route's read wait ends)
+        the caller waits no longer: a load it would lead runs on a thread of its own, and
+        ``CorpusLoading`` is raised when the corpus is not there by then; the load goes on,
+        and the cache keeps its result for the next try. That holds for current indexes that
+        fit the bound; any other (an older position's, one found larger than the bound) is
+        waited for as before, since the cache would not keep what a load behind the caller
+        left. At most ``MAX_BACKGROUND`` loads run behind callers at once; past that, a caller
+        with a deadline that would start one is refused at once."""
         found = self._begin(collection, until)
         if isinstance(found, Cached):
             return found

@@ -113,7 +113,7 @@ class QueryPieces:
 
     def __init__(self, ids: Sequence[int], matrix: npt.NDArray[np.float32]) -> None:
         self.width = matrix.shape[1]
-        pieces, counts = np.unique(np.asarray(ids, dtype=np.int64), return_counts=True)
+        pieces, counts = piece_counts.distinct(ids)
         self.pieces = pieces
         self.counts: Floats = counts.astype(np.float64)
         self.rows: Floats = matrix[pieces].astype(np.float64)
@@ -279,7 +279,7 @@ def record_pieces(corpus: CollectionCorpus, model: PieceModel,
     ids = iter(model.token_ids([embedded_text(passages[i].record) for i in missing])
                if missing else [])
     parts = [piece_counts.decode(b) if b
-             else np.unique(np.asarray(next(ids), dtype=np.int64), return_counts=True)
+             else piece_counts.distinct(next(ids))
              for b in found]
     sizes = np.array([len(p) for p, _ in parts], dtype=np.int64)
     if not parts:
