@@ -223,6 +223,25 @@ def test_records_of_stop_words_only_match_nothing() -> None:
     assert got == []
 
 
+def test_a_collection_without_terms_beside_one_with_them_matches_nothing() -> None:
+    # the other collection holds terms, so BM25 runs; this one holds none (no postings at
+    # all), and reading its spans must find nothing rather than fail the request
+    quiet = [QueryRecord(id=f"q{i}", context="alpha", type="memory", revision="1",
+                         text="the was when", file="a.md") for i in range(3)]
+    talk = [QueryRecord(id=f"t{i}", context="beta", type="memory", revision="1",
+                        text=f"the board appointed the cfo {i}", file="b.md") for i in range(3)]
+    corpus = {"alpha": CollectionCorpus("alpha", "1", 5, quiet, len),
+              "beta": CollectionCorpus("beta", "1", 6, talk, len)}
+    retrieval = AdapterRetrieval()
+    parts = [retrieval.part(corpus[n], None) for n in ("alpha", "beta")]
+    lo, hi = parts[0].features.spans(["appoint", "cfo"])
+    assert lo.tolist() == hi.tolist() == [0, 0]
+    got = hybrid_list("appointed cfo", parts, MODEL.token_ids(["appointed cfo"])[0],
+                      MODEL.rows, False)
+    assert sorted((s.collection, s.record_id) for s in got) == [
+        ("beta", "t0"), ("beta", "t1"), ("beta", "t2")]
+
+
 def test_a_related_conversation_weighs_its_turns_as_the_reference_does() -> None:
     # a file of turns on one topic (its neighbours' vectors related) beside notes on another:
     # rule 4b's factors apply to the turns, and the service's list is the reference's

@@ -205,9 +205,10 @@ class HybridFeatures:
         term the collection does not hold)."""
         numbers = np.array([self.terms.get(t, -1) for t in terms], dtype=np.int64)
         held = numbers >= 0
-        at = np.where(held, numbers, 0)
+        at = np.where(held, numbers, 0)  # a term not held reads slot 0 (then zeroed)
         lo: Rows = np.where(held, self.posting_starts[at], 0)
-        hi: Rows = np.where(held, self.posting_starts[at + 1], 0)
+        # a collection without terms has one slot: a term not held must not read past it
+        hi: Rows = np.where(held, self.posting_starts[np.where(held, at + 1, 0)], 0)
         return lo, hi
 
     def posting(self, term: str) -> tuple[npt.NDArray[np.int32], Floats] | None:
