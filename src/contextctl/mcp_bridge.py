@@ -4,6 +4,7 @@ Imported only when ``contextctl mcp`` runs: the MCP SDK is most of the CLI's imp
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import httpx2
@@ -43,9 +44,10 @@ class Bridge:
         try:
             body = await self.client.call(path, arguments)
         except ApiError as exc:
+            wait = None if exc.retry_after is None else str(math.ceil(exc.retry_after))
             return catalogue.failure(c.ErrorBody(
                 code=exc.code, message=exc.message,
-                details=msgspec.UNSET if exc.details is None else exc.details))
+                details=msgspec.UNSET if exc.details is None else exc.details), wait)
         return catalogue.success(tool, body)
 
     def server(self) -> Server[Any]:

@@ -201,13 +201,21 @@ def success(tool: AgentTool, body: bytes) -> types.CallToolResult:
                                 structured_content=answer)
 
 
-def failure(error: c.ErrorBody) -> types.CallToolResult:
-    """An agent API error as a tool error carrying its code, message and details."""
+def failure(error: c.ErrorBody, retry_after: str | None = None) -> types.CallToolResult:
+    """An agent API error as a tool error carrying its code, message and details; with the
+    answer's ``Retry-After`` (a 429, a 503), how many seconds to wait before trying again, in
+    its text and as ``_meta.retryAfterSeconds``."""
     text = f"{error.code}: {error.message}"
     if error.details is not msgspec.UNSET:
         text += "\n" + msgspec.json.encode(error.details).decode()
+    meta = None
+    if retry_after is not None and retry_after.isascii() and retry_after.isdigit():
+        seconds = int(retry_after)
+        text += f"\nretry after {seconds} second{'' if seconds == 1 else 's'}"
+        meta = {"retryAfterSeconds": seconds}
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
-                                structured_content=msgspec.to_builtins(error), is_error=True)
+                                structured_content=msgspec.to_builtins(error), is_error=True,
+                                _meta=meta)
 
 
 def error_of(status: int, body: bytes) -> c.ErrorBody:

@@ -326,6 +326,8 @@ def test_the_warmer_loads_current_indexes_before_any_pack(container: Container) 
     assert isinstance(loader, CorpusLoader)
     assert CorpusWarmer(loader).warm() == 4
     assert CorpusWarmer(loader).warm() == 0  # nothing new
+    listed, seen = CorpusWarmer(loader).current()  # with the position its view had reached
+    assert len(listed) == 4 and seen >= max(c.publication for c in listed)
     p, _ = ports.inputs.resolve("ns", None, None)
     corpus = loader.corpus(list(ports.inputs.namespace_at("ns", p).collections.values()))
     assert len(corpus) == 4 and loader.loads == 4  # every index came from the warm cache
@@ -429,6 +431,48 @@ def test_an_asker_with_a_deadline_waits_no_longer_and_the_load_goes_on(
             break
         time.sleep(0.1)
     assert loader._background == 0 and not loader._flights
+
+
+def test_an_index_published_after_the_warmers_list_counts_as_current(
+        container: Container, monkeypatch: pytest.MonkeyPatch, ns: str) -> None:
+    """Between a publication and the warmer's next list (2 s, or a whole pass of loads), an
+    asker with a deadline does not lead the new index's load itself: it is published after
+    the position the list was read at, so it is current. An index at or before that position
+    and not in the list is not (an older position's, a deleted context's)."""
+    loader, wanted = _loader_and_index(container, 7, ns)
+    gate, real_load = threading.Event(), loader._load
+
+    def held(collection: CollectionAt) -> object:
+        gate.wait(30)
+        return real_load(collection)
+
+    monkeypatch.setattr(loader, "_load", held)
+    before = msgspec.structs.replace(wanted, publication=wanted.publication - 1)
+    loader.retain([], seen=wanted.publication - 1)  # listed before the publication
+    try:
+        with pytest.raises(CorpusLoading):  # loaded behind the asker, not by it
+            loader.cached(wanted, until=time.monotonic() + 0.2)
+        assert loader._background == 1
+        gate.set()
+        with pytest.raises(LookupError):  # not current: the asker loads it (no index there)
+            loader.cached(before, until=time.monotonic())
+    finally:
+        gate.set()
+    held_corpus = loader.cached(wanted, until=time.monotonic() + 30)
+    assert isinstance(held_corpus, Cached) and loader.holds(wanted.publication)
+    # a list read before the publication keeps what was loaded after it; a list read after
+    # it and without it drops it
+    loader.retain([], seen=wanted.publication - 1)
+    assert loader.holds(wanted.publication)
+    loader.retain([], seen=wanted.publication)
+    assert not loader.holds(wanted.publication)
+
+    def gone(collection: CollectionAt) -> object:
+        raise LookupError(collection.name)
+
+    monkeypatch.setattr(loader, "_load", gone)
+    with pytest.raises(LookupError):  # nor loaded behind an asker any more: it leads the load
+        loader.cached(wanted, until=time.monotonic())
 
 
 def test_the_warmer_freezes_corpora_whoever_loaded_them(

@@ -89,9 +89,11 @@ class CorpusLoader:
         self._oversized: set[int] = set()  # publications too large to keep: not warmed again
         self._flights: dict[int, Future[Cached]] = {}  # the loads under way, by publication
         self._background = 0  # loads under way on threads of their own (``cached``)
-        # the current indexes, as the warmer last said (``retain``): the only ones a caller
-        # with a deadline has loaded behind it, as the cache keeps them
+        # the current indexes, as the warmer last said (``retain``), and the log position its
+        # list was read at: an index in the list or published after that position is current,
+        # and only a current one is loaded behind a caller with a deadline (the cache keeps it)
         self._current: frozenset[int] = frozenset()
+        self._seen = sys.maxsize  # nothing said yet: no index is current
         self.loads = 0  # indexes read from the log (misses)
 
     def holds(self, publication: int) -> bool:
@@ -168,8 +170,8 @@ class CorpusLoader:
             hit = self._cache.get(publication)  # a load ended since the miss above
             if hit is not None:
                 return hit
-            if (until is None or publication not in self._current
-                    or publication in self._oversized):
+            if (until is None or publication in self._oversized
+                    or not self._is_current(publication)):
                 if not here:
                     return None
                 flight = self._flights[publication] = Future()
@@ -234,14 +236,18 @@ class CorpusLoader:
             return hit.hybrid
         return HybridFeatures(corpus, self.model)
 
-    def retain(self, publications: Iterable[int]) -> int:
+    def retain(self, publications: Iterable[int], seen: int | None = None) -> int:
         """Drop the corpora of indexes no longer current (deleted contexts, replaced indexes);
-        how many were dropped."""
-        keep = set(publications)
+        how many were dropped. ``seen``: the log position the list was read at (an index
+        published after it counts as current until a list says otherwise; None: none does)."""
         with self._lock:
-            self._oversized &= keep
-            self._current = frozenset(keep)
-        return self._cache.retain(lambda publication, _: publication in keep)
+            self._current = frozenset(publications)
+            self._seen = sys.maxsize if seen is None else seen
+            self._oversized = {p for p in self._oversized if self._is_current(p)}
+        return self._cache.retain(lambda publication, _: self._is_current(publication))
+
+    def _is_current(self, publication: int) -> bool:
+        return publication in self._current or publication > self._seen
 
     def gauges(self) -> list[Gauge]:
         return self._cache.gauges()

@@ -19,6 +19,8 @@ from context_service.domain.pack.model import CollectionAt
 from context_service.domain.pack.text import token_ids, token_table_gauges
 
 log = logging.getLogger(__name__)
+TRACKING_TABLE = "projection_tracking"  # the views' positions (the projection runner's)
+VIEW = "agent_data"  # the projection writing ``agent_collections``
 
 
 class CorpusWarmer:
@@ -33,23 +35,30 @@ class CorpusWarmer:
         self.dropped = 0  # indexes the last pass dropped from the caches
         self.complete = False  # at the last pass, every current index was held whole
 
-    def current(self) -> list[CollectionAt]:
+    def current(self) -> tuple[list[CollectionAt], int]:
+        """The current usable indexes, newest first, and a log position their view had reached
+        when they were read (read first: a view moving on in between makes the list newer,
+        never older, than the position)."""
         with self.loader.datastore.transaction(commit=False) as cur:
+            cur.execute(f"SELECT (SELECT notification_id FROM {TRACKING_TABLE}"
+                        f"  WHERE application_name = '{VIEW}') AS seen")
+            row = cur.fetchone()
+            seen = (row["seen"] if row is not None else None) or 0
             cur.execute("SELECT name, type, current_revision, index_revision, publication"
                         " FROM agent_collections WHERE usable ORDER BY publication DESC")
             return [CollectionAt(name=r["name"], live=True, type=r["type"],
                                  current_revision=r["current_revision"],
                                  index_revision=r["index_revision"],
-                                 publication=r["publication"]) for r in cur.fetchall()]
+                                 publication=r["publication"]) for r in cur.fetchall()], seen
 
     def warm(self) -> int:
         """Load the current indexes not cached yet, newest first, while the cache has room
         (and their matrices, while that cache has room); return how many indexes were
         loaded."""
         loaded = 0
-        current = self.current()
+        current, seen = self.current()
         publications = [c.publication for c in current]
-        self.dropped = self.loader.retain(publications)
+        self.dropped = self.loader.retain(publications, seen)
         if self.matrices is not None:
             self.dropped += self.matrices.retain(publications)
         Layout.retain(publications)

@@ -6,7 +6,7 @@ handed to the application as ASGI messages directly (no HTTP client in between).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import anyio
 import msgspec
@@ -15,10 +15,15 @@ FORWARDED = (b"authorization", b"host", b"user-agent")
 _JSON = (b"content-type", b"application/json")
 
 
-async def call_route(scope: Mapping[str, Any], path: str,
-                     body: dict[str, Any]) -> tuple[int, bytes]:
+class Answer(NamedTuple):
+    status: int
+    body: bytes
+    retry_after: str | None  # the answer's ``Retry-After`` (a 429 or a 503), if any
+
+
+async def call_route(scope: Mapping[str, Any], path: str, body: dict[str, Any]) -> Answer:
     """POST ``body`` to the agent route ``path`` of the application serving ``scope``: the
-    answer's status and bytes."""
+    answer's status, bytes and ``Retry-After``."""
     content = msgspec.json.encode(body)
     headers = [(k, v) for k, v in scope["headers"] if k in FORWARDED]
     headers += [_JSON, (b"content-length", str(len(content)).encode())]
@@ -31,6 +36,7 @@ async def call_route(scope: Mapping[str, Any], path: str,
     sent = False
     answered = anyio.Event()
     status = 500
+    retry_after: str | None = None
     chunks: list[bytes] = []
 
     async def receive() -> dict[str, Any]:
@@ -42,13 +48,15 @@ async def call_route(scope: Mapping[str, Any], path: str,
         return {"type": "http.request", "body": content, "more_body": False}
 
     async def send(message: Mapping[str, Any]) -> None:
-        nonlocal status
+        nonlocal status, retry_after
         if message["type"] == "http.response.start":
             status = int(message["status"])
+            retry_after = next((v.decode("latin-1") for k, v in message.get("headers", ())
+                                if k.lower() == b"retry-after"), None)
         elif message["type"] == "http.response.body":
             chunks.append(bytes(message.get("body", b"")))
             if not message.get("more_body", False):
                 answered.set()
 
     await scope["app"](route_scope, receive, send)
-    return status, b"".join(chunks)
+    return Answer(status, b"".join(chunks), retry_after)

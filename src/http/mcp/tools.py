@@ -35,10 +35,10 @@ async def call_tool(ctx: ServerRequestContext[Any, Any],
     if isinstance(resolved, types.CallToolResult):
         return resolved
     tool, path, arguments = resolved
-    status, body = await call_route(_scope_of(ctx), path, arguments)
-    if status == 200:
-        return catalogue.success(tool, body)
-    return catalogue.failure(catalogue.error_of(status, body))
+    answer = await call_route(_scope_of(ctx), path, arguments)
+    if answer.status == 200:
+        return catalogue.success(tool, answer.body)
+    return catalogue.failure(catalogue.error_of(answer.status, answer.body), answer.retry_after)
 
 
 def server(version: str) -> Server[Any]:

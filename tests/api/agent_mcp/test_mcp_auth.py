@@ -152,6 +152,9 @@ def test_authority_and_rate_limit_refuse_each_call(workspace: Workspace,
     results = asyncio.run(limited())
     assert [r.is_error for r in results] == [False, False, True]
     assert results[2].structured_content["code"] == "RATE_LIMITED"
+    # when to try again reaches the client and the model, as the answer's Retry-After said
+    wait = results[2].meta["retryAfterSeconds"]
+    assert wait >= 1 and f"retry after {wait} seconds" in results[2].content[0].text
 
 
 def test_the_protected_resource_metadata(mcp_app: Litestar) -> None:
