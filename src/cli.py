@@ -28,6 +28,17 @@ def _settle_heap() -> None:
     gc.set_threshold(20_000, 20, 20)
 
 
+SWITCH_INTERVAL = 0.001  # seconds
+
+
+def _share_the_interpreter() -> None:
+    """A thread holding Python's lock (a corpus load, a projection batch) gives it up after
+    ``SWITCH_INTERVAL`` when another thread asks, instead of the default 5 ms: a request waits
+    that long each time it takes the lock back after reading from the database or the
+    network (the query route's p95 while indexes load: bench_packs)."""
+    sys.setswitchinterval(SWITCH_INTERVAL)
+
+
 def _serve(settings: Settings) -> int:
     if not settings.sandbox_image:
         print("CS_SANDBOX_IMAGE is required", file=sys.stderr)
@@ -35,6 +46,7 @@ def _serve(settings: Settings) -> int:
     from context_service.adapters import optional
 
     optional.check(settings, settings.workers)  # before the model loads: fail at once
+    _share_the_interpreter()  # before the warmer's first loads and the projections' catch-up
     signals = StopSignals()
     container = None
     try:

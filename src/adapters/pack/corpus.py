@@ -89,6 +89,11 @@ class CorpusLoader:
         self._oversized: set[int] = set()  # publications too large to keep: not warmed again
         self._flights: dict[int, Future[Cached]] = {}  # the loads under way, by publication
         self._background = 0  # loads under way on threads of their own (``cached``)
+        # one load computes at a time, whoever leads it (the warmer, a request, a thread behind
+        # a request): a load is Python holding the interpreter lock, so loads side by side
+        # finish no sooner, and each one more makes every request of the process wait longer
+        # for that lock (the query route's p95 during loads: bench_packs)
+        self._computing = threading.Lock()
         # the current indexes, as the warmer last said (``retain``), and the log position its
         # list was read at: an index in the list or published after that position is current,
         # and only a current one is loaded behind a caller with a deadline (the cache keeps it)
@@ -217,7 +222,8 @@ class CorpusLoader:
                 self._background -= 1
 
     def _loaded(self, collection: CollectionAt) -> Cached:
-        loaded = Cached(*self._load(collection))
+        with self._computing:
+            loaded = Cached(*self._load(collection))
         with self._lock:
             self.loads += 1
             if loaded.size > self._cache.limit:  # served, never kept
