@@ -12,7 +12,7 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, wait
 
 import msgspec
@@ -44,6 +44,33 @@ PROCESS_MODEL = ModelPieces()  # the process's embedding model, loaded on first 
 # loads run on threads of their own for callers with a deadline, at most this many at once:
 # each is a distinct publication, so a caller asking for many old positions cannot queue more
 MAX_BACKGROUND = 4
+
+
+class Turns:
+    """One holder at a time; an urgent holder (a load someone waits for) goes before any
+    other still waiting (the warmer's next load), whatever the order they came in."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._busy = False
+        self._urgent = 0  # urgent holders waiting for their turn
+
+    @contextlib.contextmanager
+    def turn(self, urgent: bool) -> Iterator[None]:
+        with self._changed:
+            self._urgent += urgent
+            try:
+                while self._busy or (not urgent and self._urgent):
+                    self._changed.wait()
+            finally:
+                self._urgent -= urgent
+            self._busy = True
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._busy = False
+                self._changed.notify_all()
 
 
 class Cached:
@@ -93,7 +120,7 @@ class CorpusLoader:
         # a request): a load is Python holding the interpreter lock, so loads side by side
         # finish no sooner, and each one more makes every request of the process wait longer
         # for that lock (the query route's p95 during loads: bench_packs)
-        self._computing = threading.Lock()
+        self._computing = Turns()
         # the current indexes, as the warmer last said (``retain``), and the log position its
         # list was read at: an index in the list or published after that position is current,
         # and only a current one is loaded behind a caller with a deadline (the cache keeps it)
@@ -130,7 +157,8 @@ class CorpusLoader:
         return {c.name: (held[c.name] if c.name in held else self.cached(c, until)).corpus
                 for c in usable}
 
-    def cached(self, collection: CollectionAt, until: float | None = None) -> Cached:
+    def cached(self, collection: CollectionAt, until: float | None = None,
+               warming: bool = False) -> Cached:
         """The index's loaded corpus. A miss loads it once however many ask at the same time:
         the first asker reads and computes, the others wait for its result (or its error)
         instead of each paying the same second or more of CPU (the warmer and the first packs
@@ -143,14 +171,18 @@ class CorpusLoader:
         fit the bound; any other (an older position's, one found larger than the bound) is
         waited for as before, since the cache would not keep what a load behind the caller
         left. At most ``MAX_BACKGROUND`` loads run behind callers at once; past that, a caller
-        with a deadline that would start one is refused at once."""
+        with a deadline that would start one is refused at once.
+
+        One load computes at a time (``Turns``); ``warming`` (the warmer's own loads) waits
+        until no load someone asked for is waiting, so an asker's index is loaded next rather
+        than after every other current index."""
         found = self._begin(collection, until)
         if isinstance(found, Cached):
             return found
         assert found is not None  # ``here``: a load this caller is to lead is begun
         flight, leads = found
         if leads:
-            return self._lead(collection, flight)
+            return self._lead(collection, flight, urgent=not warming)
         if until is None:
             return flight.result()
         done, _ = wait([flight], timeout=max(0.0, until - time.monotonic()))
@@ -196,10 +228,11 @@ class CorpusLoader:
             raise
         return flight, False
 
-    def _lead(self, collection: CollectionAt, flight: Future[Cached]) -> Cached:
+    def _lead(self, collection: CollectionAt, flight: Future[Cached],
+              urgent: bool = True) -> Cached:
         """Load ``collection`` for every asker of ``flight``."""
         try:
-            kept = self._loaded(collection)
+            kept = self._loaded(collection, urgent)
         except BaseException as exc:
             flight.set_exception(exc)
             raise
@@ -221,8 +254,8 @@ class CorpusLoader:
             with self._lock:
                 self._background -= 1
 
-    def _loaded(self, collection: CollectionAt) -> Cached:
-        with self._computing:
+    def _loaded(self, collection: CollectionAt, urgent: bool) -> Cached:
+        with self._computing.turn(urgent):
             loaded = Cached(*self._load(collection))
         with self._lock:
             self.loads += 1

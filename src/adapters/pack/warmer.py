@@ -67,7 +67,7 @@ class CorpusWarmer:
                 break
             if not (self.loader.holds(collection.publication)
                     or self.loader.oversized(collection.publication)):
-                self.loader.cached(collection)
+                self.loader.cached(collection, warming=True)  # after any load asked for
                 loaded += 1
             matrices = self.matrices
             if (matrices is not None and matrices.has_room()
