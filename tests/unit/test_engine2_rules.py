@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 import Stemmer
 
 from context_service.domain.pack.retrieval2.analyzer import (
@@ -73,8 +74,12 @@ def test_bm25_orders_by_the_formula() -> None:
     avgdl = (2 + 4 + 1) / 3
     short = weight * 1 * (K1 + 1) / (1 + K1 * (1 - B + B * 2 / avgdl))
     long = weight * 1 * (K1 + 1) / (1 + K1 * (1 - B + B * 4 / avgdl))
-    assert got == [short, long, 0.0] and short > long
+    assert got == pytest.approx([short, long, 0.0], rel=1e-15) and short > long
+    # in doubles, in the one order the rules give (the service's): the same bits
+    assert got == [1 * (K1 + 1) / (dl * (K1 * B / avgdl) + (1 + K1 * (1 - B))) * (1 * weight)
+                   for dl in (2, 4)] + [0.0]
     assert idf(3, 2) == weight
+    assert bm25({"appoint": 1}, [{}, {}]) == [0.0, 0.0]  # no record holds a term
 
 
 def test_feedback_weighs_terms_by_hit_share_and_frequency() -> None:

@@ -3,11 +3,12 @@ any positive weight (feedback's re-weighted query). Corpus statistics (N, n(t), 
 every record of the request's collections, as in engine 1.
 
 Each term's contribution is ``weight x IDF x tf x (k1 + 1) / (tf + k1 x (1 - b + b x |r| /
-avgdl))`` in IEEE-754 doubles, added per record in the query's term order. The service's
-vectorised sums (``adapters.pack.hybrid.bm25``) group the same formula otherwise (the parts that
-do not depend on the request are computed at load), so a score may differ from this one in its
-last bit; both round to the same millionths (§1.8), which is what a list holds and what the
-tests compare. The rules after BM25 (4, 4b, 5) are computed operation for operation."""
+avgdl))``, added per record in the query's term order. In IEEE-754 doubles it is computed in
+one order, the service's (``adapters.pack.hybrid.bm25``, whose request-free parts are computed
+at load): ``tf x (k1 + 1) / (|r| x (k1 x b / avgdl) + (tf + k1 x (1 - b))) x (weight x IDF)``.
+Grouped otherwise, a score could differ in its last bit, and a share or a score exactly half a
+millionth from two millionths (§1.8) would then round to either. The rules after BM25 (4, 4b,
+5) are computed operation for operation too."""
 
 from __future__ import annotations
 
@@ -38,14 +39,16 @@ def bm25(query: Mapping[str, float], records: Sequence[Mapping[str, int]],
     holding = {t: sum(1 for r in records if t in r) for t in query}
     scored = {t: w for t, w in query.items()
               if t not in expansion or selective(holding[t], n_records)}
-    weights = {t: idf(n_records, holding[t]) for t in scored}
+    if avgdl <= 0:  # no record holds a term (stop words only): nothing can match
+        return [0.0] * n_records
+    factors = {t: w * idf(n_records, holding[t]) for t, w in scored.items()}
+    per_length = K1 * B / avgdl
     out = []
     for r, length in zip(records, lengths, strict=True):
         total = 0.0
-        for t, w in scored.items():
+        for t, factor in factors.items():
             tf = r.get(t, 0)
             if tf:
-                total += w * weights[t] * tf * (K1 + 1) / (
-                    tf + K1 * (1 - B + B * length / avgdl))
+                total += tf * (K1 + 1) / (length * per_length + (tf + K1 * (1 - B))) * factor
         out.append(total)
     return out
