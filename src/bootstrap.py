@@ -437,7 +437,8 @@ def pack_ports(container: Container, warm: bool = False) -> PackPorts:
     folds = FoldCache(PackInputReadsSql(container.datastore, cache_size=0))
     matrices = VectorMatrices(container.datastore) if warm else None
     if warm:
-        warmer = CorpusWarmer(loader, matrices=matrices).start()
+        warmer = CorpusWarmer(loader, matrices=matrices,
+                              tracking_table=container.tracking.tracking_table_name).start()
         container.closers.append(warmer.stop)
         container.gauge_sources.append(warmer.gauges)
         # what the in-process caches hold, and the folds forgotten as the runner applies

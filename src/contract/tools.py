@@ -211,8 +211,9 @@ def failure(error: c.ErrorBody, retry_after: str | None = None) -> types.CallToo
     meta = None
     if retry_after is not None and retry_after.isascii() and retry_after.isdigit():
         seconds = int(retry_after)
-        text += f"\nretry after {seconds} second{'' if seconds == 1 else 's'}"
         meta = {"retryAfterSeconds": seconds}
+        if "retry after" not in error.message:  # a rate limit's message already says it
+            text += f"\nretry after {seconds} second{'' if seconds == 1 else 's'}"
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
                                 structured_content=msgspec.to_builtins(error), is_error=True,
                                 _meta=meta)

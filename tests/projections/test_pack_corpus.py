@@ -473,6 +473,7 @@ def test_an_index_published_after_the_warmers_list_counts_as_current(
     monkeypatch.setattr(loader, "_load", gone)
     with pytest.raises(LookupError):  # nor loaded behind an asker any more: it leads the load
         loader.cached(wanted, until=time.monotonic())
+    assert loader._background == 0 and not loader._flights
 
 
 def test_the_warmer_freezes_corpora_whoever_loaded_them(

@@ -32,6 +32,9 @@ def test_retry_after_reaches_the_model_and_the_client() -> None:
                                             details={"limit": 2}), "12")
     assert text_of(limited) == 'RATE_LIMITED: slow down\n{"limit":2}\nretry after 12 seconds'
     assert limited.structured_content["details"] == {"limit": 2}
+    said = catalogue.failure(c.ErrorBody(code="RATE_LIMITED",
+                                         message="rate limit exceeded; retry after 3 seconds"), "3")
+    assert text_of(said).count("retry after") == 1 and said.meta == {"retryAfterSeconds": 3}
 
 
 def test_a_retry_after_that_is_not_a_count_of_seconds_is_left_out() -> None:

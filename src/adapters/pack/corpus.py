@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, wait
+from typing import NamedTuple
 
 import msgspec
 from eventsourcing.postgres import PostgresDatastore
@@ -22,7 +23,7 @@ from context_service.adapters.pack.hybrid_features import HybridFeatures, ModelP
 from context_service.adapters.pack.lexical import LexicalIndex
 from context_service.adapters.postgres.views.published import index_records, published_at
 from context_service.domain.bounded import BoundedCache, Gauge, MiB, text_bytes
-from context_service.domain.context.events import QueryIndexPublished
+from context_service.domain.context.events import QueryIndexPublished, QueryRecord
 from context_service.domain.pack.model import CollectionAt, CollectionCorpus, Corpus, TokenCount
 from context_service.projections.pack_inputs.reads import CorpusLoading
 from context_service.projections.passage_features.features import (
@@ -46,31 +47,72 @@ PROCESS_MODEL = ModelPieces()  # the process's embedding model, loaded on first 
 MAX_BACKGROUND = 4
 
 
+class Ticket:
+    """A load's place among those waiting for their turn; urgent when someone waits for it."""
+
+    __slots__ = ("urgent",)
+
+    def __init__(self, urgent: bool) -> None:
+        self.urgent = urgent
+
+
 class Turns:
-    """One holder at a time; an urgent holder (a load someone waits for) goes before any
-    other still waiting (the warmer's next load), whatever the order they came in."""
+    """One holder at a time, in the order they came, the urgent ones first (a load someone
+    waits for goes before the warmer's next). A holder with a deadline goes on without its
+    turn once the deadline has passed."""
 
     def __init__(self) -> None:
         self._changed = threading.Condition()
         self._busy = False
-        self._urgent = 0  # urgent holders waiting for their turn
+        self._waiting: list[Ticket] = []
 
     @contextlib.contextmanager
-    def turn(self, urgent: bool) -> Iterator[None]:
+    def turn(self, ticket: Ticket, until: float | None = None) -> Iterator[bool]:
+        """Hold the turn (True), or give up waiting for it at ``until`` (False)."""
+        held = False
         with self._changed:
-            self._urgent += urgent
+            self._waiting.append(ticket)
             try:
-                while self._busy or (not urgent and self._urgent):
-                    self._changed.wait()
+                held = self._busy = self._wait_for(ticket, until)
             finally:
-                self._urgent -= urgent
-            self._busy = True
+                self._waiting.remove(ticket)
+                self._changed.notify_all()  # the next in line is another one now
         try:
-            yield
+            yield held
         finally:
-            with self._changed:
-                self._busy = False
+            if held:
+                with self._changed:
+                    self._busy = False
+                    self._changed.notify_all()
+
+    def _wait_for(self, ticket: Ticket, until: float | None) -> bool:
+        while self._busy or self._next() is not ticket:
+            if until is None:
+                self._changed.wait()
+            elif (left := until - time.monotonic()) <= 0:
+                return False
+            else:
+                self._changed.wait(left)
+        return True
+
+    def _next(self) -> Ticket:
+        return next((t for t in self._waiting if t.urgent), self._waiting[0])
+
+    def promote(self, ticket: Ticket) -> None:
+        """``ticket`` is waited for now (an asker joined the warmer's load)."""
+        with self._changed:
+            if not ticket.urgent:
+                ticket.urgent = True
                 self._changed.notify_all()
+
+
+class Read(NamedTuple):
+    """What a load reads of an index from the database."""
+
+    revision: str
+    records: Sequence[QueryRecord]
+    tokens: TokenCount
+    pieces: list[bytes | None]  # each passage's stored model pieces, where stored
 
 
 class Cached:
@@ -115,6 +157,7 @@ class CorpusLoader:
         self._lock = threading.Lock()
         self._oversized: set[int] = set()  # publications too large to keep: not warmed again
         self._flights: dict[int, Future[Cached]] = {}  # the loads under way, by publication
+        self._tickets: dict[int, Ticket] = {}  # their places in the turns, by publication
         self._background = 0  # loads under way on threads of their own (``cached``)
         # one load computes at a time, whoever leads it (the warmer, a request, a thread behind
         # a request): a load is Python holding the interpreter lock, so loads side by side
@@ -173,16 +216,17 @@ class CorpusLoader:
         left. At most ``MAX_BACKGROUND`` loads run behind callers at once; past that, a caller
         with a deadline that would start one is refused at once.
 
-        One load computes at a time (``Turns``); ``warming`` (the warmer's own loads) waits
-        until no load someone asked for is waiting, so an asker's index is loaded next rather
-        than after every other current index."""
-        found = self._begin(collection, until)
+        One load computes at a time (``Turns``), in the order they came, those someone waits
+        for first: ``warming`` (the warmer's own loads) goes after them, until another caller
+        joins it, so an asker's index is loaded next rather than after every other current
+        index."""
+        found = self._begin(collection, until, warming=warming)
         if isinstance(found, Cached):
             return found
         assert found is not None  # ``here``: a load this caller is to lead is begun
         flight, leads = found
         if leads:
-            return self._lead(collection, flight, urgent=not warming)
+            return self._lead(collection, flight, until)
         if until is None:
             return flight.result()
         done, _ = wait([flight], timeout=max(0.0, until - time.monotonic()))
@@ -190,49 +234,57 @@ class CorpusLoader:
             raise CorpusLoading(collection.name)
         return flight.result()
 
-    def _begin(self, collection: CollectionAt, until: float | None,
-               here: bool = True) -> Cached | tuple[Future[Cached], bool] | None:
+    def _begin(self, collection: CollectionAt, until: float | None, here: bool = True,
+               warming: bool = False) -> Cached | tuple[Future[Cached], bool] | None:
         """The held corpus, else the load under way and whether this caller is to lead it
         (a load behind a caller with a deadline is led by a thread of its own:
         ``CorpusLoading`` past the bound). ``here=False``: start only a load behind the
-        caller, never one the caller would lead (None then)."""
+        caller, never one the caller would lead (None then). A caller other than the warmer
+        joining a load makes it urgent."""
         publication = collection.publication
         hit = self._cache.get(publication)
         if hit is not None:
             return hit
         with self._lock:
             flight = self._flights.get(publication)
-            if flight is not None:
-                return flight, False
-            hit = self._cache.get(publication)  # a load ended since the miss above
-            if hit is not None:
-                return hit
-            if (until is None or publication in self._oversized
-                    or not self._is_current(publication)):
-                if not here:
-                    return None
+            joined = self._tickets[publication] if flight is not None else None
+            if flight is None:
+                hit = self._cache.get(publication)  # a load ended since the miss above
+                if hit is not None:
+                    return hit
+                if (until is None or publication in self._oversized
+                        or not self._is_current(publication)):
+                    if not here:
+                        return None
+                    flight = self._flights[publication] = Future()
+                    self._tickets[publication] = Ticket(urgent=not warming)
+                    return flight, True
+                if self._background >= MAX_BACKGROUND:
+                    raise CorpusLoading(collection.name)
                 flight = self._flights[publication] = Future()
-                return flight, True
-            if self._background >= MAX_BACKGROUND:
-                raise CorpusLoading(collection.name)
-            flight = self._flights[publication] = Future()
-            self._background += 1
+                self._tickets[publication] = Ticket(urgent=True)
+                self._background += 1
+        if flight is not None and joined is not None:
+            if not warming:
+                self._computing.promote(joined)
+            return flight, False
         try:
             threading.Thread(target=self._lead_behind, args=(collection, flight),
                              name="corpus-load", daemon=True).start()
         except BaseException as exc:  # no thread: nobody would ever end this flight
             with self._lock:
                 del self._flights[publication]
+                del self._tickets[publication]
                 self._background -= 1
             flight.set_exception(exc)
             raise
         return flight, False
 
     def _lead(self, collection: CollectionAt, flight: Future[Cached],
-              urgent: bool = True) -> Cached:
-        """Load ``collection`` for every asker of ``flight``."""
+              until: float | None = None) -> Cached:
+        """Load ``collection`` for every asker of ``flight`` (``until``: see ``_loaded``)."""
         try:
-            kept = self._loaded(collection, urgent)
+            kept = self._loaded(collection, self._tickets[collection.publication], until)
         except BaseException as exc:
             flight.set_exception(exc)
             raise
@@ -242,6 +294,7 @@ class CorpusLoader:
         finally:
             with self._lock:
                 del self._flights[collection.publication]
+                del self._tickets[collection.publication]
 
     def _lead_behind(self, collection: CollectionAt, flight: Future[Cached]) -> None:
         """``_lead`` on a thread of its own (for an asker with a deadline)."""
@@ -254,9 +307,15 @@ class CorpusLoader:
             with self._lock:
                 self._background -= 1
 
-    def _loaded(self, collection: CollectionAt, urgent: bool) -> Cached:
-        with self._computing.turn(urgent):
-            loaded = Cached(*self._load(collection))
+    def _loaded(self, collection: CollectionAt, ticket: Ticket,
+                until: float | None) -> Cached:
+        """Read the index, then compute its corpus in its turn (``Turns``); a caller leading
+        the load itself with a deadline (an older position's index, one too large to keep)
+        computes without its turn once the deadline has passed, as before turns: it is not
+        refused, and would not be kept for a later try."""
+        read = self._load(collection)  # the database: no turn needed
+        with self._computing.turn(ticket, until):
+            loaded = self._build(collection, read)
         with self._lock:
             self.loads += 1
             if loaded.size > self._cache.limit:  # served, never kept
@@ -291,9 +350,8 @@ class CorpusLoader:
     def gauges(self) -> list[Gauge]:
         return self._cache.gauges()
 
-    def _load(self, collection: CollectionAt,
-              ) -> tuple[CollectionCorpus, PieceModel, list[bytes | None]]:
-        """The index's corpus, the model, and each passage's stored pieces."""
+    def _load(self, collection: CollectionAt) -> Read:
+        """The index's records, their token counts and each passage's stored pieces."""
         with self.datastore.transaction(commit=False) as cur:
             recorded = published_at(cur, collection.publication)
             if recorded is None or recorded.stream.key != collection.name:
@@ -303,10 +361,14 @@ class CorpusLoader:
             records = index_records(cur, recorded)
             texts = PublishedTexts().add_index(collection.name, records)
             tokens, pieces = self._features(cur, collection.name, texts)
-        corpus = CollectionCorpus(collection.name, recorded.event.revision,
-                                  collection.publication, records, tokens)
-        return corpus, self.model, [pieces.get(texts.embedded[ord_])
-                                    for ord_, _ in texts.passages]
+        return Read(recorded.event.revision, records, tokens,
+                    [pieces.get(texts.embedded[ord_]) for ord_, _ in texts.passages])
+
+    def _build(self, collection: CollectionAt, read: Read) -> Cached:
+        """What packs read of the index, computed (Python holding the interpreter's lock)."""
+        corpus = CollectionCorpus(collection.name, read.revision, collection.publication,
+                                  read.records, read.tokens)
+        return Cached(corpus, self.model, read.pieces)
 
     def _features(self, cur: object, collection: str,
                   texts: IndexTexts) -> tuple[TokenCount, dict[bytes, bytes]]:

@@ -19,14 +19,15 @@ from context_service.domain.pack.model import CollectionAt
 from context_service.domain.pack.text import token_ids, token_table_gauges
 
 log = logging.getLogger(__name__)
-TRACKING_TABLE = "projection_tracking"  # the views' positions (the projection runner's)
 VIEW = "agent_data"  # the projection writing ``agent_collections``
 
 
 class CorpusWarmer:
     def __init__(self, loader: CorpusLoader, interval: float = 2.0,
-                 matrices: VectorMatrices | None = None) -> None:
+                 matrices: VectorMatrices | None = None,
+                 tracking_table: str = "projection_tracking") -> None:
         self.loader = loader
+        self.tracking_table = tracking_table  # the views' positions (the projection runner's)
         self.matrices = matrices
         self.interval = interval
         self._stop = threading.Event()
@@ -40,8 +41,8 @@ class CorpusWarmer:
         when they were read (read first: a view moving on in between makes the list newer,
         never older, than the position)."""
         with self.loader.datastore.transaction(commit=False) as cur:
-            cur.execute(f"SELECT (SELECT notification_id FROM {TRACKING_TABLE}"
-                        f"  WHERE application_name = '{VIEW}') AS seen")
+            cur.execute(f"SELECT max(notification_id) AS seen FROM {self.tracking_table}"
+                        " WHERE application_name = %s", (VIEW,))
             row = cur.fetchone()
             seen = (row["seen"] if row is not None else None) or 0
             cur.execute("SELECT name, type, current_revision, index_revision, publication"

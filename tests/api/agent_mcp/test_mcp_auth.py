@@ -154,7 +154,8 @@ def test_authority_and_rate_limit_refuse_each_call(workspace: Workspace,
     assert results[2].structured_content["code"] == "RATE_LIMITED"
     # when to try again reaches the client and the model, as the answer's Retry-After said
     wait = results[2].meta["retryAfterSeconds"]
-    assert wait >= 1 and f"retry after {wait} seconds" in results[2].content[0].text
+    text = results[2].content[0].text
+    assert wait >= 1 and text == f"RATE_LIMITED: rate limit exceeded; retry after {wait} seconds"
 
 
 def test_the_protected_resource_metadata(mcp_app: Litestar) -> None:
