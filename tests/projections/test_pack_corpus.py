@@ -343,6 +343,18 @@ def _loader_and_index(container: Container, seed: int,
     return ports.corpus, next(iter(ports.inputs.namespace_at(ns, p).collections.values()))
 
 
+def _held_reads(loader: CorpusLoader, monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """Make every read of ``loader`` wait until the returned event is set."""
+    gate, real_load = threading.Event(), loader._load
+
+    def held(collection: CollectionAt) -> object:
+        gate.wait(30)
+        return real_load(collection)
+
+    monkeypatch.setattr(loader, "_load", held)
+    return gate
+
+
 @shared
 def test_an_index_asked_for_at_once_is_loaded_once(
         container: Container, monkeypatch: pytest.MonkeyPatch, ns: str) -> None:
@@ -389,13 +401,7 @@ def test_an_index_asked_for_at_once_is_loaded_once(
 def test_an_asker_with_a_deadline_waits_no_longer_and_the_load_goes_on(
         container: Container, monkeypatch: pytest.MonkeyPatch, ns: str) -> None:
     loader, wanted = _loader_and_index(container, 6, ns)
-    gate, real_load = threading.Event(), loader._load
-
-    def held(collection: CollectionAt) -> object:
-        gate.wait(30)
-        return real_load(collection)
-
-    monkeypatch.setattr(loader, "_load", held)
+    gate = _held_reads(loader, monkeypatch)
     others = [msgspec.structs.replace(wanted, publication=10**12 + i)
               for i in range(MAX_BACKGROUND)]
     older = msgspec.structs.replace(wanted, publication=10**13)
@@ -440,13 +446,7 @@ def test_an_index_published_after_the_warmers_list_counts_as_current(
     the position the list was read at, so it is current. An index at or before that position
     and not in the list is not (an older position's, a deleted context's)."""
     loader, wanted = _loader_and_index(container, 7, ns)
-    gate, real_load = threading.Event(), loader._load
-
-    def held(collection: CollectionAt) -> object:
-        gate.wait(30)
-        return real_load(collection)
-
-    monkeypatch.setattr(loader, "_load", held)
+    gate = _held_reads(loader, monkeypatch)
     before = msgspec.structs.replace(wanted, publication=wanted.publication - 1)
     loader.retain([], seen=wanted.publication - 1)  # listed before the publication
     try:

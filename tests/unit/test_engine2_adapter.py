@@ -39,6 +39,7 @@ from context_service.domain.pack.model import (
 from context_service.domain.pack.reference import ReferenceRetrieval
 from context_service.domain.pack.render import render
 from context_service.domain.pack.request import AsOf, PackRequest
+from context_service.domain.pack.retrieval2 import reference
 from context_service.domain.pack.retrieval2.analyzer import query_terms, record_terms
 from context_service.domain.pack.retrieval2.bm25 import K1, B, idf
 from context_service.domain.pack.retrieval2.feedback import expansion, feedback_query
@@ -110,23 +111,32 @@ def corpora(draw: st.DrawFn) -> dict[str, CollectionCorpus]:
 @given(corpora(), st.data())
 def test_the_adapter_list_is_the_reference_list(corpus: dict[str, CollectionCorpus],
                                                  data: st.DataObject) -> None:
-    query = text(data.draw)
-    requirement = data.draw(st.booleans())
     documents = sorted({d for c in corpus.values() for d in c.documents})
-    eligible = data.draw(st.none() | st.frozensets(st.sampled_from(documents)))
-    retrieval = AdapterRetrieval()
+    adapter_and_reference(corpus, text(data.draw), data.draw(
+        st.none() | st.frozensets(st.sampled_from(documents))), data.draw(st.booleans()))
+
+
+def adapter_and_reference(corpus: dict[str, CollectionCorpus], text: str,
+                          eligible: frozenset[str] | None, requirement: bool) -> None:
+    """The adapter's list is the reference's (given the adapter's cosines and related
+    documents), and its lexical scores are the reference's bit for bit."""
     names = sorted(corpus)
+    retrieval = AdapterRetrieval()
     parts = [retrieval.part(corpus[n], eligible) for n in names]
-    got = hybrid_list(query, parts, MODEL.token_ids([query])[0], MODEL.rows, requirement)
+    ids = MODEL.token_ids([text])[0]
+    got = hybrid_list(text, parts, ids, MODEL.rows, requirement)
     given_cosines = {f"{n}/{rid}": c for n, part, cos in zip(
-        names, parts, cosines(MODEL.token_ids([query])[0], parts, MODEL.rows), strict=True)
+        names, parts, cosines(ids, parts, MODEL.rows), strict=True)
         for rid, c in zip(part.features.record_ids, cos.tolist(), strict=True)}
-    related = frozenset(
+    linked = frozenset(
         document_id(n, p.record) for n, part in zip(names, parts, strict=True)
         for row, p in enumerate(corpus[n].passages)
         if part.features.related[part.features.documents[row]])
-    want = ReferenceHybrid(stem_words, {query: given_cosines}, related).hybrid(
-        query, corpus, eligible, requirement)
+    want = ReferenceHybrid(stem_words, {text: given_cosines}, linked).hybrid(
+        text, corpus, eligible, requirement)
+    mine = np.concatenate([np.zeros(0), *lexical_scores(text, parts)])
+    _, _, theirs = reference.lexical_scores(text, corpus, eligible, stem_words, linked)
+    assert mine.tolist() == theirs  # bit for bit: rule 2 is computed in one order
     assert got == want
 
 

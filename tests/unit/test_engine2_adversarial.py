@@ -14,12 +14,11 @@ from datetime import UTC, datetime, timedelta
 from fractions import Fraction
 
 import msgspec
-import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from context_service.adapters.embedding import piece_counts
-from context_service.adapters.pack.hybrid import cosines, hybrid_list, lexical_scores
+from context_service.adapters.pack.hybrid import cosines, hybrid_list
 from context_service.adapters.pack.hybrid_features import HybridFeatures, stem_words
 from context_service.domain.context.events import QueryRecord
 from context_service.domain.context_set.events import Definition, RequiredEvidence
@@ -29,11 +28,9 @@ from context_service.domain.pack.model import (
     CollectionAt,
     CollectionCorpus,
     NamespaceAt,
-    document_id,
 )
 from context_service.domain.pack.render import render
 from context_service.domain.pack.request import AsOf, PackRequest
-from context_service.domain.pack.retrieval2 import reference
 from context_service.domain.pack.retrieval2.context import in_context, pair_mean, related
 from context_service.domain.pack.retrieval2.fusion import GRID
 from context_service.domain.pack.retrieval2.neighbours import QUESTION_DISCOUNT
@@ -42,7 +39,12 @@ from context_service.domain.pack.scope import pack_scope
 from context_service.domain.query.tokenizer import tokenize
 from context_service.projections.passage_features.features import embedded_text
 from tests.support.hypothesis_profiles import scaled
-from tests.unit.test_engine2_adapter import MODEL, WORDS, AdapterRetrieval
+from tests.unit.test_engine2_adapter import (
+    MODEL,
+    WORDS,
+    AdapterRetrieval,
+    adapter_and_reference,
+)
 
 T = datetime(2025, 1, 1, tzinfo=UTC)
 
@@ -211,31 +213,6 @@ def eligibility(draw: st.DrawFn, corpus: dict[str, CollectionCorpus]) -> frozens
     return frozenset(draw(st.sets(st.sampled_from(documents), min_size=1)))
 
 
-# --- the comparison ----------------------------------------------------------------------------
-
-
-def adapter_and_reference(corpus: dict[str, CollectionCorpus], text: str,
-                          eligible: frozenset[str] | None, requirement: bool) -> None:
-    """The adapter's list is the reference's (given the adapter's cosines and related
-    documents), and its lexical scores are the reference's within their last bits."""
-    names = sorted(corpus)
-    retrieval = AdapterRetrieval()
-    parts = [retrieval.part(corpus[n], eligible) for n in names]
-    ids = MODEL.token_ids([text])[0]
-    got = hybrid_list(text, parts, ids, MODEL.rows, requirement)
-    given_cosines = {f"{n}/{rid}": c for n, part, cos in zip(
-        names, parts, cosines(ids, parts, MODEL.rows), strict=True)
-        for rid, c in zip(part.features.record_ids, cos.tolist(), strict=True)}
-    linked = frozenset(
-        document_id(n, p.record) for n, part in zip(names, parts, strict=True)
-        for row, p in enumerate(corpus[n].passages)
-        if part.features.related[part.features.documents[row]])
-    want = ReferenceHybrid(stem_words, {text: given_cosines}, linked).hybrid(
-        text, corpus, eligible, requirement)
-    mine = np.concatenate([np.zeros(0), *lexical_scores(text, parts)])
-    _, _, theirs = reference.lexical_scores(text, corpus, eligible, stem_words, linked)
-    assert mine.tolist() == theirs  # bit for bit: rule 2 is computed in one order
-    assert got == want
 
 
 @settings(max_examples=scaled(60), deadline=None)
