@@ -37,6 +37,18 @@ def free_port() -> int:
         return port
 
 
+def still_free(port: int) -> bool:
+    """Whether a server could listen on ``port`` now (as uvicorn and NATS bind: reusing an
+    address in TIME_WAIT)."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
 def data_dir_processes(data_dir: Path) -> list[psutil.Process]:
     """Processes (other than this one) whose command line names ``data_dir``."""
     marker = str(data_dir.resolve()) + os.sep  # children name a directory inside it
@@ -88,7 +100,16 @@ class ServerProcess:
             self.wait_until(lambda: self._ready(probe), timeout, "did not become ready")
 
     def launch(self) -> None:
-        """Start the process without waiting for anything."""
+        """Start the process without waiting for anything. A restart listens where the last
+        start did, unless another process (a test beside this one, a child of it) took the
+        port meanwhile: then on a new one."""
+        if not still_free(self.port):
+            self.port = free_port()
+            self.url = f"http://127.0.0.1:{self.port}"
+            self.env["CS_LISTEN_ADDR"] = f"127.0.0.1:{self.port}"
+        host, _, nats = self.env.get("CS_NATS_LISTEN", "").rpartition(":")
+        if host == "127.0.0.1" and nats.isdigit() and not still_free(int(nats)):
+            self.env["CS_NATS_LISTEN"] = f"127.0.0.1:{free_port()}"
         self._offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         log = open(self.log_path, "ab")  # noqa: SIM115 - closed by the process end
         self.proc = subprocess.Popen([*self.executable, *self.command], env=self.env,
