@@ -188,3 +188,28 @@ def test_the_service_hands_the_interpreter_on_within_a_millisecond() -> None:
         assert before > cli.SWITCH_INTERVAL  # Python's default is 5 ms
     finally:
         sys.setswitchinterval(before)
+
+
+def test_loads_behind_callers_run_on_one_kept_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not a thread per load: those spread the loads' allocations over the allocator's
+    per-thread arenas, and the process grew with every round of publications."""
+    loader = CorpusLoader(None, len)  # type: ignore[arg-type]
+    loader.retain([], seen=0)  # every index published after the warmer's list: current
+    threads: list[int] = []
+
+    def build(collection: CollectionAt, _: object) -> object:
+        threads.append(threading.get_ident())
+        raise LookupError(collection.name)
+
+    monkeypatch.setattr(loader, "_load", lambda collection: None)
+    monkeypatch.setattr(loader, "_build", build)
+    for publication in (1, 2, 3):
+        with pytest.raises(LookupError):  # loaded behind the asker, its failure shared
+            loader.cached(index(f"i{publication}", publication), until=time.monotonic() + 10)
+    assert len(threads) == 3 and len(set(threads)) == 1
+    assert threading.get_ident() not in threads
+    for _ in range(1000):
+        if not loader._background:
+            break
+        time.sleep(0.005)
+    assert loader._background == 0 and not loader._flights and not loader._tickets

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import queue
 import sys
 import threading
 import time
@@ -158,6 +159,9 @@ class CorpusLoader:
         self._oversized: set[int] = set()  # publications too large to keep: not warmed again
         self._flights: dict[int, Future[Cached]] = {}  # the loads under way, by publication
         self._tickets: dict[int, Ticket] = {}  # their places in the turns, by publication
+        # the loads behind callers, for the loader's own thread (``_start_worker``)
+        self._queue: queue.SimpleQueue[tuple[CollectionAt, Future[Cached]]] = queue.SimpleQueue()
+        self._worker: threading.Thread | None = None
         self._background = 0  # loads under way on threads of their own (``cached``)
         # one load computes at a time, whoever leads it (the warmer, a request, a thread behind
         # a request): a load is Python holding the interpreter lock, so loads side by side
@@ -208,7 +212,7 @@ class CorpusLoader:
         after a publication, a burst of packs on a cold index).
 
         With ``until`` (a ``time.monotonic`` instant: where an agent route's read wait ends)
-        the caller waits no longer: a load it would lead runs on a thread of its own, and
+        the caller waits no longer: a load it would lead runs on the loader's own thread, and
         ``CorpusLoading`` is raised when the corpus is not there by then; the load goes on,
         and the cache keeps its result for the next try. That holds for current indexes that
         fit the bound; any other (an older position's, one found larger than the bound) is
@@ -237,7 +241,7 @@ class CorpusLoader:
     def _begin(self, collection: CollectionAt, until: float | None, here: bool = True,
                warming: bool = False) -> Cached | tuple[Future[Cached], bool] | None:
         """The held corpus, else the load under way and whether this caller is to lead it
-        (a load behind a caller with a deadline is led by a thread of its own:
+        (a load behind a caller with a deadline is led by the loader's own thread:
         ``CorpusLoading`` past the bound). ``here=False``: start only a load behind the
         caller, never one the caller would lead (None then). A caller other than the warmer
         joining a load makes it urgent."""
@@ -269,8 +273,7 @@ class CorpusLoader:
                 self._computing.promote(joined)
             return flight, False
         try:
-            threading.Thread(target=self._lead_behind, args=(collection, flight),
-                             name="corpus-load", daemon=True).start()
+            self._start_worker()
         except BaseException as exc:  # no thread: nobody would ever end this flight
             with self._lock:
                 del self._flights[publication]
@@ -278,7 +281,25 @@ class CorpusLoader:
                 self._background -= 1
             flight.set_exception(exc)
             raise
+        self._queue.put((collection, flight))
         return flight, False
+
+    def _start_worker(self) -> None:
+        """The loader's own thread for the loads behind callers, started on first use and
+        kept. One thread made per load spread the loads' allocations over the allocator's
+        per-thread arenas, and the process kept growing a little with every round of
+        publications (``tests/e2e/test_memory_rounds.py``); the loads compute one at a time
+        anyway (``Turns``)."""
+        with self._lock:
+            if self._worker is None or not self._worker.is_alive():
+                worker = threading.Thread(target=self._serve_behind, name="corpus-load",
+                                          daemon=True)
+                worker.start()
+                self._worker = worker
+
+    def _serve_behind(self) -> None:
+        while True:
+            self._lead_behind(*self._queue.get())
 
     def _lead(self, collection: CollectionAt, flight: Future[Cached],
               until: float | None = None) -> Cached:
@@ -297,7 +318,7 @@ class CorpusLoader:
                 del self._tickets[collection.publication]
 
     def _lead_behind(self, collection: CollectionAt, flight: Future[Cached]) -> None:
-        """``_lead`` on a thread of its own (for an asker with a deadline)."""
+        """``_lead`` on the loader's own thread (for an asker with a deadline)."""
         try:
             self._lead(collection, flight)
         except Exception:  # the askers have it from the flight; the next ask loads again
