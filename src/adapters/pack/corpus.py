@@ -43,8 +43,8 @@ LIMIT_BYTES = 3 * 1024 * MiB  # the corpus cache's bound: about 200,000 passages
 PASSAGE_OVERHEAD = 900
 _encode = msgspec.json.Encoder().encode
 PROCESS_MODEL = ModelPieces()  # the process's embedding model, loaded on first use
-# loads run on threads of their own for callers with a deadline, at most this many at once:
-# each is a distinct publication, so a caller asking for many old positions cannot queue more
+# loads behind callers with a deadline (on the loader's own thread), at most this many queued or
+# under way: each is a distinct publication, so callers cannot queue more work than that
 MAX_BACKGROUND = 4
 
 
@@ -162,7 +162,7 @@ class CorpusLoader:
         # the loads behind callers, for the loader's own thread (``_start_worker``)
         self._queue: queue.SimpleQueue[tuple[CollectionAt, Future[Cached]]] = queue.SimpleQueue()
         self._worker: threading.Thread | None = None
-        self._background = 0  # loads under way on threads of their own (``cached``)
+        self._background = 0  # loads behind callers, queued or under way (``cached``)
         # one load computes at a time, whoever leads it (the warmer, a request, a thread behind
         # a request): a load is Python holding the interpreter lock, so loads side by side
         # finish no sooner, and each one more makes every request of the process wait longer
@@ -217,8 +217,8 @@ class CorpusLoader:
         and the cache keeps its result for the next try. That holds for current indexes that
         fit the bound; any other (an older position's, one found larger than the bound) is
         waited for as before, since the cache would not keep what a load behind the caller
-        left. At most ``MAX_BACKGROUND`` loads run behind callers at once; past that, a caller
-        with a deadline that would start one is refused at once.
+        left. At most ``MAX_BACKGROUND`` loads are queued or under way behind callers; past
+        that, a caller with a deadline that would start one is refused at once.
 
         One load computes at a time (``Turns``), in the order they came, those someone waits
         for first: ``warming`` (the warmer's own loads) goes after them, until another caller
@@ -268,7 +268,8 @@ class CorpusLoader:
                 flight = self._flights[publication] = Future()
                 self._tickets[publication] = Ticket(urgent=True)
                 self._background += 1
-        if flight is not None and joined is not None:
+        if joined is not None:
+            assert flight is not None
             if not warming:
                 self._computing.promote(joined)
             return flight, False
