@@ -195,7 +195,16 @@ class Walk:
             if probes > allowance:
                 self._unchecked(p, sig, ref)
                 return
-        # kept index -> how many of this prefix's hashes its prefix holds
+        # kept index -> how many of this prefix's hashes its prefix holds (most candidates
+        # share no hash with a kept one: nothing to count then)
+        if by_prefix.keys().isdisjoint(sig.prefix):
+            index = len(self._kept)
+            self._kept.append((p, sig))
+            if sig.injective:  # distinct hashes, none held yet: each gets a list of its own
+                by_prefix.update(zip(sig.prefix, map(list, repeat((index,))), strict=False))
+            else:
+                self._hold(sig, index)
+            return
         shared = Counter(chain.from_iterable(map(by_prefix.get, sig.prefix, repeat(()))))
         if shared:
             keeper, spent = self._keeper(sig, shared, sum(shared.values()), allowance)
@@ -211,6 +220,11 @@ class Walk:
                 return
         index = len(self._kept)
         self._kept.append((p, sig))
+        self._hold(sig, index)
+
+    def _hold(self, sig: Signature, index: int) -> None:
+        """Add kept ``index`` to the list of each hash of its prefix."""
+        by_prefix = self._by_prefix
         for h in sig.prefix:
             by_prefix[h].append(index)
 
@@ -226,8 +240,7 @@ class Walk:
         self.unchecked.append(ref)
         index = len(self._kept)
         self._kept.append((p, sig))
-        for h in sig.prefix:
-            self._by_prefix[h].append(index)
+        self._hold(sig, index)
         if self._allowance < self._limits.candidate:
             self._stop()
 
