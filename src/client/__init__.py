@@ -2,7 +2,7 @@
 asynchronous ``AsyncClient`` on httpx, answers as the contract's msgspec Structs, errors as
 ``ApiError`` subclasses, retries with backoff on 429 and 503 that honour ``Retry-After``."""
 
-from context_service.client.aio import AsyncClient
+from context_service.client.aio import AsyncClient, AsyncPackStream
 from context_service.client.errors import (
     ApiError,
     Conflict,
@@ -29,8 +29,8 @@ from context_service.contract.agent import (
 )
 
 __all__ = [
-    "ApiError", "AsOf", "AsyncClient", "Budget", "Client", "Conflict", "ContextPack", "Filters",
-    "Forbidden", "InvalidRequest", "NotFound", "PackIncomplete", "PackItem", "PackRequest",
-    "PackStream", "RateLimited", "Replay", "ReplayRequest", "Retry", "ServiceUnavailable",
-    "StreamFailed", "Unauthorized",
+    "ApiError", "AsOf", "AsyncClient", "AsyncPackStream", "Budget", "Client", "Conflict",
+    "ContextPack", "Filters", "Forbidden", "InvalidRequest", "NotFound", "PackIncomplete",
+    "PackItem", "PackRequest", "PackStream", "RateLimited", "Replay", "ReplayRequest", "Retry",
+    "ServiceUnavailable", "StreamFailed", "Unauthorized",
 ]

@@ -11,9 +11,9 @@ import httpx
 import msgspec
 
 from context_service.client import routes
-from context_service.client.errors import ServiceUnavailable, error_of
+from context_service.client.errors import error_of, interrupted, unreachable
 from context_service.client.retry import Retry
-from context_service.client.sync import PackStream
+from context_service.client.sync import PackLines
 from context_service.contract import agent as c
 
 T = TypeVar("T")
@@ -53,7 +53,7 @@ class AsyncClient:
                                                   headers=self.headers)
                 response = await self.http.send(request, stream=stream)
             except httpx.TransportError as exc:
-                raise ServiceUnavailable(0, "UNREACHABLE", str(exc)) from exc
+                raise unreachable(exc) from exc
             if response.is_success:
                 return response
             error = error_of(response, await response.aread())
@@ -81,18 +81,12 @@ class AsyncClient:
     async def pack(self, request: c.PackRequest | str) -> c.ContextPack:
         return await self._typed(routes.PACKS, routes.pack_request(request), c.ContextPack)
 
-    async def stream_pack(self, request: c.PackRequest | str) -> AsyncIterator[c.PackItem]:
-        """The items of the pack as its lines arrive (an error line raises ``StreamFailed``)."""
-        response = await self._send(routes.STREAM,
-                                    routes.encode(routes.pack_request(request)), stream=True)
-        stream = PackStream(iter(()), lambda: None)
-        try:
-            async for raw in response.aiter_lines():
-                item = stream.take(routes.line(raw.encode())) if raw else None
-                if item is not None:
-                    yield item
-        finally:
-            await response.aclose()
+    def stream_pack(self, request: c.PackRequest | str) -> AsyncPackStream:
+        """The pack as it streams: iterate (``async for``) over its items; ``header`` and
+        ``footer`` are set as their lines arrive. The request is sent when the iteration starts.
+        Close it (``aclose``, or use it as an async context manager) if you stop early."""
+        body = routes.encode(routes.pack_request(request))
+        return AsyncPackStream(lambda: self._send(routes.STREAM, body, stream=True))
 
     async def replay(self, replay_id: str, mode: Literal["verify", "recompute"],
                      task: str | None = None) -> c.Replay:
@@ -126,3 +120,55 @@ class AsyncClient:
 
     async def run_query_template(self, request: c.RunQueryTemplateRequest) -> c.TemplateRows:
         return await self._typed(routes.RUN, request, c.TemplateRows)
+
+
+class AsyncPackStream(PackLines):
+    """The items of a streamed pack, in pack order, decoded as their lines arrive: the
+    asynchronous ``PackStream``."""
+
+    def __init__(self, start: Callable[[], Awaitable[httpx.Response]]) -> None:
+        super().__init__()
+        self._start: Callable[[], Awaitable[httpx.Response]] | None = start
+        self._response: httpx.Response | None = None
+        self._lines: AsyncIterator[str] | None = None
+
+    def __aiter__(self) -> AsyncPackStream:
+        return self
+
+    async def __anext__(self) -> c.PackItem:
+        try:
+            if self._lines is None:
+                if self._start is None:  # closed, or over
+                    raise StopAsyncIteration
+                start, self._start = self._start, None
+                self._response = await start()
+                self._lines = self._response.aiter_lines()
+            while True:
+                try:
+                    raw = await self._lines.__anext__()
+                except StopAsyncIteration:
+                    self.ended()
+                    raise
+                if raw:
+                    item = self.take(routes.line(raw.encode()))
+                    if item is not None:
+                        return item
+        except httpx.TransportError as exc:  # the connection broke off mid-stream
+            await self.aclose()
+            raise interrupted(exc) from exc
+        except BaseException:
+            await self.aclose()
+            raise
+
+    async def aclose(self) -> None:
+        self._start = self._lines = None  # a later iteration ends at once
+        response, self._response = self._response, None
+        if response is not None:
+            await response.aclose()
+
+    async def __aenter__(self) -> AsyncPackStream:
+        return self
+
+    async def __aexit__(self, *_: type[BaseException] | BaseException | TracebackType | None
+                        ) -> None:
+        await self.aclose()

@@ -57,7 +57,8 @@ class ServiceUnavailable(ApiError):
 
 
 class StreamFailed(ApiError):
-    """A pack stream ended with an error line after its header."""
+    """A pack stream ended with an error line after its header, or ended (or broke off)
+    before its footer: the pack is not complete."""
 
 
 _BY_STATUS: dict[int, type[ApiError]] = {
@@ -66,8 +67,28 @@ _BY_STATUS: dict[int, type[ApiError]] = {
 
 
 def retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("Retry-After", "")
-    return float(value) if value.isdigit() else None
+    """The answer's ``Retry-After`` in seconds (a delay; an HTTP date is not read). Only ASCII
+    digits: ``str.isdigit`` also accepts ``"\u00b2"``, which a header read as Latin-1 can hold."""
+    value = response.headers.get("Retry-After", "").strip()
+    return float(value) if value.isascii() and value.isdigit() else None
+
+
+def unreachable(exc: httpx.TransportError) -> ServiceUnavailable:
+    """No answer: the service could not be reached, or did not answer in time. The message is
+    never empty (an asynchronous timeout's own text is)."""
+    if isinstance(exc, httpx.TimeoutException):
+        message = f"the service did not answer in time ({type(exc).__name__})"
+    else:
+        message = str(exc) or type(exc).__name__
+    return ServiceUnavailable(0, "UNREACHABLE", message)
+
+
+def interrupted(exc: httpx.TransportError | None = None) -> StreamFailed:
+    """A pack stream that ended before its footer (``exc``: the connection broke off)."""
+    if exc is None:
+        return StreamFailed(200, "STREAM_INCOMPLETE", "the stream ended before its footer")
+    return StreamFailed(200, "STREAM_INCOMPLETE", "the stream broke off before its footer: "
+                        f"{str(exc) or type(exc).__name__}")
 
 
 def error_of(response: httpx.Response, body: bytes) -> ApiError:

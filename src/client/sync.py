@@ -12,7 +12,13 @@ import httpx
 import msgspec
 
 from context_service.client import routes
-from context_service.client.errors import ApiError, ServiceUnavailable, StreamFailed, error_of
+from context_service.client.errors import (
+    ApiError,
+    StreamFailed,
+    error_of,
+    interrupted,
+    unreachable,
+)
 from context_service.client.retry import Retry
 from context_service.contract import agent as c
 
@@ -56,7 +62,7 @@ class Client:
                                                   headers=self.headers)
                 response = self.http.send(request, stream=stream)
             except httpx.TransportError as exc:
-                raise ServiceUnavailable(0, "UNREACHABLE", str(exc)) from exc
+                raise unreachable(exc) from exc
             if response.is_success:
                 return response
             error = error_of(response, response.read())
@@ -124,25 +130,14 @@ class Client:
         return self._typed(routes.RUN, request, c.TemplateRows)
 
 
-class PackStream:
-    """The items of a streamed pack, in pack order, decoded as their lines arrive."""
+class PackLines:
+    """What a pack stream's lines said so far: the header, the footer; the item of each item
+    line. A stream is complete once its footer arrived: one that ends, or breaks off, before it
+    raises ``StreamFailed`` (its pack is not complete), as an error line does."""
 
-    def __init__(self, lines: Iterator[str], close: Callable[[], None]) -> None:
-        self._lines = lines
-        self._close = close
+    def __init__(self) -> None:
         self.header: c.HeaderLine | None = None
         self.footer: c.FooterLine | None = None
-
-    def __iter__(self) -> Iterator[c.PackItem]:
-        try:
-            for raw in self._lines:
-                if not raw:
-                    continue
-                item = self.take(routes.line(raw.encode()))
-                if item is not None:
-                    yield item
-        finally:
-            self.close()
 
     def take(self, line: c.PackLine) -> c.PackItem | None:
         """Record a header or footer; the item of an item line; raise on an error line."""
@@ -155,6 +150,34 @@ class PackStream:
         else:
             raise StreamFailed(200, line.code, line.message)
         return None
+
+    def ended(self) -> None:
+        """The lines are over: raise unless the footer came."""
+        if self.footer is None:
+            raise interrupted()
+
+
+class PackStream(PackLines):
+    """The items of a streamed pack, in pack order, decoded as their lines arrive."""
+
+    def __init__(self, lines: Iterator[str], close: Callable[[], None]) -> None:
+        super().__init__()
+        self._lines = lines
+        self._close = close
+
+    def __iter__(self) -> Iterator[c.PackItem]:
+        try:
+            for raw in self._lines:
+                if not raw:
+                    continue
+                item = self.take(routes.line(raw.encode()))
+                if item is not None:
+                    yield item
+            self.ended()
+        except httpx.TransportError as exc:  # the connection broke off mid-stream
+            raise interrupted(exc) from exc
+        finally:
+            self.close()
 
     def close(self) -> None:
         self._close()

@@ -7,18 +7,25 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import httpx2
+import httpx
 import mcp_types as types
 import msgspec
-from mcp import Client as McpClient
-from mcp.client.streamable_http import streamable_http_client
+from mcp import MCPError
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
+from mcp_types.version import LATEST_HANDSHAKE_VERSION
+from pydantic import ValidationError
 
 from context_service.client import ApiError, AsyncClient
+from context_service.client.errors import error_of, unreachable
 from context_service.contract import agent as c
 from context_service.contract import tools as catalogue
+
+# the listing asked of the service's stateless /mcp: one POST, one JSON answer
+_LISTING = msgspec.json.encode({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+_MCP_HEADERS = {"Accept": "application/json, text/event-stream",
+                "MCP-Protocol-Version": LATEST_HANDSHAKE_VERSION}
 
 
 class Bridge:
@@ -26,14 +33,27 @@ class Bridge:
 
     def __init__(self, url: str, token: str, headers: dict[str, str]) -> None:
         self.url = url
-        self.headers = {**headers, "Authorization": f"Bearer {token}"}
         self.client = AsyncClient(url, token, headers=headers)
 
     async def list_tools(self, _: ServerRequestContext[Any, Any],
                          __: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        async with httpx2.AsyncClient(headers=self.headers, timeout=60) as http, McpClient(
-                streamable_http_client(self.url + "/mcp", http_client=http)) as remote:
-            return await remote.list_tools()
+        """The service's own listing for the credential; a refusal (a credential not valid, a
+        service not reached) is a JSON-RPC error saying so, as ``CODE: message``."""
+        try:
+            response = await self.client.http.post(
+                "/mcp", content=_LISTING, headers={**self.client.headers, **_MCP_HEADERS})
+        except httpx.TransportError as exc:
+            raise _refused(unreachable(exc)) from exc
+        if not response.is_success:
+            raise _refused(error_of(response, response.content))
+        try:
+            answer = msgspec.json.decode(response.content)
+            if "error" in answer:  # a JSON-RPC error of the service's: passed on as it is
+                raise MCPError.from_error_data(types.ErrorData.model_validate(answer["error"]))
+            return types.ListToolsResult.model_validate(answer["result"])
+        except (msgspec.DecodeError, ValidationError, KeyError, TypeError) as exc:
+            raise MCPError(types.INTERNAL_ERROR, "the service's tool listing could not be "
+                           f"read: {exc}") from exc
 
     async def call_tool(self, _: ServerRequestContext[Any, Any],
                         params: types.CallToolRequestParams) -> types.CallToolResult:
@@ -54,6 +74,18 @@ class Bridge:
         return Server("context-service", title="Context Service",
                       instructions=catalogue.INSTRUCTIONS, on_list_tools=self.list_tools,
                       on_call_tool=self.call_tool, get_tool_input_schema=catalogue.input_schema)
+
+
+def _refused(exc: ApiError) -> MCPError:
+    """A listing the service refused (or could not answer) as a JSON-RPC error: ``CODE:
+    message``, the error body as its data, and when to try again where the answer said."""
+    message = f"{exc.code}: {exc.message}"
+    if exc.retry_after is not None and "retry after" not in exc.message:
+        message += f"; retry after {math.ceil(exc.retry_after)} seconds"
+    data: dict[str, Any] = {"code": exc.code, "message": exc.message}
+    if exc.details is not None:
+        data["details"] = exc.details
+    return MCPError(types.INTERNAL_ERROR, message, data)
 
 
 async def serve(bridge: Bridge) -> None:

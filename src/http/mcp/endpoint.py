@@ -72,6 +72,20 @@ class _Running:
         return self.sessions
 
 
+# Stateless, the endpoint has no stream of server messages to open (GET) and no session to end
+# (DELETE): the SDK's transport would hold a GET's empty event stream open until the client
+# leaves, so any other method than POST is refused at once, as the protocol allows.
+_NOT_ALLOWED = (b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":'
+                b'"Method Not Allowed: /mcp is stateless; POST each JSON-RPC message"}}')
+
+
+async def _not_allowed(send: Send) -> None:
+    await send({"type": "http.response.start", "status": 405, "headers": [
+        (b"allow", b"POST"), (b"content-type", b"application/json"),
+        (b"content-length", str(len(_NOT_ALLOWED)).encode())]})
+    await send({"type": "http.response.body", "body": _NOT_ALLOWED, "more_body": False})
+
+
 class McpEndpoint:
     """The routes and the lifespan of one application's MCP endpoint."""
 
@@ -83,6 +97,9 @@ class McpEndpoint:
         async def mcp(scope: Scope, receive: Receive, send: Send) -> None:
             # a refusal is raised: the application answers it as every /api/ error
             admitted = await gate.admit(Request(scope, receive))
+            if scope.get("method") != "POST":
+                await _not_allowed(send)
+                return
             scope[gate.CREDENTIAL] = admitted  # type: ignore[literal-required]
             running = endpoint.running
             assert running is not None, "the application's lifespan is not running"
