@@ -9,6 +9,7 @@ session manager then runs in the lifespan's task group until the application sto
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -20,7 +21,10 @@ from litestar.types import Receive, Scope, Send
 
 from context_service.domain.workspace.roles import SCOPES
 from context_service.http.agent import errors as api
+from context_service.http.limits import MAX_BODY
 from context_service.http.mcp import gate
+
+INVALID_REQUEST = -32600  # JSON-RPC's code for a message that is not a valid request
 
 if TYPE_CHECKING:
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -75,15 +79,47 @@ class _Running:
 # Stateless, the endpoint has no stream of server messages to open (GET) and no session to end
 # (DELETE): the SDK's transport would hold a GET's empty event stream open until the client
 # leaves, so any other method than POST is refused at once, as the protocol allows.
-_NOT_ALLOWED = (b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":'
-                b'"Method Not Allowed: /mcp is stateless; POST each JSON-RPC message"}}')
+NOT_ALLOWED = "Method Not Allowed: /mcp is stateless; POST each JSON-RPC message"
+# the API's one body limit (``limits.BodyLimit`` reads no further than one byte past it): said
+# as such, where the SDK would report the stand-in it was handed as a JSON parse error
+TOO_LARGE = f"request body too large (more than {MAX_BODY} bytes)"
 
 
-async def _not_allowed(send: Send) -> None:
-    await send({"type": "http.response.start", "status": 405, "headers": [
-        (b"allow", b"POST"), (b"content-type", b"application/json"),
-        (b"content-length", str(len(_NOT_ALLOWED)).encode())]})
-    await send({"type": "http.response.body", "body": _NOT_ALLOWED, "more_body": False})
+async def _refuse(send: Send, status: int, message: str,
+                  headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:
+    """A JSON-RPC error answering no request (``id`` null), with its HTTP status."""
+    body = json.dumps({"jsonrpc": "2.0", "id": None,
+                       "error": {"code": INVALID_REQUEST, "message": message}}).encode()
+    await send({"type": "http.response.start", "status": status, "headers": [
+        *headers, (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+async def _body(receive: Receive) -> bytes | None:
+    """The request's whole body (at most one byte past the limit); None: the client left."""
+    chunks = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return None
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def _replaying(body: bytes, receive: Receive) -> Receive:
+    """``receive`` with the body read already handed over first, in one message."""
+    given = False
+
+    async def replay() -> Any:
+        nonlocal given
+        if given:
+            return await receive()
+        given = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return replay
 
 
 class McpEndpoint:
@@ -98,13 +134,20 @@ class McpEndpoint:
             # a refusal is raised: the application answers it as every /api/ error
             admitted = await gate.admit(Request(scope, receive))
             if scope.get("method") != "POST":
-                await _not_allowed(send)
+                await _refuse(send, 405, NOT_ALLOWED, ((b"allow", b"POST"),))
+                return
+            body = await _body(receive)
+            if body is None:
+                return
+            if len(body) > MAX_BODY:
+                await _refuse(send, 400, TOO_LARGE)
                 return
             scope[gate.CREDENTIAL] = admitted  # type: ignore[literal-required]
             running = endpoint.running
             assert running is not None, "the application's lifespan is not running"
             sessions = await running.sessions_started()
-            await sessions.handle_request(scope, receive, send)  # type: ignore[arg-type]
+            replayed = _replaying(body, receive)
+            await sessions.handle_request(scope, replayed, send)  # type: ignore[arg-type]
 
         @get(gate.METADATA_PATH, include_in_schema=False, sync_to_thread=False)
         def metadata(request: Request[Any, Any, Any]) -> Response[dict[str, Any]]:
