@@ -10,13 +10,13 @@ from pathlib import Path
 from context_service.contextctl.ingestion.discovery import discover
 from context_service.contextctl.ingestion.revision import digest, entry, provenance
 
-PARAMS = {"maxTokens": "256", "chunker": "contextctl-ingest/1"}
+PARAMS = {"maxTokens": "256", "chunker": "contextctl-ingest/2"}
 
 
 def test_digest_as_documented() -> None:
     files = [entry("b.md", b"bee"), entry("a.md", b"ay")]
     expected = hashlib.sha256(
-        b"type\x00knowledge\x00chunker\x00contextctl-ingest/1\x00maxTokens\x00256\x00"
+        b"type\x00knowledge\x00chunker\x00contextctl-ingest/2\x00maxTokens\x00256\x00"
         + b"a.md\x00" + hashlib.sha256(b"ay").hexdigest().encode() + b"\x002\x00"
         + b"b.md\x00" + hashlib.sha256(b"bee").hexdigest().encode() + b"\x003\x00").hexdigest()
     assert digest("knowledge", PARAMS, files) == expected

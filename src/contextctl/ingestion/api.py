@@ -24,6 +24,7 @@ from context_service.contextctl.ingestion.report import (
 )
 from context_service.contextctl.ingestion.tokens import TOKENIZER_NAME, counter
 from context_service.contextctl.settings import Settings
+from context_service.contextctl.upload import Sender
 
 DEFAULT_MAX_TOKENS = 256
 MIN_TOKENS, MAX_TOKENS = 32, 8000
@@ -108,18 +109,27 @@ def ingest(paths: Sequence[str | os.PathLike[str]], *, context: str,
 def _publish(http: service.PositionClient, got: Read, context: str, ns: str,
              wanted: str | None, max_tokens: int, create: bool, part_size: int | None,
              progress: Progress, storage_class: str) -> IngestReport:
-    found, created = service.context_of(http, ns, context, wanted, create, storage_class)
+    # a record too large for any part is refused before a revision is published (which would
+    # leave the context's queries without an index) and before a context is created
+    senders: dict[str, Sender] = {}
+
+    def sender(kind: str) -> Sender:
+        if kind not in senders:
+            senders[kind] = _sender(got, context, ns, kind, max_tokens, part_size)
+        return senders[kind]
+
+    found, created = service.context_of(http, ns, context, wanted, create, storage_class,
+                                        before_create=sender)
     kind = str(found["type"])
     report = _report(got, context, ns, kind, max_tokens, UNCHANGED, created=created)
     current = found.get("currentRevision") == report.revision
     if current and service.index_current(http, ns, context, got.passages[0].id):
         return report
+    upload = sender(kind)
     if not current:
         body = revisions.provenance(report.revision, report.parameters, got.entries)
         service.publish_revision(http, ns, context, body)
-    records = [record(p, context, kind, report.revision) for p in got.passages]
-    position = service.send_index(http, ns, context, report.revision, records, part_size,
-                                  lambda size: progress.task("uploading", size))
+    position = service.send_index(http, upload, lambda size: progress.task("uploading", size))
     return _report(got, context, ns, kind, max_tokens, INDEXED if current else PUBLISHED,
                    created=created, position=position)
 
@@ -137,6 +147,13 @@ def _report(got: Read, context: str, ns: str, kind: str, max_tokens: int, outcom
         ignored=list(got.ignored),
         records=[record(p, context, kind, revision) for p in got.passages] if records else [],
         record_tokens=[p.tokens for p in got.passages] if records else [])
+
+
+def _sender(got: Read, context: str, ns: str, kind: str, max_tokens: int,
+            part_size: int | None) -> Sender:
+    revision = revisions.digest(kind, parameters(max_tokens), got.entries)
+    records = [record(p, context, kind, revision) for p in got.passages]
+    return service.index_sender(ns, context, revision, records, part_size)
 
 
 def _size(path: os.PathLike[str]) -> int:

@@ -16,6 +16,7 @@ from context_service.contextctl.ingestion.decoding import Unreadable
 
 LOCOMO_TIME = "%I:%M %p on %d %B, %Y"  # "1:56 pm on 8 May, 2023"
 _SESSION = re.compile(r"session_(\d+)")
+_LINE_ENDS = re.compile(r"\r\n?|\n")
 
 
 class NotTranscript(Unreadable):
@@ -30,25 +31,33 @@ def parse_json(text: str, name: str) -> Document:
     if _is_locomo(data):
         return _locomo(data if isinstance(data, list) else [data], name)
     messages = data.get("messages") if isinstance(data, dict) else data
-    if not isinstance(messages, list) or not messages or not all(
-            _is_message(m) for m in messages):
+    if not isinstance(messages, list) or not any(_is_message(m) for m in messages):
         raise NotTranscript("JSON, but not a chat transcript (a list of messages with role "
                             "and content, or LoCoMo samples)")
+    for number, message in enumerate(messages, 1):  # a transcript with a bad message
+        if not _is_message(message):
+            raise Unreadable(f"message {number} has no role and content")
     return _messages(messages, name)
 
 
 def parse_jsonl(text: str, name: str) -> Document:
     messages = []
-    for number, line in enumerate(text.splitlines(), 1):
+    not_message = 0  # the first line that is JSON but no message
+    # lines end at \n, \r\n or \r only: U+2028 and U+0085 may stand in a JSON string
+    for number, line in enumerate(_LINE_ENDS.split(text), 1):
         if not line.strip():
             continue
         try:
             message = json.loads(line)
         except ValueError as exc:
             raise Unreadable(f"line {number} is not JSON ({exc})") from exc
-        if not _is_message(message):
-            raise NotTranscript(f"line {number} is not a message with role and content")
-        messages.append(message)
+        if _is_message(message):
+            messages.append(message)
+        else:
+            not_message = not_message or number
+    if not_message:
+        reason = f"line {not_message} is not a message with role and content"
+        raise Unreadable(reason) if messages else NotTranscript(reason)
     if not messages:
         raise Unreadable("no messages")
     return _messages(messages, name)
@@ -57,6 +66,14 @@ def parse_jsonl(text: str, name: str) -> Document:
 def _is_message(value: Any) -> bool:
     return (isinstance(value, dict) and isinstance(value.get("role", value.get("speaker")), str)
             and isinstance(value.get("content", value.get("text")), str))
+
+
+def _speaker(message: dict[str, Any]) -> str:
+    return str(message.get("role", message.get("speaker")))
+
+
+def _text(message: dict[str, Any]) -> str:
+    return str(message.get("content", message.get("text")))
 
 
 def _is_locomo(data: Any) -> bool:
@@ -68,8 +85,8 @@ def _is_locomo(data: Any) -> bool:
 def _messages(messages: Iterable[dict[str, Any]], name: str) -> Document:
     document = Document(name)
     for number, message in enumerate(messages, 1):
-        speaker = str(message.get("role", message.get("speaker")))
-        text = str(message.get("content", message.get("text"))).strip()
+        speaker = _speaker(message)
+        text = _text(message).strip()
         when = message.get("time", message.get("timestamp"))
         if text:
             document.blocks.append(Block((), f"m{number}", f"{speaker}: {text}",
@@ -89,7 +106,7 @@ def _locomo(samples: list[dict[str, Any]], name: str) -> Document:
             for position, turn in enumerate(conversation[key], 1):
                 if not _is_message(turn):
                     raise Unreadable(f"{label} {key} turn {position} has no speaker and text")
-                text = f"{turn['speaker']}: {str(turn['text']).strip()}"
+                text = f"{_speaker(turn)}: {_text(turn).strip()}"
                 if turn.get("blip_caption"):
                     text += f" [shares a photo: {turn['blip_caption']}]"
                 turn_id = slug(str(turn.get("dia_id") or f"D{number}:{position}").replace(":", "-"))
@@ -111,11 +128,12 @@ def _time(value: Any, where: str) -> str | None:
             moment = _parse_text_time(value.strip())
         else:
             raise ValueError(value)
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        moment = moment.astimezone(UTC)  # OverflowError: the instant leaves years 1 to 9999
     except (ValueError, OverflowError, OSError) as exc:
         raise Unreadable(f"{where}: time {value!r} is not a date and time") from exc
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    return moment.isoformat().replace("+00:00", "Z")
 
 
 def _parse_text_time(value: str) -> datetime:

@@ -11,13 +11,13 @@ class Unreadable(Exception):
 
 
 def text_of(data: bytes) -> str:
+    bom = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
+    data = data[bom:]  # before the check for emptiness: a BOM alone is no text
     if not data.strip():
         raise Unreadable("empty file")
     if b"\x00" in data:
         raise Unreadable("binary content, not text")
-    if data.startswith(codecs.BOM_UTF8):
-        data = data[len(codecs.BOM_UTF8):]
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise Unreadable(f"invalid UTF-8 at byte {exc.start}") from exc
+        raise Unreadable(f"invalid UTF-8 at byte {bom + exc.start}") from exc  # of the file

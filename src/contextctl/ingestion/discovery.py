@@ -6,8 +6,8 @@ with ``/`` separators."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from context_service.contextctl.client import CommandError
@@ -26,6 +26,8 @@ class Source:
 class Found:
     sources: list[Source]
     ignored: list[str]  # files in the folders whose format is not supported
+    unreadable: list[tuple[str, str]] = field(default_factory=list)  # (name, reason): a folder
+    # that cannot be listed, a file whose name is not UTF-8
 
 
 def discover(paths: Sequence[str | os.PathLike[str]]) -> Found:
@@ -37,29 +39,49 @@ def discover(paths: Sequence[str | os.PathLike[str]]) -> Found:
             raise CommandError(f"{root}: no such file or folder")
     base = Path(os.path.commonpath(
         [str((r if r.is_dir() else r.parent).resolve()) for r in roots]))
+    # one file reached by two paths (a folder and a link to it, ``a/../a``) is read once, under
+    # one name; a file named on the command line counts as named whatever the order
     sources: dict[Path, Source] = {}
     ignored: list[str] = []
+    unreadable: dict[str, str] = {}
+
+    def add(path: Path, kind: str, named: bool) -> None:
+        key = path.parent.resolve() / path.name
+        name = _name(path, base)
+        if not _utf8(name):
+            unreadable[_shown(name)] = "file name is not UTF-8"
+        elif key not in sources or (named and not sources[key].named):
+            sources[key] = Source(path, name, kind, named)
+
     for root in roots:
         if root.is_dir():
-            for path in _walk(root):
-                name = _name(path, base)
+            def refused(error: OSError, root: Path = root) -> None:
+                folder = Path(error.filename) if error.filename else root
+                name = _name(folder, base)
+                unreadable[_shown(os.fspath(root) if name == "." else name) + "/"] = (
+                    f"cannot be read ({error.strerror or error})")
+
+            for path in _walk(root, refused):
                 kind = format_of(path)
                 if kind is None:
-                    ignored.append(name)
+                    ignored.append(_shown(_name(path, base)))
                 else:
-                    sources.setdefault(path.absolute(), Source(path, name, kind, False))
+                    add(path, kind, False)
         else:
             kind = format_of(root)
             if kind is None:
-                raise CommandError(f"{root}: unsupported format (ingest reads "
+                raise CommandError(f"{_shown(os.fspath(root))}: unsupported format (ingest reads "
                                    f"{', '.join(SUFFIXES)})")
-            sources.setdefault(root.absolute(), Source(root, _name(root, base), kind, True))
+            add(root, kind, True)
     return Found(sorted(sources.values(), key=lambda s: s.name.encode()),
-                 sorted(set(ignored), key=str.encode))
+                 sorted(set(ignored), key=str.encode),
+                 sorted(unreadable.items(), key=lambda item: item[0].encode()))
 
 
-def _walk(root: Path) -> Iterable[Path]:
-    for folder, folders, files in os.walk(root):
+def _walk(root: Path, refused: Callable[[OSError], None]) -> Iterable[Path]:
+    """The files under ``root``; a folder that cannot be listed is reported to ``refused``
+    (``os.walk`` would leave it out without a word)."""
+    for folder, folders, files in os.walk(root, onerror=refused):
         folders[:] = sorted(f for f in folders if not f.startswith("."))
         for file in sorted(files):
             path = Path(folder, file)
@@ -70,3 +92,18 @@ def _walk(root: Path) -> Iterable[Path]:
 def _name(path: Path, base: Path) -> str:
     parent = path.parent.resolve()
     return (parent / path.name).relative_to(base).as_posix()
+
+
+def _utf8(name: str) -> bool:
+    """Whether a name is UTF-8 (undecodable bytes come as lone surrogates, which no record,
+    report or terminal can carry)."""
+    try:
+        name.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _shown(name: str) -> str:
+    """A name as it can be printed: bytes that are not UTF-8 shown as U+FFFD."""
+    return os.fsencode(name).decode("utf-8", "replace")

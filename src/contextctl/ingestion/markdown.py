@@ -12,15 +12,17 @@ from markdown_it.token import Token
 from context_service.contextctl.ingestion.blocks import LINES, PROSE, Document, Outline
 
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(?:.*\n)*?(?:---|\.\.\.)[ \t]*(?:\n|\Z)")
+_NEWLINES = re.compile(r"\r\n?")
 _LINE_CUT = frozenset({"fence", "code_block", "table_open", "html_block"})
 _parser = MarkdownIt("commonmark").enable("table")
 
 
 def parse(text: str, name: str) -> Document:
+    text = _NEWLINES.sub("\n", text)  # as markdown-it reads lines: \r\n and \r end lines too
     front = _FRONT_MATTER.match(text)
     if front:  # blank lines in its place keep the line numbers of the rest
         text = "\n" * front.group(0).count("\n") + text[front.end():]
-    lines = text.splitlines()
+    lines = text.split("\n")  # not splitlines: U+2028, form feeds and others are not line ends
     document = Document(name)
     outline = Outline()
     tokens = _parser.parse(text)

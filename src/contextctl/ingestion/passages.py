@@ -9,12 +9,12 @@ next while the file and that section do not change."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import groupby
 
 from context_service.contextctl.ingestion.blocks import LINES, Block, Document
-from context_service.contextctl.ingestion.tokens import TokenCounter
+from context_service.contextctl.ingestion.tokens import Running, TokenCounter
 
 TITLE_SEPARATOR = " \u203a "  # a single right-pointing angle quotation mark
 BLOCK_SEPARATOR = "\n\n"
@@ -64,7 +64,7 @@ def _packed(blocks: list[Block], counter: TokenCounter,
                 run = []
                 separator = "\n" if block.cut == LINES else " "
                 for _, text, tokens in _greedy(_pieces(block, counter, most), separator,
-                                               counter.count, most):
+                                               counter, most):
                     yield block, text, tokens
             else:
                 run.append(block)
@@ -73,26 +73,29 @@ def _packed(blocks: list[Block], counter: TokenCounter,
 
 def _flush(run: list[Block], counter: TokenCounter,
            most: int) -> Iterator[tuple[Block, str, int]]:
-    for first, text, tokens in _greedy([b.text for b in run], BLOCK_SEPARATOR, counter.count,
-                                       most):
+    for first, text, tokens in _greedy([b.text for b in run], BLOCK_SEPARATOR, counter, most):
         yield run[first], text, tokens
 
 
-def _greedy(units: list[str], separator: str, count: Callable[[str], int],
+def _greedy(units: list[str], separator: str, counter: TokenCounter,
             most: int) -> Iterator[tuple[int, str, int]]:
     """Consecutive units joined while the whole stays within ``most`` tokens: (the index of
-    the first unit, the text, its tokens)."""
-    start, tokens = 0, 0
+    the first unit, the text, its tokens). The joined text's count grows from its last word
+    (``TokenCounter.grown``), so a long run of small units is not counted again at each unit."""
+    start = 0
+    run = Running(0, "")
     for index, unit in enumerate(units):
         if index > start:
-            joined_tokens = count(separator.join(units[start:index + 1]))
-            if joined_tokens <= most:
-                tokens = joined_tokens
+            grown = counter.grown(run, separator + unit)
+            if grown is None:  # counted whole (a special token's literal)
+                grown = counter.running(separator.join(units[start:index + 1]))
+            if grown.tokens <= most:
+                run = grown
                 continue
-            yield start, separator.join(units[start:index]), tokens
-        start, tokens = index, count(unit)
+            yield start, separator.join(units[start:index]), run.tokens
+        start, run = index, counter.running(unit)
     if start < len(units):
-        yield start, separator.join(units[start:]), tokens
+        yield start, separator.join(units[start:]), run.tokens
 
 
 def _pieces(block: Block, counter: TokenCounter, most: int) -> list[str]:

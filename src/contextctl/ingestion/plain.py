@@ -8,9 +8,10 @@ import re
 from context_service.contextctl.ingestion.blocks import Document, Outline
 
 _BLANK_LINES = re.compile(r"\n[ \t]*\n")
+_NEWLINES = re.compile(r"\r\n?")  # Windows and old Mac line ends
 
 
 def parse(text: str, name: str) -> Document:
     outline = Outline()
-    paragraphs = (p.strip() for p in _BLANK_LINES.split(text.replace("\r\n", "\n")))
+    paragraphs = (p.strip() for p in _BLANK_LINES.split(_NEWLINES.sub("\n", text)))
     return Document(name, [outline.block(p) for p in paragraphs if p])

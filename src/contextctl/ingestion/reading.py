@@ -3,16 +3,21 @@ and split, or set aside with the reason it cannot be. No model and no network is
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from context_service.contextctl.ingestion import formats
+from context_service.contextctl.ingestion.blocks import Document
 from context_service.contextctl.ingestion.chat import NotTranscript
 from context_service.contextctl.ingestion.decoding import Unreadable
 from context_service.contextctl.ingestion.discovery import Found
 from context_service.contextctl.ingestion.passages import Passage, passages
 from context_service.contextctl.ingestion.revision import FileEntry, entry
 from context_service.contextctl.ingestion.tokens import TokenCounter
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +36,8 @@ class Read:
 
 def read(found: Found, counter: TokenCounter, max_tokens: int,
          advance: Callable[[int], None] = lambda _: None) -> Read:
-    result = Read(ignored=list(found.ignored))
+    result = Read(ignored=list(found.ignored),
+                  failed=[Skipped(name, reason) for name, reason in found.unreadable])
     for source in found.sources:
         try:
             data = source.path.read_bytes()
@@ -39,7 +45,8 @@ def read(found: Found, counter: TokenCounter, max_tokens: int,
             result.failed.append(Skipped(source.name, f"cannot be read ({exc.strerror or exc})"))
             continue
         try:
-            document = formats.parse(source.path, data)
+            document = _parsed(source.path, data)
+            _check_unicode(document)
             made = passages(document, source.name, counter, max_tokens)
             if not made:
                 raise Unreadable("no text to index")
@@ -56,3 +63,22 @@ def read(found: Found, counter: TokenCounter, max_tokens: int,
         advance(len(data))
     result.ignored.sort(key=str.encode)
     return result
+
+
+def _parsed(path: Path, data: bytes) -> Document:
+    try:
+        return formats.parse(path, data)
+    except RecursionError as exc:  # JSON or HTML nested thousands deep
+        raise Unreadable("nested too deeply to read") from exc
+
+
+def _check_unicode(document: Document) -> None:
+    """Text decoded from UTF-8 is Unicode, but a JSON string's escapes (``"\\ud83d"``, half an
+    emoji) and a PDF's text layer can hold lone surrogates, which no tokenizer or UTF-8 body can
+    carry."""
+    for text in (document.title, *(part for block in document.blocks
+                                   for part in (block.text, *block.heading))):
+        found = _SURROGATE.search(text)
+        if found:
+            raise Unreadable(f"text holds a lone surrogate (U+{ord(found.group()):04X}), "
+                             "not Unicode")

@@ -10,7 +10,7 @@ from typing import Any
 
 from context_service.contextctl.client import Client, CommandError, Reply, ServiceError, segment
 from context_service.contextctl.client import context_path as path_of
-from context_service.contextctl.upload import IndexUpload, sender_for
+from context_service.contextctl.upload import IndexUpload, Sender, sender_for
 
 INDEXED_TYPES = ("knowledge", "memory")
 DEFAULT_TYPE = "knowledge"
@@ -36,8 +36,11 @@ class PositionClient(Client):
 
 
 def context_of(client: Client, namespace: str, name: str, wanted: str | None, create: bool,
-               storage_class: str = "") -> tuple[dict[str, Any], bool]:
-    """The context (and whether it was created now); its type must carry a query index."""
+               storage_class: str = "",
+               before_create: Callable[[str], object] = lambda _: None,
+               ) -> tuple[dict[str, Any], bool]:
+    """The context (and whether it was created now); its type must carry a query index.
+    ``before_create`` is called with the type of a context about to be created (it may refuse)."""
     try:
         context: dict[str, Any] = client.get(path_of(namespace, name)).data
         created = False
@@ -47,6 +50,7 @@ def context_of(client: Client, namespace: str, name: str, wanted: str | None, cr
         if not create:
             raise CommandError(f"context {name} does not exist in namespace {namespace}: pass "
                                "--create to create it") from exc
+        before_create(wanted or DEFAULT_TYPE)
         storage = {"backend": "pvc", "size": "1Gi", "accessMode": "ReadWriteOnce"}
         if storage_class:
             storage["storageClass"] = storage_class
@@ -75,13 +79,18 @@ def publish_revision(client: Client, namespace: str, name: str, body: Mapping[st
     client.post(path_of(namespace, name, "revisions"), dict(body))
 
 
-def send_index(client: PositionClient, namespace: str, name: str, revision: str,
-               records: list[dict[str, Any]], part_size: int | None,
-               progress: Callable[[int | None], Callable[[int], None]]) -> int | None:
-    """Sends the index; the position of its publication (the last write)."""
+def index_sender(namespace: str, name: str, revision: str, records: list[dict[str, Any]],
+                 part_size: int | None) -> Sender:
+    """How the index will be sent (one body or parts); a ``CommandError`` names a record no part
+    can hold. Made before anything is written, so that such a record publishes nothing."""
     encoded = [json.dumps(r, separators=(",", ":"), ensure_ascii=False).encode()
                for r in records]
-    sender = sender_for(IndexUpload(namespace, name, revision, encoded), part_size)
+    return sender_for(IndexUpload(namespace, name, revision, encoded), part_size)
+
+
+def send_index(client: PositionClient, sender: Sender,
+               progress: Callable[[int | None], Callable[[int], None]]) -> int | None:
+    """Sends the index; the position of its publication (the last write)."""
     advance = progress(sender.total())
     sender.send(client, advance)
     return client.position

@@ -5,15 +5,19 @@ file, without special tokens, padding or truncation. Nothing is downloaded.
 The tokenizer turns a text into ``"▁" + text.replace(" ", "▁")`` and runs BPE over the whole
 string; since no piece of its vocabulary holds a ``▁`` after another character, no merge crosses
 the start of a ``▁``-led word, and a text's count is the sum of its words' counts (the property
-the service's own word-by-word counter relies on, checked here on the loaded file). Words
-repeat, so their counts are cached; a text holding a special token's literal, or a tokenizer
-without the property, is counted by the tokenizer itself."""
+the service's own word-by-word counter relies on, checked here on the loaded file). No piece
+holds a line feed either, so words are cut at line feeds too (text without spaces, CJK or a
+column of numbers, is then not one long word). Words repeat, so their counts are cached; a text
+holding a special token's literal, or a tokenizer without the property, is counted by the
+tokenizer itself. ``running``/``grown`` count a text growing at its end from its last word
+alone, so packing units into a passage stays linear."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
 import re
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -23,10 +27,20 @@ from context_service.contextctl.client import CommandError
 TOKENIZER_FILE = ("tokenizers", "l2_supercat_tokenizer_config.json")
 TOKENIZER_NAME = "l2_supercat"
 CACHED_WORDS = 500_000  # a fuller cache starts again empty
-_WORD = re.compile("\u2581*[^\u2581]+|\u2581+")
+_WORD = re.compile("\n|\u2581*[^\u2581\n]+|\u2581+")
 _NORMALIZER = {"type": "Sequence", "normalizers": [
     {"type": "Prepend", "prepend": "\u2581"},
     {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]}
+
+
+@dataclass(frozen=True, slots=True)
+class Running:
+    """The count of a text that may grow at its end: its tokens and its last word (normalised),
+    or ``whole`` when it can only be counted whole (it holds a special token's literal)."""
+
+    tokens: int
+    last: str
+    whole: bool = False
 
 
 class TokenCounter:
@@ -48,17 +62,40 @@ class TokenCounter:
             return self._full(texts)
         found: list[int] = []
         for text in texts:
-            if self._special is not None and self._special.search(text):
+            if self._whole(text):
                 found.extend(self._full([text]))
                 continue
             words = _WORD.findall("\u2581" + text.replace(" ", "\u2581")) if text else []
-            missing = [w for w in dict.fromkeys(words) if w not in self._words]
-            if missing:
-                if len(self._words) + len(missing) > CACHED_WORDS:
-                    self._words = {}
-                self._words.update(zip(missing, self._bare_counts(missing), strict=True))
-            found.append(sum(map(self._words.__getitem__, words)))
+            found.append(self._sum(words))
         return found
+
+    def running(self, text: str) -> Running:
+        """The count of ``text``, ready to grow (``grown``)."""
+        if not self._by_words or self._whole(text):
+            return Running(self.full_count(text), "", whole=True)
+        words = _WORD.findall("\u2581" + text.replace(" ", "\u2581")) if text else []
+        return Running(self._sum(words), words[-1] if words else "")
+
+    def grown(self, run: Running, addition: str) -> Running | None:
+        """The count of the text counted by ``run`` followed by ``addition``, from the last word
+        alone (appending never moves the start of an earlier word); ``None`` when the whole text
+        must be counted again."""
+        if run.whole or not run.last or not addition or self._whole(run.last + addition):
+            return None
+        words = _WORD.findall(run.last + addition.replace(" ", "\u2581"))
+        return Running(run.tokens - self._sum([run.last]) + self._sum(words), words[-1])
+
+    def _whole(self, text: str) -> bool:
+        return self._special is not None and self._special.search(text) is not None
+
+    def _sum(self, words: list[str]) -> int:
+        missing = [w for w in dict.fromkeys(words) if w not in self._words]
+        if missing:
+            if len(self._words) + len(missing) > CACHED_WORDS:
+                self._words = {}  # then every word of the text is missing, not only the new
+                missing = list(dict.fromkeys(words))
+            self._words.update(zip(missing, self._bare_counts(missing), strict=True))
+        return sum(map(self._words.__getitem__, words))
 
     def full_count(self, text: str) -> int:
         """The tokenizer's own count (what ``count`` equals)."""
@@ -113,7 +150,7 @@ def by_words(spec: dict[str, Any]) -> bool:
             and model.get("type") == "BPE" and model.get("byte_fallback") is True
             and model.get("dropout") is None
             and all(f"<0x{b:02X}>" in vocab for b in range(256))
-            and not any("\u2581" in piece.lstrip("\u2581") for piece in vocab))
+            and not any("\u2581" in piece.lstrip("\u2581") or "\n" in piece for piece in vocab))
 
 
 def tokenizer_path() -> Path:
