@@ -16,7 +16,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from context_service.contextctl.client import CommandError
-from context_service.contextctl.ingestion import chat, formats, ingest, markdown, plain, tokens
+from context_service.contextctl.ingestion import (
+    chat,
+    formats,
+    html,
+    ingest,
+    markdown,
+    plain,
+    tokens,
+)
 from context_service.contextctl.ingestion.decoding import Unreadable
 from context_service.contextctl.ingestion.discovery import discover
 from context_service.contextctl.ingestion.passages import passages
@@ -267,3 +275,15 @@ def test_record_too_large_for_a_part_publishes_nothing(cli: Cli, tmp_path: Path)
                 "4000", "--part-size", "4096", *ns)
     assert fresh.code == 1 and "nothing was sent" in fresh.err
     assert cli("ctx", "get", "fresh", *ns).code == 1  # not even created
+
+
+def test_html_elements_marked_hidden_are_left_out() -> None:
+    """``hidden`` and ``aria-hidden="true"`` hide an element and all it holds, in a block and
+    inside one (a table cell, an inline element); ``aria-hidden="false"`` shows it."""
+    page = ("<title>T</title><h1>Head</h1><p>shown</p><p hidden>secret one</p>"
+            "<div aria-hidden='true'><p>secret two</p></div>"
+            "<p>also <span aria-hidden=' TRUE '>secret three</span>shown</p>"
+            "<table><tr><td>a</td><td hidden>secret four</td><td>b</td></tr></table>"
+            "<section aria-hidden='false'><p>visible</p></section>")
+    texts = [b.text for b in html.parse(page, "p.html").blocks]
+    assert texts == ["shown", "also shown", "a | b", "visible"], texts

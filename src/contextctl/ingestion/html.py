@@ -1,7 +1,7 @@
 """HTML (parsed by ``selectolax``'s Lexbor engine): ``h1`` to ``h6`` make the heading path;
 paragraphs, list items, table rows, preformatted text, quotes and definitions are blocks of their
-visible text. Scripts, styles, navigation and other invisible parts are left out; the page's
-``<title>`` is the document's title."""
+visible text. Scripts, styles, navigation, elements marked ``hidden`` or ``aria-hidden="true"``
+and other invisible parts are left out; the page's ``<title>`` is the document's title."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ class _Walker:
     def walk(self, node: Any) -> None:
         for child in node.iter(include_text=True):
             tag = child.tag
-            if tag in SKIPPED:
+            if _invisible(child):
                 continue
             if tag == "-text" or tag in INLINE or tag == "br":
                 self.pending.append(_text(child))
@@ -87,7 +87,7 @@ def _text(node: Any) -> str:
     cells = 0
     for child in node.iter(include_text=True):
         tag = child.tag
-        if tag in SKIPPED:
+        if _invisible(child):
             continue
         if tag in CELLS:
             parts.append((" | " if cells else "") + " ".join(_text(child).split()))
@@ -97,3 +97,14 @@ def _text(node: Any) -> str:
         else:
             parts.append("\n" + _text(child) + "\n")
     return "".join(parts)
+
+
+def _invisible(node: Any) -> bool:
+    """Whether a node is never shown: a skipped kind of element, or one marked ``hidden`` or
+    ``aria-hidden="true"`` (with all it holds)."""
+    if node.tag in SKIPPED:
+        return True
+    if node.tag == "-text":
+        return False
+    attributes = node.attributes
+    return "hidden" in attributes or (attributes.get("aria-hidden") or "").strip().lower() == "true"
