@@ -28,7 +28,7 @@ from context_service.contextctl.ingestion import (
 from context_service.contextctl.ingestion.decoding import Unreadable
 from context_service.contextctl.ingestion.discovery import discover
 from context_service.contextctl.ingestion.passages import passages
-from context_service.contextctl.ingestion.reading import Skipped, read
+from context_service.contextctl.ingestion.reading import NOT_REGULAR, Skipped, read
 from context_service.contextctl.ingestion.tokens import TokenCounter, counter
 from tests.contextctl.conftest import Cli
 
@@ -287,3 +287,20 @@ def test_html_elements_marked_hidden_are_left_out() -> None:
             "<section aria-hidden='false'><p>visible</p></section>")
     texts = [b.text for b in html.parse(page, "p.html").blocks]
     assert texts == ["shown", "also shown", "a | b", "visible"], texts
+
+
+def test_a_pipe_or_a_device_is_refused_not_read(tmp_path: Path) -> None:
+    """A named pipe (here named on the command line, where reading it would block for ever) and
+    a link to a device (which would never end) are set aside with their reason, unread."""
+    fifo = tmp_path / "notes.md"
+    os.mkfifo(fifo)
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "zero.txt").symlink_to("/dev/zero")
+    (tmp_path / "docs" / "real.md").write_text("# Real\n\nSome text.\n")
+    found = discover([str(fifo), str(tmp_path / "docs")])
+    started = time.monotonic()
+    result = read(found, counter(), 256)
+    assert time.monotonic() - started < 10
+    assert sorted((s.file, s.reason) for s in result.failed) == [
+        ("docs/zero.txt", NOT_REGULAR), ("notes.md", NOT_REGULAR)], result.failed
+    assert [e.name for e in result.entries] == ["docs/real.md"]

@@ -4,6 +4,7 @@ and split, or set aside with the reason it cannot be. No model and no network is
 from __future__ import annotations
 
 import re
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,7 @@ from context_service.contextctl.ingestion.revision import FileEntry, entry
 from context_service.contextctl.ingestion.tokens import TokenCounter
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+NOT_REGULAR = "not a regular file (a pipe, a device or a socket)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,9 +42,14 @@ def read(found: Found, counter: TokenCounter, max_tokens: int,
                   failed=[Skipped(name, reason) for name, reason in found.unreadable])
     for source in found.sources:
         try:
-            data = source.path.read_bytes()
+            # a pipe or a device (named, or linked to) would be read forever, or block
+            regular = stat.S_ISREG(source.path.stat().st_mode)
+            data = source.path.read_bytes() if regular else b""
         except OSError as exc:
             result.failed.append(Skipped(source.name, f"cannot be read ({exc.strerror or exc})"))
+            continue
+        if not regular:
+            result.failed.append(Skipped(source.name, NOT_REGULAR))
             continue
         try:
             document = _parsed(source.path, data)
