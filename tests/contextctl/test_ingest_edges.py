@@ -304,3 +304,20 @@ def test_a_pipe_or_a_device_is_refused_not_read(tmp_path: Path) -> None:
     assert sorted((s.file, s.reason) for s in result.failed) == [
         ("docs/zero.txt", NOT_REGULAR), ("notes.md", NOT_REGULAR)], result.failed
     assert [e.name for e in result.entries] == ["docs/real.md"]
+
+
+def test_utf16_with_its_byte_order_mark_is_read_as_text() -> None:
+    """A UTF-16 file (little- or big-endian, with its byte order mark, as Windows tools write
+    text) is read as the same text as its UTF-8 form; without text, with a lone surrogate, or
+    UTF-32 behind the mark, it is refused with the reason."""
+    text = "# Títle\r\n\r\nSome text — with ✓ and 𝄞.\r\n"
+    want = [b.text for b in formats.parse(PurePath("a.md"), text.encode()).blocks]
+    assert want
+    for codec in ("utf-16-le", "utf-16-be"):
+        data = ("\ufeff" + text).encode(codec)
+        assert [b.text for b in formats.parse(PurePath("a.md"), data).blocks] == want
+    for data, reason in ((b"\xff\xfe" + " \r\n".encode("utf-16-le"), "^empty file$"),
+                         (b"\xff\xfe" + b"\x3d\xd8a\x00", "^invalid UTF-16 at byte 2$"),
+                         ("\ufeffword".encode("utf-32-le"), "^binary content, not text$")):
+        with pytest.raises(Unreadable, match=reason):
+            formats.parse(PurePath("a.md"), data)

@@ -1,9 +1,12 @@
 """Bytes to text, refusing what is not text: an empty file, binary content (NUL bytes) and
-invalid UTF-8 are each named with their reason. A UTF-8 byte order mark is dropped."""
+invalid UTF-8 are each named with their reason. A UTF-8 byte order mark is dropped; a UTF-16 one
+(little- or big-endian, as Windows tools write text) says how the rest is encoded."""
 
 from __future__ import annotations
 
 import codecs
+
+_UTF16 = ((codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
 
 
 class Unreadable(Exception):
@@ -11,6 +14,9 @@ class Unreadable(Exception):
 
 
 def text_of(data: bytes) -> str:
+    for mark, codec in _UTF16:
+        if data.startswith(mark):
+            return _utf16(data[len(mark):], codec, len(mark))
     bom = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
     data = data[bom:]  # before the check for emptiness: a BOM alone is no text
     if not data.strip():
@@ -21,3 +27,16 @@ def text_of(data: bytes) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise Unreadable(f"invalid UTF-8 at byte {bom + exc.start}") from exc  # of the file
+
+
+def _utf16(data: bytes, codec: str, bom: int) -> str:
+    """The text after a UTF-16 byte order mark (a lone surrogate or an odd byte is invalid)."""
+    try:
+        text = data.decode(codec)
+    except UnicodeDecodeError as exc:
+        raise Unreadable(f"invalid UTF-16 at byte {bom + exc.start}") from exc
+    if not text.strip():
+        raise Unreadable("empty file")
+    if "\x00" in text:  # UTF-32, or binary content behind the mark
+        raise Unreadable("binary content, not text")
+    return text
