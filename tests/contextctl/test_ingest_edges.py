@@ -321,3 +321,14 @@ def test_utf16_with_its_byte_order_mark_is_read_as_text() -> None:
                          ("\ufeffword".encode("utf-32-le"), "^binary content, not text$")):
         with pytest.raises(Unreadable, match=reason):
             formats.parse(PurePath("a.md"), data)
+
+
+def test_a_thematic_break_first_is_not_front_matter() -> None:
+    """Front matter is left out only when it reads as YAML (keys, list items, indented lines,
+    comments); a file opening with a ``---`` rule and holding prose before a later one keeps
+    that prose."""
+    yaml = "---\ntitle: Guide\ntags:\n  - a\n- b\n# note\nempty:\n---\n# Head\n\nBody text.\n"
+    assert [b.text for b in markdown.parse(yaml, "a.md").blocks] == ["Body text."]
+    rule = "---\n\nIntro paragraph.\n\n---\n\nMore text.\n"
+    assert [b.text for b in markdown.parse(rule, "a.md").blocks] == [
+        "Intro paragraph.", "More text."]

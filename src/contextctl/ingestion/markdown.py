@@ -11,16 +11,24 @@ from markdown_it.token import Token
 
 from context_service.contextctl.ingestion.blocks import LINES, PROSE, Document, Outline
 
-_FRONT_MATTER = re.compile(r"\A---[ \t]*\n(?:.*\n)*?(?:---|\.\.\.)[ \t]*(?:\n|\Z)")
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\n((?:.*\n)*?)(?:---|\.\.\.)[ \t]*(?:\n|\Z)")
+# a line of YAML front matter: a key, a list item, an indented continuation or a comment (a
+# file opening with a thematic break ``---`` and holding prose before a later one has none)
+_YAML_LINE = re.compile(r"[^\s:#\-][^:]*:(?:[ \t]|$)|-(?:[ \t]|$)|[ \t]|#")
 _NEWLINES = re.compile(r"\r\n?")
 _LINE_CUT = frozenset({"fence", "code_block", "table_open", "html_block"})
 _parser = MarkdownIt("commonmark").enable("table")
 
 
+def _is_yaml(block: str) -> bool:
+    """Whether the lines between the two ``---`` read as YAML front matter."""
+    return all(_YAML_LINE.match(line) for line in block.split("\n") if line.strip())
+
+
 def parse(text: str, name: str) -> Document:
     text = _NEWLINES.sub("\n", text)  # as markdown-it reads lines: \r\n and \r end lines too
     front = _FRONT_MATTER.match(text)
-    if front:  # blank lines in its place keep the line numbers of the rest
+    if front and _is_yaml(front.group(1)):  # blank lines in its place keep the lines' numbers
         text = "\n" * front.group(0).count("\n") + text[front.end():]
     lines = text.split("\n")  # not splitlines: U+2028, form feeds and others are not line ends
     document = Document(name)
