@@ -4,6 +4,7 @@ Imported only when ``contextctl mcp`` runs: the MCP SDK is most of the CLI's imp
 
 from __future__ import annotations
 
+import importlib.metadata
 import math
 from typing import Any
 
@@ -71,9 +72,17 @@ class Bridge:
         return catalogue.success(tool, body)
 
     def server(self) -> Server[Any]:
-        return Server("context-service", title="Context Service",
+        return Server("context-service", version=_version(), title="Context Service",
                       instructions=catalogue.INSTRUCTIONS, on_list_tools=self.list_tools,
                       on_call_tool=self.call_tool, get_tool_input_schema=catalogue.input_schema)
+
+
+def _version() -> str:
+    """This installation's version (the bridge's ``serverInfo.version``)."""
+    try:
+        return importlib.metadata.version("context-service")
+    except importlib.metadata.PackageNotFoundError:  # run from a checkout not installed
+        return "0+unknown"
 
 
 def _refused(exc: ApiError) -> MCPError:

@@ -113,11 +113,18 @@ def output_schema(answer: Any) -> dict[str, Any]:
     return inlined
 
 
+# left out of an inlined schema: the definitions, and a union's ``discriminator`` (OpenAPI's
+# keyword, which JSON Schema validators ignore), whose mapping would name definitions no longer
+# there; each variant says its tag itself (an ``enum`` of one value)
+_DROPPED = frozenset({"$defs", "discriminator"})
+
+
 def _inlined(node: Any, defs: dict[str, Any]) -> Any:
     if isinstance(node, dict):
         if "$ref" in node:
             return _inlined(defs[node["$ref"].rsplit("/", 1)[1]], defs)
-        return {key: _inlined(value, defs) for key, value in node.items() if key != "$defs"}
+        return {key: _inlined(value, defs) for key, value in node.items()
+                if key not in _DROPPED}
     if isinstance(node, list):
         return [_inlined(value, defs) for value in node]
     return node

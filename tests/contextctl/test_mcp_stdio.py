@@ -6,6 +6,7 @@ start without ``CS_AGENT_TOKEN``."""
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
 import os
 import subprocess
 import sys
@@ -54,9 +55,12 @@ def test_tools_are_the_services_for_the_credential(service: ServerProcess,
     async def listing(bearer: str) -> tuple[dict[str, str], str | None]:
         async with _session(service, bearer) as client:
             tools = (await client.list_tools()).tools
+            versions.append(client.server_info.version if client.server_info else "")
             return {t.name: t.description or "" for t in tools}, client.instructions
 
+    versions: list[str] = []
     reader, instructions = asyncio.run(listing(seeded["reader"]))
+    assert versions == [importlib.metadata.version("context-service")]  # the installed one
     assert "run_query_template" not in reader and "context_pack" in reader
     assert instructions is not None and "untrusted" in instructions
     assert "run_query_template" in asyncio.run(listing(seeded["runner"]))[0]

@@ -87,6 +87,7 @@ def test_schemas_and_annotations_come_from_the_contract(workspace: Workspace,
         assert tool.output_schema == catalogue.output_schema(entry.answer)
         assert tool.input_schema["type"] == tool.output_schema["type"] == "object"
         assert "$ref" not in str(tool.output_schema)  # every definition in place
+        assert "#/$defs" not in str(tool.output_schema)  # nor named (a discriminator's mapping)
         generated = msgspec.json.schema(entry.answer)
         if "$ref" in generated:  # the answer's own properties, their references resolved
             root = generated["$defs"][generated["$ref"].rsplit("/", 1)[1]]
