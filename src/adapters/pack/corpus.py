@@ -13,6 +13,7 @@ import queue
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, wait
 from typing import NamedTuple
@@ -157,6 +158,11 @@ class CorpusLoader:
             "pack_corpus", limit_bytes, lambda _, c: c.size)
         self._lock = threading.Lock()
         self._oversized: set[int] = set()  # publications too large to keep: not warmed again
+        # what each load computed, for as long as someone holds its corpus: a pack over an
+        # index too large to keep (or one evicted meanwhile) reads the features its own load
+        # computed rather than computing them again (the values hold no reference to the key)
+        self._served: weakref.WeakKeyDictionary[
+            CollectionCorpus, tuple[LexicalIndex, HybridFeatures]] = weakref.WeakKeyDictionary()
         self._flights: dict[int, Future[Cached]] = {}  # the loads under way, by publication
         self._tickets: dict[int, Ticket] = {}  # their places in the turns, by publication
         # the loads behind callers, for the loader's own thread (``_start_worker``)
@@ -342,19 +348,24 @@ class CorpusLoader:
             self.loads += 1
             if loaded.size > self._cache.limit:  # served, never kept
                 self._oversized.add(collection.publication)
+            self._served[loaded.corpus] = (loaded.lexical, loaded.hybrid)
         return self._cache.keep(collection.publication, loaded)
 
     def lexical(self, corpus: CollectionCorpus) -> LexicalIndex:
         hit = self._cache.get(corpus.publication)
         if hit is not None and hit.corpus is corpus:
             return hit.lexical
-        return LexicalIndex(corpus)
+        with self._lock:
+            served = self._served.get(corpus)
+        return served[0] if served is not None else LexicalIndex(corpus)
 
     def hybrid(self, corpus: CollectionCorpus) -> HybridFeatures:
         hit = self._cache.get(corpus.publication)
         if hit is not None and hit.corpus is corpus:
             return hit.hybrid
-        return HybridFeatures(corpus, self.model)
+        with self._lock:
+            served = self._served.get(corpus)
+        return served[1] if served is not None else HybridFeatures(corpus, self.model)
 
     def retain(self, publications: Iterable[int], seen: int | None = None) -> int:
         """Drop the corpora of indexes no longer current (deleted contexts, replaced indexes);
