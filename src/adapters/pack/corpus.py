@@ -158,9 +158,10 @@ class CorpusLoader:
             "pack_corpus", limit_bytes, lambda _, c: c.size)
         self._lock = threading.Lock()
         self._oversized: set[int] = set()  # publications too large to keep: not warmed again
-        # what each load computed, for as long as someone holds its corpus: a pack over an
-        # index too large to keep (or one evicted meanwhile) reads the features its own load
-        # computed rather than computing them again (the values hold no reference to the key)
+        # what each load computed, for as long as someone holds its corpus (the cache, a pack):
+        # a pack reads the features its corpus's load computed, kept or not (an index too large
+        # to keep, one evicted meanwhile), never computing them again (the values hold no
+        # reference to the key)
         self._served: weakref.WeakKeyDictionary[
             CollectionCorpus, tuple[LexicalIndex, HybridFeatures]] = weakref.WeakKeyDictionary()
         self._flights: dict[int, Future[Cached]] = {}  # the loads under way, by publication
@@ -352,20 +353,17 @@ class CorpusLoader:
         return self._cache.keep(collection.publication, loaded)
 
     def lexical(self, corpus: CollectionCorpus) -> LexicalIndex:
-        hit = self._cache.get(corpus.publication)
-        if hit is not None and hit.corpus is corpus:
-            return hit.lexical
-        with self._lock:
-            served = self._served.get(corpus)
+        served = self._computed(corpus)
         return served[0] if served is not None else LexicalIndex(corpus)
 
     def hybrid(self, corpus: CollectionCorpus) -> HybridFeatures:
-        hit = self._cache.get(corpus.publication)
-        if hit is not None and hit.corpus is corpus:
-            return hit.hybrid
-        with self._lock:
-            served = self._served.get(corpus)
+        served = self._computed(corpus)
         return served[1] if served is not None else HybridFeatures(corpus, self.model)
+
+    def _computed(self, corpus: CollectionCorpus) -> tuple[LexicalIndex, HybridFeatures] | None:
+        """What the load of ``corpus`` computed (kept in the cache or not), if it loaded it."""
+        with self._lock:
+            return self._served.get(corpus)
 
     def retain(self, publications: Iterable[int], seen: int | None = None) -> int:
         """Drop the corpora of indexes no longer current (deleted contexts, replaced indexes);
