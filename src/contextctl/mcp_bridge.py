@@ -66,9 +66,7 @@ class Bridge:
             body = await self.client.call(path, arguments)
         except ApiError as exc:
             wait = None if exc.retry_after is None else str(math.ceil(exc.retry_after))
-            return catalogue.failure(c.ErrorBody(
-                code=exc.code, message=exc.message,
-                details=msgspec.UNSET if exc.details is None else exc.details), wait)
+            return catalogue.failure(_body_of(exc), wait)
         return catalogue.success(tool, body)
 
     def server(self) -> Server[Any]:
@@ -85,16 +83,20 @@ def _version() -> str:
         return "0+unknown"
 
 
+def _body_of(exc: ApiError) -> c.ErrorBody:
+    """The error body the client's error carries."""
+    return c.ErrorBody(code=exc.code, message=exc.message,
+                       details=msgspec.UNSET if exc.details is None else exc.details)
+
+
 def _refused(exc: ApiError) -> MCPError:
     """A listing the service refused (or could not answer) as a JSON-RPC error: ``CODE:
     message``, the error body as its data, and when to try again where the answer said."""
     message = f"{exc.code}: {exc.message}"
-    if exc.retry_after is not None and "retry after" not in exc.message:
-        message += f"; retry after {math.ceil(exc.retry_after)} seconds"
-    data: dict[str, Any] = {"code": exc.code, "message": exc.message}
-    if exc.details is not None:
-        data["details"] = exc.details
-    return MCPError(types.INTERNAL_ERROR, message, data)
+    if exc.retry_after is not None and (
+            note := catalogue.retry_note(exc.message, math.ceil(exc.retry_after))):
+        message += "; " + note
+    return MCPError(types.INTERNAL_ERROR, message, msgspec.to_builtins(_body_of(exc)))
 
 
 async def serve(bridge: Bridge) -> None:

@@ -219,11 +219,19 @@ def failure(error: c.ErrorBody, retry_after: str | None = None) -> types.CallToo
     if retry_after is not None and retry_after.isascii() and retry_after.isdigit():
         seconds = int(retry_after)
         meta = {"retryAfterSeconds": seconds}
-        if "retry after" not in error.message:  # a rate limit's message already says it
-            text += f"\nretry after {seconds} second{'' if seconds == 1 else 's'}"
+        if note := retry_note(error.message, seconds):
+            text += "\n" + note
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
                                 structured_content=msgspec.to_builtins(error), is_error=True,
                                 _meta=meta)
+
+
+def retry_note(message: str, seconds: int) -> str:
+    """How long to wait before trying again, said once: empty where the error's message says it
+    already (a rate limit's)."""
+    if "retry after" in message:
+        return ""
+    return f"retry after {seconds} second{'' if seconds == 1 else 's'}"
 
 
 def error_of(status: int, body: bytes) -> c.ErrorBody:
