@@ -65,15 +65,14 @@ class TokenCounter:
             if self._whole(text):
                 found.extend(self._full([text]))
                 continue
-            words = _WORD.findall("\u2581" + text.replace(" ", "\u2581")) if text else []
-            found.append(self._sum(words))
+            found.append(self._sum(_words(text)))
         return found
 
     def running(self, text: str) -> Running:
         """The count of ``text``, ready to grow (``grown``)."""
         if not self._by_words or self._whole(text):
             return Running(self.full_count(text), "", whole=True)
-        words = _WORD.findall("\u2581" + text.replace(" ", "\u2581")) if text else []
+        words = _words(text)
         return Running(self._sum(words), words[-1] if words else "")
 
     def grown(self, run: Running, addition: str) -> Running | None:
@@ -140,6 +139,11 @@ class TokenCounter:
             if size == 1 or all(n <= most for n in self.counts(pieces)):
                 return pieces
             size = max(1, size - max(1, size // 16))
+
+
+def _words(text: str) -> list[str]:
+    """The words of ``text`` as the tokenizer normalises it (``▁`` for its start and spaces)."""
+    return _WORD.findall("\u2581" + text.replace(" ", "\u2581")) if text else []
 
 
 def by_words(spec: dict[str, Any]) -> bool:
