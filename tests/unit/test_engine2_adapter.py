@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from fractions import Fraction
 from pathlib import Path
@@ -56,6 +57,7 @@ from tests.unit import pack_cfo as ex
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = ModelPieces()
+BESIDE = ThreadPoolExecutor(1, thread_name_prefix="beside")
 WORDS = ("appointed", "appointment", "cfo", "board", "lisbon", "office", "the", "was", "when",
          "report", "reports", "budget", "priya", "dana", "moved", "moving", "q3")
 T = datetime(2025, 1, 1, tzinfo=UTC)
@@ -125,6 +127,8 @@ def adapter_and_reference(corpus: dict[str, CollectionCorpus], text: str,
     parts = [retrieval.part(corpus[n], eligible) for n in names]
     ids = MODEL.token_ids([text])[0]
     got = hybrid_list(text, parts, ids, MODEL.rows, requirement)
+    # the cosines computed on another thread while this one computes rules 1-5: the same list
+    assert hybrid_list(text, parts, ids, MODEL.rows, requirement, BESIDE) == got
     given_cosines = {f"{n}/{rid}": c for n, part, cos in zip(
         names, parts, cosines(ids, parts, MODEL.rows), strict=True)
         for rid, c in zip(part.features.record_ids, cos.tolist(), strict=True)}
