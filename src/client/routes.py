@@ -32,7 +32,28 @@ def encode(body: msgspec.Struct | dict[str, Any]) -> bytes:
 
 
 _line = msgspec.json.Decoder(c.PackLine)
+LINE_TYPES = frozenset(kind.__struct_config__.tag for kind in (
+    c.HeaderLine, c.ItemLine, c.FooterLine, c.ErrorLine))
 
 
-def line(raw: bytes) -> c.PackLine:
-    return _line.decode(raw)
+class _Kind(msgspec.Struct):
+    type: object = None
+
+
+_kind = msgspec.json.Decoder(_Kind)
+
+
+def line(raw: bytes) -> c.PackLine | None:
+    """One line of a pack stream; None for a line whose ``type`` this client does not know (a
+    later version's), which a reader skips as an answer's unknown keys are. Any other line
+    that does not decode raises ``msgspec`` 's error."""
+    try:
+        return _line.decode(raw)
+    except msgspec.ValidationError:
+        try:
+            kind = _kind.decode(raw).type
+        except msgspec.MsgspecError:
+            kind = None
+        if isinstance(kind, str) and kind not in LINE_TYPES:
+            return None
+        raise

@@ -139,8 +139,11 @@ class PackLines:
         self.header: c.HeaderLine | None = None
         self.footer: c.FooterLine | None = None
 
-    def take(self, line: c.PackLine) -> c.PackItem | None:
-        """Record a header or footer; the item of an item line; raise on an error line."""
+    def take(self, line: c.PackLine | None) -> c.PackItem | None:
+        """Record a header or footer; the item of an item line; raise on an error line; skip a
+        line of a type a later version added (None)."""
+        if line is None:
+            return None
         if isinstance(line, c.ItemLine):
             return line.item
         if isinstance(line, c.HeaderLine):

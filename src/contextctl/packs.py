@@ -74,13 +74,15 @@ def from_stream(raw: bytes) -> c.ContextPack:
     items: list[c.PackItem] = []
     for text in raw.splitlines():
         entry = routes.line(text)
+        if entry is None:  # a line of a type a later version added
+            continue
         if isinstance(entry, c.ErrorLine):
             raise click.ClickException(f"the stream failed: {entry.message}")
         if isinstance(entry, c.HeaderLine):
             header = entry
         elif isinstance(entry, c.ItemLine):
             items.append(entry.item)
-        elif header is not None:
+        elif isinstance(entry, c.FooterLine) and header is not None:
             return c.ContextPack(
                 pack_id=header.pack_id, replay_id=header.replay_id, task="",
                 as_of=header.as_of, budget=c.PackBudget(
@@ -161,12 +163,14 @@ def _stream_data(raw: bytes) -> dict[str, Any]:
             pack["items"].append(entry["item"])
         elif kind == "error":
             raise click.ClickException(f"the stream failed: {entry.get('message')}")
+        elif kind == "header":
+            pack.update(entry)
         elif kind == "footer":
             pack["budget"] = {**pack.get("budget", {}), "usedTokens": entry.pop("usedTokens")}
             pack.update(entry)
-        else:
-            pack.update(entry)
-    return pack
+            return pack
+        # a line of a type a later version added is skipped
+    raise click.ClickException("the stream ended before its footer")
 
 
 def print_verification(data: c.Verification) -> None:

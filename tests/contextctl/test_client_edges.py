@@ -11,6 +11,7 @@ import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
+import click
 import httpx
 import msgspec
 import pytest
@@ -254,3 +255,36 @@ def test_contextctl_mcp_says_the_service_is_not_there() -> None:
     called, refused = asyncio.run(asyncio.wait_for(run(), 60))
     assert called.is_error and called.structured_content["code"] == "UNREACHABLE"
     assert isinstance(refused, MCPError) and refused.message.startswith("UNREACHABLE: ")
+
+
+LATER = b'{"type":"progress","done":1,"of":2}\n'  # a line type a later version might add
+
+
+def test_a_line_of_a_type_a_later_version_adds_is_skipped() -> None:
+    """As an answer's unknown keys are: the sync and async streams and ``contextctl``'s reading
+    of a stream give the items and footer of a stream holding such a line; a line of a known
+    type that does not decode still raises."""
+    from context_service.contextctl.packs import _stream_data, from_stream
+
+    def body() -> list[bytes]:
+        header, item, footer = _lines(HEADER, c.ItemLine(item=ITEM), FOOTER)
+        return [header, LATER, item, LATER, footer]
+
+    stream = _sync(_streaming(Chunks(body()))).stream_pack("task")
+    assert list(stream) == [ITEM] and stream.footer == FOOTER
+
+    async def run() -> list[c.PackItem]:
+        return [item async for item in _async(_streaming(Chunks(body()))).stream_pack("task")]
+
+    assert asyncio.run(run()) == [ITEM]
+    pack = from_stream(b"".join(body()))
+    assert pack.items == [ITEM] and pack.receipt == FOOTER.receipt
+    data = _stream_data(b"".join(body()))  # --stream --format yaml
+    assert data["items"] == [msgspec.to_builtins(ITEM)] and "done" not in data
+    assert data["replayId"] == HEADER.replay_id and data["receipt"]["merkleRoot"] == HASH
+    with pytest.raises(click.ClickException, match="before its footer"):
+        _stream_data(b"".join(body()[:-1]))
+    assert routes.line(LATER) is None
+    for broken in (b'{"type":"item"}', b'{"type":7}', b"[1]", b'"item"'):
+        with pytest.raises(msgspec.ValidationError):
+            routes.line(broken)
