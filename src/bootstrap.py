@@ -87,6 +87,7 @@ from context_service.adapters.postgres.views.snapshots import (
 from context_service.adapters.postgres.views.studied_fields import StudiedFieldsSql
 from context_service.adapters.postgres.views.workspaces import WorkspacesSql
 from context_service.config import Settings
+from context_service.domain.bounded import MiB
 from context_service.domain.cluster import Cluster
 from context_service.domain.reconcile.guard import ClaimNameGuard
 from context_service.http.agent.pack_services import PackServices
@@ -433,7 +434,8 @@ def pack_ports(container: Container, warm: bool = False) -> PackPorts:
     def count(text: str) -> int:
         return embedder.embedder.count(text)
 
-    loader = CorpusLoader(container.datastore, count)
+    loader = CorpusLoader(container.datastore, count,
+                          limit_bytes=container.settings.pack_cache_mib * MiB)
     folds = FoldCache(PackInputReadsSql(container.datastore, cache_size=0))
     matrices = VectorMatrices(container.datastore) if warm else None
     if warm:

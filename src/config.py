@@ -82,6 +82,9 @@ class Settings:
     # failed authentications one client address may make in a burst before 429 (refill per second)
     auth_failure_burst: int = 20  # CS_AUTH_FAILURE_BURST
     auth_failure_per_second: float = 2.0  # CS_AUTH_FAILURE_PER_SECOND
+    # CS_PACK_CACHE_MIB: the bound of the packs' corpus cache (about 200,000 passages at 3 GiB);
+    # an index larger than it is loaded again by every pack over it
+    pack_cache_mib: int = 3072
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -169,6 +172,7 @@ class Settings:
                 "agent_query_per_workspace": _positive(env, "CS_AGENT_QUERY_PER_WORKSPACE", 2),
                 "auth_failure_burst": _positive(env, "CS_AUTH_FAILURE_BURST", 20),
                 "auth_failure_per_second": _seconds(env, "CS_AUTH_FAILURE_PER_SECOND", 2.0),
+                "pack_cache_mib": _positive(env, "CS_PACK_CACHE_MIB", 3072),
                 "agent_query_url": env.get("CS_AGENT_QUERY_URL", "").strip(),
                 "agent_query_connections": int(slots),
                 "agent_rate_burst": int(burst_raw),

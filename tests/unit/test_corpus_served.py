@@ -5,6 +5,7 @@ and they go when nobody holds the corpus any more."""
 from __future__ import annotations
 
 import gc
+import logging
 
 import pytest
 
@@ -44,3 +45,25 @@ def test_an_index_too_large_to_keep_is_computed_once_per_pack(
     assert len(loader._served) == 0  # nobody holds the corpus: its features went with it
     loader.corpus([at])  # the next pack loads it again
     assert len(built) == 2
+
+
+def test_an_index_too_large_to_keep_is_named_once_with_the_setting(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """An operator learns which index every pack loads again, and how to keep it."""
+    records = [QueryRecord(id=f"r{i}", context="notes", type="knowledge", revision="r",
+                           text=f"turn {i}") for i in range(3)]
+    monkeypatch.setattr(CorpusLoader, "_load", lambda *_: Read("r", records, len, [None] * 3))
+    big = CollectionAt(name="notes", live=True, type="knowledge", current_revision="r",
+                       index_revision="r", publication=7)
+    small = CorpusLoader(None, len, limit_bytes=1, model=MODEL)  # type: ignore[arg-type]
+    with caplog.at_level(logging.WARNING, logger=loading.__name__):
+        small.corpus([big])
+        small.corpus([big])
+    warned = [r for r in caplog.records if "CS_PACK_CACHE_MIB" in r.getMessage()]
+    assert len(warned) == 1
+    assert (warned[0].collection, warned[0].publication, warned[0].passages) == ("notes", 7, 3)
+    caplog.clear()
+    roomy = CorpusLoader(None, len, model=MODEL)  # type: ignore[arg-type]
+    with caplog.at_level(logging.WARNING, logger=loading.__name__):
+        roomy.corpus([big])
+    assert roomy.holds(7) and not caplog.records

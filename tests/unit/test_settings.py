@@ -23,3 +23,11 @@ def test_invalid_seconds_are_refused_with_the_setting_named(key: str, raw: str) 
     with pytest.raises(SettingsError) as caught:
         Settings.from_env({key: raw})
     assert str(caught.value) == f"{key} must be a number of seconds (0 or more), got {raw!r}"
+
+
+def test_the_pack_corpus_cache_bound_is_read_in_mib() -> None:
+    assert Settings.from_env({}).pack_cache_mib == 3072
+    assert Settings.from_env({"CS_PACK_CACHE_MIB": "8192"}).pack_cache_mib == 8192
+    for raw in ("0", "-1", "3GiB", "1.5"):
+        with pytest.raises(SettingsError, match="CS_PACK_CACHE_MIB must be a positive integer"):
+            Settings.from_env({"CS_PACK_CACHE_MIB": raw})

@@ -348,6 +348,15 @@ class CorpusLoader:
         with self._lock:
             self.loads += 1
             if loaded.size > self._cache.limit:  # served, never kept
+                if collection.publication not in self._oversized:
+                    log.warning(
+                        "index too large for the pack corpus cache: every pack over it loads"
+                        " it again (raise CS_PACK_CACHE_MIB to keep it)",
+                        extra={"collection": collection.name,
+                               "publication": collection.publication,
+                               "passages": len(loaded.corpus.passages),
+                               "mib": round(loaded.size / MiB, 1),
+                               "limit_mib": round(self._cache.limit / MiB, 1)})
                 self._oversized.add(collection.publication)
             self._served[loaded.corpus] = (loaded.lexical, loaded.hybrid)
         return self._cache.keep(collection.publication, loaded)
