@@ -1,11 +1,14 @@
 """The walk's shortcut for a candidate sharing no prefix hash with a kept one (nothing counted,
-its hashes stored at once) changes nothing it decides: the same absorptions, work units, caps
-and unchecked candidates as counting every candidate's shared hashes, as the walk did before."""
+its hashes stored at once), and its layout of the kept prefixes (a hash's first kept index
+apart from the later ones), change nothing it decides: the same absorptions, work units, caps
+and unchecked candidates as counting every candidate's shared hashes in one list per hash, as
+the walk did before."""
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from itertools import chain, repeat
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -18,12 +21,21 @@ from tests.unit.test_pack_dedup import texts, windows
 
 
 class CountedWalk(Walk):
-    """The walk as it was: every candidate's shared hashes counted, no shortcut."""
+    """The walk as it was: one list of kept indexes per prefix hash, every candidate's shared
+    hashes counted, no shortcut."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lists: defaultdict[int, list[int]] = defaultdict(list)
+
+    def _hold(self, sig: Signature, index: int) -> None:
+        for h in sig.prefix:
+            self.lists[h].append(index)
 
     def _dedup(self, p: Passage, ref: str) -> None:
         sig = self.corpus[p.collection].signature(p.record.id, self._table)
         self._paced += len(sig.keys) >> 2
-        by_prefix = self._by_prefix
+        by_prefix = self.lists
         allowance = self._allowance
         if len(sig.prefix) * len(self._kept) > allowance:
             probes = sum(map(len, map(by_prefix.get, sig.prefix, repeat(()))))
@@ -45,8 +57,7 @@ class CountedWalk(Walk):
                 return
         index = len(self._kept)
         self._kept.append((p, sig))
-        for h in sig.prefix:
-            by_prefix[h].append(index)
+        self._hold(sig, index)
 
 
 class NotInjective(CollectionCorpus):

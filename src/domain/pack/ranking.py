@@ -147,7 +147,10 @@ class Walk:
         self._table = token_table()
         self._kept: list[tuple[Passage, Signature]] = []
         self._shingles: dict[int, frozenset[bytes]] = {}  # kept index -> its shingle keys
-        self._by_prefix: defaultdict[int, list[int]] = defaultdict(list)
+        # prefix hash -> the first kept index holding it; ``_more``: the later ones, for the
+        # few hashes two kept passages share (most hold none another holds: no list for them)
+        self._first: dict[int, int] = {}
+        self._more: defaultdict[int, list[int]] = defaultdict(list)
 
     def visit(self, candidates: Sequence[Candidate]) -> None:
         for c in candidates:
@@ -188,24 +191,28 @@ class Walk:
     def _dedup(self, p: Passage, ref: str) -> None:
         sig = self.corpus[p.collection].signature(p.record.id, self._table)
         self._paced += len(sig.keys) >> 2
-        by_prefix = self._by_prefix
+        first, more = self._first, self._more
         allowance = self._allowance
         if len(sig.prefix) * len(self._kept) > allowance:  # the probe alone may cost too much
-            probes = sum(map(len, map(by_prefix.get, sig.prefix, repeat(()))))
+            probes = sum(map(first.__contains__, sig.prefix))
+            if more:
+                probes += sum(map(len, map(more.get, sig.prefix, repeat(()))))
             if probes > allowance:
                 self._unchecked(p, sig, ref)
                 return
         # kept index -> how many of this prefix's hashes its prefix holds (most candidates
         # share no hash with a kept one: nothing to count then)
-        if by_prefix.keys().isdisjoint(sig.prefix):
+        if first.keys().isdisjoint(sig.prefix):
             index = len(self._kept)
             self._kept.append((p, sig))
-            if sig.injective:  # distinct hashes, none held yet: each gets a list of its own
-                by_prefix.update(zip(sig.prefix, map(list, repeat((index,))), strict=False))
+            if sig.injective:  # distinct hashes, none held yet
+                first.update(zip(sig.prefix, repeat(index)))
             else:
                 self._hold(sig, index)
             return
-        shared = Counter(chain.from_iterable(map(by_prefix.get, sig.prefix, repeat(()))))
+        shared = Counter(map(first.__getitem__, filter(first.__contains__, sig.prefix)))
+        if more:
+            shared.update(chain.from_iterable(map(more.get, sig.prefix, repeat(()))))
         if shared:
             keeper, spent = self._keeper(sig, shared, sum(shared.values()), allowance)
             self._spend(spent)
@@ -223,10 +230,13 @@ class Walk:
         self._hold(sig, index)
 
     def _hold(self, sig: Signature, index: int) -> None:
-        """Add kept ``index`` to the list of each hash of its prefix."""
-        by_prefix = self._by_prefix
+        """Add kept ``index`` to the kept indexes of each hash of its prefix."""
+        first, more = self._first, self._more
         for h in sig.prefix:
-            by_prefix[h].append(index)
+            if h in first:
+                more[h].append(index)
+            else:
+                first[h] = index
 
     def _spend(self, units: int) -> None:
         self.work += units
