@@ -46,15 +46,21 @@ class WorkspaceApplication(StreamApplication[WorkspaceState]):
         _, state = self.load_stream(stream) if fresh else self.cached(stream)
         return state.role_of(subject)
 
-    def authorize(self, namespace: str, actor: Subject, permission: str) -> WorkspaceState:
-        """On the cached state; a refusal is confirmed against the log before it is given."""
+    def authorize(self, namespace: str, actor: Subject, permission: str,
+                  fresh: bool = False) -> WorkspaceState:
+        """On the cached state; a refusal is confirmed against the log before it is given.
+        ``fresh``: on the log now, for a write whose command does not check the membership
+        again (a role another replica changed a moment ago counts)."""
         stream = workspace_stream(namespace)
-        _, state = self.cached(stream)
-        try:
-            workspace_decide.authorize(state, actor, permission)
-        except DomainError:
-            _, state = self.load_stream(stream)
-            workspace_decide.authorize(state, actor, permission)
+        if not fresh:
+            _, state = self.cached(stream)
+            try:
+                workspace_decide.authorize(state, actor, permission)
+                return state
+            except DomainError:
+                pass
+        _, state = self.load_stream(stream)
+        workspace_decide.authorize(state, actor, permission)
         return state
 
     async def authorize_async(self, namespace: str, actor: Subject,

@@ -12,6 +12,7 @@ import hashlib
 import hmac
 import re
 
+CREDENTIAL_ID = re.compile(r"[0-9a-f]{16}")
 TOKEN_PATTERN = re.compile(r"bdk_([0-9a-f]{16})_[A-Za-z0-9_-]{43}")
 _BEARER = re.compile(r"[Bb][Ee][Aa][Rr][Ee][Rr] +(\S.*)")
 DUMMY_HASH = "0" * 64
@@ -22,6 +23,11 @@ def format_token(credential_id: str, secret: bytes) -> str:
     """The token of a credential id and its 32 random secret bytes."""
     encoded = base64.urlsafe_b64encode(secret).rstrip(b"=").decode()
     return f"bdk_{credential_id}_{encoded}"
+
+
+def is_credential_id(text: str) -> bool:
+    """Whether ``text`` has the shape of a credential id (16 lowercase hex characters)."""
+    return CREDENTIAL_ID.fullmatch(text) is not None
 
 
 def token_id(token: str) -> str | None:

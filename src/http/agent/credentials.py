@@ -19,7 +19,11 @@ from context_service.contract.workspaces import (
 )
 from context_service.domain.agent_credentials.commands import CreateCredential, RevokeCredential
 from context_service.domain.agent_credentials.decide import MAX_DAYS, MIN_DAYS
-from context_service.domain.agent_credentials.token import format_token, secret_hash
+from context_service.domain.agent_credentials.token import (
+    format_token,
+    is_credential_id,
+    secret_hash,
+)
 from context_service.domain.errors import (
     CredentialIdTakenError,
     CredentialNotFoundError,
@@ -58,12 +62,11 @@ def api_caller(request: Request[Any, Any, Any]) -> Subject:
 
 
 def managing_role(agent: AgentServices, workspace: str, actor: Subject) -> str | None:
-    """The caller's role when it holds ``agent_credential:manage`` (a refusal is confirmed on
-    the log first): non-members are told the workspace does not exist, members lacking the
+    """The caller's role when it holds ``agent_credential:manage``, read from the log now (a
+    membership another replica changed a moment ago counts; credential commands do not check
+    it again): non-members are told the workspace does not exist, members lacking the
     permission are told so."""
-    role = agent.workspaces.role_of(workspace, actor)
-    if not subject_permits(actor, role, PERMISSION):
-        role = agent.workspaces.role_of(workspace, actor, fresh=True)
+    role = agent.workspaces.role_of(workspace, actor, fresh=True)
     if actor == ADMIN:
         return role
     if role is None:
@@ -162,7 +165,9 @@ def list_credentials(request: Request[Any, Any, Any],
 
 
 def _recorded(agent: AgentServices, workspace: str, credential_id: str) -> Any:
-    credential = agent.reads.credential(credential_id)
+    # a segment of another shape names no credential (nor reaches the view: NUL is no text)
+    credential = agent.reads.credential(credential_id) if is_credential_id(credential_id) \
+        else None
     if credential is None or credential.namespace != workspace:
         raise CredentialNotFoundError()
     return credential

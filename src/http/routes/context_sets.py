@@ -21,6 +21,7 @@ from context_service.domain.context_set.commands import (
     CreateContextSet,
     ReplaceContextSet,
 )
+from context_service.domain.context_set.validation import MAX_TEMPLATES
 from context_service.domain.errors import ContextSetNotFoundError
 from context_service.domain.events import Subject
 from context_service.http.common import caller, json, no_content, services, threaded, wait_for_views
@@ -38,12 +39,24 @@ HIDDEN = "no such workspace, or the caller lacks the route's permission"
 
 def _allowed(request: Request[Any, Any, Any], namespace: str,
              permission: str) -> tuple[Subject, ContextSetServices]:
-    """Subject header, then the route's workspace permission (``404 workspace not found``)."""
+    """Subject header, then the route's workspace permission (``404 workspace not found``),
+    read from the log now: set commands do not check the membership again."""
     actor = caller(request)
     found = services(request)
     assert found.agent is not None and found.context_sets is not None
-    found.agent.workspaces.authorize(namespace, actor, permission)
+    found.agent.workspaces.authorize(namespace, actor, permission, fresh=True)
     return actor, found.context_sets
+
+
+def _active_templates(sets: ContextSetServices, namespace: str,
+                      req: CreateContextSetRequest) -> frozenset[str]:
+    """Which of the body's query templates are active, for the domain check. A list that
+    validation refuses anyway (more than the limit, or repeated names) is not looked up: each
+    name costs a read of the log, and a body may name hundreds of thousands."""
+    named = req.query_templates or []
+    if len(named) > MAX_TEMPLATES or len(set(named)) != len(named):
+        return frozenset()
+    return sets.active_templates(namespace, named)
 
 
 @post(PATH, status_code=201, dto=SentBody, opt={"permission": MANAGE},
@@ -56,8 +69,7 @@ def create_context_set(request: Request[Any, Any, Any], namespace: FromPath[str]
     actor, sets = _allowed(request, namespace, MANAGE)
     req = data.decode()
     command = CreateContextSet(actor=actor, set_id=req.id or "", draft=draft_of(req),
-                               active_templates=sets.active_templates(
-                                   namespace, req.query_templates or ()))
+                               active_templates=_active_templates(sets, namespace, req))
     outcome = sets.commands.execute(namespace, command)
     return json(context_set(outcome.state), 201, outcome.position)
 
@@ -101,8 +113,7 @@ def replace_context_set(request: Request[Any, Any, Any], namespace: FromPath[str
     req = data.decode()
     command = ReplaceContextSet(actor=actor, set_id=id, body_id=req.id,
                                 draft=draft_of(req),
-                                active_templates=sets.active_templates(
-                                   namespace, req.query_templates or ()))
+                                active_templates=_active_templates(sets, namespace, req))
     outcome = sets.commands.execute(namespace, command)
     return json(context_set(outcome.state), 200, outcome.position)
 

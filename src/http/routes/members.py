@@ -52,7 +52,8 @@ def list_members(request: Request[Any, Any, Any],
     """The workspace's members, sorted by ``kind:name`` (any member; context:read)."""
     actor = caller(request)
     agent = _agent(request)
-    agent.workspaces.authorize(namespace, actor, "context:read")
+    # on the log now: a membership another replica removed a moment ago counts
+    agent.workspaces.authorize(namespace, actor, "context:read", fresh=True)
     wait_for_views(request, VIEWS)
     return json({"items": [render_member(m) for m in agent.reads.members(namespace)]})
 
@@ -65,7 +66,7 @@ def set_member(request: Request[Any, Any, Any], namespace: FromPath[str],
     """Add a member or change its role (members:manage)."""
     actor = caller(request)
     agent = _agent(request)
-    agent.workspaces.authorize(namespace, actor, "members:manage")
+    agent.workspaces.authorize(namespace, actor, "members:manage", fresh=True)
     req = data.decode()
     subject = None if req.subject is None else Subject(req.subject.kind or "",
                                                        req.subject.name or "")
@@ -76,11 +77,14 @@ def set_member(request: Request[Any, Any, Any], namespace: FromPath[str],
 
 
 def _member_segment(request: Request[Any, Any, Any]) -> Subject | None:
-    """The raw last path segment, percent-decoded and split at its first ``:`` (a ``/`` inside
-    the name arrives as ``%2F``, so it is read from the raw path; a raw ``/`` makes another,
-    unknown path)."""
+    """The raw segment after ``/v1/namespaces/<namespace>/members/``, percent-decoded and split
+    at its first ``:`` (a ``/`` inside the name arrives as ``%2F``, so it is read from the raw
+    path; a raw ``/`` makes another, unknown path). The namespace is one raw segment whatever
+    it is called, ``members`` included."""
     raw = (request.scope.get("raw_path") or b"").split(b"?", 1)[0]
-    segment = raw.split(b"/members/", 1)[-1]
+    _, found, rest = raw.partition(b"/v1/namespaces/")
+    parts = rest.split(b"/", 2)
+    segment = parts[2] if found and len(parts) == 3 and parts[1] == b"members" else b""
     if b"/" in segment or not segment:
         raise HttpError(404, "not_found", "route not found")
     kind, sep, name = unquote_to_bytes(segment).decode("utf-8", errors="replace").partition(":")
@@ -100,7 +104,7 @@ def remove_member(request: Request[Any, Any, Any], namespace: FromPath[str],
     subject = _member_segment(request)
     actor = caller(request)
     agent = _agent(request)
-    agent.workspaces.authorize(namespace, actor, "members:manage")
+    agent.workspaces.authorize(namespace, actor, "members:manage", fresh=True)
     if subject is None:
         raise RequestInvalidError("valid subject is required")
     outcome = agent.workspaces.execute(namespace, RemoveMember(actor=actor, subject=subject))
