@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 _NAME = re.compile(r"[a-z_][a-z0-9_]*")
 _DOLLAR_TAG = re.compile(r"\$([A-Za-z_\u0080-\uffff][A-Za-z0-9_\u0080-\uffff]*)?\$")
 _IDENT_CHAR = re.compile(r"[A-Za-z0-9_$\u0080-\uffff]")
+_SPACE = " \t\n\r\f\v"  # PostgreSQL's white space; no other character separates tokens
 
 
 @dataclass
@@ -66,7 +67,7 @@ def _skip_quoted(sql: str, i: int, quote: str, backslash: bool) -> int:
 def skip_trivia(sql: str, i: int = 0) -> int:
     """Past white space and comments from ``i``."""
     while i < len(sql):
-        if sql[i].isspace():
+        if sql[i] in _SPACE:
             i += 1
         elif sql.startswith("--", i):
             end = sql.find("\n", i)

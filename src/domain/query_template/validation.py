@@ -4,7 +4,8 @@ then the statement checks 7-8; check 9 (the database) is the caller's ``Database
 from __future__ import annotations
 
 import re
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
+from decimal import Decimal
 
 from context_service.domain.errors import QueryTemplateInvalidError, QueryTemplateRefusedError
 from context_service.domain.query_template.commands import TemplateDraft
@@ -17,7 +18,8 @@ _PARAMETER_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _KEYWORD = re.compile(r"(select|with)(?![A-Za-z0-9_$\u0080-\uffff])", re.IGNORECASE)
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _TIMESTAMP = re.compile(
-    r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})")
+    r"(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}:\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})")
+_CYCLE = 400  # years after which the Gregorian calendar repeats itself
 INT_MIN, INT_MAX = -(2**63), 2**63 - 1
 
 
@@ -29,7 +31,9 @@ def is_form(kind: str, value: object) -> bool:
         case "integer":
             return (isinstance(value, int) and not isinstance(value, bool)
                     and INT_MIN <= value <= INT_MAX)
-        case "number":
+        case "number":  # a Decimal: a JSON number kept as its decimal text
+            if isinstance(value, Decimal):
+                return value.is_finite()
             return isinstance(value, int | float) and not isinstance(value, bool)
         case "boolean":
             return isinstance(value, bool)
@@ -56,6 +60,28 @@ def parse_timestamp(text: str) -> datetime | None:
         return datetime.fromisoformat(text.replace("z", "Z").replace("Z", "+00:00"))
     except ValueError:
         return None
+
+
+def utc_text(text: str) -> str:
+    """A timestamp of the ``timestamp`` form as the same instant written in UTC, its fraction
+    digits kept (``2024-01-01T10:00:00.5+20:00`` -> ``2023-12-31T14:00:00.5Z``): every offset
+    RFC 3339 allows, also those beyond what the database reads (+-15:59), and instants before
+    year 1 (``... BC``) or after 9999 that an offset moves a date of the form to."""
+    found = _TIMESTAMP.fullmatch(text)
+    assert found is not None and parse_timestamp(text) is not None, text
+    day, clock, fraction, zone = found.groups()
+    offset = timedelta(0)
+    if zone not in ("Z", "z"):
+        offset = timedelta(hours=int(zone[1:3]), minutes=int(zone[4:6]))
+        offset = -offset if zone[0] == "-" else offset
+    local = datetime.fromisoformat(f"{day}T{clock}")
+    shift = _CYCLE if local.year == 1 else -_CYCLE if local.year == 9999 else 0
+    at = local.replace(year=local.year + shift) - offset  # the same calendar, 400 years away
+    year, era = at.year - shift, ""
+    if year < 1:
+        year, era = 1 - year, " BC"
+    return (f"{year:04d}-{at.month:02d}-{at.day:02d}T{at.hour:02d}:{at.minute:02d}:"
+            f"{at.second:02d}{fraction or ''}Z{era}")
 
 
 def validate_request(template_id: str, draft: TemplateDraft) -> None:

@@ -68,10 +68,13 @@ def _reads(request: Request[Any, Any, Any]) -> FieldReads:
 
 def _readable(request: Request[Any, Any, Any], caller: AgentCaller, session: FieldSession,
               name: str) -> Current:
-    """The collection now, or the 404 of §3.4 (absent and unreadable alike)."""
+    """The collection now, or the 404 of §3.4 (absent and unreadable alike). Readability is
+    judged first: a name no collection can have (one with a NUL) never reaches the table,
+    whose text columns cannot hold it."""
+    if name not in Access(request, caller).readable():
+        raise collection_not_found(name)
     current = session.current(caller.workspace, name)
-    if (current is None or current.type not in COLLECTION_TYPES
-            or name not in Access(request, caller).readable()):
+    if current is None or current.type not in COLLECTION_TYPES:
         raise collection_not_found(name)
     return current
 

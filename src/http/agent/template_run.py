@@ -10,6 +10,7 @@ import secrets
 import time
 from collections.abc import Callable
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 import msgspec
@@ -32,11 +33,11 @@ from context_service.domain.query_template.events import Parameter, QueryTemplat
 from context_service.domain.query_template.state import QueryTemplateState
 from context_service.domain.query_template.validation import rewrite
 from context_service.http.agent.body import Violations, decode
-from context_service.http.agent.errors import ApiError, Violation, api_json
+from context_service.http.agent.errors import POSITION_HEADER, ApiError, Violation, api_json
 from context_service.http.agent.late_body import PendingBody, body_after_pipeline
 from context_service.http.agent.pack_flow import Access, chosen_set
 from context_service.http.agent.pipeline import AgentCaller, agent_services, authenticate
-from context_service.http.agent.template_values import check_parameters
+from context_service.http.agent.template_values import bound_values, check_parameters
 from context_service.http.common import services
 from context_service.http.ports import QueryTemplateServices
 from context_service.http.refusals import refusals
@@ -73,7 +74,21 @@ def _templates(request: Request[Any, Any, Any]) -> QueryTemplateServices:
     return found
 
 
-def _checked_body(raw: PendingBody) -> RunQueryTemplateRequest:
+class _ExactParameters(msgspec.Struct):
+    """The body's ``parameters`` again, every non-integer number as its decimal text."""
+
+    parameters: dict[str, Any] | None = None
+
+
+# a ``number`` is bound "from the number's decimal text" (spec 11.4): never through a double
+_EXACT = msgspec.json.Decoder(_ExactParameters, float_hook=Decimal)
+# the bound values' JSON with numbers written as sent (a Decimal as a number, not a string)
+_HASHED = msgspec.json.Encoder(decimal_format="number")
+
+
+def _checked_body(pending: PendingBody) -> tuple[RunQueryTemplateRequest, dict[str, Any]]:
+    """The body after its field rules, and its parameters with numbers as sent."""
+    raw = pending.read()
     body = decode(raw, RunQueryTemplateRequest)
     violations = Violations()
     if body.template_id is None:
@@ -83,7 +98,7 @@ def _checked_body(raw: PendingBody) -> RunQueryTemplateRequest:
     if body.context_set_id == "":
         violations.add("$.contextSetId", "must not be empty")
     violations.raise_if_any()
-    return body
+    return body, (_EXACT.decode(raw).parameters or {}) if body.parameters else {}
 
 
 def _approved(templates: QueryTemplateServices, workspace: str, template_id: str,
@@ -100,7 +115,7 @@ def _approved(templates: QueryTemplateServices, workspace: str, template_id: str
 def parameters_sha256(parameters: tuple[Parameter, ...], values: list[Any]) -> str:
     """SHA-256 of the compact JSON object of the bound values, in declaration order."""
     bound = {p.name: v for p, v in zip(parameters, values, strict=True)}
-    return hashlib.sha256(msgspec.json.encode(bound)).hexdigest()
+    return hashlib.sha256(_HASHED.encode(bound)).hexdigest()
 
 
 @post(PATH, status_code=200, opt={"body": RunQueryTemplateRequest}, responses=ERRORS)
@@ -109,7 +124,7 @@ def run_query_template(request: Request[Any, Any, Any],
                        body: PendingBody) -> Response[TemplateRows]:
     """Run an approved template by id with typed parameters; rows back, never SQL."""
     caller = authenticate(request, SCOPE, VIEWS)
-    checked = _checked_body(body)
+    checked, parameters = _checked_body(body)
     assert checked.template_id is not None
     templates = _templates(request)
     access = Access(request, caller)
@@ -121,7 +136,7 @@ def run_query_template(request: Request[Any, Any, Any],
             "$.contextSetId", "is required for a credential not bound to a context set")])
     template = _approved(templates, caller.workspace, checked.template_id,
                          active.query_templates)
-    values = check_parameters(template.parameters, checked.parameters or {})
+    values = check_parameters(template.parameters, parameters)
     if templates.sandbox.problem is not None:
         raise SandboxNotConfiguredError(templates.sandbox.problem)
     readable = access.readable()
@@ -136,7 +151,8 @@ def _run(templates: QueryTemplateServices, caller: AgentCaller, set_id: str,
     started = time.monotonic()
     statement = rewrite(TemplateDraft(description=template.description, sql=template.sql,
                                       parameters=template.parameters))
-    result = templates.sandbox.run(statement, template.parameters, values, caller.workspace,
+    result = templates.sandbox.run(statement, template.parameters,
+                                   bound_values(template.parameters, values), caller.workspace,
                                    collections, template.timeout_ms, template.max_rows)
     if result.outcome == "busy":  # it never ran: nothing is recorded
         raise capacity_exhausted()
@@ -149,12 +165,14 @@ def _run(templates: QueryTemplateServices, caller: AgentCaller, set_id: str,
         outcome=result.outcome, sqlstate="" if result.outcome == "ok" else result.sqlstate,
         row_count=len(result.rows), truncated=result.truncated, duration_ms=duration)
     position = templates.commands.record_run(caller.workspace, event)
+    recorded = {POSITION_HEADER: str(position)}  # a write whatever its outcome (spec 1.7)
     if result.outcome == "timeout":
         raise ApiError(504, "AGENT_QUERY_TIMEOUT",
-                       f"query template exceeded its timeout of {template.timeout_ms} ms")
+                       f"query template exceeded its timeout of {template.timeout_ms} ms",
+                       headers=recorded)
     if result.outcome == "failed":
         raise ApiError(400, "AGENT_QUERY_FAILED", f"query template failed: {result.message}",
-                       {"sqlstate": result.sqlstate})
+                       {"sqlstate": result.sqlstate}, recorded)
     return api_json({"columns": result.columns, "rows": result.rows,
                      "rowCount": len(result.rows), "truncated": result.truncated}, 200,
                     position)

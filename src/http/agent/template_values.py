@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from context_service.domain.query_template.events import Parameter
-from context_service.domain.query_template.validation import is_form
+from context_service.domain.query_template.validation import is_form, utc_text
 from context_service.http.agent.body import Violations
 
 FORMS = {"text": "a string", "integer": "an integer", "number": "a number",
@@ -37,3 +37,19 @@ def check_parameters(declared: tuple[Parameter, ...], given: dict[str, Any]) -> 
             values.append(value)
     violations.raise_if_any()
     return values
+
+
+def bound_values(declared: tuple[Parameter, ...], values: list[Any]) -> list[Any]:
+    """The checked values as the sandbox binds them (the hash keeps them as sent): a text's
+    NUL as U+FFFD, as the agent views hold such strings (a text value would end at the NUL),
+    and a timestamp as its instant in UTC (the database refuses offsets beyond +-15:59, RFC
+    3339 allows up to +-23:59)."""
+    return [_bound(p.type, v) for p, v in zip(declared, values, strict=True)]
+
+
+def _bound(kind: str, value: Any) -> Any:
+    if kind == "text" and isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if kind == "timestamp" and isinstance(value, str):
+        return utc_text(value)
+    return value
