@@ -43,7 +43,9 @@ def _allowed(request: Request[Any, Any, Any],
     actor = caller(request)
     found = services(request)
     assert found.agent is not None and found.query_templates is not None
-    found.agent.workspaces.authorize(namespace, actor, MANAGE)
+    # on the log now: template commands do not check the membership again, and a manager
+    # another replica removed a moment ago must not register or retire templates here
+    found.agent.workspaces.authorize(namespace, actor, MANAGE, fresh=True)
     return actor, found.query_templates
 
 

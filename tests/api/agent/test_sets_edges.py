@@ -1,5 +1,6 @@
 """Edges of context-set administration (agent-context-api.md §1.7, §6.2, §6.3): the work one
-body can cause before it is refused, and a membership changed by another replica of the service.
+body can cause before it is refused, and a membership changed by another replica of the service
+(for the sets and the query templates they name).
 
 One service for the module: each test's workspace is a namespace of its own."""
 
@@ -13,6 +14,8 @@ from context_service import bootstrap
 from context_service.adapters.eventstore.access import WorkspaceApplication
 from context_service.domain.events import Subject
 from context_service.domain.workspace.commands import RemoveMember
+from tests.api.agent.templates_namespaced import templates
+from tests.api.agent.templates_support import template_body
 from tests.api.conftest import Api, expect
 from tests.api.namespaced import Namespaced, namespaced
 from tests.api.sets_namespaced import create_set, seed_workspace, sets
@@ -50,10 +53,10 @@ def looked_up(ws: Namespaced, monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def test_a_body_naming_templates_past_the_limit_looks_none_up(
         ws: Namespaced, looked_up: list[str]) -> None:
     create_set(ws)
-    for templates in (["t"] * 20_000, [f"t{i}" for i in range(51)], ["a", "b", "a"]):
-        expect(ws.post(sets(ws), set_body("other", queryTemplates=templates)), 400,
+    for named in (["t"] * 20_000, [f"t{i}" for i in range(51)], ["a", "b", "a"]):
+        expect(ws.post(sets(ws), set_body("other", queryTemplates=named)), 400,
                TEMPLATES_RULE)
-        expect(ws.put(f"{sets(ws)}/finance", set_body(queryTemplates=templates)), 400,
+        expect(ws.put(f"{sets(ws)}/finance", set_body(queryTemplates=named)), 400,
                TEMPLATES_RULE)
     assert looked_up == []
     # within the limit every name is looked up once, and the first unknown one is named
@@ -79,3 +82,23 @@ def test_a_manager_removed_elsewhere_writes_no_set_here(
     expect(adam.get(f"{sets(ws)}/mine"), 404, hidden)
     assert container.store.head() == head  # nothing was recorded
     assert ws.get(f"{sets(ws)}/mine").json()["status"] == "active"
+
+
+def test_a_manager_removed_elsewhere_registers_no_template_here(
+        ws: Namespaced, container: bootstrap.Container) -> None:
+    """The query templates a set may name are managed on the log's membership too."""
+    adam = ws.as_("user:adam")
+    sql = "SELECT record_id FROM passages WHERE collection_id = :c"
+    params = [{"name": "c", "type": "text", "required": True}]
+    mine = adam.post(templates(ws), template_body("mine", sql, params))
+    assert mine.status_code == 201, mine.text  # seen here as an admin
+    WorkspaceApplication(container.store).execute(  # a second replica over the same log
+        ws.ns, RemoveMember(actor=Subject("user", "alice"), subject=Subject("user", "adam")))
+    head = container.store.head()
+    hidden = {"error": "not_found", "message": "workspace not found"}
+    expect(adam.post(templates(ws), template_body("planted", sql, params)), 404, hidden)
+    expect(adam.put(f"{templates(ws)}/mine", template_body("mine", sql, params, maxRows=5)),
+           404, hidden)
+    expect(adam.delete(f"{templates(ws)}/mine"), 404, hidden)
+    assert container.store.head() == head  # nothing was recorded
+    assert ws.as_("user:alice").get(f"{templates(ws)}/mine").json()["status"] == "active"
