@@ -58,6 +58,8 @@ from tests.unit import pack_cfo as ex
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = ModelPieces()
 BESIDE = ThreadPoolExecutor(1, thread_name_prefix="beside")
+STOPPED = ThreadPoolExecutor(1)  # shut down, as at the service's stop: computed in the caller
+STOPPED.shutdown()
 WORDS = ("appointed", "appointment", "cfo", "board", "lisbon", "office", "the", "was", "when",
          "report", "reports", "budget", "priya", "dana", "moved", "moving", "q3")
 T = datetime(2025, 1, 1, tzinfo=UTC)
@@ -129,6 +131,7 @@ def adapter_and_reference(corpus: dict[str, CollectionCorpus], text: str,
     got = hybrid_list(text, parts, ids, MODEL.rows, requirement)
     # the cosines computed on another thread while this one computes rules 1-5: the same list
     assert hybrid_list(text, parts, ids, MODEL.rows, requirement, BESIDE) == got
+    assert hybrid_list(text, parts, ids, MODEL.rows, requirement, STOPPED) == got
     given_cosines = {f"{n}/{rid}": c for n, part, cos in zip(
         names, parts, cosines(ids, parts, MODEL.rows), strict=True)
         for rid, c in zip(part.features.record_ids, cos.tolist(), strict=True)}

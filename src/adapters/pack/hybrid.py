@@ -5,6 +5,7 @@ the tests hold it to."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
@@ -174,7 +175,10 @@ def hybrid_list(query: str, parts: Sequence[Part], query_ids: Sequence[int],
     operations either way: the same list."""
     if not parts:
         return []
-    pending = beside.submit(cosines, query_ids, parts, matrix) if beside is not None else None
+    pending = None
+    if beside is not None:
+        with contextlib.suppress(RuntimeError):  # shut down (the service is stopping): here
+            pending = beside.submit(cosines, query_ids, parts, matrix)
     lexical = lexical_scores(query, parts)
     cos = pending.result() if pending is not None else cosines(query_ids, parts, matrix)
     units = [np.rint(c / COSINE_UNIT).astype(np.int64) for c in cos]
