@@ -115,19 +115,20 @@ class NamespacePass:
         return result
 
     def _carry_out(self, actions: list[steps.Action], result: PassResult) -> None:
+        waiting: set[str] = set()  # pools whose later stages depend on a failed action
         for stage in steps.STAGES:
-            batch = [a for a in actions if a.stage == stage]
+            batch = [a for a in actions if a.stage == stage and steps.owner(a) not in waiting]
             if self.executor is not None and len(batch) > 1:
                 outcomes = list(self.executor.map(self._apply, batch))
             else:
                 outcomes = [self._apply(a) for a in batch]
-            for outcome in outcomes:
+            for action, outcome in zip(batch, outcomes, strict=True):
                 if isinstance(outcome, str):
                     result.errors.append(outcome)
+                    if steps.owner(action):  # its pool's next stage waits (PVCs before
+                        waiting.add(steps.owner(action))  # Sandboxes); nothing else does
                 elif outcome:
                     result.changed += 1
-            if result.errors:
-                return  # later stages depend on this one (PVCs before Sandboxes)
 
     def _apply(self, action: steps.Action) -> bool | str:
         try:

@@ -23,8 +23,8 @@ _WORKSPACE = re.compile(r"^(.+)-workspace(?:-\d+)?$")
 
 class DirtySet:
     """Items due for a pass at a monotonic time. A failed pass backs its namespace off
-    exponentially; notices and log changes still cut a backoff short (something changed), the
-    periodic resync does not."""
+    exponentially (the retry is a pass over the whole namespace); notices and log changes still
+    cut a backoff short (something changed), the periodic resync does not."""
 
     def __init__(self, base: float = 0.5, cap: float = 30.0) -> None:
         self.base = base
@@ -49,11 +49,13 @@ class DirtySet:
         return taken
 
     def retry(self, namespace: str, keys: Iterable[Key], now: float) -> float:
-        """Schedule the keys of a failed pass; answers the delay."""
+        """Schedule a failed pass again; answers the delay. The retry covers the whole
+        namespace: while it backs off the periodic resync skips it, so a retry of the failed
+        keys alone would leave drift elsewhere in it uncorrected for as long as one item fails."""
         count = self.failures.get(namespace, 0) + 1
         self.failures[namespace] = count
         delay: float = min(self.cap, self.base * 2.0 ** (count - 1))
-        for key in keys:
+        for key in (*keys, ("ns", namespace)):
             self.due[key] = min(self.due.get(key, math.inf), now + delay)
         return delay
 

@@ -1,5 +1,7 @@
 """Adoption of existing pool objects (spec 6.10): objects labelled managed-by and with a pool
-label are grouped by pool and become one ``SandboxPoolRequested(adopted=True)`` each. Pure."""
+label are grouped by pool and become one ``SandboxPoolRequested(adopted=True)`` each. Pure.
+A group this service could not have made (a label value that is no pool name, a replica count
+outside 1 to 100) is reported instead: the reconciler could never converge it."""
 
 from __future__ import annotations
 
@@ -9,9 +11,10 @@ from datetime import datetime
 
 from context_service.domain.cluster import POOL_LABEL, REPLICAS_KEY, PoolObjects
 from context_service.domain.pool.events import SandboxPoolRequested, Workspace
-from context_service.domain.values import canonical_quantity, is_positive_quantity
+from context_service.domain.values import canonical_quantity, is_context_name, is_positive_quantity
 
 PREFIX = "context.rossoctl.io/"
+MAX_REPLICAS = 100  # spec 2.9: a pool has at most 100 replicas
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,7 +25,11 @@ class PoolImport:
 
 
 def _positive(raw: str | None) -> int | None:
-    return int(raw) if raw is not None and raw.isdigit() and int(raw) > 0 else None
+    """A replica count a pool of this service can have (1 to 100, ASCII digits), else None:
+    ``str.isdigit`` alone admits digits ``int`` refuses (``²``) and counts without bound."""
+    if raw is None or not raw.isascii() or not raw.isdigit() or len(raw) > 3:
+        return None
+    return int(raw) if 1 <= int(raw) <= MAX_REPLICAS else None
 
 
 def group_pools(objects: PoolObjects, namespace: str, now: datetime,
@@ -30,7 +37,9 @@ def group_pools(objects: PoolObjects, namespace: str, now: datetime,
     labels = [*(o.labels for o in objects.sandboxes), *(o.labels for o in objects.sandbox_claims),
               *(o.labels for o in objects.claims)]
     names = sorted({found.get(POOL_LABEL, "") for found in labels} - {""})
-    return [_one(objects, namespace, name, now, actor) for name in names]
+    return [_one(objects, namespace, name, now, actor) if is_context_name(name)
+            else PoolImport(name, None, "pool name is not a lowercase Kubernetes name no longer "
+                            "than 50 characters") for name in names]
 
 
 def _one(objects: PoolObjects, namespace: str, name: str, now: datetime,
@@ -52,7 +61,8 @@ def _one(objects: PoolObjects, namespace: str, name: str, now: datetime,
     if replicas is None and pvcs:
         replicas = _positive(pvcs[0].labels.get(REPLICAS_KEY))
     if replicas is None:
-        return PoolImport(name, None, "replica count missing or not a positive integer")
+        return PoolImport(name, None, "replica count missing or not an integer from 1 to "
+                          f"{MAX_REPLICAS}")
     notes = sandboxes[0].annotations if sandboxes else {}
     claim_name = notes.get(PREFIX + "workspace-claim", "")
     if claim_name:

@@ -76,8 +76,11 @@ def _profile(cluster: Cluster, namespace: str, profile: str,
     containers = pod_spec.get("containers")
     if not isinstance(containers, list) or not containers:
         raise PoolReferenceInvalidError(f"sandbox profile {name} must define a container")
-    if not isinstance(containers[0], dict):
+    if not isinstance(containers[0], dict) or not _list_or_absent(containers[0], "volumeMounts"):
         raise PoolReferenceInvalidError(f"sandbox profile {name} has an invalid first container")
+    if not _list_or_absent(pod_spec, "volumes"):  # the workspace volume is appended to it
+        raise PoolReferenceInvalidError(
+            f"sandbox profile {name} has invalid podTemplate.spec.volumes")
     if _uses_workspace(pod_spec):
         raise PoolReferenceInvalidError(
             f'sandbox profile {name} uses reserved volume name "workspace"')
@@ -89,15 +92,25 @@ def _profile(cluster: Cluster, namespace: str, profile: str,
     return ProfileRuntime(profile=profile, template_spec=copied, service_account=service_account)
 
 
+def _list_or_absent(parent: dict[str, Any], key: str) -> bool:
+    """The value under ``key`` is a JSON array, or absent (``null`` counts as absent)."""
+    return isinstance(parent.get(key), list | None)
+
+
+def _items(parent: dict[str, Any], key: str) -> list[Any]:
+    found = parent.get(key)
+    return found if isinstance(found, list) else []
+
+
 def _uses_workspace(pod_spec: dict[str, Any]) -> bool:
-    volumes = pod_spec.get("volumes") or []
+    volumes = _items(pod_spec, "volumes")
     if any(isinstance(v, dict) and v.get("name") == "workspace" for v in volumes):
         return True
     for key in ("containers", "initContainers"):
-        for container in pod_spec.get(key) or []:
+        for container in _items(pod_spec, key):
             if not isinstance(container, dict):
                 continue
-            mounts = container.get("volumeMounts") or []
+            mounts = _items(container, "volumeMounts")
             if any(isinstance(m, dict) and m.get("name") == "workspace" for m in mounts):
                 return True
     return False

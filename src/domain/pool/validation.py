@@ -1,4 +1,5 @@
-"""Request validation of a pool create (spec 2.3 steps 1 to 8, bare messages, first wins)."""
+"""Request validation of a pool create (spec 2.3 steps 1 to 8, bare messages, first wins), plus
+the storage class of a managed workspace, which must be a name the API server accepts."""
 
 from __future__ import annotations
 
@@ -53,4 +54,7 @@ def validate_pool(r: RequestPool) -> str:
         raise PoolInvalidError("workspace.size must be a positive Kubernetes quantity")
     if r.access_mode not in ("ReadWriteMany", "ReadWriteOnce"):
         raise PoolInvalidError("workspace.accessMode must be ReadWriteMany or ReadWriteOnce")
+    if r.storage_class and not is_dns_subdomain(r.storage_class):
+        # the API server refuses such a storageClassName: the pool could never be provisioned
+        raise PoolInvalidError("workspace.storageClass must be a lowercase Kubernetes name")
     return strategy_of(r)

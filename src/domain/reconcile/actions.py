@@ -2,7 +2,8 @@
 
 Every action is safe to repeat: creates are create-if-absent, deletes ignore not-found. Actions
 run in stages: stage 0 before stage 1 (workspace PVCs before the Sandboxes that mount them;
-Sandboxes and SandboxClaims deleted before the PVCs of a released pool).
+Sandboxes and SandboxClaims deleted before the PVCs of a released pool). Only the pool whose
+stage-0 action failed waits; every other item of the pass goes on (``owner``).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ class DeleteSandbox(msgspec.Struct, frozen=True, tag=True):
     namespace: str
     name: str
     stage: int = 0
+    pool: str = ""
 
 
 class DeleteSandboxClaim(msgspec.Struct, frozen=True, tag=True):
@@ -52,12 +54,14 @@ class DeleteSandboxClaim(msgspec.Struct, frozen=True, tag=True):
     namespace: str
     name: str
     stage: int = 0
+    pool: str = ""
 
 
 class DeleteClaim(msgspec.Struct, frozen=True, tag=True):
     namespace: str
     name: str
     stage: int = 1
+    pool: str = ""  # "" for a context's claim
 
 
 Action = (
@@ -70,6 +74,20 @@ Action = (
     | DeleteClaim
 )
 STAGES = (0, 1)
+
+
+def owner(action: Action) -> str:
+    """The pool whose later stage waits for this action ("" when nothing waits for it): a
+    pool's Sandboxes need its PVCs, its PVCs go after its Sandboxes. Other items never wait."""
+    match action:
+        case CreateWorkspaceClaim() | CreateSandboxClaim():
+            return action.claim.pool
+        case CreateSandbox():
+            return action.sandbox.pool
+        case EnsureContextClaim():
+            return ""
+        case DeleteSandbox() | DeleteSandboxClaim() | DeleteClaim():
+            return action.pool
 
 
 def apply(cluster: Cluster, action: Action) -> bool:

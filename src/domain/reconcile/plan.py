@@ -113,12 +113,13 @@ def plan_pool(pool: PoolState, namespace: str, objects: PoolObjects) -> list[Act
     actions += [CreateSandboxClaim(claim=c) for n, c in wanted.sandbox_claims.items()
                 if n not in bound]
     if pool.strategy == "warm-pool":
-        actions += _deletes(DeleteSandboxClaim, namespace, bound.values(), wanted.sandbox_claims)
+        actions += _deletes(DeleteSandboxClaim, namespace, bound.values(), wanted.sandbox_claims,
+                            pool.name)
         return actions
     keep = {sandbox_name(pool.name, i) for i in range(pool.replicas)}
-    actions += _deletes(DeleteSandbox, namespace, sandboxes.values(), keep)
+    actions += _deletes(DeleteSandbox, namespace, sandboxes.values(), keep, pool.name)
     keep_claims = {*wanted.claims, pool.workspace.claim_name}
-    actions += _deletes(DeleteClaim, namespace, claims.values(), keep_claims)
+    actions += _deletes(DeleteClaim, namespace, claims.values(), keep_claims, pool.name)
     return actions
 
 
@@ -127,12 +128,12 @@ def _release(pool: PoolState, namespace: str, objects: PoolObjects) -> list[Acti
     delete their Sandboxes, then their PVCs. The caller's existing claim is never deleted."""
     claims = [c for c in objects.sandbox_claims if _managed(c.labels, pool.name)]
     if pool.strategy == "warm-pool":
-        return _deletes(DeleteSandboxClaim, namespace, claims, ())
+        return _deletes(DeleteSandboxClaim, namespace, claims, (), pool.name)
     sandboxes = [s for s in objects.sandboxes if _managed(s.labels, pool.name)]
     pvcs = [c for c in objects.claims if _managed(c.labels, pool.name)]
     keep = (pool.workspace.claim_name,) if pool.workspace.claim_name else ()
-    return [*_deletes(DeleteSandbox, namespace, sandboxes, ()),
-            *_deletes(DeleteClaim, namespace, pvcs, keep)]
+    return [*_deletes(DeleteSandbox, namespace, sandboxes, (), pool.name),
+            *_deletes(DeleteClaim, namespace, pvcs, keep, pool.name)]
 
 
 class _Object(Protocol):
@@ -144,10 +145,11 @@ class _Object(Protocol):
 
 
 def _deletes(kind: type[DeleteSandbox] | type[DeleteSandboxClaim] | type[DeleteClaim],
-             namespace: str, found: Iterable[_Object], keep: Iterable[str]) -> list[Action]:
-    """Delete each found object not kept and not already being deleted."""
+             namespace: str, found: Iterable[_Object], keep: Iterable[str],
+             pool: str) -> list[Action]:
+    """Delete each found object of ``pool`` not kept and not already being deleted."""
     kept = set(keep)
-    return [kind(namespace=namespace, name=o.name) for o in found
+    return [kind(namespace=namespace, name=o.name, pool=pool) for o in found
             if o.name not in kept and not o.deleting]
 
 

@@ -112,7 +112,8 @@ def get_pool(request: Request[Any, Any, Any], name: FromPath[str]) -> Response[P
     """Read an allocation's status."""
     pools = _pools(request)
     wait_for_views(request, ("pool_status",))
-    state = pools.reads.get(name)
+    # a name holding U+0000 was never recorded (PostgreSQL text cannot even hold it)
+    state = None if "\x00" in name else pools.reads.get(name)
     if state is None:
         raise PoolNotFoundError()
     return json(render(state))
