@@ -1,6 +1,7 @@
 """Edges of pool reconciliation and adoption, pure or over the in-memory cluster: one pool whose
 action fails holds back only its own later stage, a failing namespace is retried whole, and
-adoption reports (never crashes on, never imports) groups this service could not have made."""
+adoption reports (never crashes on, never imports) groups this service could not have made; an
+unexpected error in one action is that action's alone."""
 
 from __future__ import annotations
 
@@ -95,3 +96,15 @@ def test_adoption_reports_groups_it_could_never_converge() -> None:
         assert found[name].event is None and "pool name" in found[name].reason, name
     fine = found["fine"].event
     assert fine is not None and fine.replicas == 100 and fine.adopted
+
+
+def test_a_defect_in_one_action_fails_that_action_not_the_pass() -> None:
+    """Not only a ``ClusterError``: any exception of one action is that action's error, and
+    the rest of the namespace is reconciled (it escaped before and failed every item)."""
+    fake = FakeCluster()
+    fake.fail("ensure_workspace_claim", ValueError("unexpected"))  # type: ignore[arg-type]
+    scope = Scope(namespace=NS, pools=(_pool("new", "dedicated"), _pool("ok", "shared")))
+    result = NamespacePass(fake, _Log(), _Log(), None,  # type: ignore[arg-type]
+                           lambda: T0).run(scope)
+    assert len(result.errors) == 1 and "ValueError" in result.errors[0]
+    assert _names(fake, "ok") == ["ok-workspace", "sandbox-ok-0"]

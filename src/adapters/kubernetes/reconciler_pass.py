@@ -135,6 +135,9 @@ class NamespacePass:
             changed = steps.apply(self.cluster, action)
         except ClusterError as exc:
             return f"{steps.describe(action)}: {exc}"
+        except Exception as exc:  # a defect in one action fails that action, not the pass
+            log.exception("reconcile action failed: %s", steps.describe(action))
+            return f"{steps.describe(action)}: {type(exc).__name__}"
         if changed:
             log.info("reconciled: %s", steps.describe(action))
         return changed
