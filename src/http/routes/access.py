@@ -27,9 +27,9 @@ from context_service.domain.errors import RequestInvalidError
 from context_service.domain.events import Subject
 from context_service.http import render
 from context_service.http.body import timestamp
-from context_service.http.common import CATALOG, caller, json, services, threaded, wait_for_views
+from context_service.http.common import caller, json, services, threaded
 from context_service.http.refusals import refusals
-from context_service.http.routes.timeline import as_of, visible_as_of
+from context_service.http.routes.timeline import as_of, visible, visible_as_of
 from context_service.http.sent import NOTHING, Sent, SentBody
 
 PATH = "/v1/namespaces/{namespace:str}/contexts/{name:str}"
@@ -50,15 +50,12 @@ def _subject(body: SubjectRequest | None) -> Subject | None:
 def list_grants(request: Request[Any, Any, Any], namespace: FromPath[str],
                 name: FromPath[str]) -> Response[GrantList]:
     """List the grants of a context (requires administer)."""
-    actor = caller(request)
+    caller(request)  # the subject header is checked before the query
     point = as_of(request)
     if point is not None:
         state = visible_as_of(request, namespace, name, point, "administer")
         return json({"items": [render.grant(g) for g in state.grants]})
-    services(request).contexts.authorize(namespace, name, actor, "administer")
-    wait_for_views(request, CATALOG)
-    entry = services(request).reads.get(namespace, name)
-    grants = entry.state.grants if entry is not None else ()
+    grants = visible(request, namespace, name, "administer").state.grants
     return json({"items": [render.grant(g) for g in grants]})
 
 
@@ -104,11 +101,7 @@ def revoke_grant(request: Request[Any, Any, Any], namespace: FromPath[str], name
 def list_consumers(request: Request[Any, Any, Any], namespace: FromPath[str],
                    name: FromPath[str]) -> Response[ConsumerList]:
     """List declared and observed consumers (requires read)."""
-    actor = caller(request)
-    services(request).contexts.authorize(namespace, name, actor, "read")
-    wait_for_views(request, CATALOG)
-    entry = services(request).reads.get(namespace, name)
-    consumers = entry.state.consumers() if entry is not None else []
+    consumers = visible(request, namespace, name, "read").state.consumers()
     return json({"items": [render.consumer(c) for c in consumers]})
 
 

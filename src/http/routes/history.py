@@ -22,8 +22,9 @@ from context_service.domain.context.events import SourceRef
 from context_service.domain.errors import RequestInvalidError
 from context_service.http import render
 from context_service.http.body import timestamp
-from context_service.http.common import CATALOG, caller, json, services, threaded, wait_for_views
+from context_service.http.common import CATALOG, caller, json, services, threaded
 from context_service.http.refusals import refusals
+from context_service.http.routes.timeline import visible
 from context_service.http.sent import NOTHING, Sent, SentBody
 
 PATH = "/v1/namespaces/{namespace:str}/contexts/{name:str}"
@@ -36,13 +37,9 @@ _INTEGER = re.compile(r"[+-]?[0-9]{1,20}")  # bounded: int() refuses 4,300 digit
 def list_revisions(request: Request[Any, Any, Any], namespace: FromPath[str],
                    name: FromPath[str]) -> Response[RevisionList]:
     """List published revisions, oldest first (requires read)."""
-    actor = caller(request)
-    found = services(request)
-    found.contexts.authorize(namespace, name, actor, "read")
-    wait_for_views(request, (*CATALOG, "revision_history"))
-    entry = found.reads.get(namespace, name)
-    since = entry.created_position if entry is not None else 0
-    items = [render.revision(r) for r in found.reads.revisions(namespace, name, since)]
+    since = visible(request, namespace, name, "read",
+                    (*CATALOG, "revision_history")).created_position
+    items = [render.revision(r) for r in services(request).reads.revisions(namespace, name, since)]
     return json({"items": items})
 
 
@@ -101,13 +98,9 @@ def _audit_limit(raw: str | None) -> int | None:
 def read_audit(request: Request[Any, Any, Any], namespace: FromPath[str],
                name: FromPath[str]) -> Response[AuditPage]:
     """Read the audit history, oldest first, paged with limit and cursor."""
-    actor = caller(request)
-    found = services(request)
-    state = found.contexts.authorize(namespace, name, actor, "administer")
+    entry = visible(request, namespace, name, "administer", (*CATALOG, "audit_log"))
     limit = _audit_limit(request.query_params.get("limit"))
-    wait_for_views(request, (*CATALOG, "audit_log"))
-    entry = found.reads.get(namespace, name)
-    since = entry.created_position if entry is not None else 0
+    state, since = entry.state, entry.created_position
     stream_id = str(state.namespace) + "/" + str(state.name)
     after = (0, -1)
     raw_cursor = request.query_params.get("cursor")
@@ -116,8 +109,8 @@ def read_audit(request: Request[Any, Any, Any], namespace: FromPath[str],
         if cursor is None or cursor.s != stream_id or cursor.g != since or cursor.p < 0:
             raise RequestInvalidError("invalid audit cursor")
         after = (cursor.p, cursor.q)
-    page = found.reads.audit(namespace, name, since, after,
-                             None if limit is None else limit + 1)
+    page = services(request).reads.audit(namespace, name, since, after,
+                                         None if limit is None else limit + 1)
     body: dict[str, Any] = {}
     more = limit is not None and len(page) > limit
     page = page[:limit] if limit is not None else page

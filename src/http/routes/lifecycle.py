@@ -207,8 +207,7 @@ def create_clone(request: Request[Any, Any, Any], namespace: FromPath[str], name
 def restore(request: Request[Any, Any, Any], namespace: FromPath[str], name: FromPath[str],
             data: JSONBody[Sent[RestoreRequest]] = NOTHING) -> Response[ContextResource]:
     """Restore in place: not supported by the PVC backend (requires write)."""
-    actor = caller(request)
-    services(request).contexts.authorize(namespace, name, actor, "write")
+    _visible(request, namespace, name, caller(request), "write")
     req = data.decode(refuse_nul=True)
     lc.validate_snapshot_name(req.snapshot or "")
     raise LifecycleUnsupportedError(lc.RESTORE_DETAIL)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -20,17 +21,26 @@ from context_service.domain.events import ADMIN
 from context_service.domain.registry import event_name
 from context_service.domain.stream import Recorded
 from context_service.domain.values import format_timestamp, parse_timestamp
-from context_service.http.common import caller, json, services, threaded
+from context_service.http.common import (
+    CATALOG,
+    caller,
+    json,
+    services,
+    threaded,
+    wait_for_views,
+)
 from context_service.http.refusals import refusals
+from context_service.projections.reads import CatalogEntry
 
 _POSITION = re.compile(r"[0-9]{1,19}")
+_PAGE_EVENTS = 1000  # a history page without ``limit``
+_PAGE_BYTES = 4 * 1024 * 1024  # a page ends after the event that takes it past this many bytes
+_CHUNK = 100  # events read from the log at a time
 
 PATH = "/v1/namespaces/{namespace:str}/contexts/{name:str}"
 
 
 class TimelineReads(Protocol):
-    def generation_start(self, namespace: str, name: str) -> int: ...
-
     def events(self, namespace: str, name: str, after: int, limit: int | None,
                since: int) -> list[Recorded]: ...
 
@@ -67,27 +77,46 @@ def as_of(request: Request[Any, Any, Any]) -> AsOf | None:
     return AsOf(time=moment)
 
 
+def visible(request: Request[Any, Any, Any], namespace: str, name: str, permission: str,
+            views: Sequence[str] = CATALOG) -> CatalogEntry:
+    """The catalog entry of a live context the caller holds ``permission`` on, once ``views``
+    have caught up with the log as of now. Judged on the catalog, not on this process's write
+    model cache: a grant another replica revoked a moment ago is already in the log, and a
+    cached state that never saw it would still let the caller read."""
+    actor = caller(request)  # the subject header is checked first
+    wait_for_views(request, views)
+    entry = services(request).reads.get(namespace, name)
+    if entry is None or permission not in entry.state.permissions_of(actor):
+        raise ContextNotFoundError()
+    return entry
+
+
 def visible_as_of(request: Request[Any, Any, Any], namespace: str, name: str, point: AsOf,
                   permission: str) -> ContextState:
-    """The context as of ``point``; the caller needs ``permission`` now (the bootstrap
-    administrator also sees contexts deleted since)."""
+    """The context as of ``point``; the caller needs ``permission`` now, and sees only the
+    current generation of the name: a context deleted before it was (re)created is someone
+    else's past. The bootstrap administrator also sees contexts deleted since."""
     actor = caller(request)
+    generation = None
     if actor != ADMIN:
-        services(request).contexts.authorize(namespace, name, actor, permission)
+        generation = visible(request, namespace, name, permission).state.generation
     state = timeline(request).state_as_of(namespace, name, point.position, point.time)
-    if not state.live:
+    if not state.live or generation not in (None, state.generation):
         raise ContextNotFoundError()
     return state
 
 
 def list_as_of(request: Request[Any, Any, Any], namespace: str, point: AsOf) -> list[ContextState]:
+    """The namespace's contexts as of ``point`` the caller holds any permission on now, each in
+    its current generation (all of them, for the bootstrap administrator)."""
     actor = caller(request)
     found = services(request)
     now = found.reads.list(namespace, None if actor == ADMIN else actor)
-    names = {s.name for s in now} if actor != ADMIN else None
+    generations = {s.name: s.generation for s in now} if actor != ADMIN else None
     states = timeline(request).namespace_as_of(namespace, point.position, point.time)
-    return sorted((s for s in states if s.live and (names is None or s.name in names)),
-                  key=lambda s: s.name)
+    return sorted((s for s in states if s.live and (
+        generations is None or generations.get(s.name) == s.generation)),
+        key=lambda s: s.name)
 
 
 def timeline(request: Request[Any, Any, Any]) -> TimelineReads:
@@ -125,17 +154,15 @@ def _item(recorded: Recorded) -> dict[str, Any]:
 @threaded
 def read_history(request: Request[Any, Any, Any], namespace: FromPath[str],
                  name: FromPath[str]) -> Response[HistoryPage]:
-    """Every event of the context, in log order (requires administer)."""
-    actor = caller(request)
-    services(request).contexts.authorize(namespace, name, actor, "administer")
+    """Every event of the context, in log order (requires administer); a page holds at most
+    ``limit`` events (1000 without), and ends early after a few MiB."""
+    since = visible(request, namespace, name, "administer").created_position
     limit: int | None = None
     raw_limit = request.query_params.get("limit")
     if raw_limit is not None:
         limit = int(raw_limit) if _POSITION.fullmatch(raw_limit) else 0
         if not 1 <= limit <= 1000:
             raise RequestInvalidError("limit must be between 1 and 1000")
-    reads = timeline(request)
-    since = reads.generation_start(namespace, name)
     after = 0
     raw_cursor = request.query_params.get("cursor")
     if raw_cursor is not None:
@@ -143,13 +170,32 @@ def read_history(request: Request[Any, Any, Any], namespace: FromPath[str],
         if cursor is None or cursor.g != since or cursor.p < 0:
             raise RequestInvalidError("invalid history cursor")
         after = cursor.p
-    page = reads.events(namespace, name, after, None if limit is None else limit + 1, since)
-    more = limit is not None and len(page) > limit
-    page = page[:limit] if limit is not None else page
-    body: dict[str, Any] = {"items": [_item(r) for r in page]}
-    if more:
-        body["nextCursor"] = _encode(_Cursor(since, page[-1].position))
+    items, last = _page(timeline(request), namespace, name, after, since,
+                        _PAGE_EVENTS if limit is None else limit)
+    body: dict[str, Any] = {"items": items}
+    if last is not None:
+        body["nextCursor"] = _encode(_Cursor(since, last))
     return json(body)
+
+
+def _page(reads: TimelineReads, namespace: str, name: str, after: int, since: int,
+          limit: int) -> tuple[list[dict[str, Any]], int | None]:
+    """Up to ``limit`` events after ``after``, read a chunk at a time and ending after the event
+    that takes the page past ``_PAGE_BYTES``; with the position of the page's last event when
+    more follow (None when the page ends the history)."""
+    items: list[dict[str, Any]] = []
+    size = 0
+    while True:
+        chunk = reads.events(namespace, name, after, _CHUNK, since)
+        for recorded in chunk:
+            if len(items) == limit or size > _PAGE_BYTES:
+                return items, after
+            item = _item(recorded)
+            items.append(item)
+            size += len(msgspec.json.encode(item))
+            after = recorded.position
+        if len(chunk) < _CHUNK:
+            return items, None
 
 
 ROUTES = [read_history]
