@@ -45,7 +45,7 @@ _Coverage = Annotated[str, _one_of("best_effort", "require_complete")]
 class Budget(Request, kw_only=True):
     max_tokens: Annotated[int, _doc("tokens the items may use (default 4000)", minimum=256,
                                     maximum=32000)] | None = None
-    max_latency_ms: Annotated[int, _doc("deadline of retrieval and packing (default 10000)",
+    max_latency_ms: Annotated[int, _doc("deadline of retrieval and packing (default 15000)",
                                         minimum=1000, maximum=60000)] | None = None
     coverage: Annotated[str, _one_of("best_effort", "require_complete", description=(
         "require_complete: 422 when incomplete"))] | None = None

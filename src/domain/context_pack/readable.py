@@ -36,6 +36,7 @@ class Readable(msgspec.Struct, frozen=True):
     names: frozenset[str] | None
     limit: frozenset[str] | None = None
     refused: frozenset[str] = frozenset()
+    live: frozenset[str] = frozenset()  # the live collections now (the administrator's only)
 
     def __contains__(self, name: object) -> bool:
         if not isinstance(name, str):
@@ -58,11 +59,21 @@ def readable_collections(creator: Subject, contexts: Iterable[ContextState], bou
     if bound:
         limit = frozenset(bound_set.collections) if bound_set is not None and bound_set.exists \
             else frozenset()
+    collections = [c for c in contexts if c.live and c.type in COLLECTION_TYPES]
     if creator == ADMIN:
-        return Readable(None, limit, refused)
-    names = frozenset(c.name for c in contexts if c.live and c.type in COLLECTION_TYPES
-                      and "read" in c.permissions_of(creator))
+        return Readable(None, limit, refused, frozenset(c.name for c in collections))
+    names = frozenset(c.name for c in collections if "read" in c.permissions_of(creator))
     return Readable(names, limit)
+
+
+def named_readable(readable: Readable, at_p: Callable[[str], bool]) -> Callable[[str], bool]:
+    """Whether a collection a request names is readable now (§3.4, §7.2 step 9). The
+    administrator reads every collection, deleted ones included (``at_p``: a memory or knowledge
+    context at the pack's position, for time travel), but not every name: one that is neither a
+    live collection now nor a collection at P answers like an absent one, as for anyone."""
+    if readable.names is not None:
+        return readable.__contains__
+    return lambda name: name in readable and (name in readable.live or at_p(name))
 
 
 def active_set(bound: str, requested: str | None,

@@ -20,7 +20,8 @@ from context_service.domain.pack.receipt import ZERO_DIGEST, digest_of, item_has
 from context_service.domain.pack.records import Judge
 from context_service.domain.pack.release import scrubbed
 from context_service.domain.pack.render import pack_body
-from context_service.domain.pack.scope import Readable
+from context_service.domain.pack.request import PackRequest
+from context_service.domain.pack.scope import PackScope, Readable, pack_scope
 
 UNCHANGED, CHANGED, UNAVAILABLE = "unchanged", "changed", "unavailable"
 
@@ -132,6 +133,25 @@ def _set_item(recorded: RecordedItem, state: CurrentState) -> Item | None:
     else:
         items = []
     return items[0] if items else None
+
+
+def recompute_scope(ns: NamespaceAt, request: PackRequest, active_set: ContextSetState | None,
+                    readable_now: Readable) -> PackScope:
+    """The scope of a ``recompute`` (§8.2): ``pack_scope`` with the recorded parameters, except
+    that a recorded collection no longer readable now (or no longer in the active set's scope)
+    contributes nothing, as the release check drops its items, instead of answering ``404``:
+    the replay exists, and its diff says what went. With none of them left the pack reads no
+    collection at all (an empty filter would mean every one)."""
+    names = request.collection_ids
+    while True:
+        scope = pack_scope(ns, msgspec.structs.replace(request, collection_ids=names),
+                           active_set, readable_now)
+        if not scope.not_found:
+            return scope
+        names = tuple(n for n in names if n != scope.not_found)
+        if not names:
+            return pack_scope(ns, msgspec.structs.replace(request, collection_ids=()),
+                              active_set, lambda _: False)
 
 
 def verify(recorded: Sequence[RecordedItem], recorded_root: str,

@@ -29,6 +29,7 @@ from context_service.domain.context_pack.readable import (
     BoundToOtherSetError,
     Readable,
     active_set,
+    named_readable,
     readable_collections,
 )
 from context_service.domain.context_set.state import ContextSetState
@@ -49,7 +50,7 @@ from context_service.domain.pack.request import (
     ordered_sources,
     task_sha256,
 )
-from context_service.domain.pack.scope import pack_scope
+from context_service.domain.pack.scope import PACKABLE_TYPES, PackScope, pack_scope
 from context_service.domain.values import quote
 from context_service.http.agent import packs_shapes as shapes
 from context_service.http.agent.body import decode
@@ -189,15 +190,18 @@ class ReleaseAccess:
 
 def build_pack(packs: PackServices, access: Access, request: PackRequest,
                active: ContextSetState | None, as_of: AsOf, timings: Timings,
-               deadline: float, at_release: ReleaseAccess) -> tuple[Pack, int]:
-    """Steps 9-11 at ``as_of``: scope and named collections, retrieval and packing under the
-    deadline (a monotonic instant), the release check against access read again at the end
-    (``at_release``). Returns the pack and the active set's version in force at P."""
+               deadline: float, at_release: ReleaseAccess,
+               scope_of: Callable[..., PackScope] = pack_scope) -> tuple[Pack, int]:
+    """Steps 9-11 at ``as_of``: scope and named collections (``scope_of``: a recompute's is
+    ``recompute_scope``), retrieval and packing under the deadline (a monotonic instant), the
+    release check against access read again at the end (``at_release``). Returns the pack and
+    the active set's version in force at P."""
     started = time.monotonic()
     ports = packs.configured()
     ns = ports.inputs.namespace_at(access.caller.workspace, as_of.position)
-    readable = access.readable()
-    scope = pack_scope(ns, request, active, readable.__contains__)
+    readable = named_readable(access.readable(), lambda name: (
+        (c := ns.collections.get(name)) is not None and c.type in PACKABLE_TYPES))
+    scope = scope_of(ns, request, active, readable)
     if scope.not_found:
         raise collection_not_found(scope.not_found)
     corpus = loaded_corpus(access.request, ports, scope.usable)

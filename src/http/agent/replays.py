@@ -35,6 +35,7 @@ from context_service.domain.pack.replay import (
     CurrentState,
     RecordedItem,
     diff,
+    recompute_scope,
     verification_json,
     verify,
 )
@@ -105,14 +106,18 @@ def _verify(packs: PackServices, access: Access, release: ContextPackReleased,
     position, _ = ports.inputs.resolve(caller.workspace, head, None)
     ns = ports.inputs.namespace_at(caller.workspace, position)
     items = recorded_items(release)
-    named = sorted({i.source.collection_id for i in items if i.source.collection_id})
+    readable = access.readable()
+    # the collections the recorded items name that the caller reads now: an item of another
+    # is unavailable, and its records are no evidence of a contradiction either (§8: a replay
+    # never shows anything the caller could not read today, a hash included)
+    named = sorted({i.source.collection_id for i in items if i.source.collection_id
+                    and i.source.collection_id in readable})
     corpus = loaded_corpus(access.request, ports,
                            [ns.collections[c] for c in named if c in ns.collections])
     get = access.sets()
     sets = {sid: found for sid in {i.source.context_set_id for i in items
                                    if i.source.context_set_id}
             if (found := get(sid)) is not None}
-    readable = access.readable()
     state = CurrentState(ns=ns, corpus=corpus, sets=sets, valid_time=release.valid_time,
                          readable_now=readable.__contains__,
                          bound_set=caller.context_set_id)
@@ -121,6 +126,14 @@ def _verify(packs: PackServices, access: Access, release: ContextPackReleased,
                unchanged=checked.unchanged, changed=checked.changed,
                unavailable=checked.unavailable)
     return verification_json(release.replay_id, position, checked), run
+
+
+def _documents_in_order(release: ContextPackReleased) -> tuple[str, ...]:
+    """The recorded ``documentIds`` (distinct and sorted, as the canonical request has them),
+    those the pack reported missing first, in the order it reported them: request order
+    (§7.10), which the recomputed ``missing`` repeats, so an unchanged pack keeps its packId."""
+    reported = [m.document_id for m in release.missing if m.kind == "document"]
+    return tuple(dict.fromkeys([*reported, *release.parameters.document_ids]))
 
 
 def _recompute(packs: PackServices, access: Access, release: ContextPackReleased,
@@ -140,13 +153,14 @@ def _recompute(packs: PackServices, access: Access, release: ContextPackReleased
         active = access.sets()(p.context_set_id) or ContextSetState(id=p.context_set_id)
     request = PackRequest(task=task, max_tokens=p.max_tokens, max_latency_ms=p.max_latency_ms,
                           coverage=p.coverage, collection_ids=p.collection_ids,
-                          document_ids=p.document_ids, sources=p.sources,
+                          document_ids=_documents_in_order(release), sources=p.sources,
                           retrieval=p.retrieval, context_set_id=p.context_set_id)
     as_of = AsOf(valid_time=release.valid_time, system_time=release.system_time,
                  position=release.position)
     timings = Timings()
     pack, _ = build_pack(packs, access, request, active, as_of, timings,
-                         time.monotonic() + p.max_latency_ms / 1000, ReleaseAccess(access))
+                         time.monotonic() + p.max_latency_ms / 1000, ReleaseAccess(access),
+                         recompute_scope)
     changes = diff(recorded_items(release), pack)
     body = {"replayId": release.replay_id, "mode": "recompute",
             "engineVersion": {"recorded": release.engine_version, "current": ENGINE_VERSION},
