@@ -24,6 +24,7 @@ from context_service.projections.base import Projection
 log = logging.getLogger(__name__)
 ViewFactory = Callable[[Any], Any]
 Progress = Callable[[int, int], None]
+RETRY_INITIAL, RETRY_MAX = 0.5, 5.0  # seconds between attempts at a failing batch (as the relay)
 
 
 class Listener(Protocol):
@@ -171,29 +172,39 @@ class ProjectionRunner:
     # --- background loop ------------------------------------------------------------------------
 
     def start(self) -> None:
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._loop, daemon=True,
+        # a stop event per loop: a loop that outlived its stop (a batch longer than the stop's
+        # time-out) ends after that batch, and is never revived next to this one
+        self._stop = stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, args=(stop,), daemon=True,
                                         name="projections-" + "+".join(self.names))
         self._thread.start()
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = 10.0) -> None:
         self._stop.set()
         self.store.wake()
         if self._thread is not None:
-            self._thread.join(timeout=10)
+            self._thread.join(timeout=timeout)
             self._thread = None
 
-    def _loop(self) -> None:
-        while not self._stop.is_set():
+    def _loop(self, stop: threading.Event) -> None:
+        failures = 0
+        while not stop.is_set():
             try:
                 read = self.run_once()
+                failures = 0
                 if read == 0:
-                    self.store.wait_head(self.position, timeout=1.0, stop=self._stop)
+                    self.store.wait_head(self.position, timeout=1.0, stop=stop)
                 elif self.busy <= read < self.batch_size:
                     # a busy log: let the next batch fill a little (fewer, larger transactions)
-                    self._stop.wait(self.linger)
+                    stop.wait(self.linger)
             except Exception:
-                log.exception("projection batch failed", extra={"projections": self.names})
-                self._stop.wait(0.5)
+                # a batch that keeps failing (an event a view cannot take, a database away) is
+                # read and logged again after a pause that doubles up to RETRY_MAX, not twice a
+                # second for ever
+                pause = min(RETRY_INITIAL * 2 ** failures, RETRY_MAX)
+                failures += 1
+                log.exception("projection batch failed", extra={
+                    "projections": self.names, "failures": failures, "retry_seconds": pause})
+                stop.wait(pause)
                 with contextlib.suppress(Exception):  # the database may still be away
                     self.refresh()

@@ -22,23 +22,29 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+import msgspec
 from nats.aio.client import Client
 from nats.js import JetStreamContext, api
 
 from context_service.adapters.nats.envelope import (
     MSG_ID_HEADER,
     VERSION_HEADER,
+    Envelope,
     encode,
     envelope_of,
     subject_for,
 )
+from context_service.adapters.nats.server import redact_url
 from context_service.adapters.nats.stream import StreamSpec, ensure_stream, last_envelope
 from context_service.projections.outbox import EventFeed, PositionStore
 
 log = logging.getLogger(__name__)
 
 EXPECTED_LAST_MSG_ID = "Nats-Expected-Last-Msg-Id"
+# on the stand-in of an event larger than the server's max_payload: the envelope without its data
+DATA_OMITTED_HEADER = "Cs-Data-Omitted"
 T = TypeVar("T")
+_HEADER_BLOCK = len(b"NATS/1.0\r\n\r\n")
 
 
 class FeedOrderError(RuntimeError):
@@ -74,7 +80,8 @@ class RelaySettings:
 @dataclass(frozen=True)
 class RelayStats:
     """Counters for /metrics. ``published`` counts stored messages, ``duplicates`` the republished
-    ones JetStream already had; ``last_position`` is the last acknowledged position."""
+    ones JetStream already had, ``omitted`` the events published without their data (larger than
+    the server's ``max_payload``); ``last_position`` is the last acknowledged position."""
 
     published: int
     duplicates: int
@@ -84,6 +91,7 @@ class RelayStats:
     in_flight: int
     connected: bool
     last_error: str | None
+    omitted: int = 0
 
 
 class Relay:
@@ -100,7 +108,7 @@ class Relay:
         self._feed = feed
         self._positions = positions
         self._settings = settings
-        self._published = self._duplicates = self._errors = 0
+        self._published = self._duplicates = self._errors = self._omitted = 0
         self._acked: int | None = None  # last acknowledged position, once loaded
         self._saved = self._unsaved = 0
         self._last_save = 0.0
@@ -125,6 +133,7 @@ class Relay:
             in_flight=len(self._pending),
             connected=self._connected,
             last_error=self._last_error,
+            omitted=self._omitted,
         )
 
     # -- threaded API -------------------------------------------------------------------------
@@ -241,9 +250,10 @@ class Relay:
             self._connected = True
             if self._failing:
                 self._failing = False
-                log.info("relay: connected to %s, resuming after position %d", settings.url, start)
+                log.info("relay: connected to %s, resuming after position %d",
+                         redact_url(settings.url), start)
             watchdog = asyncio.create_task(self._watch_acks())
-            await self._pump(js, start)
+            await self._pump(js, start, nc.max_payload)
             await self._settle_all()
         finally:
             self._connected = False
@@ -253,7 +263,7 @@ class Relay:
             with contextlib.suppress(Exception):
                 await nc.close()
 
-    async def _pump(self, js: JetStreamContext, cursor: int) -> None:
+    async def _pump(self, js: JetStreamContext, cursor: int, max_payload: int) -> None:
         settings, stopping, lost = self._settings, self._stopping, self._lost
         assert stopping is not None and lost is not None
         prefix = settings.stream.subject_prefix
@@ -276,18 +286,35 @@ class Relay:
                 headers = {MSG_ID_HEADER: str(position), VERSION_HEADER: "1"}
                 if chained:
                     headers[EXPECTED_LAST_MSG_ID] = str(cursor)
+                payload = self._payload(envelope, headers, max_payload)
+                if chained:
                     while len(self._pending) >= settings.max_in_flight:
                         await self._settle_one()
-                    future = await js.publish_async(subject, encode(envelope), headers=headers)
+                    future = await js.publish_async(subject, payload, headers=headers)
                     self._pending.append((position, future))
                 else:
                     ack = await js.publish(
-                        subject, encode(envelope), timeout=settings.ack_timeout, headers=headers
+                        subject, payload, timeout=settings.ack_timeout, headers=headers
                     )
                     self._on_ack(position, ack)
                     chained = not ack.duplicate
                 cursor = position
             await self._save()
+
+    def _payload(self, envelope: Envelope, headers: dict[str, str], max_payload: int) -> bytes:
+        """The message body; for an event the server cannot take (its ``max_payload`` counts the
+        headers too), the envelope with empty ``data`` and ``Cs-Data-Omitted`` set, so the relay
+        goes on instead of failing at it for ever (the log keeps the whole event)."""
+        payload = encode(envelope)
+        size = len(payload) + _HEADER_BLOCK + sum(len(k) + len(v) + 4 for k, v in headers.items())
+        if max_payload <= 0 or size <= max_payload:
+            return payload
+        self._omitted += 1
+        log.error("relay: the event at position %d (%s, %d bytes) exceeds the server's "
+                  "max_payload of %d bytes; published without its data",
+                  envelope.position, envelope.name, size, max_payload)
+        headers[DATA_OMITTED_HEADER] = "too-large"
+        return encode(msgspec.structs.replace(envelope, data={}))
 
     async def _stream_tail(self, js: JetStreamContext) -> int:
         """Position of the stream's last message if the feed has the same event there, else 0.

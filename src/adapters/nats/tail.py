@@ -21,6 +21,7 @@ from nats.js import JetStreamContext, api
 from nats.js.errors import APIError, NotFoundError
 
 from context_service.adapters.nats.envelope import SUBJECT_PREFIX
+from context_service.adapters.nats.server import redact_url
 from context_service.adapters.nats.stream import STREAM_NAME
 
 DEFAULT_DURABLE = "context-service-tail"
@@ -108,7 +109,8 @@ async def _connect(url: str, connect_wait: float) -> Client:
     except (TimeoutError, OSError, nats.errors.Error) as exc:
         with contextlib.suppress(Exception):
             await nc.close()
-        raise TailError(f"cannot reach NATS at {url} within {connect_wait}s") from exc
+        raise TailError(
+            f"cannot reach NATS at {redact_url(url)} within {connect_wait}s") from exc
     return nc
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 
 from context_service.adapters.nats.relay import Relay, RelaySettings
-from context_service.adapters.nats.server import EmbeddedNatsServer
+from context_service.adapters.nats.server import EmbeddedNatsServer, redact_url
 from context_service.config import Settings
 from context_service.projections.outbox import EventFeed, PositionStore
 
@@ -27,7 +27,7 @@ class RelayWorker:
 
     def start(self) -> RelayWorker:
         self.relay.start()
-        log.info("relay publishing to JetStream", extra={"url": self.url})
+        log.info("relay publishing to JetStream", extra={"url": redact_url(self.url)})
         return self
 
     def stop(self) -> None:
@@ -41,6 +41,8 @@ class RelayWorker:
              s.published),
             ("cs_relay_duplicates_total", "Republished events JetStream already had.", {},
              s.duplicates),
+            ("cs_relay_omitted_total", "Events published without their data (above the "
+             "server's max_payload).", {}, s.omitted),
             ("cs_relay_errors_total", "Relay errors (publishing is retried).", {}, s.errors),
             ("cs_relay_position", "Last log position JetStream acknowledged.", {},
              s.last_position),
