@@ -85,6 +85,10 @@ class Settings:
     # CS_PACK_CACHE_MIB: the bound of the packs' corpus cache (about 200,000 passages at 3 GiB);
     # an index larger than it is loaded again by every pack over it
     pack_cache_mib: int = 3072
+    # CS_NATS_DUPLICATE_WINDOW / CS_NATS_MAX_AGE: the JetStream stream's duplicate window (how
+    # late a republish is still dropped) and how long it keeps events (None: for ever)
+    nats_duplicate_window_seconds: float = 120.0
+    nats_max_age_seconds: float | None = None
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -144,10 +148,22 @@ class Settings:
             allowed_hosts=tuple(h.strip() for h in env.get("CS_ALLOWED_HOSTS", "").split(",")
                                 if h.strip()),
             gateway_secret=env.get("CS_GATEWAY_SECRET", "").strip(),
+            **Settings._stream(env),  # type: ignore[arg-type]
             **Settings._agent(env),  # type: ignore[arg-type]
         )
         _listen(settings.listen_addr)
         return settings
+
+    @staticmethod
+    def _stream(env: Mapping[str, str]) -> dict[str, object]:
+        """The JetStream stream's duplicate window and age limit (JetStream refuses a window
+        longer than the age limit)."""
+        window = _duration(env, "CS_NATS_DUPLICATE_WINDOW", "2m")
+        age = (_duration(env, "CS_NATS_MAX_AGE", "") if env.get("CS_NATS_MAX_AGE", "").strip()
+               else None)
+        if age is not None and window > age:
+            raise SettingsError("CS_NATS_DUPLICATE_WINDOW must not be longer than CS_NATS_MAX_AGE")
+        return {"nats_duplicate_window_seconds": window, "nats_max_age_seconds": age}
 
     @staticmethod
     def _agent(env: Mapping[str, str]) -> dict[str, object]:
@@ -184,6 +200,14 @@ def _positive(env: Mapping[str, str], key: str, default: int) -> int:
     if not raw.isdigit() or int(raw) < 1:
         raise SettingsError(f"{key} must be a positive integer")
     return int(raw)
+
+
+def _duration(env: Mapping[str, str], key: str, default: str) -> float:
+    """Seconds of a positive Go-style duration setting (``2m``, ``720h``)."""
+    nanos = parse_duration_ns(env.get(key, "").strip() or default)
+    if nanos is None or nanos <= 0:
+        raise SettingsError(f"{key} must be a positive duration such as 2m or 720h")
+    return nanos / 1e9
 
 
 def _retention(raw: str) -> float:

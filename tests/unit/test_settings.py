@@ -31,3 +31,26 @@ def test_the_pack_corpus_cache_bound_is_read_in_mib() -> None:
     for raw in ("0", "-1", "3GiB", "1.5"):
         with pytest.raises(SettingsError, match="CS_PACK_CACHE_MIB must be a positive integer"):
             Settings.from_env({"CS_PACK_CACHE_MIB": raw})
+
+
+def test_the_event_stream_s_window_and_age_are_durations() -> None:
+    default = Settings.from_env({})
+    assert (default.nats_duplicate_window_seconds, default.nats_max_age_seconds) == (120.0, None)
+    set_ = Settings.from_env({"CS_NATS_DUPLICATE_WINDOW": "30s", "CS_NATS_MAX_AGE": "720h"})
+    assert (set_.nats_duplicate_window_seconds, set_.nats_max_age_seconds) == (30.0, 2_592_000.0)
+    for key, raw in (("CS_NATS_DUPLICATE_WINDOW", "0s"), ("CS_NATS_MAX_AGE", "soon"),
+                     ("CS_NATS_DUPLICATE_WINDOW", "-2m")):
+        with pytest.raises(SettingsError, match=f"{key} must be a positive duration"):
+            Settings.from_env({key: raw})
+    with pytest.raises(SettingsError, match="must not be longer than CS_NATS_MAX_AGE"):
+        Settings.from_env({"CS_NATS_MAX_AGE": "1m"})
+
+
+def test_the_relay_creates_its_stream_with_the_settings() -> None:
+    from context_service.adapters.nats.worker import RelayWorker
+
+    settings = Settings(nats_url="nats://127.0.0.1:1", nats_duplicate_window_seconds=30.0,
+                        nats_max_age_seconds=3600.0)
+    worker = RelayWorker(settings, None, None)  # type: ignore[arg-type]  # not started
+    config = worker.relay._settings.stream.config()
+    assert (config.duplicate_window, config.max_age) == (30.0, 3600.0)

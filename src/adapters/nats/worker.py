@@ -8,6 +8,7 @@ import logging
 
 from context_service.adapters.nats.relay import Relay, RelaySettings
 from context_service.adapters.nats.server import EmbeddedNatsServer, redact_url
+from context_service.adapters.nats.stream import StreamSpec
 from context_service.config import Settings
 from context_service.projections.outbox import EventFeed, PositionStore
 
@@ -23,7 +24,9 @@ class RelayWorker:
             self.server = EmbeddedNatsServer.from_settings(settings)
             url = self.server.start()
         self.url = url
-        self.relay = Relay(feed, positions, RelaySettings(url=url))
+        stream = StreamSpec(duplicate_window=settings.nats_duplicate_window_seconds,
+                            max_age=settings.nats_max_age_seconds)
+        self.relay = Relay(feed, positions, RelaySettings(url=url, stream=stream))
 
     def start(self) -> RelayWorker:
         self.relay.start()
