@@ -40,6 +40,7 @@ def test_serve_publishes_and_tail_prints(data_dir: Path, database_url: str) -> N
         with server.client() as http:
             metrics = http.get("/metrics").text
         assert "cs_relay_position 2" in metrics
+        assert "cs_relay_checkpoint 2" in metrics  # saved once caught up
     finally:
         server.stop()
         server.cleanup()

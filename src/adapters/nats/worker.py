@@ -49,6 +49,8 @@ class RelayWorker:
             ("cs_relay_errors_total", "Relay errors (publishing is retried).", {}, s.errors),
             ("cs_relay_position", "Last log position JetStream acknowledged.", {},
              s.last_position),
+            ("cs_relay_checkpoint", "Last log position the relay saved as its checkpoint.", {},
+             s.saved_position),
             ("cs_relay_in_flight", "Published events awaiting acknowledgement.", {}, s.in_flight),
             ("cs_relay_connected", "1 when connected to NATS.", {}, 1.0 if s.connected else 0.0),
         ]
