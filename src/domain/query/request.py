@@ -10,6 +10,7 @@ import msgspec
 
 from context_service.domain.errors import ContextInvalidError
 from context_service.domain.query.cursor import decode_cursor, fingerprint
+from context_service.domain.query.index import term_key
 from context_service.domain.query.scoring import query_terms
 
 DEFAULT_LIMIT = 20
@@ -35,7 +36,8 @@ class QueryInput(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class QueryPlan(msgspec.Struct, frozen=True):
-    """What the search needs: distinct terms with their counts, the page and its fingerprint."""
+    """What the search needs: distinct terms (as the index keys them, ``term_key``) with their
+    counts, the page and its fingerprint."""
 
     terms: tuple[tuple[str, int], ...]
     offset: int
@@ -56,7 +58,7 @@ def plan(request: QueryInput) -> QueryPlan:
         if decoded is None:
             raise ContextInvalidError("invalid query cursor")
         offset = decoded
-    terms = tuple(sorted(query_terms(request.query).items()))
+    terms = tuple(sorted((term_key(t), n) for t, n in query_terms(request.query).items()))
     return QueryPlan(terms, offset, limit, key)
 
 

@@ -53,15 +53,24 @@ def is_settings(path: str) -> bool:
     return path == "/settings" or path.startswith("/settings/")
 
 
-def cookie(headers: Iterable[tuple[bytes, bytes]], name: str) -> str | None:
+def cookies(headers: Iterable[tuple[bytes, bytes]], name: str) -> list[str]:
+    """Every value of the cookie ``name``, in the order sent: a browser may hold several (one
+    of another path or a parent domain besides the page's own)."""
+    found = []
     for key, value in headers:
         if key.lower() != b"cookie":
             continue
         for part in value.decode("latin-1").split(";"):
             k, sep, v = part.strip().partition("=")
             if sep and k == name:
-                return v
-    return None
+                found.append(v)
+    return found
+
+
+def page_token(key: bytes, headers: Iterable[tuple[bytes, bytes]]) -> str | None:
+    """The browser's CSRF token a page keeps: the first ``cs_csrf`` cookie this service
+    signed (None: the page issues one). The guard accepts exactly these cookies."""
+    return next((v for v in cookies(headers, csrf.COOKIE) if csrf.valid(key, v)), None)
 
 
 def header(headers: Iterable[tuple[bytes, bytes]], name: bytes) -> str | None:
@@ -92,6 +101,10 @@ def csrf_key(app: Any) -> bytes:
     return key
 
 
+def _passes(key: bytes, headers: Iterable[tuple[bytes, bytes]]) -> bool:
+    return csrf.passes(key, header(headers, csrf.HEADER.encode()), page_token(key, headers))
+
+
 class SettingsGuard(MiddlewareProtocol):
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -104,8 +117,7 @@ class SettingsGuard(MiddlewareProtocol):
         headers = scope["headers"]
         if (scope["method"] not in SAFE_METHODS and (path + "/").startswith(GUARDED)
                 and from_browser(headers)
-                and not csrf.passes(csrf_key(scope["app"]), header(headers, csrf.HEADER.encode()),
-                                    cookie(headers, csrf.COOKIE))):
+                and not _passes(csrf_key(scope["app"]), headers)):
             extra, body = refusal(path)
             if is_settings(path):
                 extra.extend(HEADERS)

@@ -17,7 +17,7 @@ from litestar.static_files import create_static_files_router
 from litestar.template import TemplateConfig
 
 from context_service.http.settings import csrf
-from context_service.http.settings.guard import csrf_key
+from context_service.http.settings.guard import csrf_key, page_token
 from context_service.http.settings.ports import settings_ui
 
 STATIC_DIR = Path(__file__).parent / "static"
@@ -35,9 +35,9 @@ def _page(request: Request[Any, Any, Any], template: str, title: str, script: st
           status: int = 200, **context: Any) -> Template:
     """A page with this browser's CSRF token (kept while it is valid, else a new one set)."""
     key = csrf_key(request.app)
-    token = request.cookies.get(csrf.COOKIE)
+    token = page_token(key, request.scope["headers"])
     cookies = []
-    if not csrf.valid(key, token):
+    if token is None:
         token = csrf.issue(key)
         cookies.append(Cookie(key=csrf.COOKIE, value=token, path="/", httponly=True,
                               samesite="strict", secure=request.url.scheme == "https"))
@@ -88,11 +88,13 @@ def unknown_page(request: Request[Any, Any, Any]) -> Template:
 
 
 async def _exact_paths(request: Request[Any, Any, Any]) -> Response[Any] | None:
-    """``/settings/...`` with a trailing slash is sent to the path without it."""
+    """``/settings/...`` with a trailing slash is sent to the path without it. The location
+    starts with one ``/``: a path the router matched despite more leading slashes
+    (``//settings/``) must not become a protocol-relative address (the host ``settings``)."""
     raw = (request.scope.get("raw_path") or b"").split(b"?", 1)[0].decode("latin-1")
     if len(raw) > 1 and raw.endswith("/"):
         query = f"?{request.url.query}" if request.url.query else ""
-        return Redirect(path=raw.rstrip("/") + query, status_code=308)
+        return Redirect(path="/" + raw.lstrip("/\\").rstrip("/") + query, status_code=308)
     return None
 
 

@@ -16,7 +16,7 @@ from context_service.domain.context.events import QueryRecord
 class Search:
     namespace: str
     contexts: tuple[str, ...]  # authorized memory/knowledge contexts, sorted by name
-    terms: tuple[tuple[str, int], ...]  # distinct query terms and counts; () scores 1
+    terms: tuple[tuple[str, int], ...]  # distinct term keys and counts; () scores 1
     types: tuple[str, ...] = ()
     source_contexts: tuple[str, ...] = ()
     revisions: tuple[str, ...] = ()
