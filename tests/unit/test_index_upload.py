@@ -133,3 +133,21 @@ def _random_traffic(seed: int) -> int:
                 open_id, open_parts = "", {}
                 publications += 1
     return publications
+
+
+def test_a_late_part_of_an_upload_a_newer_one_replaced_is_refused() -> None:
+    """A finished upload is replaced by the next publication as an open one is: a retry of its
+    part arriving after a newer upload (or a single body) became current is refused, and never
+    brings the older index back."""
+    state, _ = send(_state(), "v", 1, 1, (rec("a"),))
+    state, _ = send(state, "w", 1, 1, (rec("b"),))
+    assert state.index_upload == "w"
+    with pytest.raises(ContextInvalidError, match='upload "v" was replaced by a newer upload'):
+        send(state, "v", 1, 1, (rec("a"),))
+    assert send(state, "w", 1, 1, (rec("b"),))[1] == []  # the current one, sent again
+    body = decide(c.PublishQueryIndex(actor=ADMIN, revision=REV, records=(rec("c"),)),
+                  state, NOW)
+    for event in body:
+        state = evolve(state, event)
+    with pytest.raises(ContextInvalidError, match='upload "w" was replaced by a newer upload'):
+        send(state, "w", 1, 1, (rec("b"),))

@@ -142,6 +142,10 @@ def evolve(state: ContextState, event: Event) -> ContextState:
             gone = state.replaced_uploads
             if state.upload is not None and state.upload.upload_id != event.upload_id:
                 gone = replaced(gone, state.upload.upload_id)
+            # the upload that made the index this one replaces is finished: a late part of it
+            # must not bring the older index back
+            if state.index_upload and state.index_upload != event.upload_id:
+                gone = replaced(gone, state.index_upload)
             return msgspec.structs.replace(state, index_revision=event.revision, upload=None,
                                            index_upload=event.upload_id,
                                            replaced_uploads=gone)
