@@ -31,6 +31,8 @@ from context_service import bootstrap
 from context_service.config import Settings
 from context_service.domain.context import commands as c
 from context_service.domain.context.events import FieldSpan, QueryRecord, RecordField
+from context_service.domain.events import ADMIN
+from context_service.domain.workspace.commands import SetMember
 
 NAME = "contracts"
 REV = "b" * 64
@@ -51,7 +53,7 @@ WITH matched AS MATERIALIZED (
    AND EXISTS ({_STATES} AND f.name = 'region' AND f.type = 'text'
                AND f.text_lower >= 'region-0'::bytea AND f.text_lower < 'region-1'::bytea)),
 page AS (
-  SELECT m.document_key FROM matched m
+  SELECT m.document_key, s.date_value AS signed FROM matched m
   LEFT JOIN agent_data.fields s ON s.document_key = m.document_key AND s.publication = %(p)s
        AND s.stating AND s.name = 'signed'
   ORDER BY s.date_value DESC NULLS LAST, m.document_key LIMIT 50)
@@ -60,6 +62,7 @@ SELECT (SELECT count(*) FROM matched) AS matched, p.document_key, f.name, f.reco
 FROM page p
 LEFT JOIN agent_data.fields f ON f.document_key = p.document_key AND f.publication = %(p)s
      AND f.stating AND f.name IN ('total', 'score', 'signed')
+ORDER BY p.signed DESC NULLS LAST, p.document_key
 """
 AGG_SQL = """
 SELECT g.text_key AS key, count(*) AS n, t.money_currency, sum(t.money_amount),
@@ -118,6 +121,8 @@ def main() -> None:
         try:
             started = time.perf_counter()
             app = container.contexts
+            # the owner is a member before it creates the context, so agents may read it
+            container.workspaces.execute(NS, SetMember(actor=ADMIN, subject=OWNER, role="owner"))
             app.execute(NS, NAME, c.CreateContext(actor=OWNER, name=NAME, namespace=NS,
                                                   type="knowledge", backend="pvc", size="1Gi",
                                                   access_mode="ReadWriteOnce"))

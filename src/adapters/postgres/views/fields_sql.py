@@ -14,6 +14,20 @@ from context_service.domain.fields.values import Money, Stated, Value, parse
 
 OPS = {"eq": "=", "ne": "<>", "lt": "<", "lte": "<=", "gt": ">", "gte": ">="}
 TYPES = ("number", "money", "date", "boolean", "text")
+# The text indexes key the first bytes of a value (a whole value may exceed a btree entry):
+# byte order of prefixes agrees with byte order of values, so a comparison restated on the
+# prefixes (implied by it, never narrower) lets the index scan a range; the exact one decides.
+PREFIX_BYTES = 1024
+_PREFIX_OPS = {"eq": "=", "lt": "<=", "lte": "<=", "gt": ">=", "gte": ">="}
+
+
+def _prefixed(column: str, op: str, value: bytes) -> tuple[str, list[Any]]:
+    """``column op value``, preceded by the same comparison on the indexed prefixes."""
+    exact = f"f.{column} {OPS[op]} %s"
+    if op not in _PREFIX_OPS:
+        return exact, [value]
+    return (f"substring(f.{column} from 1 for {PREFIX_BYTES}) {_PREFIX_OPS[op]} %s AND {exact}",
+            [value[:PREFIX_BYTES], value])
 # the columns a type's values are ordered by (money: by currency code, then amount)
 ORDER_COLUMNS = {"number": ("number_value",), "money": ("money_currency", "money_amount"),
                  "date": ("date_value",), "boolean": ("boolean_value",), "text": ("text_key",)}
@@ -68,10 +82,12 @@ def predicate(f: Filter, type_: str) -> tuple[str, list[Any]]:
             needle = utf8(wanted.lower())
             after = _successor(needle)
             # a range the text index can answer; exactly the strings starting with needle
+            low, low_args = _prefixed("text_lower", "gte", needle)
             if after is None:
-                return "f.text_lower >= %s", [needle]
-            return "f.text_lower >= %s AND f.text_lower < %s", [needle, after]
-        return f"f.text_key {OPS[f.op]} %s", [utf8(wanted)]
+                return low, low_args
+            high, high_args = _prefixed("text_lower", "lt", after)
+            return f"{low} AND {high}", low_args + high_args
+        return _prefixed("text_key", f.op, utf8(wanted))
     return f"f.{_COLUMN[type_]} {OPS[f.op]} %s", [wanted]
 
 

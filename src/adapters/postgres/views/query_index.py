@@ -11,6 +11,7 @@ index revision), so they select contexts.
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -169,10 +170,14 @@ _INT32 = (1 << 31) - 1
 
 def _matches(search: Search, max_weight: int) -> str:
     conditions = []
+    # The indexes key the SHA-256 of the values (which may be of any length); the hash finds
+    # the rows through them, the exact value decides.
     if search.ids:
-        conditions.append("AND f.id = ANY(%(ids)s::bytea[])")
+        conditions.append("AND sha256(f.id) = ANY(%(id_hashes)s::bytea[])"
+                          " AND f.id = ANY(%(ids)s::bytea[])")
     if search.source_contexts:
-        conditions.append("AND f.source_context = ANY(%(sources)s::bytea[])")
+        conditions.append("AND sha256(f.source_context) = ANY(%(source_hashes)s::bytea[])"
+                          " AND f.source_context = ANY(%(sources)s::bytea[])")
     if not search.terms:
         return _NO_TERMS.format(conditions=" ".join(conditions))
     where = _FILTER.format(conditions=" ".join(conditions)) if conditions else ""
@@ -231,13 +236,17 @@ def _classify(search: Search,
 
 
 def _params(search: Search, streams: list[uuid.UUID], ranks: list[int]) -> dict[str, Any]:
+    ids = [value.encode() for value in search.ids]
+    sources = [value.encode() for value in search.source_contexts]
     return {
         "streams": streams,
         "ranks": ranks,
         "terms": [term for term, _ in search.terms],
         "counts": [count for _, count in search.terms],
-        "ids": [value.encode() for value in search.ids],
-        "sources": [value.encode() for value in search.source_contexts],
+        "ids": ids,
+        "id_hashes": [hashlib.sha256(value).digest() for value in ids],
+        "sources": sources,
+        "source_hashes": [hashlib.sha256(value).digest() for value in sources],
         "offset": min(search.offset, _MAX_OFFSET),
         "fetch": search.limit + 1,
     }
