@@ -9,15 +9,17 @@ import msgspec
 
 from context_service.domain.errors import RequestInvalidError
 from context_service.domain.values import parse_timestamp
-from context_service.http.limits import MAX_BODY
+from context_service.http.limits import JSON_WHITESPACE, MAX_BODY
 
 T = TypeVar("T")
+# nesting as deep as the interpreter's recursion limit: far beyond any route's shape
+NESTED = "malformed JSON body: nested too deeply"
 
 
 def check_present(raw: bytes) -> None:
     if len(raw) > MAX_BODY:
         raise RequestInvalidError("request body too large")
-    if not raw.strip():
+    if not raw.strip(JSON_WHITESPACE):
         raise RequestInvalidError("request body is required")
 
 
@@ -27,12 +29,14 @@ def decode(raw: bytes, shape: type[T], refuse_nul: bool = False) -> T:
     check_present(raw)
     try:
         found = msgspec.json.decode(raw, type=shape, strict=True)
+        if refuse_nul and b"\\u0000" in raw:  # rare: only then look for it in the decoded strings
+            _refuse_nul(msgspec.to_builtins(found), "$")
     except msgspec.ValidationError as exc:
         raise RequestInvalidError(_message(str(exc))) from exc
     except msgspec.DecodeError as exc:
         raise RequestInvalidError(f"malformed JSON body: {exc}") from exc
-    if refuse_nul and b"\\u0000" in raw:  # rare: only then look for it in the decoded strings
-        _refuse_nul(msgspec.to_builtins(found), "$")
+    except RecursionError:  # the decoder's (or the NUL walk's) bound on nesting
+        raise RequestInvalidError(NESTED) from None
     return found
 
 

@@ -19,6 +19,9 @@ from litestar.types import (
 )
 
 MAX_BODY = 1024 * 1024
+# What "only whitespace" means for a body (rule 2): JSON's whitespace, the only bytes the decoder
+# lets follow a value (a form feed or a byte order mark is a malformed body, not an absent one).
+JSON_WHITESPACE = b" \t\r\n"
 # Handed to the app in place of a body past the limit: whitespace one byte over it, which every
 # body reader refuses by its length before anything else (``body.check_present``).
 OVERSIZED = b" " * (MAX_BODY + 1)

@@ -30,16 +30,20 @@ from litestar.types import (
 log = logging.getLogger(__name__)
 UNAVAILABLE = (b'{"error":"unavailable","message":"the service is shutting down; '
                b'retry against another instance"}')
+# the same on ``/api/`` routes, in their error body and headers (agent-context-api.md §1.3)
+API_UNAVAILABLE = (b'{"code":"SERVICE_UNAVAILABLE","message":"the service is shutting down; '
+                   b'retry against another instance"}')
 
 
 class _InFlight:
     """One request: answered by the app, or by the drain once the grace is over."""
 
-    __slots__ = ("answered", "send", "started", "task")
+    __slots__ = ("answered", "api", "send", "started", "task")
 
-    def __init__(self, send: Send, task: asyncio.Task[object] | None) -> None:
+    def __init__(self, send: Send, task: asyncio.Task[object] | None, api: bool) -> None:
         self.send = send
         self.task = task
+        self.api = api
         self.started = False
         self.answered = False
 
@@ -51,12 +55,14 @@ class _InFlight:
         await self.send(message)
 
     async def unavailable(self) -> None:
-        start: HTTPResponseStartEvent = {
-            "type": "http.response.start", "status": 503,
-            "headers": [(b"content-type", b"application/json"),
-                        (b"content-length", str(len(UNAVAILABLE)).encode()),
-                        (b"connection", b"close")]}
-        body: HTTPResponseBodyEvent = {"type": "http.response.body", "body": UNAVAILABLE,
+        answer = API_UNAVAILABLE if self.api else UNAVAILABLE
+        headers = [(b"content-type", b"application/json"),
+                   (b"content-length", str(len(answer)).encode()), (b"connection", b"close")]
+        if self.api:
+            headers += [(b"cache-control", b"no-store"), (b"retry-after", b"1")]
+        start: HTTPResponseStartEvent = {"type": "http.response.start", "status": 503,
+                                         "headers": headers}
+        body: HTTPResponseBodyEvent = {"type": "http.response.body", "body": answer,
                                        "more_body": False}
         await self.send(start)
         await self.send(body)
@@ -82,7 +88,7 @@ class Drain:
         if scope["type"] != ScopeType.HTTP:
             await self.app(scope, receive, send)
             return
-        call = _InFlight(send, asyncio.current_task())
+        call = _InFlight(send, asyncio.current_task(), scope["path"].startswith("/api/"))
         if self.expired:
             call.task = None
             await call.unavailable()

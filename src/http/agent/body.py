@@ -4,13 +4,15 @@ most one violation per path, the first rule that fails for it."""
 
 from __future__ import annotations
 
-from typing import TypeVar
+import math
+from decimal import Decimal
+from typing import Any, TypeVar
 
 import msgspec
 
 from context_service.http.agent.errors import ApiError, Violation
 from context_service.http.agent.late_body import PendingBody
-from context_service.http.limits import MAX_BODY
+from context_service.http.limits import JSON_WHITESPACE, MAX_BODY
 
 T = TypeVar("T")
 
@@ -19,8 +21,30 @@ class ApiBody(msgspec.Struct, forbid_unknown_fields=True, rename="camel", kw_onl
     """Base of every ``/api/`` body: unknown keys rejected; ``None`` fields mean absent."""
 
 
+NESTED = "malformed JSON body: nested too deeply"
+
+
 def invalid(message: str) -> ApiError:
     return ApiError(400, "INVALID_REQUEST", message)
+
+
+def _number(text: str) -> Any:
+    """A JSON number with a fraction or an exponent where the shape names no type: a double,
+    or, beyond every double (``1e400``), its decimal text (any JSON number decodes, rule 5 of
+    §1.4; whether a field takes it is that field's rule: a template ``number`` binds it, a
+    studied ``number`` is a finite double and refuses it)."""
+    value = float(text)
+    return value if math.isfinite(value) else Decimal(text)
+
+
+_DECODERS: dict[Any, msgspec.json.Decoder[Any]] = {}
+
+
+def _decoder(shape: type[T]) -> msgspec.json.Decoder[T]:
+    found = _DECODERS.get(shape)
+    if found is None:
+        found = _DECODERS[shape] = msgspec.json.Decoder(shape, strict=True, float_hook=_number)
+    return found
 
 
 def decode(body: bytes | PendingBody, shape: type[T]) -> T:
@@ -28,14 +52,16 @@ def decode(body: bytes | PendingBody, shape: type[T]) -> T:
     raw = body.read() if isinstance(body, PendingBody) else body
     if len(raw) > MAX_BODY:
         raise invalid("request body too large")
-    if not raw.strip():
+    if not raw.strip(JSON_WHITESPACE):
         raise invalid("request body is required")
     try:
-        return msgspec.json.decode(raw, type=shape, strict=True)
+        return _decoder(shape).decode(raw)
     except msgspec.ValidationError as exc:
         raise invalid(_message(str(exc))) from exc
     except msgspec.DecodeError as exc:
         raise invalid(f"malformed JSON body: {exc}") from exc
+    except RecursionError:  # the decoder's bound on nesting, far beyond any route's shape
+        raise invalid(NESTED) from None
 
 
 # msgspec's messages, taken apart with string operations: the unknown key is the caller's (up to

@@ -129,6 +129,11 @@ def _credential(request: Request[Any, Any, Any], agent: AgentServices, views: Se
     a wrong secret costs: the directory answers both from memory, and both are hashed."""
     token = presented_token(request)
     wait_for_views(request, (*ACCESS_VIEWS, *views), head)  # answered in the /api/ body
+    return _valid(agent, token)
+
+
+def _valid(agent: AgentServices, token: str) -> Credential:
+    """The recorded credential of a well-formed token, valid now (as the directory has it)."""
     credential_id = token_id(token)
     assert credential_id is not None
     credential = agent.directory.credential(credential_id)
@@ -140,6 +145,21 @@ def _credential(request: Request[Any, Any, Any], agent: AgentServices, views: Se
     if agent.clock() >= credential.expires_at:
         raise ApiError(401, "EXPIRED_CREDENTIAL", "agent credential has expired")
     return credential
+
+
+def presents_credential(request: Request[Any, Any, Any]) -> bool:
+    """Whether the request, not from a browser, presents a credential valid now as the access
+    directory has it: no wait for the views and nothing counted against the address (the
+    route's own pipeline decides; this only tells whether its body is worth receiving before a
+    request thread takes the request). Blocking (the directory may read the database)."""
+    agent = services(request).agent
+    if agent is None or from_browser(request.scope["headers"]):
+        return False
+    try:
+        _valid(agent, presented_token(request))
+    except Exception:  # refused, or the directory unreadable: the pipeline answers it
+        return False
+    return True
 
 
 def _creator(credential: Credential) -> Subject:
