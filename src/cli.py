@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from context_service import logs
 from context_service.config import Settings, SettingsError
 from context_service.stop_signals import ShutdownRequested, StopSignals
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 log = logging.getLogger("context_service")
 
@@ -177,14 +182,19 @@ def _status(settings: Settings) -> int:
     return 0
 
 
+def _progress(*columns: Any) -> Progress:
+    """A progress bar for the person at the terminal: on standard error, drawn only when that
+    is a terminal, so that piped or redirected output holds the result lines alone."""
+    from rich.console import Console
+    from rich.progress import Progress
+
+    err = Console(stderr=True)
+    return Progress(*columns, console=err, disable=not err.is_terminal,
+                    redirect_stdout=sys.stdout.isatty(), redirect_stderr=False)
+
+
 def _rebuild(settings: Settings, names: Sequence[str]) -> int:
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TaskID,
-        TimeRemainingColumn,
-    )
+    from rich.progress import BarColumn, MofNCompleteColumn, TaskID, TimeRemainingColumn
 
     from context_service import bootstrap
 
@@ -196,8 +206,8 @@ def _rebuild(settings: Settings, names: Sequence[str]) -> int:
                   f"{', '.join(container.view_names)}", file=sys.stderr)
             return 2
         head = container.store.head()
-        with Progress("[progress.description]{task.description}", BarColumn(),
-                      MofNCompleteColumn(), TimeRemainingColumn()) as progress:
+        with _progress("[progress.description]{task.description}", BarColumn(),
+                       MofNCompleteColumn(), TimeRemainingColumn()) as progress:
             for name in names or container.view_names:
                 task = progress.add_task(name, total=max(head, 1))
                 started = time.perf_counter()
@@ -213,31 +223,47 @@ def _rebuild(settings: Settings, names: Sequence[str]) -> int:
                 records = getattr(runner.projections[0][0], "indexed", None)
                 if isinstance(records, int):
                     line += f", {records} records, {records / elapsed:,.0f} records/s"
-                progress.console.print(line + ")")
+                print(line + ")", flush=True)
     finally:
         container.close()
     return 0
 
 
 def _export(settings: Settings, namespace: str | None, output: Path) -> int:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress
+    """The log into a new file beside ``output`` that replaces it once complete: an export that
+    fails or is interrupted leaves no shorter file behind, whose chain would verify as intact."""
+    from rich.progress import BarColumn, MofNCompleteColumn
 
     from context_service import bootstrap
     from context_service.adapters.eventstore.export import export
 
-    container = bootstrap.build(settings)
+    final = Path(os.path.realpath(output))
+    special = final.exists() and not final.is_file()  # /dev/stdout, a pipe: written as it is
+    partial = final if special else final.with_name(f".{final.name}.{os.getpid()}.partial")
+    try:  # before the database: a file that cannot be written is known at once
+        out = partial.open("wb" if special else "xb")
+    except OSError as exc:
+        print(f"context-service: cannot write {output}: {exc.strerror}", file=sys.stderr)
+        return 2
     try:
-        with output.open("wb") as out, Progress(
-                "[progress.description]{task.description}", BarColumn(),
-                MofNCompleteColumn()) as progress:
-            task = progress.add_task("export", total=max(container.store.head(), 1))
+        with out:
+            container = bootstrap.build(settings)
+            try:
+                with _progress("[progress.description]{task.description}", BarColumn(),
+                               MofNCompleteColumn()) as progress:
+                    task = progress.add_task("export", total=max(container.store.head(), 1))
 
-            def advance(position: int, head: int) -> None:
-                progress.update(task, completed=position, total=max(head, 1))
+                    def advance(position: int, head: int) -> None:
+                        progress.update(task, completed=position, total=max(head, 1))
 
-            count = export(container.store, out, namespace, advance)
+                    count = export(container.store, out, namespace, advance)
+            finally:
+                container.close()
+        if not special:
+            partial.replace(final)
     finally:
-        container.close()
+        if not special:
+            partial.unlink(missing_ok=True)
     print(f"exported {count} events to {output}")
     return 0
 
@@ -245,7 +271,11 @@ def _export(settings: Settings, namespace: str | None, output: Path) -> int:
 def _verify(path: Path) -> int:
     from context_service.adapters.eventstore.export import verify_file
 
-    checked, broken, why = verify_file(path)
+    try:
+        checked, broken, why = verify_file(path)
+    except OSError as exc:
+        print(f"context-service: cannot read {path}: {exc.strerror}", file=sys.stderr)
+        return 2
     if broken is not None:
         print(f"{path}: line {broken} is broken: {why}", file=sys.stderr)
         return 1
@@ -263,6 +293,16 @@ def _tail(settings: Settings, subject: str, durable: str, fmt: str, limit: int |
         print(f"events tail: {exc}", file=sys.stderr)
         return 1
     return 0
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
+    return value
 
 
 def parser() -> argparse.ArgumentParser:
@@ -285,7 +325,7 @@ def parser() -> argparse.ArgumentParser:
     tail.add_argument("--subject", default="context.events.>")
     tail.add_argument("--durable", default="context-service-tail")
     tail.add_argument("--format", dest="fmt", choices=("json", "text"), default="json")
-    tail.add_argument("--limit", type=int, default=None, help="stop after this many events")
+    tail.add_argument("--limit", type=_positive, default=None, help="stop after this many events")
     history = sub.add_parser("history", help="export and verify the hash-chained event log")
     hsub = history.add_subparsers(dest="action", required=True)
     exp = hsub.add_parser("export", help="write the whole log as hash-chained JSON lines")
@@ -304,15 +344,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(str(exc), file=sys.stderr)
         return 2
     logs.configure(settings.log_format)
+    import psycopg
+    import psycopg_pool
+    from eventsourcing.persistence import OperationalError
+    from psycopg.conninfo import conninfo_to_dict
+
     from context_service.adapters.optional import NotInstalledError
     from context_service.adapters.postgres.embedded import EmbeddedPostgresError
     from context_service.adapters.postgres.migrations import MigrationError
 
+    if settings.database_url:
+        try:
+            conninfo_to_dict(settings.database_url)
+        except psycopg.ProgrammingError:  # its text may quote the string, password and all
+            print("context-service: CS_DATABASE_URL is not a PostgreSQL connection string "
+                  "(postgresql://user:password@host:5432/dbname, or key=value pairs)",
+                  file=sys.stderr)
+            return 2
     try:
         return _run(args, settings)
     except (MigrationError, EmbeddedPostgresError, NotInstalledError) as exc:
         print(f"context-service: {exc}", file=sys.stderr)
         return 2
+    except (OperationalError, psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
+        print(f"context-service: cannot reach the database (CS_DATABASE_URL): {exc}",
+              file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("context-service: interrupted", file=sys.stderr)
+        return 130
 
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:

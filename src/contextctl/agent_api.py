@@ -17,7 +17,7 @@ import msgspec
 
 from context_service.client import ApiError, Client, Retry
 from context_service.contextctl import output
-from context_service.contextctl.client import ServiceError
+from context_service.contextctl.client import ServiceError, not_json, redact
 from context_service.contextctl.options import App
 
 T = TypeVar("T")
@@ -70,7 +70,12 @@ class AgentApi:
         try:
             return send()
         except ApiError as exc:
-            raise service_error(exc, self.settings.url) from exc
+            raise service_error(exc, redact(self.settings.url)) from exc
+        except msgspec.DecodeError as exc:
+            raise not_json(redact(self.settings.url)) from exc
+        except msgspec.ValidationError as exc:
+            raise ServiceError(f"the answer from {redact(self.settings.url)} is not what this "
+                               f"contextctl expects: {exc}") from exc
 
 
 def service_error(exc: ApiError, url: str) -> ServiceError:
@@ -115,9 +120,17 @@ def ask(app: App, path: str, body: msgspec.Struct, answer: type[T]) -> Answer[T]
 
 
 def ask_raw(app: App, path: str, body: msgspec.Struct) -> bytes:
-    """One request of a command: the agent route's exact bytes (an ndjson stream, whole)."""
+    """One request of a command: the agent route's exact bytes (an ndjson stream, whole), each
+    line known to be JSON."""
     with AgentApi(app) as api:
-        return api.raw(path, body)
+        raw = api.raw(path, body)
+    try:
+        for text in raw.splitlines():
+            if text.strip():
+                msgspec.json.decode(text)
+    except msgspec.DecodeError as exc:
+        raise not_json(redact(app.settings.url)) from exc
+    return raw
 
 
 def score(value: float | msgspec.UnsetType) -> int | float | None:

@@ -47,8 +47,10 @@ def dump(data: Any, fmt: str) -> None:
 
 
 def emit(reply: Reply, fmt: str, text: Callable[[Any], None]) -> None:
-    """``--json`` prints the body exactly as the service sent it."""
+    """``--json`` prints the body exactly as the service sent it (once it is known to be JSON:
+    another server's page is an error, not output)."""
     if fmt == JSON:
+        _ = reply.data
         click.echo(reply.raw.decode())
     elif fmt == YAML:
         dump(reply.data, YAML)

@@ -3,6 +3,7 @@ pack, over the Agent Context API with the credential in ``CS_AGENT_TOKEN``."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any, TypeVar, cast
 
@@ -16,6 +17,8 @@ from context_service.contract import agent as c
 
 SOURCES = ("passages", "graph", "documents")
 PREVIEW = 72
+DEFAULT_LATENCY_MS = 15_000  # the service's deadline when the request names none
+AFTER_DEADLINE = 10.0  # seconds: packing and answering after retrieval's deadline
 
 
 def preview(text: Any) -> str:
@@ -131,6 +134,7 @@ def pack(app: App, task: str, max_tokens: int | None, max_latency_ms: int | None
         filters=_given(c.Filters(collection_ids=list(collections) or None,
                                  document_ids=list(documents) or None,
                                  sources=list(sources) or None)))
+    app = waiting(app, max_latency_ms)
     if not stream:
         agent_api.emit(agent_api.ask(app, routes.PACKS, request, c.ContextPack), fmt,
                        print_pack)
@@ -142,6 +146,15 @@ def pack(app: App, task: str, max_tokens: int | None, max_latency_ms: int | None
         output.dump(_stream_data(raw), fmt)
     else:
         print_pack(from_stream(raw))
+
+
+def waiting(app: App, max_latency_ms: int | None) -> App:
+    """The invocation with a time limit no shorter than the pack's latency deadline (up to 60
+    s) and the packing after it: the service may take that long before it answers."""
+    needed = (max_latency_ms or DEFAULT_LATENCY_MS) / 1000 + AFTER_DEADLINE
+    if needed <= app.settings.timeout:
+        return app
+    return App(dataclasses.replace(app.settings, timeout=needed), app.user_agent)
 
 
 S = TypeVar("S", bound=msgspec.Struct)
