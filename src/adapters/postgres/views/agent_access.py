@@ -33,13 +33,14 @@ class MembersSql:
         if gone:
             self.cur.execute(
                 "DELETE FROM workspace_members m USING unnest(%b::bytea[], %b::bytea[])"
-                " AS t(ns, s) WHERE m.namespace = t.ns AND m.subject = t.s",
+                " AS t(ns, s) WHERE m.namespace = t.ns AND sha256(m.subject) = sha256(t.s)"
+                " AND m.subject = t.s",
                 ([k[0].encode() for k in gone], [k[1].encode() for k in gone]))
         if kept:
             self.cur.execute(
                 "INSERT INTO workspace_members (namespace, subject, role, doc)"
                 " SELECT * FROM unnest(%b::bytea[], %b::bytea[], %b::text[], %b::text[])"
-                " ON CONFLICT (namespace, subject) DO UPDATE SET role = EXCLUDED.role,"
+                " ON CONFLICT (namespace, sha256(subject)) DO UPDATE SET role = EXCLUDED.role,"
                 " doc = EXCLUDED.doc",
                 ([c[0].encode() for c in kept], [c[1].key.encode() for c in kept],
                  [c[2] for c in kept],
@@ -87,9 +88,9 @@ class AccessReadsSql:
 
     def role(self, namespace: str, subject: Subject) -> str | None:
         with self.datastore.transaction(commit=False) as cur:
-            cur.execute("SELECT role FROM workspace_members WHERE namespace = %s"
-                        " AND subject = %s", (namespace.encode(), subject.key.encode()),
-                        prepare=True)
+            cur.execute("SELECT role FROM workspace_members WHERE namespace = %(ns)s"
+                        " AND sha256(subject) = sha256(%(s)s) AND subject = %(s)s",
+                        {"ns": namespace.encode(), "s": subject.key.encode()}, prepare=True)
             row = cur.fetchone()
         return None if row is None else str(row["role"])
 

@@ -30,7 +30,7 @@ class CollectionAdmissionSql:
         self.cur.execute(
             "SELECT m.namespace, m.subject FROM collection_admission_members m"
             " JOIN unnest(%b::bytea[], %b::bytea[]) AS t(ns, s)"
-            " ON m.namespace = t.ns AND m.subject = t.s",
+            " ON m.namespace = t.ns AND sha256(m.subject) = sha256(t.s) AND m.subject = t.s",
             ([_bytes(ns) for ns, _ in pairs], [_bytes(s) for _, s in pairs]))
         found = {(bytes(r["namespace"]), bytes(r["subject"])) for r in self.cur.fetchall()}
         return {k for k in pairs if (_bytes(k[0]), _bytes(k[1])) in found}
@@ -47,7 +47,8 @@ class CollectionAdmissionSql:
         subjects = [_bytes(k[1]) for k in members]
         self.cur.execute(
             "DELETE FROM collection_admission_members m USING unnest(%b::bytea[], %b::bytea[])"
-            " AS t(ns, s) WHERE m.namespace = t.ns AND m.subject = t.s", (ns, subjects))
+            " AS t(ns, s) WHERE m.namespace = t.ns AND sha256(m.subject) = sha256(t.s)"
+            " AND m.subject = t.s", (ns, subjects))
         kept = [i for i, held in enumerate(members.values()) if held]
         if kept:
             self.cur.execute(

@@ -47,11 +47,11 @@ class CatalogSql:
         self.cur.execute("DELETE FROM context_grants WHERE stream_id = ANY(%s)", (ids,))
         grantees = [(sid, subject) for sid, st, _ in rows if st.live
                     for subject in sorted({g.subject.key for g in st.grants})]
-        if grantees:
+        if grantees:  # subjects as UTF-8 bytes, keyed by their hash (any length)
             self.cur.execute(
                 "INSERT INTO context_grants (stream_id, subject)"
-                " SELECT * FROM unnest(%b::uuid[], %b::text[])",
-                ([g[0] for g in grantees], [g[1] for g in grantees]))
+                " SELECT * FROM unnest(%b::uuid[], %b::bytea[])",
+                ([g[0] for g in grantees], [g[1].encode() for g in grantees]))
 
 
 class RevisionSql:
@@ -109,10 +109,11 @@ class ContextReadsSql:
                             "WHERE namespace = %s AND live ORDER BY name", (namespace,))
             else:
                 cur.execute(
-                    "SELECT c.doc::text AS doc FROM context_catalog c WHERE c.namespace = %s"
+                    "SELECT c.doc::text AS doc FROM context_catalog c WHERE c.namespace = %(ns)s"
                     " AND c.live AND EXISTS (SELECT 1 FROM context_grants g"
-                    " WHERE g.stream_id = c.stream_id AND g.subject = %s) ORDER BY c.name",
-                    (namespace, subject.key))
+                    " WHERE g.stream_id = c.stream_id AND sha256(g.subject) = sha256(%(s)s)"
+                    " AND g.subject = %(s)s) ORDER BY c.name",
+                    {"ns": namespace, "s": subject.key.encode()})
             return [_state.decode(r["doc"]) for r in cur.fetchall()]
 
     def revisions(self, namespace: str, name: str, since: int) -> Sequence[Revision]:

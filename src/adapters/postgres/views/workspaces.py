@@ -21,6 +21,7 @@ class WorkspacesSql:
                 cur.execute("SELECT DISTINCT namespace, 'owner' AS role FROM workspace_members"
                             " ORDER BY namespace")
             else:
-                cur.execute("SELECT namespace, role FROM workspace_members WHERE subject = %s"
-                            " ORDER BY namespace", (subject.key.encode(),))
+                cur.execute("SELECT namespace, role FROM workspace_members"
+                            " WHERE sha256(subject) = sha256(%(s)s) AND subject = %(s)s"
+                            " ORDER BY namespace", {"s": subject.key.encode()})
             return [(bytes(r["namespace"]).decode(), str(r["role"])) for r in cur.fetchall()]
