@@ -133,15 +133,17 @@ def served_database(pg_admin_url: str, pg_template: str,
     test_databases.drop(name)
 
 
-@pytest.fixture(scope="module")
-def served(served_database: str) -> Iterator[ServerProcess]:
-    path = Path(tempfile.mkdtemp(prefix="cs-edge-"))
+@contextlib.contextmanager
+def serving(database: str, prefix: str, **env: str) -> Iterator[ServerProcess]:
+    """``context-service serve`` on ``database`` (a folder of its own, ``env`` added), its
+    workspace ``acme`` with alice as its owner; stopped and removed after."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
     proc = ServerProcess(path, env={"CS_ALLOWED_HOSTS": OWN_NAME,
-                                   "CS_WORKERS": "projections,query-index"})
-    proc.env["CS_DATABASE_URL"] = served_database
+                                   "CS_WORKERS": "projections,query-index", **env})
+    proc.env["CS_DATABASE_URL"] = database
     try:
         proc.start()
-        with httpx.Client(base_url=proc.url, timeout=60) as http:  # workspace acme, alice owner
+        with httpx.Client(base_url=proc.url, timeout=60) as http:
             resp = http.put("/v1/namespaces/acme/members",
                             json={"subject": {"kind": "user", "name": "alice"}, "role": "owner"},
                             headers={"X-Context-Subject": "service:context-service-admin"})
@@ -150,6 +152,12 @@ def served(served_database: str) -> Iterator[ServerProcess]:
     finally:
         proc.cleanup()
         shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def served(served_database: str) -> Iterator[ServerProcess]:
+    with serving(served_database, "cs-edge-") as proc:
+        yield proc
 
 
 class Answer:

@@ -5,18 +5,15 @@ every other route needs."""
 from __future__ import annotations
 
 import contextlib
-import shutil
 import socket
-import tempfile
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
 
 from tests.e2e.server import ServerProcess
-from tests.security.test_edge_limits import connect, head, read_answer
+from tests.security.test_edge_limits import connect, head, read_answer, serving
 from tests.security.test_edge_limits import served_database as served_database  # the fixture
 
 OWN_NAME = "context-service.test"
@@ -29,21 +26,8 @@ SLOW_CALLERS = 48
 def served(served_database: str) -> Iterator[ServerProcess]:
     """A service with the per-credential limit off (one credential stands for many) and a
     workspace ``acme`` with alice as its owner."""
-    path = Path(tempfile.mkdtemp(prefix="cs-plumbing-"))
-    proc = ServerProcess(path, env={"CS_ALLOWED_HOSTS": OWN_NAME, "CS_AGENT_RATE_PER_SECOND": "0",
-                                   "CS_WORKERS": "projections,query-index"})
-    proc.env["CS_DATABASE_URL"] = served_database
-    try:
-        proc.start()
-        with httpx.Client(base_url=proc.url, timeout=60, headers={"Host": OWN_NAME}) as http:
-            resp = http.put("/v1/namespaces/acme/members",
-                            json={"subject": {"kind": "user", "name": "alice"}, "role": "owner"},
-                            headers={"X-Context-Subject": "service:context-service-admin"})
-            assert resp.status_code == 200, resp.text
+    with serving(served_database, "cs-plumbing-", CS_AGENT_RATE_PER_SECOND="0") as proc:
         yield proc
-    finally:
-        proc.cleanup()
-        shutil.rmtree(path, ignore_errors=True)
 
 
 def credential(served: ServerProcess) -> str:
