@@ -17,8 +17,9 @@ import msgspec
 
 from context_service.client import ApiError, Client, Retry
 from context_service.contextctl import output
-from context_service.contextctl.client import ServiceError, not_json, redact
+from context_service.contextctl.client import ServiceError, not_json
 from context_service.contextctl.options import App
+from context_service.urls import redacted
 
 T = TypeVar("T")
 # the answer arrives as the service gave it: a 429 or 503 is reported, never waited out
@@ -70,11 +71,11 @@ class AgentApi:
         try:
             return send()
         except ApiError as exc:
-            raise service_error(exc, redact(self.settings.url)) from exc
+            raise service_error(exc, redacted(self.settings.url)) from exc
         except msgspec.DecodeError as exc:
-            raise not_json(redact(self.settings.url)) from exc
+            raise not_json(redacted(self.settings.url)) from exc
         except msgspec.ValidationError as exc:
-            raise ServiceError(f"the answer from {redact(self.settings.url)} is not what this "
+            raise ServiceError(f"the answer from {redacted(self.settings.url)} is not what this "
                                f"contextctl expects: {exc}") from exc
 
 
@@ -129,7 +130,7 @@ def ask_raw(app: App, path: str, body: msgspec.Struct) -> bytes:
             if text.strip():
                 msgspec.json.decode(text)
     except msgspec.DecodeError as exc:
-        raise not_json(redact(app.settings.url)) from exc
+        raise not_json(redacted(app.settings.url)) from exc
     return raw
 
 

@@ -13,6 +13,7 @@ from urllib.parse import quote
 import httpx
 
 from context_service.contextctl.settings import Settings
+from context_service.urls import redacted
 
 
 class CommandError(Exception):
@@ -53,15 +54,6 @@ def not_json(url: str) -> CommandError:
     """What an answer that is not JSON means: ``CS_URL`` names some other web server."""
     return CommandError(f"the answer from {url or 'the service'} is not the context service's "
                         "JSON (is CS_URL the context service?)")
-
-
-def redact(url: str) -> str:
-    """``url`` as messages show it: a user or password it carries becomes ``***``
-    (``https://***@gateway.example``)."""
-    scheme, sep, rest = url.partition("://")
-    authority, slash, path = rest.partition("/")
-    _, at, host = authority.rpartition("@")
-    return f"{scheme}{sep}{'***@' + host if at else authority}{slash}{path}" if sep else url
 
 
 def segment(value: str) -> str:
@@ -119,15 +111,15 @@ class Client:
             response = self._http.request(method, path, params=params, headers=sent,
                                           content=content)
         except httpx.TimeoutException as exc:
-            raise ServiceError(f"the context service at {redact(self.settings.url)} did not "
+            raise ServiceError(f"the context service at {redacted(self.settings.url)} did not "
                                f"answer in time ({exc.__class__.__name__})") from exc
         except httpx.HTTPError as exc:
             raise ServiceError(f"cannot reach the context service at "
-                               f"{redact(self.settings.url)}: {exc}") from exc
+                               f"{redacted(self.settings.url)}: {exc}") from exc
         if not response.is_success:
             raise service_error(response)
         return Reply(response.status_code, response.content, position(response),
-                     redact(self.settings.url))
+                     redacted(self.settings.url))
 
     def get(self, path: str, params: Mapping[str, str] | None = None) -> Reply:
         return self.request("GET", path, params=params)

@@ -34,9 +34,9 @@ from context_service.adapters.nats.envelope import (
     envelope_of,
     subject_for,
 )
-from context_service.adapters.nats.server import redact_url
 from context_service.adapters.nats.stream import StreamSpec, ensure_stream, last_envelope
 from context_service.projections.outbox import EventFeed, PositionStore
+from context_service.urls import redacted
 
 log = logging.getLogger(__name__)
 
@@ -251,7 +251,7 @@ class Relay:
             if self._failing:
                 self._failing = False
                 log.info("relay: connected to %s, resuming after position %d",
-                         redact_url(settings.url), start)
+                         redacted(settings.url), start)
             watchdog = asyncio.create_task(self._watch_acks())
             await self._pump(js, start, nc.max_payload)
             await self._settle_all()

@@ -27,21 +27,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def redact_url(url: str) -> str:
-    """``url`` as logs and error messages show it: a user, password or token it carries becomes
-    ``***`` (``nats://***@host:4222``); a list of URLs (comma-separated) is redacted one by one."""
-
-    def redact(one: str) -> str:
-        scheme, sep, rest = one.partition("://")
-        if not sep:
-            scheme, rest = "", one
-        authority, slash, path = rest.partition("/")
-        _, at, host = authority.rpartition("@")
-        return f"{scheme}{sep}{'***@' + host if at else authority}{slash}{path}"
-
-    return ",".join(redact(one) for one in url.split(","))
-
-
 class NatsServerError(RuntimeError):
     """The embedded server could not be found, started or reached."""
 

@@ -21,8 +21,8 @@ from nats.js import JetStreamContext, api
 from nats.js.errors import APIError, NotFoundError
 
 from context_service.adapters.nats.envelope import SUBJECT_PREFIX
-from context_service.adapters.nats.server import redact_url
 from context_service.adapters.nats.stream import STREAM_NAME
+from context_service.urls import redacted
 
 DEFAULT_DURABLE = "context-service-tail"
 
@@ -110,7 +110,7 @@ async def _connect(url: str, connect_wait: float) -> Client:
         with contextlib.suppress(Exception):
             await nc.close()
         raise TailError(
-            f"cannot reach NATS at {redact_url(url)} within {connect_wait}s") from exc
+            f"cannot reach NATS at {redacted(url)} within {connect_wait}s") from exc
     return nc
 
 

@@ -7,10 +7,11 @@ from __future__ import annotations
 import logging
 
 from context_service.adapters.nats.relay import Relay, RelaySettings
-from context_service.adapters.nats.server import EmbeddedNatsServer, redact_url
+from context_service.adapters.nats.server import EmbeddedNatsServer
 from context_service.adapters.nats.stream import StreamSpec
 from context_service.config import Settings
 from context_service.projections.outbox import EventFeed, PositionStore
+from context_service.urls import redacted
 
 log = logging.getLogger(__name__)
 Gauge = tuple[str, str, dict[str, str], float]
@@ -30,7 +31,7 @@ class RelayWorker:
 
     def start(self) -> RelayWorker:
         self.relay.start()
-        log.info("relay publishing to JetStream", extra={"url": redact_url(self.url)})
+        log.info("relay publishing to JetStream", extra={"url": redacted(self.url)})
         return self
 
     def stop(self) -> None:
