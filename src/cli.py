@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 import time
 from collections.abc import Sequence
@@ -236,34 +235,26 @@ def _export(settings: Settings, namespace: str | None, output: Path) -> int:
 
     from context_service import bootstrap
     from context_service.adapters.eventstore.export import export
+    from context_service.files import Replacing
 
-    final = Path(os.path.realpath(output))
-    special = final.exists() and not final.is_file()  # /dev/stdout, a pipe: written as it is
-    partial = final if special else final.with_name(f".{final.name}.{os.getpid()}.partial")
     try:  # before the database: a file that cannot be written is known at once
-        out = partial.open("wb" if special else "xb")
+        replacing = Replacing(output, binary=True)
     except OSError as exc:
         print(f"context-service: cannot write {output}: {exc.strerror}", file=sys.stderr)
         return 2
-    try:
-        with out:
-            container = bootstrap.build(settings)
-            try:
-                with _progress("[progress.description]{task.description}", BarColumn(),
-                               MofNCompleteColumn()) as progress:
-                    task = progress.add_task("export", total=max(container.store.head(), 1))
+    with replacing as out:
+        container = bootstrap.build(settings)
+        try:
+            with _progress("[progress.description]{task.description}", BarColumn(),
+                           MofNCompleteColumn()) as progress:
+                task = progress.add_task("export", total=max(container.store.head(), 1))
 
-                    def advance(position: int, head: int) -> None:
-                        progress.update(task, completed=position, total=max(head, 1))
+                def advance(position: int, head: int) -> None:
+                    progress.update(task, completed=position, total=max(head, 1))
 
-                    count = export(container.store, out, namespace, advance)
-            finally:
-                container.close()
-        if not special:
-            partial.replace(final)
-    finally:
-        if not special:
-            partial.unlink(missing_ok=True)
+                count = export(container.store, out, namespace, advance)
+        finally:
+            container.close()
     print(f"exported {count} events to {output}")
     return 0
 

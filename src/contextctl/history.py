@@ -4,11 +4,8 @@ of those events as JSON lines."""
 from __future__ import annotations
 
 import json
-import os
-import secrets
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import IO, Any
 
 import click
@@ -28,6 +25,7 @@ from context_service.contextctl.options import (
     output_options,
     pass_app,
 )
+from context_service.files import Replacing
 
 EXPORT_PAGE = 1000
 history = group("history", "A context's past: as-of reads, audit, events, export.")
@@ -131,29 +129,13 @@ def export(app: App, name: str, target: str | None, namespace: str | None) -> No
 
 
 def write_whole(target: str, write: Callable[[IO[str]], int]) -> int:
-    """``write`` into a new file beside ``target`` that replaces it once complete: an export
-    that fails or is interrupted leaves ``target`` as it was, never half of it (which would
-    read as a shorter whole). A target that is not a regular file (``/dev/stdout``, a pipe)
-    is written as it is."""
-    final = Path(os.path.realpath(target))
-    if final.exists() and not final.is_file():
-        with _opened(target, final) as stream:
-            return write(stream)
-    partial = final.with_name(f".{final.name}.{secrets.token_hex(4)}.partial")
+    """``write`` into ``target``, which it replaces only once complete (``files.Replacing``)."""
     try:
-        with _opened(target, partial, "x") as stream:
-            count = write(stream)
-        partial.replace(final)
-    finally:
-        partial.unlink(missing_ok=True)
-    return count
-
-
-def _opened(target: str, path: Path, mode: str = "w") -> IO[str]:
-    try:
-        return path.open(mode, encoding="utf-8")
+        replacing = Replacing(target)
     except OSError as exc:
         raise click.FileError(target, exc.strerror) from exc
+    with replacing as stream:
+        return write(stream)
 
 
 def write_events(client: Client, path: str, stream: IO[str]) -> int:
