@@ -12,6 +12,7 @@ import msgspec
 
 from context_service.http.agent.errors import ApiError, Violation
 from context_service.http.agent.late_body import PendingBody
+from context_service.http.body import NESTED
 from context_service.http.limits import JSON_WHITESPACE, MAX_BODY
 
 T = TypeVar("T")
@@ -19,9 +20,6 @@ T = TypeVar("T")
 
 class ApiBody(msgspec.Struct, forbid_unknown_fields=True, rename="camel", kw_only=True):
     """Base of every ``/api/`` body: unknown keys rejected; ``None`` fields mean absent."""
-
-
-NESTED = "malformed JSON body: nested too deeply"
 
 
 def invalid(message: str) -> ApiError:
