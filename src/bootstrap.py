@@ -362,6 +362,11 @@ class _Runners:
         for runner in reversed(self.runners):
             runner.stop()
 
+    def gauges(self) -> list[tuple[str, str, dict[str, str], float]]:
+        """Per projection: the event it is held at, failed attempts at it and events of unknown
+        types passed over (``cs_projection_blocked`` and co.), while this instance runs it."""
+        return [gauge for runner in self.runners for gauge in runner.gauges()]
+
 
 def _started_runners(runners: list[ProjectionRunner]) -> _Runners:
     for runner in runners:

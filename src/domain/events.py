@@ -7,6 +7,7 @@ audit view, the history API and the NATS envelope need nothing outside the event
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 import msgspec
 
@@ -14,6 +15,14 @@ import msgspec
 class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="event"):
     at: datetime
     actor: str
+
+
+class UnknownEvent(Event, frozen=True, kw_only=True, tag="UnknownEvent"):
+    """An event of a type this version does not know (a newer version's, or one since retired),
+    as the log's readers see it: ``fields`` is its stored body, whole (``at`` and ``actor`` are
+    read from it too), so it is published and listed like any other and folded by nothing."""
+
+    fields: dict[str, Any]
 
 
 class Subject(msgspec.Struct, frozen=True):

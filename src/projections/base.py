@@ -2,6 +2,13 @@
 
 The runner hands each batch to ``apply`` together with a view bound to the batch's transaction;
 view changes and the tracking position commit together (exactly once).
+
+What ``apply`` may count on, and must allow:
+- it sees only events of types this version knows: the runner passes over the others;
+- it may be called again on parts of a batch whose first call raised (each part under a
+  savepoint, to find the event at fault), so its effects belong in the view, not in memory
+  that a rolled-back part would leave changed;
+- an exception is never swallowed: the projection is held at the event it fails on.
 """
 
 from __future__ import annotations

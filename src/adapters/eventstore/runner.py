@@ -2,7 +2,14 @@
 group, and their tracking rows advance in the same transaction (``synchronous_commit = off``),
 only from the positions the rows hold (compare and set): a runner whose memory disagrees with
 them (another instance moved them, a crash lost batches it had committed) changes nothing and
-reads them again. When caught up it sleeps until the log head moves."""
+reads them again. When caught up it sleeps until the log head moves.
+
+Events it cannot handle: an event of a type this version does not know (a newer version's,
+during a rolling upgrade) is passed over, its position tracked like any other. An event a
+projection's handler raises on is isolated: the batch is applied again under savepoints, every
+projection commits up to the event before the first one its handler fails on, and the failing
+ones are held there (logged, counted, ``cs_projection_blocked``) and retried with the loop's
+backoff; a known event is never skipped."""
 
 from __future__ import annotations
 
@@ -10,21 +17,101 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from eventsourcing.persistence import IntegrityError
 from eventsourcing.postgres import PostgresTrackingRecorder
 
 from context_service.adapters.eventstore.store import EventStore
+from context_service.domain.events import UnknownEvent
 from context_service.domain.stream import Recorded
 from context_service.projections.base import Projection
 
 log = logging.getLogger(__name__)
 ViewFactory = Callable[[Any], Any]
 Progress = Callable[[int, int], None]
+Gauge = tuple[str, str, dict[str, str], float]
 RETRY_INITIAL, RETRY_MAX = 0.5, 5.0  # seconds between attempts at a failing batch (as the relay)
+CANCEL_WAIT = 5.0  # seconds a stop waits for the server to cancel a stopped batch's statement
+
+
+@dataclass(frozen=True)
+class Held:
+    """A projection held at the event its handler failed on."""
+
+    projection: str
+    position: int
+    event: str  # the event's type
+    error: Exception
+
+
+class PoisonEventError(RuntimeError):
+    """A projection's handler failed on an event: what came before it is committed, the
+    projection waits at it."""
+
+    def __init__(self, held: Sequence[Held]) -> None:
+        super().__init__("; ".join(f"{h.projection} held at {h.position} ({h.event}): "
+                                   f"{h.error!r}" for h in held))
+        self.held = list(held)
+
+
+class StoppedError(RuntimeError):
+    """The runner was stopped while this batch ran: it is rolled back, not committed."""
+
+
+class _HandlerError(Exception):
+    """A projection's handler raised on its whole share of a batch (the batch is then applied
+    again, isolating the event at fault)."""
+
+    def __init__(self, projection: str, error: Exception) -> None:
+        super().__init__(projection)
+        self.projection, self.error = projection, error
+
+
+@dataclass
+class _Outcome:
+    """What a committed batch did: the position each projection reached, and how many events
+    of unknown types it passed over."""
+
+    reached: dict[str, int] = field(default_factory=dict)
+    passed: Counter[str] = field(default_factory=Counter)
+
+
+# applies a projection's share of a batch; returns where it stopped short (None: it did not)
+Applier = Callable[[Any, Projection, Any, Sequence[Recorded]], "int | None"]
+
+
+def _apply_all(cur: Any, projection: Projection, view: Any,
+               todo: Sequence[Recorded]) -> int | None:
+    try:
+        projection.apply(view, todo)
+    except Exception as exc:
+        raise _HandlerError(projection.name, exc) from exc
+    return None
+
+
+def _held_at(projection: Projection, bad: Recorded,
+             error: Exception) -> tuple[int, Held]:
+    """Where a projection stops (just before the event at fault) and why."""
+    return bad.position - 1, Held(projection.name, bad.position, bad.name, error)
+
+
+def _attempt(cur: Any, projection: Projection, view: Any,
+             events: Sequence[Recorded]) -> Exception | None:
+    """Apply ``events`` under a savepoint: kept when the handler succeeds, rolled back (and its
+    error returned) when it raises."""
+    cur.execute("SAVEPOINT isolate")
+    try:
+        projection.apply(view, events)
+    except Exception as exc:
+        cur.execute("ROLLBACK TO SAVEPOINT isolate")
+        return exc
+    cur.execute("RELEASE SAVEPOINT isolate")
+    return None
 
 
 class Listener(Protocol):
@@ -55,6 +142,14 @@ class ProjectionRunner:
         self.refresh()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        # held by a batch from its last statement until its connection is back in the pool, and
+        # by a stop that timed out: no batch commits once its loop's stop is set
+        self._fence = threading.Lock()
+        self._batches: dict[threading.Event, Any] = {}  # a loop's stop -> its batch's connection
+        self._held: dict[str, Held] = {}  # projection -> the event it waits at
+        self._failures: Counter[str] = Counter()  # failed attempts at a held event
+        self._unknown: Counter[str] = Counter()  # events of unknown types passed over
+        self._unknown_types: set[str] = set()  # logged once each
 
     def refresh(self) -> None:
         """Read the tracked positions again (another instance may have moved them)."""
@@ -75,60 +170,196 @@ class ProjectionRunner:
     def position_of(self, name: str) -> int:
         return self._positions[name]
 
-    def run_once(self) -> int:
-        """Apply the next page of the log; return the number of events read."""
+    def run_once(self, stop: threading.Event | None = None) -> int:
+        """Apply the next page of the log; return the number of events read.
+        ``PoisonEventError`` when a projection is held at an event its handler fails on."""
         batch = self.store.read(self.position, self.batch_size)
         if batch:
-            self._apply(batch)
+            self._apply(batch, stop)
         return len(batch)
 
-    def _apply(self, batch: Sequence[Recorded]) -> None:
-        """Apply one page (which starts right after ``position``) and advance the tracking."""
-        start = self.position
-        last = batch[-1].position
-        with self.store.datastore.transaction(commit=True) as cur:
-            cur.execute("SET LOCAL synchronous_commit = off")
-            tracked = []
+    def _apply(self, batch: Sequence[Recorded], stop: threading.Event | None = None) -> None:
+        """Apply one page (which starts right after ``position``) and advance the tracking:
+        in one go or, when a handler raises (or one is held), range by range (``_isolate``)."""
+        held: list[Held] = []
+        failed: _HandlerError | None = None
+
+        def isolating(cur: Any, projection: Projection, view: Any,
+                      todo: Sequence[Recorded]) -> int | None:
+            known = failed.error if failed and failed.projection == projection.name else None
+            position, failure = self._isolate(cur, projection, view, todo, known)
+            if failure is not None:
+                held.append(failure)
+            return position
+
+        try:
+            outcome = self._commit(batch, stop, isolating if self._held else _apply_all)
+        except _HandlerError as exc:
+            if stop is not None and stop.is_set():  # (the stop may have cancelled its statement)
+                raise StoppedError("the runner was stopped: its batch is rolled back") from exc
+            failed = exc
+            outcome = self._commit(batch, stop, isolating)
+        self._advance(batch, outcome, held)
+        if held:
+            raise PoisonEventError(held)
+
+    def _commit(self, batch: Sequence[Recorded], stop: threading.Event | None,
+                apply: Applier) -> _Outcome:
+        """One transaction: each projection's share of the batch (after its own position, of
+        known types only) given to ``apply``, which returns the position short of the batch's
+        end the projection stops at, if any; its tracking row moves to where it got."""
+        start, last = self.position, batch[-1].position
+        outcome = _Outcome()
+        with self._transaction(stop) as cur:
             for projection, view in self.projections:
                 done = self._positions[projection.name]
                 todo = batch if done <= start else [r for r in batch if r.position > done]
-                if todo:
-                    projection.apply(view(cur), todo)
-                    tracked.append(projection.name)
-            self._track(cur, tracked, last)
-        for listener in self.listeners:
-            listener.applied(batch)
+                if not todo:
+                    continue
+                known = [r for r in todo if not isinstance(r.event, UnknownEvent)]
+                stopped = apply(cur, projection, view(cur), known) if known else None
+                reached = last if stopped is None else stopped
+                outcome.reached[projection.name] = reached
+                outcome.passed[projection.name] = sum(
+                    1 for r in todo if r.position <= reached and isinstance(r.event, UnknownEvent))
+            self._track(cur, {n: p for n, p in outcome.reached.items()
+                              if p > self._positions[n]})
+        return outcome
+
+    def _isolate(self, cur: Any, projection: Projection, view: Any, todo: Sequence[Recorded],
+                 failed: Exception | None) -> tuple[int | None, Held | None]:
+        """Apply ``todo`` in ranges under savepoints, halving a range that fails, to find the
+        first event the handler fails on once those before it are applied. Returns where the
+        projection stops (just before that event; ``None``: at the batch's end) and why.
+        ``failed``: the error of the whole ``todo`` (just seen, not tried again)."""
+        done, size = 0, len(todo)
+        held = self._held.get(projection.name)
+        if held is not None and held.position == todo[0].position:
+            size = 1  # the event it is held at, alone first: one call per retry while it fails
+        elif failed is not None:
+            if len(todo) == 1:
+                return _held_at(projection, todo[0], failed)
+            size = len(todo) // 2
+        while done < len(todo):
+            error = _attempt(cur, projection, view, todo[done:done + size])
+            if error is None:
+                done += size
+                size = len(todo) - done  # the rest at once
+            elif size > 1:
+                size //= 2
+            else:
+                return _held_at(projection, todo[done], error)
+        return None, None
+
+    @contextlib.contextmanager
+    def _transaction(self, stop: threading.Event | None) -> Iterator[Any]:
+        """A batch's transaction, which commits only if ``stop`` is still clear: checked, and
+        committed, under the fence a stop takes, so no batch commits once ``stop`` returned."""
+        with contextlib.ExitStack() as fence, \
+                self.store.datastore.transaction(commit=True) as cur:
+            if stop is not None:
+                self._batches[stop] = cur.connection
+            try:
+                cur.execute("SET LOCAL synchronous_commit = off")
+                yield cur
+            finally:
+                fence.enter_context(self._fence)  # released once the connection is back
+                if stop is not None:
+                    del self._batches[stop]
+            if stop is not None and stop.is_set():
+                raise StoppedError("the runner was stopped: its batch is rolled back")
+
+    def _advance(self, batch: Sequence[Recorded], outcome: _Outcome,
+                 held: Sequence[Held]) -> None:
+        """After a commit: tell the listeners about the events every projection has now
+        applied, note who is held and what was passed over, move the positions on."""
+        before = self.position
+        positions = {n: max(p, outcome.reached.get(n, 0)) for n, p in self._positions.items()}
+        after = min(positions.values())
+        if after > before:
+            applied = [r for r in batch if before < r.position <= after]
+            for listener in self.listeners:
+                listener.applied(applied)
+        for failure in held:
+            self._hold(failure)
+        self._unknown.update(outcome.passed)
+        self._note_unknown(batch)
         with self._changed:
-            for name in self.names:
-                self._positions[name] = max(self._positions[name], last)
+            for name, position in positions.items():
+                self._positions[name] = max(self._positions[name], position)
+                held_at = self._held.get(name)
+                if held_at is not None and held_at.position <= position:
+                    del self._held[name]  # it applied the event it was held at
             self._changed.notify_all()
 
-    def _track(self, cur: Any, names: list[str], position: int) -> None:
-        """Advance every named projection's tracking row to ``position`` in one statement,
-        from exactly the position this runner applied it to: a row anywhere else (another
-        instance moved it, or the database lost batches this runner remembers committing)
-        fails the whole batch, and the runner reads its positions again."""
-        if not names:
+    def _hold(self, failure: Held) -> None:
+        name = failure.projection
+        before = self._held.get(name)
+        first = before is None or before.position != failure.position
+        self._held[name] = failure
+        self._failures[name] += 1
+        # the traceback once per event held at; then one line per attempt (the backoff's pace)
+        log.error("projection %s is held at position %d (%s): %s", name, failure.position,
+                  failure.event, failure.error, exc_info=failure.error if first else None,
+                  extra={"projection": name, "position": failure.position,
+                         "event_type": failure.event, "failures": self._failures[name]})
+
+    def _note_unknown(self, batch: Sequence[Recorded]) -> None:
+        for recorded in batch:
+            if isinstance(recorded.event, UnknownEvent) \
+                    and recorded.name not in self._unknown_types:
+                self._unknown_types.add(recorded.name)
+                log.warning("projections pass over events of type %s, unknown to this version "
+                            "(first at position %d)", recorded.name, recorded.position,
+                            extra={"projections": self.names, "event_type": recorded.name,
+                                   "position": recorded.position})
+
+    def _track(self, cur: Any, reached: dict[str, int]) -> None:
+        """Advance each named projection's tracking row to the position it reached, in one
+        statement, from exactly the position this runner applied it to: a row anywhere else
+        (another instance moved it, or the database lost batches this runner remembers
+        committing) fails the whole batch, and the runner reads its positions again."""
+        if not reached:
             return
         table = self.tracking.tracking_table_name
+        names = list(reached)
         expected = [self._positions[n] for n in names]
         cur.execute(
-            f"WITH want(n, was) AS (SELECT * FROM unnest(%b::text[], %b::int8[])),"
-            f" moved AS (UPDATE {table} t SET notification_id = %b::int8 FROM want"
+            f"WITH want(n, was, now) AS (SELECT * FROM unnest(%b::text[], %b::int8[],"
+            " %b::int8[])),"
+            f" moved AS (UPDATE {table} t SET notification_id = want.now FROM want"
             "  WHERE t.application_name = want.n AND t.notification_id = want.was"
             "  RETURNING t.application_name),"
             f" added AS (INSERT INTO {table} (application_name, notification_id)"
-            "  SELECT n, %b::int8 FROM want WHERE was = 0"
+            "  SELECT n, now FROM want WHERE was = 0"
             "  ON CONFLICT (application_name) DO NOTHING RETURNING application_name)"
             " SELECT application_name FROM moved UNION ALL SELECT application_name FROM added",
-            (names, expected, position, position))
+            (names, expected, list(reached.values())))
         if len(cur.fetchall()) != len(names):
             raise IntegrityError(f"tracking of {names} is no longer at {expected}: "
-                                 f"batch up to {position} refused")
+                                 f"batch up to {max(reached.values())} refused")
+
+    def gauges(self) -> list[Gauge]:
+        """For /metrics: per projection, the event it is held at (0: none), the failed
+        attempts at held events, and the events of unknown types passed over."""
+        out: list[Gauge] = []
+        for name in self.names:
+            labels = {"projection": name}
+            out += [
+                ("cs_projection_blocked", "Position of the event the view is held at because "
+                 "its handler fails on it (0 when none).", labels,
+                 self.blocked.get(name, 0)),
+                ("cs_projection_failures_total", "Failed attempts to apply an event the view "
+                 "is held at.", labels, self._failures[name]),
+                ("cs_projection_unknown_events_total", "Events of a type this version does "
+                 "not know, passed over by the view.", labels, self._unknown[name])]
+        return out
 
     def catch_up(self, progress: Progress | None = None) -> int:
         """Apply the log up to its current head. The next page is read (and decoded) on another
-        connection while this one is applied, so reading overlaps writing."""
+        connection while this one is applied, so reading overlaps writing. Stops early at an
+        event a projection's handler fails on (logged and counted; the loop retries it), so a
+        worker still starts; ``blocked`` names who is held."""
         self.refresh()
         head = self.store.head()
         total = 0
@@ -139,11 +370,19 @@ class ProjectionRunner:
                 if not batch:
                     break
                 ahead = pool.submit(self.store.read, batch[-1].position, self.batch_size)
-                self._apply(batch)
+                try:
+                    self._apply(batch)
+                except PoisonEventError:
+                    break
                 total += len(batch)
                 if progress is not None:
                     progress(self.position, head)
         return total
+
+    @property
+    def blocked(self) -> dict[str, int]:
+        """Each projection held at an event its handler fails on, with that event's position."""
+        return {name: held.position for name, held in dict(self._held).items()}
 
     def rebuild(self, progress: Progress | None = None) -> int:
         """Empty the views and their tracking rows, then replay the log from position zero."""
@@ -155,9 +394,13 @@ class ProjectionRunner:
                             "WHERE application_name = %s", (projection.name,))
         with self._changed:
             self._positions = dict.fromkeys(self.names, 0)
+            self._held.clear()
             for listener in self.listeners:
                 listener.reset()
-        return self.catch_up(progress)
+        total = self.catch_up(progress)
+        if self._held:  # a rebuild leaves complete views or fails
+            raise PoisonEventError(list(self._held.values()))
+        return total
 
     def wait_for(self, position: int, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
@@ -180,29 +423,48 @@ class ProjectionRunner:
         self._thread.start()
 
     def stop(self, timeout: float = 10.0) -> None:
-        self._stop.set()
+        """Stop the loop: wait up to ``timeout`` seconds for the batch under way to commit;
+        past that, fence it off. It can no longer commit once this returns (a commit already
+        under way is waited for), its statement is cancelled, and it rolls back as it ends;
+        until then its transaction may still hold row locks, nothing more."""
+        stop, thread = self._stop, self._thread
+        stop.set()
         self.store.wake()
-        if self._thread is not None:
-            self._thread.join(timeout=timeout)
-            self._thread = None
+        if thread is None:
+            return
+        thread.join(timeout=timeout)
+        if thread.is_alive():
+            with self._fence:  # a commit under way ends first; the batch sees ``stop`` after
+                connection = self._batches.get(stop)
+                if connection is not None:
+                    with contextlib.suppress(Exception):  # the statement may have just ended
+                        connection.cancel_safe(timeout=CANCEL_WAIT)
+            log.warning("projection batch still running after %.1fs: it is rolled back",
+                        timeout, extra={"projections": self.names})
+        self._thread = None
 
     def _loop(self, stop: threading.Event) -> None:
         failures = 0
         while not stop.is_set():
             try:
-                read = self.run_once()
+                read = self.run_once(stop)
                 failures = 0
                 if read == 0:
                     self.store.wait_head(self.position, timeout=1.0, stop=stop)
                 elif self.busy <= read < self.batch_size:
                     # a busy log: let the next batch fill a little (fewer, larger transactions)
                     stop.wait(self.linger)
-            except Exception:
+            except Exception as exc:
+                if stop.is_set():  # stopped mid-batch (rolled back), or the pool closed under it
+                    return
                 # a batch that keeps failing (an event a view cannot take, a database away) is
                 # read and logged again after a pause that doubles up to RETRY_MAX, not twice a
                 # second for ever
                 pause = min(RETRY_INITIAL * 2 ** failures, RETRY_MAX)
                 failures += 1
+                if isinstance(exc, PoisonEventError):  # logged, with what precedes committed
+                    stop.wait(pause)
+                    continue
                 log.exception("projection batch failed", extra={
                     "projections": self.names, "failures": failures, "retry_seconds": pause})
                 stop.wait(pause)

@@ -6,6 +6,9 @@ JetStream rejects a message whose predecessor is missing instead of storing it o
 Resume: after the stream's last message when the log agrees with it, else after the checkpoint
 (saved only after acks, in batches); ``Nats-Msg-Id`` = position deduplicates any republish.
 Any failure ends the session (connection); the relay backs off and starts a new one.
+An event of a type this version does not know (a newer version's, during a rolling upgrade) is
+published like any other, with the fields it was stored with; it is logged once per type and
+counted, never a reason to stop.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from context_service.adapters.nats.envelope import (
     subject_for,
 )
 from context_service.adapters.nats.stream import StreamSpec, ensure_stream, last_envelope
+from context_service.domain.registry import EVENTS
 from context_service.projections.outbox import EventFeed, PositionStore
 from context_service.urls import redacted
 
@@ -81,7 +85,9 @@ class RelaySettings:
 class RelayStats:
     """Counters for /metrics. ``published`` counts stored messages, ``duplicates`` the republished
     ones JetStream already had, ``omitted`` the events published without their data (larger than
-    the server's ``max_payload``); ``last_position`` is the last acknowledged position."""
+    the server's ``max_payload``), ``unknown`` the events of a type this version does not know
+    (published as stored; a republish counts again); ``last_position`` is the last acknowledged
+    position."""
 
     published: int
     duplicates: int
@@ -92,6 +98,7 @@ class RelayStats:
     connected: bool
     last_error: str | None
     omitted: int = 0
+    unknown: int = 0
 
 
 class Relay:
@@ -108,7 +115,8 @@ class Relay:
         self._feed = feed
         self._positions = positions
         self._settings = settings
-        self._published = self._duplicates = self._errors = self._omitted = 0
+        self._published = self._duplicates = self._errors = self._omitted = self._unknown = 0
+        self._unknown_types: set[str] = set()  # logged once each
         self._acked: int | None = None  # last acknowledged position, once loaded
         self._saved = self._unsaved = 0
         self._last_save = 0.0
@@ -134,6 +142,7 @@ class Relay:
             connected=self._connected,
             last_error=self._last_error,
             omitted=self._omitted,
+            unknown=self._unknown,
         )
 
     # -- threaded API -------------------------------------------------------------------------
@@ -282,6 +291,8 @@ class Relay:
                 position = envelope.position
                 if position <= cursor:
                     raise FeedOrderError(f"feed returned {position} after {cursor}")
+                if envelope.name not in EVENTS:
+                    self._note_unknown(envelope)
                 subject = subject_for(envelope.namespace, envelope.aggregate, envelope.name, prefix)
                 headers = {MSG_ID_HEADER: str(position), VERSION_HEADER: "1"}
                 if chained:
@@ -315,6 +326,15 @@ class Relay:
                   envelope.position, envelope.name, size, max_payload)
         headers[DATA_OMITTED_HEADER] = "too-large"
         return encode(msgspec.structs.replace(envelope, data={}))
+
+    def _note_unknown(self, envelope: Envelope) -> None:
+        """An event this version cannot decode is still the log's: it goes out with its stored
+        fields and the headers of any other (decoding is not needed to build them)."""
+        self._unknown += 1
+        if envelope.name not in self._unknown_types:
+            self._unknown_types.add(envelope.name)
+            log.warning("relay: publishing events of type %s, unknown to this version, as "
+                        "stored (first at position %d)", envelope.name, envelope.position)
 
     async def _stream_tail(self, js: JetStreamContext) -> int:
         """Position of the stream's last message if the feed has the same event there, else 0.

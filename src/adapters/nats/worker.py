@@ -47,6 +47,8 @@ class RelayWorker:
              s.duplicates),
             ("cs_relay_omitted_total", "Events published without their data (above the "
              "server's max_payload).", {}, s.omitted),
+            ("cs_relay_unknown_total", "Events of a type this version does not know, published "
+             "with their stored fields.", {}, s.unknown),
             ("cs_relay_errors_total", "Relay errors (publishing is retried).", {}, s.errors),
             ("cs_relay_position", "Last log position JetStream acknowledged.", {},
              s.last_position),

@@ -17,8 +17,7 @@ from litestar.params import FromPath
 from context_service.contract.contexts import HistoryPage
 from context_service.domain.context.state import ContextState
 from context_service.domain.errors import ContextNotFoundError, RequestInvalidError
-from context_service.domain.events import ADMIN
-from context_service.domain.registry import event_name
+from context_service.domain.events import ADMIN, UnknownEvent
 from context_service.domain.stream import Recorded
 from context_service.domain.values import format_timestamp, parse_timestamp
 from context_service.http.common import (
@@ -141,12 +140,14 @@ def _decode(raw: str) -> _Cursor | None:
 
 
 def _item(recorded: Recorded) -> dict[str, Any]:
-    data = msgspec.to_builtins(recorded.event)
+    event = recorded.event
+    # an event of a type this version does not know is listed as stored: its name and fields
+    data = dict(event.fields) if isinstance(event, UnknownEvent) else msgspec.to_builtins(event)
     assert isinstance(data, dict)
     for key in ("event", "at", "actor"):
         data.pop(key, None)
-    return {"position": recorded.position, "time": format_timestamp(recorded.event.at),
-            "name": event_name(recorded.event), "actor": recorded.event.actor, "data": data}
+    return {"position": recorded.position, "time": format_timestamp(event.at),
+            "name": recorded.name, "actor": event.actor, "data": data}
 
 
 @get(PATH + "/history", opt={"query": ("limit", "cursor"), "permission": "administer"},
