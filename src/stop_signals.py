@@ -2,11 +2,16 @@
 starts and never replaced, that records a request before anything can fail, then hands it to
 whatever runs at that moment: start-up is interrupted, the HTTP server drains, the shutdown
 sequence notes it and goes on. A request is also read at each step of start-up, so one that a
-library swallowed is still obeyed."""
+library swallowed is still obeyed.
+
+Also the one word between the HTTP drain and the event store (neither imports the other): a
+request the drain answered ``503`` and abandoned must write nothing after that answer, though its
+handler thread runs on (``abandonable``, ``refuse_if_abandoned``)."""
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import logging
 import signal
 import time
@@ -15,6 +20,44 @@ from types import FrameType
 
 log = logging.getLogger("context_service")
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _never() -> bool:
+    return False
+
+
+# Whether the request the current work serves was abandoned by the drain; handler threads run
+# with a copy of the request's context, so they see the request's own answer.
+_abandoned: contextvars.ContextVar[Callable[[], bool]] = contextvars.ContextVar(
+    "abandoned", default=_never)
+
+
+class RequestAbandoned(Exception):
+    """The request this write serves was answered ``503`` (retry against another instance) and
+    abandoned by the drain: the write is refused, nothing of it is stored."""
+
+
+@contextlib.contextmanager
+def abandonable(abandoned: Callable[[], bool]) -> Iterator[None]:
+    """Inside, and in threads started with a copy of this context: the work serves a request
+    that the drain may abandon, which ``abandoned`` tells."""
+    token = _abandoned.set(abandoned)
+    try:
+        yield
+    finally:
+        _abandoned.reset(token)
+
+
+def abandonment() -> Callable[[], bool]:
+    """Whether the request the current work serves has been abandoned (asked when it matters:
+    a write waits in a queue for a while)."""
+    return _abandoned.get()
+
+
+def refuse_if_abandoned(abandoned: Callable[[], bool] | None = None) -> None:
+    """Raise ``RequestAbandoned`` if the current work's request was abandoned."""
+    if (abandoned or _abandoned.get())():
+        raise RequestAbandoned("the request was abandoned at shutdown; nothing was written")
 
 
 class ShutdownRequested(BaseException):

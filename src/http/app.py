@@ -42,6 +42,7 @@ from context_service.http.routes import (
     query_templates,
     timeline,
 )
+from context_service.stop_signals import RequestAbandoned
 
 log = logging.getLogger(__name__)
 _METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
@@ -121,6 +122,9 @@ def _allow(headers: dict[str, str]) -> dict[str, str] | None:
 def _on_any(request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
     """A failure nobody foresaw: the answer names a request id the log line also carries, never
     the exception (its text can hold SQL, paths or values of other callers)."""
+    if isinstance(exc, RequestAbandoned):  # the drain answered it 503 already; nothing written
+        log.info("abandoned request's write refused", extra={"path": request.url.path})
+        return _error(request, 503, "unavailable", str(exc))
     request_id = uuid.uuid4().hex
     log.exception("request failed", extra={"path": request.url.path, "request_id": request_id})
     return _error(request, 500, "internal_error", f"internal error (request id {request_id})",

@@ -4,6 +4,9 @@ grace period to finish, and those still running then are answered ``503 unavaila
 ``Drain`` wraps the ASGI app and knows the requests in flight; ``Server`` is uvicorn's server
 with the drain started as it stops listening; it leaves the signals to the caller, which calls
 ``handle_exit`` (a second SIGINT during the drain ends it at once).
+
+An abandoned handler runs on (a thread cannot be stopped), so each request runs ``abandonable``:
+once the drain answered it, the event store refuses its writes, and the 503 stays true.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from litestar.types import (
     Scope,
     Send,
 )
+
+from context_service.stop_signals import abandonable
 
 log = logging.getLogger(__name__)
 UNAVAILABLE = (b'{"error":"unavailable","message":"the service is shutting down; '
@@ -96,7 +101,8 @@ class Drain:
         key = id(call)
         self._in_flight[key] = call
         try:
-            await self.app(scope, receive, call.forward)
+            with abandonable(lambda: call.answered):
+                await self.app(scope, receive, call.forward)
         except asyncio.CancelledError:
             if not call.answered:
                 raise

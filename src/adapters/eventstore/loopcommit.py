@@ -11,11 +11,17 @@ Conflicts are handled as in ``GroupCommit``: a refused shared transaction is ret
 request, so only the writer that actually conflicted sees the error. A transaction that gets no
 answer within ``timeout`` seconds (a server that went away without the socket saying so) fails its
 writers and the connection is replaced, so writes never wait forever.
+
+A writer that stops waiting (the HTTP drain abandoned its request and answered it ``503 ... retry
+against another instance``) must not be written after that answer: it is left out of the next
+transaction, and a transaction in flight that nobody waits for any more is cancelled on the
+server.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import struct
 import time
 import uuid
@@ -75,6 +81,7 @@ class LoopGroupCommit:
         self._deadline: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._connecting: asyncio.Task[None] | None = None
+        self._cancelling: asyncio.Task[None] | None = None  # a cancel request on its way
         self._queue: list[_Request] = []
         self._alone: deque[_Request] = deque()  # retried one per transaction after a conflict
         self._inflight: list[_Request] | None = None
@@ -95,14 +102,24 @@ class LoopGroupCommit:
                 self._connecting = loop.create_task(self._open(loop))
         elif self._inflight is None:
             self._next()
-        return await future
+        try:
+            return await future
+        except asyncio.CancelledError:  # the writer's request was abandoned
+            self._abandoned()
+            raise
 
     async def aclose(self) -> None:
-        """Finish what is queued, then close the connection (on the loop, before it stops)."""
-        if self._connecting is not None:
-            await asyncio.shield(self._connecting)
-        while self._queue or self._alone or self._inflight is not None:
-            await self._idle.wait()
+        """Finish what is queued, then close the connection (on the loop, before it stops).
+        A connection or a cancel request on its way is awaited itself: ``_idle`` may be set
+        meanwhile (a broken link fails the writers), and waiting on a set event never yields."""
+        while True:
+            pending = self._connecting or self._cancelling
+            if pending is not None:
+                await asyncio.shield(pending)
+            elif self._queue or self._alone or self._inflight is not None:
+                await self._idle.wait()
+            else:
+                break
         conn, self._conn = self._conn, None
         if conn is not None:
             self._unwatch(conn)
@@ -153,14 +170,13 @@ class LoopGroupCommit:
     # --- one transaction at a time --------------------------------------------------------------
 
     def _next(self) -> None:
-        """Send the next transaction: one writer retried alone, else everything queued."""
-        if self._conn is None or self._inflight is not None:
+        """Send the next transaction: one writer retried alone, else everything queued. Not
+        while a cancel request is on its way: it would cancel whatever statement runs when it
+        arrives."""
+        if self._conn is None or self._inflight is not None or self._cancelling is not None:
             return
-        if self._alone:
-            batch = [self._alone.popleft()]
-        elif self._queue:
-            batch, self._queue = self._queue, []
-        else:
+        batch = self._waited_for()
+        if not batch:
             self._idle.set()
             return
         self._idle.clear()
@@ -176,6 +192,38 @@ class LoopGroupCommit:
         except psycopg.Error as exc:
             self._inflight = batch
             self._broken(exc)
+
+    def _waited_for(self) -> list[_Request]:
+        """The next transaction's writers: one retried alone, else everything queued; a writer
+        that no longer waits is left out (its request was abandoned, and answered so)."""
+        while self._alone:
+            request = self._alone.popleft()
+            if not request[1].done():
+                return [request]
+        batch, self._queue = self._queue, []
+        return [r for r in batch if not r[1].done()]
+
+    # --- writers that stop waiting --------------------------------------------------------------
+
+    def _abandoned(self) -> None:
+        """A writer was cancelled: when it was the last one waiting for the transaction in
+        flight, ask the server to cancel that transaction (still waiting for the table lock,
+        say), so nothing is written for writers that were told it was not."""
+        batch = self._inflight
+        if (batch is None or self._conn is None or self._cancelling is not None
+                or not all(f.cancelled() for _, f in batch)):
+            return
+        assert self._loop is not None
+        self._cancelling = self._loop.create_task(self._cancel(self._conn))
+
+    async def _cancel(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        try:
+            # a best effort: failing, the append finishes (or fails) as it would have
+            with contextlib.suppress(Exception):
+                await conn.cancel_safe(timeout=self.timeout)
+        finally:
+            self._cancelling = None
+            self._next()
 
     def _flush(self) -> None:
         assert self._conn is not None and self._loop is not None

@@ -22,6 +22,7 @@ from context_service.adapters.eventstore.loopcommit import LoopGroupCommit
 from context_service.adapters.eventstore.mapper import from_stored, to_stored
 from context_service.domain.events import Event
 from context_service.domain.stream import Recorded, StreamRef
+from context_service.stop_signals import abandonment, refuse_if_abandoned
 
 EVENTS_TABLE = "stored_events"
 _LAST = 2**63 - 1  # the largest position a bigserial can take
@@ -44,14 +45,17 @@ class EventStore:
     # --- writing ------------------------------------------------------------------------------
 
     def append(self, stream: StreamRef, after_version: int, events: Sequence[Event]) -> int:
-        """Append events after ``after_version``; raise IntegrityError on a concurrent append
-        and ``EventTooLargeError`` (nothing written) for an event too large to relay.
-        Returns the log position of the last event."""
-        return self._appended(self.group.append(self._stored(stream, after_version, events)))
+        """Append events after ``after_version``; raise IntegrityError on a concurrent append,
+        ``EventTooLargeError`` (nothing written) for an event too large to relay and
+        ``RequestAbandoned`` (nothing written) for a request the drain abandoned, also while
+        the append waits for its transaction. Returns the log position of the last event."""
+        stored = self._stored(stream, after_version, events)
+        return self._appended(self.group.append(stored, abandonment()))
 
     async def append_async(self, stream: StreamRef, after_version: int,
                            events: Sequence[Event]) -> int:
-        """``append`` for an event loop: awaits the group commit without blocking a thread."""
+        """``append`` for an event loop: awaits the group commit without blocking a thread (a
+        writer cancelled as its request is abandoned is never written, see ``loopcommit``)."""
         group = self._loop_group()
         return self._appended(await group.append(self._stored(stream, after_version, events)))
 
@@ -86,7 +90,9 @@ class EventStore:
     @staticmethod
     def _stored(stream: StreamRef, after_version: int,
                 events: Sequence[Event]) -> list[StoredEvent]:
-        """The rows of an append; ``EventTooLargeError`` when one could not be relayed."""
+        """The rows of an append; ``EventTooLargeError`` when one could not be relayed,
+        ``RequestAbandoned`` when the request the append serves was abandoned."""
+        refuse_if_abandoned()
         stored = [to_stored(stream, after_version + i + 1, e) for i, e in enumerate(events)]
         check_relayable(stream, stored)
         return stored
@@ -116,7 +122,10 @@ class EventStore:
 
     def load(self, stream: StreamRef, after_version: int = 0) -> list[Recorded]:
         rows = self.recorder.select_events(stream.id, gt=after_version or None)
-        return [from_stored(0, r.originator_version, r.topic, r.state) for r in rows]
+        # strict: a decision folded without an event of its stream (a newer version's) could be
+        # wrong, so deciding refuses one where the log's readers pass over it
+        return [from_stored(0, r.originator_version, r.topic, r.state, strict=True)
+                for r in rows]
 
     def read(self, after: int, limit: int, stop: int | None = None) -> list[Recorded]:
         """Up to ``limit`` events after position ``after`` (and not past ``stop``), in log
