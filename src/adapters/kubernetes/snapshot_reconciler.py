@@ -5,6 +5,10 @@ with the log, lists each namespace's managed VolumeSnapshots once, creates the m
 (create-if-absent, exact spec shape through the port), records observed status changes as
 events, and deletes the VolumeSnapshots of garbage-collected snapshots, recording each deletion.
 Passes run when the log moves, when a VolumeSnapshot changes (watch hint) and on a resync timer.
+
+Two contexts can compute one object name (context ``a`` snapshot ``b-c`` and context ``a-b``
+snapshot ``c`` both make ``context-a-b-c``): an object is a row's only when its labels name the
+row's context and snapshot, so a row never reports, clones from or deletes another's data.
 """
 
 from __future__ import annotations
@@ -17,7 +21,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from context_service.domain.cluster import Change, Cluster, ClusterError, SnapshotInfo, Watch
+from context_service.domain.cluster import (
+    NAME_LABEL,
+    SNAPSHOT_LABEL,
+    Change,
+    Cluster,
+    ClusterError,
+    SnapshotInfo,
+    Watch,
+)
 from context_service.domain.context.commands import (
     Command,
     ObserveSnapshot,
@@ -31,6 +43,8 @@ from context_service.projections.snapshots.view import SnapshotObject, SnapshotO
 log = logging.getLogger(__name__)
 RECONCILER = Subject("service", "context-service")
 VIEW = "snapshot_objects"
+REFUSED = (400, 422)  # the API server will refuse the same object again: no retry can succeed
+MAX_ERROR = 4096  # characters of an error kept: the log refuses an event above 1 MB
 
 
 class Commands(Protocol):
@@ -45,11 +59,25 @@ class LogSignal(Protocol):
     def wake(self) -> None: ...
 
 
+def belongs(row: SnapshotObject, info: SnapshotInfo) -> bool:
+    """The object is this row's: its labels name the row's context and snapshot (an adopted
+    object without a snapshot label is named by its object name, as adoption names it)."""
+    return (info.labels.get(NAME_LABEL) == row.desired.context
+            and info.labels.get(SNAPSHOT_LABEL, info.name) == row.desired.snapshot)
+
+
+def recordable(error: str) -> str:
+    """An error as the log can hold it. A driver writes what it likes: a U+0000 held every view
+    at its event (PostgreSQL cannot store it) and a message above 1 MB was refused, so the
+    snapshot stayed ``creating`` for ever."""
+    return error.replace("\x00", "\ufffd")[:MAX_ERROR]
+
+
 def observed_status(info: SnapshotInfo) -> tuple[str, str]:
     """Spec 6.6: ``failed`` with the error when one is reported, ``ready`` when readyToUse,
     ``creating`` otherwise."""
     if info.error_message:
-        return "failed", info.error_message
+        return "failed", recordable(info.error_message)
     return ("ready" if info.ready_to_use else "creating"), ""
 
 
@@ -107,7 +135,9 @@ class SnapshotReconciler:
         for row in rows:
             seen = present.get(row.object_name)
             try:
-                if row.collected:
+                if seen is not None and not belongs(row, seen):
+                    self._taken(row, report)
+                elif row.collected:
                     self._remove(row, seen, report)
                 elif seen is None:
                     self._missing(row, report)
@@ -126,13 +156,36 @@ class SnapshotReconciler:
         self._execute(row, ObserveSnapshotObjectDeleted(
             actor=RECONCILER, name=row.desired.snapshot, object_name=row.object_name))
 
+    def _taken(self, row: SnapshotObject, report: PassReport) -> None:
+        """Another snapshot's object holds this row's name: a collected row's own object is gone
+        (record that, delete nothing); a live one can never be made. The message names no
+        context: the other one may be hidden from this snapshot's readers."""
+        if row.collected:
+            self._execute(row, ObserveSnapshotObjectDeleted(
+                actor=RECONCILER, name=row.desired.snapshot, object_name=row.object_name))
+            return
+        error = f"VolumeSnapshot {quote(row.object_name)} belongs to another snapshot"
+        self._observe(row, "failed", error, report=report)
+
     def _missing(self, row: SnapshotObject, report: PassReport) -> None:
         if row.status == "creating":
-            report.created += int(self.cluster.ensure_snapshot(row.desired))
+            self._create(row, report)
             return
+        if row.status == "failed":
+            return  # it keeps the reason it failed for
         # Observed before and gone now: a snapshot is never silently retaken from the live PVC.
         error = f"VolumeSnapshot {quote(row.object_name)} not found"
         self._observe(row, "failed", error, report=report)
+
+    def _create(self, row: SnapshotObject, report: PassReport) -> None:
+        try:
+            report.created += int(self.cluster.ensure_snapshot(row.desired))
+        except ClusterError as exc:
+            if exc.status not in REFUSED:
+                raise  # unreachable, throttled, forbidden for now: the next pass retries
+            # e.g. labels beyond what annotations hold: failed, rather than creating for ever
+            error = f"VolumeSnapshot {quote(row.object_name)} was refused: {exc.message}"
+            self._observe(row, "failed", recordable(error), report=report)
 
     def _observe(self, row: SnapshotObject, status: str, error: str, *,
                  report: PassReport) -> None:
