@@ -137,15 +137,19 @@ def test_every_port_call_is_allowed_and_together_they_need_every_grant(
 
     assert sa.get_sandbox_template(SERVICE_NS, "dev") is not None
     assert sa.get_warm_pool(SERVICE_NS, "warm") is not None
-    assert sa.ensure_workspace_claim(WorkspaceClaim(
-        namespace=SERVICE_NS, pool="sweep", index=0, replicas=1, size="1Gi",
-        access_mode="ReadWriteOnce"))
-    assert sa.ensure_sandbox(PoolSandbox(
-        namespace=SERVICE_NS, pool="sweep", index=0, replicas=1, claim="sweep-workspace-0",
-        runtime=BuiltinRuntime(image=IMAGE)))
+    workspace = WorkspaceClaim(namespace=SERVICE_NS, pool="sweep", index=0, replicas=1,
+                               size="1Gi", access_mode="ReadWriteOnce")
+    assert sa.ensure_workspace_claim(workspace)
+    assert sa.restore_workspace_claim(workspace)  # drift repair: server-side apply
+    sandbox = PoolSandbox(namespace=SERVICE_NS, pool="sweep", index=0, replicas=1,
+                          claim="sweep-workspace-0", runtime=BuiltinRuntime(image=IMAGE))
+    assert sa.ensure_sandbox(sandbox)
+    assert sa.restore_sandbox(sandbox)
     assert sa.get_sandbox(SERVICE_NS, "sandbox-sweep-0") is not None
-    assert sa.ensure_sandbox_claim(PoolSandboxClaim(
-        namespace=SERVICE_NS, pool="sweep", index=0, warm_pool="warm"))
+    sandbox_claim = PoolSandboxClaim(namespace=SERVICE_NS, pool="sweep", index=0,
+                                     warm_pool="warm")
+    assert sa.ensure_sandbox_claim(sandbox_claim)
+    assert sa.restore_sandbox_claim(sandbox_claim)
     assert sa.get_sandbox_claim(SERVICE_NS, "claim-sweep-0") is not None
     objects = sa.list_pool_objects(SERVICE_NS, "sweep")
     assert [s.name for s in objects.sandboxes] == ["sandbox-sweep-0"]

@@ -46,18 +46,20 @@ class Grant:
 
 GRANTS: tuple[Grant, ...] = (
     Grant(PVCS, ("get", "list", "watch", "create", "patch", "delete"), "cluster",
-          "context PVCs (labels and annotations kept current by merge patch), pool workspaces, "
-          "existing claims; adoption lists them in every namespace"),
+          "context PVCs (labels and annotations kept current by merge patch), pool workspaces "
+          "(labels restored by server-side apply), existing claims; adoption lists them in "
+          "every namespace"),
     Grant(PODS, ("list", "watch"), "cluster", "observed only: pod consumers, pool readiness"),
     Grant(CONFIG_MAPS, ("get",), "cluster", "adoption imports a query-index mirror"),
     Grant(STORAGE_CLASSES, ("list",), "cluster", "class resolution, GET /v1/storage-classes"),
     Grant(SNAPSHOT, ("get", "list", "watch", "create", "delete"), "cluster",
           "context snapshots, their status, retention GC"),
     Grant(SNAPSHOT_CLASS, ("list",), "cluster", "snapshot class resolution"),
-    Grant(SANDBOX, ("get", "list", "watch", "create", "delete"), "service-namespace",
-          "pool compute"),
-    Grant(SANDBOX_CLAIM, ("get", "list", "watch", "create", "delete"), "service-namespace",
-          "warm-pool compute (deleted in the foreground)"),
+    Grant(SANDBOX, ("get", "list", "watch", "create", "patch", "delete"), "service-namespace",
+          "pool compute (edited fields restored by server-side apply)"),
+    Grant(SANDBOX_CLAIM, ("get", "list", "watch", "create", "patch", "delete"),
+          "service-namespace", "warm-pool compute (deleted in the foreground, edited fields "
+          "restored by server-side apply)"),
     Grant(WARM_POOL, ("get",), "service-namespace", "warmPoolRef check"),
     Grant(SANDBOX_TEMPLATE, ("get",), "service-namespace", "sandbox profiles"),
     Grant(CONFIG_MAPS, ("create", "patch", "delete"), "cluster",

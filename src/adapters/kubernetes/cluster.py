@@ -1,12 +1,14 @@
 """``KubernetesCluster``: the cluster port implemented against a real API server.
 
-Creates are create-if-absent (409 means "already there"), deletes ignore 404, and a 404 for a
+Creates are create-if-absent (409 means "already there", unless the PVC there is labelled for
+another owner: then the create is refused), restores are server-side applies of the fields the
+service owns (``manifests.owned``) under its field manager, deletes ignore 404, and a 404 for a
 custom resource is told apart from a missing object through discovery, never by parsing bodies.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from context_service.adapters.kubernetes import manifests, parse
@@ -55,7 +57,9 @@ from context_service.domain.cluster import (
     WorkspaceClaim,
     context_claim_name,
     query_mirror_name,
+    workspace_claim_name,
 )
+from context_service.domain.reconcile.plan import Drift, other_owner
 
 SANDBOX = Resource(*SANDBOXES)
 SANDBOX_CLAIM = Resource(*SANDBOX_CLAIMS)
@@ -64,6 +68,7 @@ WARM_POOL = Resource(*SANDBOX_WARM_POOLS)
 SNAPSHOT = Resource(*VOLUME_SNAPSHOTS)
 SNAPSHOT_CLASS = Resource(*VOLUME_SNAPSHOT_CLASSES, namespaced=False)
 MANAGED = f"{MANAGED_BY}={MANAGER}"
+NAME_TAKEN = "NameTaken"
 
 
 def _by_name(items: list[JSON]) -> list[JSON]:
@@ -149,13 +154,35 @@ class KubernetesCluster:
         current = self._get(PVCS, claim.namespace, name)
         if current is None:  # deleted in between: the next pass creates it
             return False
+        self._refuse_taken(current, other_owner(
+            parse.strings(parse.meta(current).get("labels")), claim.namespace,
+            context=claim.context), f"context {claim.namespace}/{claim.context}")
         patch = _metadata_patch(parse.meta(current), body["metadata"])
         if patch:
             self.rest.patch(PVCS.path(claim.namespace, name), {"metadata": patch}, self.manager)
         return False
 
     def ensure_workspace_claim(self, claim: WorkspaceClaim) -> bool:
-        return self._create(PVCS, claim.namespace, manifests.workspace_claim(claim))
+        if self._create(PVCS, claim.namespace, manifests.workspace_claim(claim)):
+            return True
+        name = workspace_claim_name(claim.pool, claim.index)
+        current = self._get(PVCS, claim.namespace, name)
+        if current is not None:  # a claim of another owner is never mounted by this pool
+            self._refuse_taken(current, other_owner(
+                parse.strings(parse.meta(current).get("labels")), claim.namespace,
+                pool=claim.pool), f"pool {claim.pool}")
+        return False
+
+    def restore_workspace_claim(self, claim: WorkspaceClaim) -> bool:
+        return self._restore(PVCS, claim)
+
+    @staticmethod
+    def _refuse_taken(current: JSON, other: str, who: str) -> None:
+        """Two owners want one PVC name (context ``x-workspace`` and pool ``context-x``): the
+        one whose labels it carries keeps it, the other is refused."""
+        if other:
+            name = parse.meta(current).get("name")
+            raise ClusterError(409, NAME_TAKEN, f"pvc {name} belongs to {other}, not {who}")
 
     def delete_claim(self, namespace: str, name: str) -> bool:
         return self._delete(PVCS, namespace, name, "Background")
@@ -185,6 +212,9 @@ class KubernetesCluster:
     def ensure_sandbox(self, sandbox: PoolSandbox) -> bool:
         return self._create(SANDBOX, sandbox.namespace, manifests.sandbox(sandbox))
 
+    def restore_sandbox(self, sandbox: PoolSandbox) -> bool:
+        return self._restore(SANDBOX, sandbox)
+
     def delete_sandbox(self, namespace: str, name: str) -> bool:
         return self._delete(SANDBOX, namespace, name, "Background")
 
@@ -195,23 +225,54 @@ class KubernetesCluster:
     def ensure_sandbox_claim(self, claim: PoolSandboxClaim) -> bool:
         return self._create(SANDBOX_CLAIM, claim.namespace, manifests.sandbox_claim(claim))
 
+    def restore_sandbox_claim(self, claim: PoolSandboxClaim) -> bool:
+        return self._restore(SANDBOX_CLAIM, claim)
+
+    def _restore(self, res: Resource, desired: manifests.PoolObject) -> bool:
+        """Server-side apply of the owned fields, forced: the service takes back the fields it
+        sets from whoever edited them; fields it does not set keep their managers and values."""
+        _, body = manifests.owned(desired)
+        path = res.path(desired.namespace, body["metadata"]["name"])
+        try:
+            self.rest.patch(path, body, self.manager, content_type=APPLY_PATCH)
+        except ClusterError as exc:
+            raise self._missing_api(res, exc) from exc
+        return True
+
     def delete_sandbox_claim(self, namespace: str, name: str) -> bool:
         return self._delete(SANDBOX_CLAIM, namespace, name, "Foreground")
 
     def list_pool_objects(self, namespace: str, pool: str | None = None) -> PoolObjects:
+        return self.list_pool_drift(namespace, pool, ())[0]
+
+    def list_pool_drift(
+        self, namespace: str, pool: str | None, wanted: Iterable[manifests.PoolObject]
+    ) -> tuple[PoolObjects, Drift]:
+        """``list_pool_objects``, plus which of the ``wanted`` objects found no longer hold the
+        fields the service owns (from the same lists: no request more)."""
         pool_selector = POOL_LABEL if pool is None else f"{POOL_LABEL}={pool}"
         managed = f"{MANAGED},{pool_selector}"
-        return PoolObjects(
-            sandboxes=tuple(
-                parse.sandbox(i) for i in self._list(SANDBOX, namespace, managed, missing_ok=True)
-            ),
-            sandbox_claims=tuple(
-                parse.sandbox_claim(i)
-                for i in self._list(SANDBOX_CLAIM, namespace, managed, missing_ok=True)
-            ),
-            claims=tuple(parse.claim(i) for i in self._list(PVCS, namespace, managed)),
+        raw = {
+            "sandbox": self._list(SANDBOX, namespace, managed, missing_ok=True),
+            "sandboxclaim": self._list(SANDBOX_CLAIM, namespace, managed, missing_ok=True),
+            "pvc": self._list(PVCS, namespace, managed),
+        }
+        objects = PoolObjects(
+            sandboxes=tuple(parse.sandbox(i) for i in raw["sandbox"]),
+            sandbox_claims=tuple(parse.sandbox_claim(i) for i in raw["sandboxclaim"]),
+            claims=tuple(parse.claim(i) for i in raw["pvc"]),
             pods=tuple(parse.pod(i) for i in self._list(PODS, namespace, pool_selector)),
         )
+        found = {(kind, parse.meta(i)["name"]): i for kind, items in raw.items() for i in items}
+        drift: Drift = {}
+        for desired in wanted:
+            kind, body = manifests.owned(desired)
+            key = (kind, body["metadata"]["name"])
+            if key in found:
+                paths = manifests.drifted(body, found[key])
+                if paths:
+                    drift[key] = tuple(paths)
+        return objects, drift
 
     # --- snapshots --------------------------------------------------------------------------
 

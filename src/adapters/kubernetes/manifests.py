@@ -1,6 +1,8 @@
 """Render the port's desired objects into the exact Kubernetes shapes of spec §6.3, §6.6, §6.7.
 
 Pure functions over plain JSON dicts (no client import), shared by the adapter and test fakes.
+The fields a manifest sets are the fields the service owns: ``owned`` is what a drift repair
+puts back with a server-side apply, ``differences`` finds where an object no longer holds them.
 """
 
 from __future__ import annotations
@@ -245,3 +247,52 @@ def query_mirror(desired: QueryIndexMirror) -> JSON:
         },
         "data": {"index.json": desired.index_json},
     }
+
+
+PoolObject = WorkspaceClaim | PoolSandbox | PoolSandboxClaim
+
+
+def owned(desired: PoolObject) -> tuple[str, JSON]:
+    """(kind, apply body) of what the service owns on a pool object: everything it renders for a
+    Sandbox or SandboxClaim, only the labels of a PVC (its spec cannot change once created)."""
+    if isinstance(desired, WorkspaceClaim):
+        body = workspace_claim(desired)
+        meta = body["metadata"]
+        return "pvc", {"apiVersion": body["apiVersion"], "kind": body["kind"], "metadata": {
+            "name": meta["name"], "namespace": meta["namespace"], "labels": meta["labels"]}}
+    if isinstance(desired, PoolSandbox):
+        return "sandbox", sandbox(desired)
+    return "sandboxclaim", sandbox_claim(desired)
+
+
+def drifted(body: JSON, observed: JSON) -> list[str]:
+    """The owned paths of ``body`` that ``observed`` no longer holds (items of a list answer
+    carry no apiVersion or kind, and those never change anyway)."""
+    owned_fields = {k: v for k, v in body.items() if k not in ("apiVersion", "kind")}
+    return differences(owned_fields, observed)
+
+
+def differences(desired: Any, observed: Any, path: str = "") -> list[str]:
+    """The paths where ``observed`` does not hold what ``desired`` sets. Keys only ``observed``
+    has belong to others (defaults, controllers, operators) and are no difference; a list is one
+    field (the server keeps it whole), so it must match item by item. An empty or null desired
+    value matches an absent one, which is how the server may store it."""
+    if desired in (None, {}, []) and observed in (None, _ABSENT):
+        return []
+    if isinstance(desired, dict):
+        if not isinstance(observed, dict):
+            return [path]
+        found: list[str] = []
+        for key, value in desired.items():
+            found += differences(value, observed.get(key, _ABSENT), f"{path}.{key}".lstrip("."))
+        return found
+    if isinstance(desired, list):
+        if not isinstance(observed, list) or len(observed) != len(desired):
+            return [path]
+        return [p for i, (d, o) in enumerate(zip(desired, observed, strict=True))
+                for p in differences(d, o, f"{path}[{i}]")]
+    same = type(desired) is type(observed) and desired == observed
+    return [] if same else [path]
+
+
+_ABSENT = object()

@@ -82,7 +82,8 @@ class Reconciler:
         self.dirty = DirtySet(*backoff)
         self.executor = ThreadPoolExecutor(parallel, thread_name_prefix="reconcile")
         self.passes = NamespacePass(cluster, contexts, pools, self.executor, clock)
-        self.stats = {"passes": 0, "actions": 0, "recorded": 0, "errors": 0, "resyncs": 0}
+        self.stats = {"passes": 0, "actions": 0, "recorded": 0, "errors": 0, "resyncs": 0,
+                      "conflicts": 0}
         self.active = threading.Event()
         self._changes: deque[Change] = deque()
         self._wake = threading.Event()
@@ -116,7 +117,8 @@ class Reconciler:
         out: list[tuple[str, str, dict[str, str], float]] = [
             ("cs_reconciler_active", "1 while this instance holds the lock.", {}, active)]
         out += [("cs_reconciler_total", "Reconciler passes, cluster changes, recorded "
-                 "observations, failures and resyncs.", {"what": k}, float(v))
+                 "observations, failures, resyncs and distinct conflicts reported.",
+                 {"what": k}, float(v))
                 for k, v in self.stats.items()]
         return out
 
@@ -219,6 +221,7 @@ class Reconciler:
         self.stats["actions"] += result.changed
         self.stats["recorded"] += result.recorded
         self.stats["errors"] += len(result.errors)
+        self.stats["conflicts"] = len(self.passes.reported)
 
     # --- triggers -----------------------------------------------------------------------------
 

@@ -3,6 +3,10 @@
 Observe the scope's objects with a few list calls, plan, carry out the plan stage by stage
 (actions of a stage in parallel), then record the observations whose recorded value differs.
 Reads only when nothing differs: a resync of a converged cluster writes nothing anywhere.
+
+What a pass cannot repair (a PVC another owner holds, a PVC whose immutable spec differs, a
+restore the server refuses) is a conflict: logged when first seen and counted, never retried
+with backoff, since retrying cannot change the answer.
 """
 
 from __future__ import annotations
@@ -16,10 +20,13 @@ from datetime import datetime
 from typing import TypeVar
 
 from context_service.adapters.eventstore.application import ContextApplication, PoolApplication
+from context_service.adapters.kubernetes.cluster import KubernetesCluster
+from context_service.adapters.kubernetes.manifests import PoolObject
 from context_service.domain.cluster import (
     ClaimInfo,
     Cluster,
     ClusterError,
+    PodConsumer,
     PoolObjects,
     context_claim_name,
 )
@@ -27,9 +34,19 @@ from context_service.domain.context.commands import Command
 from context_service.domain.context.decide import decide as context_decide
 from context_service.domain.errors import DomainError
 from context_service.domain.pool.decide import decide as pool_decide
+from context_service.domain.pool.state import PoolState
 from context_service.domain.reconcile import actions as steps
+from context_service.domain.reconcile.desired import pool_objects
 from context_service.domain.reconcile.observe import observe_claim, observe_consumers, observe_pool
-from context_service.domain.reconcile.plan import Observed, Scope, by_pool, plan
+from context_service.domain.reconcile.plan import (
+    Drift,
+    Observed,
+    Scope,
+    by_pool,
+    conflicts,
+    own_claim,
+    plan,
+)
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -41,6 +58,7 @@ class PassResult:
     changed: int = 0  # actions that changed the cluster
     recorded: int = 0  # observation commands that appended events
     errors: list[str] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)  # left alone for an operator to resolve
 
 
 def observe(cluster: Cluster, scope: Scope, executor: Executor | None = None) -> Observed:
@@ -48,15 +66,14 @@ def observe(cluster: Cluster, scope: Scope, executor: Executor | None = None) ->
     one context claim or all managed ones (plus a direct read for each live context whose claim
     is not among them), and the Pods mounting each live context's claim."""
     ns, pools, contexts = scope.namespace, scope.pools, scope.contexts
-    objects = PoolObjects()
-    if len(pools) == 1:
-        objects = cluster.list_pool_objects(ns, pools[0].name)
-    elif pools:
-        objects = cluster.list_pool_objects(ns)
+    objects, drift = _pool_objects(cluster, ns, pools)
     names = sorted({p.workspace.claim_name for p in pools
                     if p.live and p.strategy == "existing-claim"})
     reads = _map(executor, functools.partial(cluster.get_claim, ns), names)
     existing = {c.name: c for c in reads if c is not None}
+    reads = _map(executor, functools.partial(cluster.get_claim, ns),
+                 _unlisted(ns, pools, objects))
+    named = {c.name: c for c in reads if c is not None}
     claims: dict[str, ClaimInfo] = {}
     if len(contexts) > 1:
         claims = {c.name: c for c in cluster.list_context_claims(ns)}
@@ -70,7 +87,40 @@ def observe(cluster: Cluster, scope: Scope, executor: Executor | None = None) ->
     pods = _map(executor, lambda name: tuple(cluster.list_claim_consumers(
         ns, context_claim_name(name))), live)
     return Observed(pool_objects=objects, existing_claims=existing, context_claims=claims,
-                    consumers=dict(zip(live, pods, strict=True)))
+                    consumers=dict(zip(live, pods, strict=True)), named_claims=named,
+                    drift=drift)
+
+
+def _pool_objects(cluster: Cluster, ns: str,
+                  pools: tuple[PoolState, ...]) -> tuple[PoolObjects, Drift]:
+    """One pool's objects or all pools' (4 lists), with the drift of the live pools' objects
+    when the cluster is the adapter itself: it alone sees the rendered fields (the port's
+    observations do not carry a Sandbox's spec), so a fake or a wrapper reports no drift."""
+    if not pools:
+        return PoolObjects(), {}
+    only = pools[0].name if len(pools) == 1 else None
+    if not isinstance(cluster, KubernetesCluster):
+        return cluster.list_pool_objects(ns, only), {}
+    wanted: list[PoolObject] = []
+    for pool in pools:
+        if pool.live:
+            objects = pool_objects(pool, ns)
+            wanted += objects.claims.values()
+            if not pool.adopted:  # spec 6.10: its Sandboxes and SandboxClaims are left as found
+                wanted += [*objects.sandboxes.values(), *objects.sandbox_claims.values()]
+    return cluster.list_pool_drift(ns, only, wanted)
+
+
+def _unlisted(ns: str, pools: tuple[PoolState, ...], objects: PoolObjects) -> list[str]:
+    """PVC names live pools want that their labelled lists lack: a PVC there may have lost its
+    labels (relabelled) or belong to another owner (refused); usually none is missing."""
+    grouped = by_pool(objects)
+    missing: set[str] = set()
+    for pool in pools:
+        if pool.live:
+            listed = {c.name for c in grouped.get(pool.name, PoolObjects()).claims}
+            missing |= set(pool_objects(pool, ns).claims) - listed
+    return sorted(missing)
 
 
 def _map(executor: Executor | None, read: Callable[[str], T], names: list[str]) -> list[T]:
@@ -78,6 +128,14 @@ def _map(executor: Executor | None, read: Callable[[str], T], names: list[str]) 
     if executor is None or len(names) < 2:
         return [read(n) for n in names]
     return list(executor.map(read, names))
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A restore the server refuses (an immutable field): the same request would be refused
+    again, so it is a conflict to report rather than an error to retry."""
+
+    message: str
 
 
 class NamespacePass:
@@ -90,6 +148,7 @@ class NamespacePass:
         self.pools = pools
         self.executor = executor
         self.clock = clock
+        self.reported: set[str] = set()  # conflicts already logged as warnings
 
     def run(self, scope: Scope) -> PassResult:
         result = PassResult()
@@ -98,11 +157,22 @@ class NamespacePass:
         except ClusterError as exc:
             result.errors.append(f"observe {scope.namespace}: {exc}")
             return result
+        for (kind, name), paths in sorted(observed.drift.items()):
+            log.info("drift on %s %s/%s: %s", kind, scope.namespace, name, ", ".join(paths))
         actions = plan(scope, observed)
         result.planned = len(actions)
+        result.conflicts += conflicts(scope, observed)
         self._carry_out(actions, result)
         self._record(scope, observed, result)
+        self._report(result.conflicts)
         return result
+
+    def _report(self, found: list[str]) -> None:
+        """Warn once per conflict (a resync finds it again every time until it is resolved)."""
+        for conflict in found:
+            if conflict not in self.reported:
+                self.reported.add(conflict)
+                log.warning("reconcile conflict: %s", conflict)
 
     def create_new(self, scope: Scope) -> PassResult:
         """Pools just requested: create their objects without looking first (every create is
@@ -123,17 +193,21 @@ class NamespacePass:
             else:
                 outcomes = [self._apply(a) for a in batch]
             for action, outcome in zip(batch, outcomes, strict=True):
-                if isinstance(outcome, str):
+                if isinstance(outcome, Refused):
+                    result.conflicts.append(outcome.message)
+                elif isinstance(outcome, str):
                     result.errors.append(outcome)
                     if steps.owner(action):  # its pool's next stage waits (PVCs before
                         waiting.add(steps.owner(action))  # Sandboxes); nothing else does
                 elif outcome:
                     result.changed += 1
 
-    def _apply(self, action: steps.Action) -> bool | str:
+    def _apply(self, action: steps.Action) -> bool | str | Refused:
         try:
             changed = steps.apply(self.cluster, action)
         except ClusterError as exc:
+            if isinstance(action, steps.RESTORES) and exc.status in (400, 422):
+                return Refused(f"{steps.describe(action)} refused: {exc}")
             return f"{steps.describe(action)}: {exc}"
         except Exception as exc:  # a defect in one action fails that action, not the pass
             log.exception("reconcile action failed: %s", steps.describe(action))
@@ -167,8 +241,11 @@ class NamespacePass:
         for context in scope.contexts:
             if not context.live:
                 continue
-            claim = observed.context_claims.get(context_claim_name(context.name))
-            consumers = observed.consumers.get(context.name, ())
+            found = observed.context_claims.get(context_claim_name(context.name))
+            claim = own_claim(context, found)  # another owner's claim is not the context's
+            consumers: tuple[PodConsumer, ...] = ()
+            if claim is not None or found is None:
+                consumers = observed.consumers.get(context.name, ())
             commands: tuple[Command, ...] = (observe_claim(claim), observe_consumers(consumers))
             for command in commands:
                 if context_decide(command, context, now) and self.contexts.execute(

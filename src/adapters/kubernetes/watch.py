@@ -1,7 +1,9 @@
 """Watch threads that turn Kubernetes watch events into the port's ``Change`` notices.
 
 One daemon thread per resource: list for a resourceVersion, then watch; relist on 410 Gone,
-back off on errors, and poll discovery slowly while a custom resource is not installed.
+back off on errors, and poll discovery slowly while a custom resource is not installed. Every
+relist after a watch broke off (410 or any other failure) is followed by a notice without a
+name: changes in the gap were never streamed, so the reconciler resyncs what the watch covers.
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ class ClusterWatch:
 
     def _run(self, res: Resource) -> None:
         version = ""
+        broken = False  # a watch broke off: what changed until the relist was never streamed
         while not self._stop.is_set():
             try:
                 if not version:
@@ -74,15 +77,17 @@ class ClusterWatch:
                     if not version:  # API not installed (yet)
                         self._stop.wait(self.missing_api_seconds)
                         continue
+                    if broken:  # notified once the relist succeeded, so nothing is missed after
+                        broken = False
+                        self._notify(Change(kind=res.plural,
+                                            namespace=self._namespace_of(res) or "", name=""))
                 version = self._follow(res, version)
             except ClusterError as exc:
-                if exc.status == 410:
-                    version = ""  # too old: relist, and tell the reconciler to resync
-                    self._notify(Change(kind=res.plural, namespace=self._namespace_of(res) or "",
-                                       name=""))
-                    continue
-                log.warning("watch of %s failed: %s", res.plural, exc)
+                broken = broken or bool(version)
                 version = ""
+                if exc.status == 410:
+                    continue  # too old: relist at once
+                log.warning("watch of %s failed: %s", res.plural, exc)
                 self._stop.wait(self.retry_seconds)
 
     def _list_version(self, res: Resource) -> str:

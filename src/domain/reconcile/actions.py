@@ -1,21 +1,28 @@
 """The steps a plan is made of, and how each one is carried out through the cluster port.
 
-Every action is safe to repeat: creates are create-if-absent, deletes ignore not-found. Actions
-run in stages: stage 0 before stage 1 (workspace PVCs before the Sandboxes that mount them;
-Sandboxes and SandboxClaims deleted before the PVCs of a released pool). Only the pool whose
-stage-0 action failed waits; every other item of the pass goes on (``owner``).
+Every action is safe to repeat: creates are create-if-absent, restores put back the fields the
+service sets (a server-side apply), deletes ignore not-found. Actions run in stages: stage 0
+before stage 1 (workspace PVCs before the Sandboxes that mount them; Sandboxes and SandboxClaims
+deleted before the PVCs of a released pool). Only the pool whose stage-0 action failed waits;
+every other item of the pass goes on (``owner``).
 """
 
 from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
 
 import msgspec
 
 from context_service.domain.cluster import (
     Cluster,
+    ClusterError,
     ContextClaim,
     PoolSandbox,
     PoolSandboxClaim,
     WorkspaceClaim,
+    sandbox_claim_name,
+    sandbox_name,
+    workspace_claim_name,
 )
 
 
@@ -39,6 +46,25 @@ class EnsureContextClaim(msgspec.Struct, frozen=True, tag=True):
 
     claim: ContextClaim
     stage: int = 0
+
+
+class RestoreWorkspaceClaim(msgspec.Struct, frozen=True, tag=True):
+    """Put back the labels of a pool's PVC (its spec cannot change once created)."""
+
+    claim: WorkspaceClaim
+    stage: int = 0
+
+
+class RestoreSandbox(msgspec.Struct, frozen=True, tag=True):
+    """Put back the labels, annotations and spec fields the service set on a Sandbox."""
+
+    sandbox: PoolSandbox
+    stage: int = 1
+
+
+class RestoreSandboxClaim(msgspec.Struct, frozen=True, tag=True):
+    claim: PoolSandboxClaim
+    stage: int = 1
 
 
 class DeleteSandbox(msgspec.Struct, frozen=True, tag=True):
@@ -69,11 +95,25 @@ Action = (
     | CreateSandbox
     | CreateSandboxClaim
     | EnsureContextClaim
+    | RestoreWorkspaceClaim
+    | RestoreSandbox
+    | RestoreSandboxClaim
     | DeleteSandbox
     | DeleteSandboxClaim
     | DeleteClaim
 )
 STAGES = (0, 1)
+RESTORES = (RestoreWorkspaceClaim, RestoreSandbox, RestoreSandboxClaim)
+
+
+@runtime_checkable
+class Restoring(Protocol):
+    """What drift repair asks of a cluster besides the port: the Kubernetes adapter has it; a
+    cluster without it never reports drift (``Observed.drift``), so no restore is planned."""
+
+    def restore_workspace_claim(self, claim: WorkspaceClaim) -> bool: ...
+    def restore_sandbox(self, sandbox: PoolSandbox) -> bool: ...
+    def restore_sandbox_claim(self, claim: PoolSandboxClaim) -> bool: ...
 
 
 def owner(action: Action) -> str:
@@ -84,8 +124,9 @@ def owner(action: Action) -> str:
             return action.claim.pool
         case CreateSandbox():
             return action.sandbox.pool
-        case EnsureContextClaim():
-            return ""
+        case (EnsureContextClaim() | RestoreWorkspaceClaim() | RestoreSandbox()
+              | RestoreSandboxClaim()):
+            return ""  # a restored object exists: what mounts it need not wait
         case DeleteSandbox() | DeleteSandboxClaim() | DeleteClaim():
             return action.pool
 
@@ -101,12 +142,24 @@ def apply(cluster: Cluster, action: Action) -> bool:
             return cluster.ensure_sandbox_claim(action.claim)
         case EnsureContextClaim():
             return cluster.ensure_context_claim(action.claim)
+        case RestoreWorkspaceClaim():
+            return _restoring(cluster).restore_workspace_claim(action.claim)
+        case RestoreSandbox():
+            return _restoring(cluster).restore_sandbox(action.sandbox)
+        case RestoreSandboxClaim():
+            return _restoring(cluster).restore_sandbox_claim(action.claim)
         case DeleteSandbox():
             return cluster.delete_sandbox(action.namespace, action.name)
         case DeleteSandboxClaim():
             return cluster.delete_sandbox_claim(action.namespace, action.name)
         case DeleteClaim():
             return cluster.delete_claim(action.namespace, action.name)
+
+
+def _restoring(cluster: Cluster) -> Restoring:
+    if not isinstance(cluster, Restoring):
+        raise ClusterError(501, "NotImplemented", "this cluster cannot restore drifted objects")
+    return cluster
 
 
 def describe(action: Action) -> str:
@@ -124,6 +177,15 @@ def describe(action: Action) -> str:
             return f"create sandboxclaim {c2.namespace}/claim-{c2.pool}-{c2.index}"
         case EnsureContextClaim():
             return f"ensure pvc {action.claim.namespace}/context-{action.claim.context}"
+        case RestoreWorkspaceClaim():
+            c3 = action.claim
+            return f"restore pvc {c3.namespace}/{workspace_claim_name(c3.pool, c3.index)}"
+        case RestoreSandbox():
+            s2 = action.sandbox
+            return f"restore sandbox {s2.namespace}/{sandbox_name(s2.pool, s2.index)}"
+        case RestoreSandboxClaim():
+            c4 = action.claim
+            return f"restore sandboxclaim {c4.namespace}/{sandbox_claim_name(c4.pool, c4.index)}"
         case DeleteSandbox():
             return f"delete sandbox {action.namespace}/{action.name}"
         case DeleteSandboxClaim():
