@@ -27,6 +27,7 @@ from context_service.contract import tools as catalogue
 _LISTING = msgspec.json.encode({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
 _MCP_HEADERS = {"Accept": "application/json, text/event-stream",
                 "MCP-Protocol-Version": LATEST_HANDSHAKE_VERSION}
+REDACTED = "[redacted]"  # a secret's place in an error text
 
 
 class Bridge:
@@ -35,6 +36,8 @@ class Bridge:
     def __init__(self, url: str, token: str, headers: dict[str, str]) -> None:
         self.url = url
         self.client = AsyncClient(url, token, headers=headers)
+        # what no error text may carry: a transport's message can quote a header it refused
+        self.secrets = tuple(sorted({token, *headers.values()} - {""}, key=len, reverse=True))
 
     async def list_tools(self, _: ServerRequestContext[Any, Any],
                          __: types.PaginatedRequestParams | None) -> types.ListToolsResult:
@@ -44,9 +47,9 @@ class Bridge:
             response = await self.client.http.post(
                 "/mcp", content=_LISTING, headers={**self.client.headers, **_MCP_HEADERS})
         except httpx.TransportError as exc:
-            raise _refused(unreachable(exc)) from exc
+            raise self._refused(unreachable(exc)) from exc
         if not response.is_success:
-            raise _refused(error_of(response, response.content))
+            raise self._refused(error_of(response, response.content))
         try:
             answer = msgspec.json.decode(response.content)
             if "error" in answer:  # a JSON-RPC error of the service's: passed on as it is
@@ -66,8 +69,35 @@ class Bridge:
             body = await self.client.call(path, arguments)
         except ApiError as exc:
             wait = None if exc.retry_after is None else str(math.ceil(exc.retry_after))
-            return catalogue.failure(_body_of(exc), wait)
+            return catalogue.failure(self._body_of(exc), wait)
+        # only the tool's declared answer (what its output schema says) is its result: a
+        # proxy's page or another version's shape is a tool error, not a result that breaks
+        # the agent's client (or its reading of a pack)
+        try:
+            msgspec.json.decode(body, type=tool.answer)
+        except msgspec.DecodeError as exc:  # msgspec's ValidationError is one
+            return catalogue.failure(c.ErrorBody(
+                code="INTERNAL_ERROR",
+                message=f"the service's answer could not be read as {tool.name}'s: {exc}"))
         return catalogue.success(tool, body)
+
+    def _body_of(self, exc: ApiError) -> c.ErrorBody:
+        """The error body the client's error carries, its message without a secret."""
+        message = exc.message
+        for secret in self.secrets:
+            message = message.replace(secret, REDACTED)
+        return c.ErrorBody(code=exc.code, message=message,
+                           details=msgspec.UNSET if exc.details is None else exc.details)
+
+    def _refused(self, exc: ApiError) -> MCPError:
+        """A listing the service refused (or could not answer) as a JSON-RPC error: ``CODE:
+        message``, the error body as its data, and when to try again where the answer said."""
+        body = self._body_of(exc)
+        message = f"{body.code}: {body.message}"
+        if exc.retry_after is not None and (
+                note := catalogue.retry_note(body.message, math.ceil(exc.retry_after))):
+            message += "; " + note
+        return MCPError(types.INTERNAL_ERROR, message, msgspec.to_builtins(body))
 
     def server(self) -> Server[Any]:
         return Server("context-service", version=_version(), title="Context Service",
@@ -81,22 +111,6 @@ def _version() -> str:
         return importlib.metadata.version("context-service")
     except importlib.metadata.PackageNotFoundError:  # run from a checkout not installed
         return "0+unknown"
-
-
-def _body_of(exc: ApiError) -> c.ErrorBody:
-    """The error body the client's error carries."""
-    return c.ErrorBody(code=exc.code, message=exc.message,
-                       details=msgspec.UNSET if exc.details is None else exc.details)
-
-
-def _refused(exc: ApiError) -> MCPError:
-    """A listing the service refused (or could not answer) as a JSON-RPC error: ``CODE:
-    message``, the error body as its data, and when to try again where the answer said."""
-    message = f"{exc.code}: {exc.message}"
-    if exc.retry_after is not None and (
-            note := catalogue.retry_note(exc.message, math.ceil(exc.retry_after))):
-        message += "; " + note
-    return MCPError(types.INTERNAL_ERROR, message, msgspec.to_builtins(_body_of(exc)))
 
 
 async def serve(bridge: Bridge) -> None:

@@ -4,6 +4,8 @@ and answer Structs. Input and output schemas are generated from those Structs; t
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from dataclasses import dataclass
 from functools import cache, lru_cache
@@ -19,7 +21,7 @@ from context_service.contract.schema import as_sent
 READ, RUN = "context:read", "queries:run"
 API = "/api/agent/v1"
 # a replay id stays one path segment of the route (the route answers 404 for an unknown one)
-_REPLAY_ID = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
+_REPLAY_ID = re.compile(r"[A-Za-z0-9_-]{1,100}")  # matched whole (``$`` lets a "\n" end it)
 
 INSTRUCTIONS = """\
 Context Service gives you cited, access-checked context for a task.
@@ -53,7 +55,7 @@ class AgentTool:
             return self.path, arguments
         body = dict(arguments)
         replay_id = body.pop("replayId", None)
-        if not isinstance(replay_id, str) or not _REPLAY_ID.match(replay_id):
+        if not isinstance(replay_id, str) or not _REPLAY_ID.fullmatch(replay_id):
             return c.ErrorBody(code="VALIDATION_ERROR", message="request validation failed",
                                details=[{"path": "$.replayId",
                                          "message": "must be the replayId of a released pack"}])
@@ -193,10 +195,60 @@ def resolve(params: types.CallToolRequestParams
     tool = BY_NAME.get(params.name)
     if tool is None:
         return failure(unknown_tool(params.name))
-    routed = tool.route(dict(params.arguments or {}))
+    arguments = dict(params.arguments or {})
+    if (refused := not_json(arguments)) is not None:
+        return failure(refused)
+    routed = tool.route(arguments)
     if not isinstance(routed, tuple):
         return failure(routed)
     return tool, *routed
+
+
+def not_json(arguments: dict[str, Any]) -> c.ErrorBody | None:
+    """The refusal of arguments no JSON body can carry to the route, or None. The SDK's parsers
+    let through what the routes never see: a lone surrogate (``json.loads``; not Unicode, so not
+    encodable), ``NaN``, ``Infinity`` and numbers beyond every double (as non-finite floats,
+    which would reach the route as ``null``, i.e. absent). Walked without recursion: nesting
+    as deep as ``json.loads`` lets through is the route's to refuse, as over HTTP."""
+    pending: list[tuple[str, Any]] = [("$", arguments)]
+    while pending:
+        path, value = pending.pop()
+        reason = _not_json(value)
+        if reason:
+            return c.ErrorBody(code="INVALID_REQUEST",
+                               message=f"malformed JSON arguments: {path} {reason}")
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if _unencodable(key):
+                    return c.ErrorBody(code="INVALID_REQUEST", message="malformed JSON "
+                                       f"arguments: a key of {path} holds a lone surrogate")
+                pending.append((_member(path, key), item))
+        elif isinstance(value, list):
+            pending.extend((f"{path}[{at}]", item) for at, item in enumerate(value))
+    return None
+
+
+def _not_json(value: Any) -> str:
+    if isinstance(value, str) and _unencodable(value):
+        return "holds a lone surrogate (not Unicode)"
+    if isinstance(value, float) and not math.isfinite(value):
+        return "is not a finite number (NaN, Infinity, or beyond every double)"
+    return ""
+
+
+def _unencodable(text: str) -> bool:
+    if text.isascii():
+        return False
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _member(path: str, key: str) -> str:
+    """``$.key``, or ``$["key"]`` where the key is not a plain name (escaped: it is shown)."""
+    return f"{path}.{key}" if key.isidentifier() and key.isascii() else f"{path}[{json.dumps(key)}]"
 
 
 def success(tool: AgentTool, body: bytes) -> types.CallToolResult:
@@ -246,9 +298,14 @@ def unknown_tool(name: str) -> c.ErrorBody:
     return c.ErrorBody(code="NOT_FOUND", message=f"tool {name!r} not found")
 
 
+TEXT_INDENT = "  "
+
+
 def render_pack(pack: dict[str, Any]) -> str:
     """A compact reading of a pack: its identity, then each item with its id, class, trust,
-    validity and flags, then its text."""
+    validity and flags, then its text, every line of it indented. Only the reading's own lines
+    start at the margin: a document's text (untrusted) cannot pass for an item line, say one of
+    an approved item, nor a name (a file's) break a line to start one."""
     budget, as_of = pack["budget"], pack["asOf"]
     lines = [f"Context pack {pack['packId']} (replay {pack['replayId']}, expires "
              f"{pack['expiresAt']})",
@@ -257,13 +314,20 @@ def render_pack(pack: dict[str, Any]) -> str:
              f"{'complete' if pack['complete'] else 'INCOMPLETE'}"]
     for entry in pack["missing"]:
         named = entry.get("id") or entry.get("collectionId") or entry.get("documentId") or ""
-        lines.append(f"missing: {entry['kind']} {named} ({entry['reason']})".replace("  ", " "))
+        lines.append(_inline(f"missing: {entry['kind']} {named} ({entry['reason']})"
+                             .replace("  ", " ")))
     for item in pack["items"]:
         lines.append("")
-        lines.append(f"[{item['id']}] {item['class']}, trust={item['trust']}"
-                     + _validity(item) + _flags(item))
-        lines.append(item["text"])
+        lines.append(_inline(f"[{item['id']}] {item['class']}, trust={item['trust']}"
+                             + _validity(item) + _flags(item)))
+        lines.extend(TEXT_INDENT + line for line in item["text"].splitlines() or [""])
     return "\n".join(lines)
+
+
+def _inline(line: str) -> str:
+    """``line`` kept on one line: any line break or control character in it escaped (as JSON
+    escapes it), so what the service names cannot start a line of its own."""
+    return line if line.isprintable() else json.dumps(line)[1:-1]
 
 
 def _validity(item: dict[str, Any]) -> str:
