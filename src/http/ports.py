@@ -51,12 +51,14 @@ class CommandOutcome(Protocol):
 
 class ContextCommands(Protocol):
     def authorize(self, namespace: str, name: str, actor: Subject,
-                  permission: str) -> ContextState: ...
+                  permission: str) -> ContextState:
+        """On the log now (a write checking the permission before it reads the body)."""
 
     def execute(self, namespace: str, name: str, command: Command) -> CommandOutcome: ...
 
     async def authorize_async(self, namespace: str, name: str, actor: Subject,
-                              permission: str) -> ContextState: ...
+                              permission: str, fresh: bool = False) -> ContextState:
+        """On the cached state unless ``fresh``; a refusal is confirmed against the log."""
 
     async def execute_async(self, namespace: str, name: str,
                             command: Command) -> CommandOutcome: ...

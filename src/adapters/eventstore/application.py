@@ -20,8 +20,8 @@ from typing import Any, Generic, TypeVar
 from eventsourcing.persistence import IntegrityError
 
 from context_service.adapters.eventstore.store import EventStore
-from context_service.domain.context.commands import Command
-from context_service.domain.context.decide import authorize, decide
+from context_service.domain.context.commands import Command, CreateClone
+from context_service.domain.context.decide import authorize, checked_clone, decide
 from context_service.domain.context.state import ContextState, evolve
 from context_service.domain.errors import ConcurrencyError, DomainError
 from context_service.domain.events import Event, Subject
@@ -107,8 +107,9 @@ class StreamApplication(Generic[S]):
                     state = self.evolve(state, event)
                 self._remember(stream, version + len(events), state)
                 return Outcome(state, position)
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(None, self.execute_on, stream, command, True)
+        # with the request's context (to_thread copies it): a request the drain abandons
+        # meanwhile writes nothing
+        return await asyncio.to_thread(self.execute_on, stream, command, True)
 
     def _execute(self, stream: StreamRef, command: object, fresh: bool) -> Outcome[S]:
         version, state = self.load_stream(stream) if fresh else self.cached(stream)
@@ -164,11 +165,10 @@ class ContextApplication(StreamApplication[ContextState]):
         return self.load_stream(context_stream(namespace, name))
 
     def authorize(self, namespace: str, name: str, actor: Subject, permission: str) -> ContextState:
-        """A pre-check on the cached state, confirmed against the log before refusing; the
-        command's own ``decide`` checks again when it commits."""
-        state = self._authorized_on_cache(namespace, name, actor, permission)
-        if state is not None:
-            return state
+        """On the log now. Every caller is a write route checking the permission before it
+        reads the body (the spec's order of checks): a grant another replica revoked a moment
+        ago must answer 404 here, not let a malformed body answer 400. The command's own
+        ``decide`` checks again when it commits."""
         return self._authorized_on_log(namespace, name, actor, permission)
 
     def _authorized_on_cache(self, namespace: str, name: str, actor: Subject,
@@ -187,20 +187,34 @@ class ContextApplication(StreamApplication[ContextState]):
         return state
 
     def execute(self, namespace: str, name: str, command: Command) -> Outcome[ContextState]:
+        if isinstance(command, CreateClone):
+            command = self._checked_on_source(command)
         return self.execute_on(context_stream(namespace, name), command)
 
+    def _checked_on_source(self, command: CreateClone) -> CreateClone:
+        """A clone decides on two streams: its source's, read from the log here, right before
+        the target's is decided, so a ``derive`` revoked since the request began refuses it."""
+        _, source = self.load(command.namespace, command.source)
+        return checked_clone(command, source)
+
     async def authorize_async(self, namespace: str, name: str, actor: Subject,
-                              permission: str) -> ContextState:
-        """``authorize`` for an event loop: a thread is needed only to confirm a refusal."""
-        state = self._authorized_on_cache(namespace, name, actor, permission)
-        if state is not None:
-            return state
+                              permission: str, fresh: bool = False) -> ContextState:
+        """A pre-check for a hot write on the event loop: on the cached state, a thread being
+        needed only to confirm a refusal against the log. ``fresh``: on the log now, as
+        ``authorize`` (the route is about to refuse the body, and the caller must first be
+        known to hold the permission)."""
+        if not fresh:
+            state = self._authorized_on_cache(namespace, name, actor, permission)
+            if state is not None:
+                return state
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(None, self._authorized_on_log, namespace, name,
                                           actor, permission)
 
     async def execute_async(self, namespace: str, name: str,
                             command: Command) -> Outcome[ContextState]:
+        if isinstance(command, CreateClone):  # reads its source from the log: on a thread
+            return await asyncio.to_thread(self.execute, namespace, name, command)
         return await self.execute_on_async(context_stream(namespace, name), command)
 
 

@@ -7,10 +7,13 @@ from __future__ import annotations
 
 from datetime import datetime
 
+import msgspec
+
 from context_service.domain.context import lifecycle
 from context_service.domain.context.commands import (
     AttachConsumer,
     Command,
+    CreateClone,
     CreateContext,
     DeleteContext,
     DetachConsumer,
@@ -63,6 +66,17 @@ def authorize(state: ContextState, actor: Subject, permission: str) -> None:
     """Absent, deleted and unauthorized look the same: 404."""
     if not state.live or permission not in state.permissions_of(actor):
         raise ContextNotFoundError()
+
+
+def checked_clone(command: CreateClone, source: ContextState) -> CreateClone:
+    """``command`` checked against its source as the log holds it when the clone is decided
+    (the route read the source when the request began): the caller still holds ``derive``
+    (404), the snapshot is still recorded (404) and ready (400). The command then carries the
+    snapshot as recorded now. Checks in the spec's order, before the target's own (409)."""
+    authorize(source, command.actor, "derive")
+    lifecycle.validate_clone(command.name, command.snapshot.name)
+    snapshot = lifecycle.clone_source(source, command.snapshot.name)
+    return msgspec.structs.replace(command, snapshot=snapshot)
 
 
 def decide(command: Command, state: ContextState, now: datetime) -> list[Event]:
