@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
-from typing import TypeVar
+from decimal import Decimal
+from typing import Any, TypeVar
 
 import msgspec
 
+from context_service.contract.query import PublishQueryIndexRequest
 from context_service.domain.errors import RequestInvalidError
 from context_service.domain.values import parse_timestamp
 from context_service.http.limits import JSON_WHITESPACE, MAX_BODY
@@ -23,12 +26,37 @@ def check_present(raw: bytes) -> None:
         raise RequestInvalidError("request body is required")
 
 
+def number(text: str) -> Any:
+    """A JSON number with a fraction or an exponent where the shape names no type: a double,
+    or, beyond every double (``1e400``), its decimal text. Whether a field takes it is that
+    field's rule, with that field's message (a studied ``number`` is a finite double, agent api
+    5.1 check 8: ``field "<name>" has a value that does not match its type``)."""
+    value = float(text)
+    return value if math.isfinite(value) else Decimal(text)
+
+
+# The bodies where a number beyond a double decodes, for the check of the field that takes it
+# to refuse it with its own message: nothing of it is stored or shown back. Elsewhere (a query
+# template's parameter default, which answers show back) it stays a body error: an answer
+# holding it could not be read by a client that reads numbers as doubles, this project's own.
+BEYOND_DOUBLE: frozenset[type] = frozenset({PublishQueryIndexRequest})
+_DECODERS: dict[Any, msgspec.json.Decoder[Any]] = {
+    shape: msgspec.json.Decoder(shape, strict=True, float_hook=number) for shape in BEYOND_DOUBLE}
+
+
+def _decoder(shape: type[T]) -> msgspec.json.Decoder[T]:
+    found = _DECODERS.get(shape)
+    if found is None:
+        found = _DECODERS[shape] = msgspec.json.Decoder(shape, strict=True)
+    return found
+
+
 def decode(raw: bytes, shape: type[T], refuse_nul: bool = False) -> T:
     """The body as ``shape``; with ``refuse_nul``, a string holding U+0000 is refused (for the
     routes whose views keep strings as PostgreSQL text and jsonb, which cannot hold it)."""
     check_present(raw)
     try:
-        found = msgspec.json.decode(raw, type=shape, strict=True)
+        found = _decoder(shape).decode(raw)
         if refuse_nul and b"\\u0000" in raw:  # rare: only then look for it in the decoded strings
             _refuse_nul(msgspec.to_builtins(found), "$")
     except msgspec.ValidationError as exc:
