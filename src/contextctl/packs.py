@@ -141,7 +141,8 @@ def pack(app: App, task: str, max_tokens: int | None, max_latency_ms: int | None
         return
     raw = agent_api.ask_raw(app, routes.STREAM, request)
     if fmt == output.JSON:
-        click.echo(raw.decode(), nl=False)
+        click.echo(raw.decode(), nl=False)  # the lines as they came, a last error line too
+        _stream_data(raw)  # then exit 1 when they end in an error or stop before the footer
     elif fmt == output.YAML:
         output.dump(_stream_data(raw), fmt)
     else:

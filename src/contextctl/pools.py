@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from context_service.contextctl import complete, output
-from context_service.contextctl.client import ServiceError, segment
+from context_service.contextctl.client import CommandError, ServiceError, segment
 from context_service.contextctl.options import App, Duration, group, output_options, pass_app
 
 POOLS = "/v1/sandbox-pools"
@@ -48,11 +48,27 @@ def print_pools(data: dict[str, Any]) -> None:
         "No sandbox pools found.")
 
 
-@click.command(help="Check that the service answers.")
+@click.command(help="Check that the service answers and says it is healthy.")
 @pass_app
 def health(app: App) -> None:
-    app.client.get("/healthz")
+    reply = app.client.get("/healthz")
+    if not healthy(reply.data):
+        raise CommandError(f"the context service at {reply.url} is not healthy: /healthz "
+                           f"answered {_shown(reply.raw)}")
     output.line("ok")
+
+
+def healthy(answer: Any) -> bool:
+    """``/healthz`` says the process serves (spec 1.3: ``{"status":"ok"}``; keys a later version
+    adds are read past). A 200 alone is not enough: a proxy or another web server at ``CS_URL``
+    answers 200 too."""
+    return isinstance(answer, dict) and answer.get("status") == "ok"
+
+
+def _shown(raw: bytes, limit: int = 200) -> str:
+    """The answer on the one line of the message, cut short."""
+    text = " ".join(raw.decode(errors="replace").split())
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 # Options --warm-pool refuses, in the order they are reported.
