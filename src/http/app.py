@@ -15,7 +15,7 @@ from litestar.exceptions import (
 
 from context_service.contract.service import Health, Readiness
 from context_service.domain.errors import DomainError
-from context_service.http import hosts, limits, metrics, openapi, settings
+from context_service.http import hosts, limits, metrics, openapi, segments, settings
 from context_service.http.agent import (
     credentials,
     fields,
@@ -195,5 +195,6 @@ def create_app(services: Services, extra_routes: list[Any] | None = None,
     app.state.services = services
     app.state.mcp = mcp
     # in front of routing, so that they hold for every path, known or not
-    app.asgi_handler = hosts.HostGuard(limits.BodyLimit(app.asgi_handler), allowed_hosts)
+    app.asgi_handler = hosts.HostGuard(
+        limits.BodyLimit(segments.EncodedSlashes(app.asgi_handler)), allowed_hosts)
     return app
