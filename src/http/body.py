@@ -28,9 +28,10 @@ def check_present(raw: bytes) -> None:
 
 def number(text: str) -> Any:
     """A JSON number with a fraction or an exponent where the shape names no type: a double,
-    or, beyond every double (``1e400``), its decimal text. Whether a field takes it is that
-    field's rule, with that field's message (a studied ``number`` is a finite double, agent api
-    5.1 check 8: ``field "<name>" has a value that does not match its type``)."""
+    or, beyond every double (``1e400``), its decimal text (any JSON number decodes, agent api
+    §1.4 rule 5). Whether a field takes it is that field's rule, with that field's message (a
+    template ``number`` binds it; a studied ``number`` is a finite double, agent api 5.1 check
+    8: ``field "<name>" has a value that does not match its type``)."""
     value = float(text)
     return value if math.isfinite(value) else Decimal(text)
 

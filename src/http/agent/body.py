@@ -4,15 +4,13 @@ most one violation per path, the first rule that fails for it."""
 
 from __future__ import annotations
 
-import math
-from decimal import Decimal
 from typing import Any, TypeVar
 
 import msgspec
 
 from context_service.http.agent.errors import ApiError, Violation
 from context_service.http.agent.late_body import PendingBody
-from context_service.http.body import NESTED
+from context_service.http.body import NESTED, number
 from context_service.http.limits import JSON_WHITESPACE, MAX_BODY
 
 T = TypeVar("T")
@@ -26,22 +24,13 @@ def invalid(message: str) -> ApiError:
     return ApiError(400, "INVALID_REQUEST", message)
 
 
-def _number(text: str) -> Any:
-    """A JSON number with a fraction or an exponent where the shape names no type: a double,
-    or, beyond every double (``1e400``), its decimal text (any JSON number decodes, rule 5 of
-    §1.4; whether a field takes it is that field's rule: a template ``number`` binds it, a
-    studied ``number`` is a finite double and refuses it)."""
-    value = float(text)
-    return value if math.isfinite(value) else Decimal(text)
-
-
 _DECODERS: dict[Any, msgspec.json.Decoder[Any]] = {}
 
 
 def _decoder(shape: type[T]) -> msgspec.json.Decoder[T]:
     found = _DECODERS.get(shape)
     if found is None:
-        found = _DECODERS[shape] = msgspec.json.Decoder(shape, strict=True, float_hook=_number)
+        found = _DECODERS[shape] = msgspec.json.Decoder(shape, strict=True, float_hook=number)
     return found
 
 
