@@ -37,8 +37,9 @@ class RecordedItem(msgspec.Struct, frozen=True, kw_only=True):
 
 class CurrentState(msgspec.Struct, frozen=True, kw_only=True):
     """What a replay rebuilds items from: the namespace folded to the latest pack-input event,
-    the usable indexes of the collections the recorded items name, the sets' current states by
-    id, the recorded valid time, the caller's access now and the caller's bound set (``""``)."""
+    the usable indexes of the collections the recorded items name and of those the recorded
+    request and set read now, the sets' current states by id, the recorded valid time, the
+    caller's access now and the caller's bound set (``""``)."""
 
     ns: NamespaceAt
     corpus: Corpus

@@ -26,10 +26,10 @@ from context_service.contract.agent_errors import (
 from context_service.domain.context_pack.commands import RecordReplay
 from context_service.domain.context_pack.errors import ReplayExpiredError, ReplayNotFoundError
 from context_service.domain.context_pack.events import ContextPackReleased, ContextPackReplayed
-from context_service.domain.context_pack.readable import BoundToOtherSetError
+from context_service.domain.context_pack.readable import BoundToOtherSetError, Readable
 from context_service.domain.context_set.state import ContextSetState
 from context_service.domain.pack.items import Source
-from context_service.domain.pack.model import ENGINE_VERSION
+from context_service.domain.pack.model import ENGINE_VERSION, NamespaceAt
 from context_service.domain.pack.render import pack_body
 from context_service.domain.pack.replay import (
     CurrentState,
@@ -99,6 +99,28 @@ def _record(packs: PackServices, caller: AgentCaller, run: ContextPackReplayed) 
     return outcome.position
 
 
+def _recorded_set(access: Access, release: ContextPackReleased) -> ContextSetState | None:
+    """The set the released pack worked in, as it is now (an unknown one: empty)."""
+    set_id = release.parameters.context_set_id
+    if not set_id:
+        return None
+    return access.sets()(set_id) or ContextSetState(id=set_id)
+
+
+def _read_now(access: Access, release: ContextPackReleased, ns: NamespaceAt,
+              readable: Readable) -> set[str]:
+    """The collections the released pack read, as a recompute resolves them now (its recorded
+    filter and set, the caller's access now). A release records an item's anchor collection
+    only, so a graph fact or a passage's contradiction flag can join a record of a collection
+    no recorded item names: verify weighs these as the pack did."""
+    p = release.parameters
+    request = PackRequest(task="", collection_ids=p.collection_ids,
+                          context_set_id=p.context_set_id)
+    scope = recompute_scope(ns, request, _recorded_set(access, release),
+                            readable.__contains__)
+    return {c.name for c in scope.usable}
+
+
 def _verify(packs: PackServices, access: Access, release: ContextPackReleased,
             head: int) -> tuple[dict[str, Any], ContextPackReplayed]:
     caller = access.caller
@@ -107,11 +129,13 @@ def _verify(packs: PackServices, access: Access, release: ContextPackReleased,
     ns = ports.inputs.namespace_at(caller.workspace, position)
     items = recorded_items(release)
     readable = access.readable()
-    # the collections the recorded items name that the caller reads now: an item of another
-    # is unavailable, and its records are no evidence of a contradiction either (§8: a replay
-    # never shows anything the caller could not read today, a hash included)
+    # the collections the recorded items name and those the pack read, that the caller reads
+    # now: an item of another is unavailable, and its records are no evidence of a
+    # contradiction either (§8: a replay never shows anything the caller could not read
+    # today, a hash included)
     named = sorted({i.source.collection_id for i in items if i.source.collection_id
-                    and i.source.collection_id in readable})
+                    and i.source.collection_id in readable}
+                   | _read_now(access, release, ns, readable))
     corpus = loaded_corpus(access.request, ports,
                            [ns.collections[c] for c in named if c in ns.collections])
     get = access.sets()
@@ -148,9 +172,7 @@ def _recompute(packs: PackServices, access: Access, release: ContextPackReleased
     bound = caller.context_set_id
     if p.context_set_id and bound and p.context_set_id != bound:
         raise ApiError(403, "FORBIDDEN", BoundToOtherSetError(bound).message)
-    active: ContextSetState | None = None
-    if p.context_set_id:
-        active = access.sets()(p.context_set_id) or ContextSetState(id=p.context_set_id)
+    active = _recorded_set(access, release)
     request = PackRequest(task=task, max_tokens=p.max_tokens, max_latency_ms=p.max_latency_ms,
                           coverage=p.coverage, collection_ids=p.collection_ids,
                           document_ids=_documents_in_order(release), sources=p.sources,
