@@ -8,7 +8,7 @@ The reconciler and the request-time checks are written against ``Cluster``; test
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
@@ -202,14 +202,22 @@ class WarmPoolInfo(msgspec.Struct, frozen=True, kw_only=True):
     ready_replicas: int = 0
 
 
+# Objects whose fields the service sets were edited: (kind, name) -> paths of the edited fields,
+# kind "pvc", "sandbox" or "sandboxclaim".
+Drift = dict[tuple[str, str], tuple[str, ...]]
+
+
 class PoolObjects(msgspec.Struct, frozen=True, kw_only=True):
     """Objects behind pools: Sandboxes, SandboxClaims and PVCs carrying managed-by and the pool
-    label, and Pods carrying the pool label (claimed Pods do not carry managed-by)."""
+    label, and Pods carrying the pool label (claimed Pods do not carry managed-by). ``drift``
+    names the objects asked about (``Cluster.list_pool_objects``) that no longer hold what
+    the service set on them."""
 
     sandboxes: tuple[SandboxInfo, ...] = ()
     sandbox_claims: tuple[SandboxClaimInfo, ...] = ()
     claims: tuple[ClaimInfo, ...] = ()
     pods: tuple[PodInfo, ...] = ()
+    drift: Drift = {}
 
 
 class SnapshotClassInfo(msgspec.Struct, frozen=True, kw_only=True):
@@ -311,6 +319,10 @@ class PoolSandboxClaim(msgspec.Struct, frozen=True, kw_only=True):
     warm_pool: str
 
 
+# A pool's object as the service renders it: what drift is checked against and restored to.
+PoolObject = WorkspaceClaim | PoolSandbox | PoolSandboxClaim
+
+
 class ContextSnapshot(msgspec.Struct, frozen=True, kw_only=True):
     """The VolumeSnapshot of spec §6.6 for snapshot ``snapshot`` of context ``context``."""
 
@@ -350,29 +362,43 @@ class Watch(Protocol):
 
 class Cluster(Protocol):
     """Kubernetes as the service sees it. Creates are create-if-absent and return whether they
-    created; deletes ignore not-found and return whether something was there. Lookups return
-    None when the object, or its API, does not exist. Failures raise ``ClusterError``."""
+    created; restores write back the fields the service sets on an existing object (what an
+    operator edited) and return True; deletes ignore not-found and return whether something was
+    there. Lookups return None when the object, or its API, does not exist. Failures raise
+    ``ClusterError``."""
 
     def has_resource(self, group: str, version: str, plural: str) -> bool: ...
     def list_storage_classes(self) -> list[StorageClassInfo]: ...
     def get_claim(self, namespace: str, name: str) -> ClaimInfo | None: ...
     def ensure_context_claim(self, claim: ContextClaim) -> bool: ...
     def ensure_workspace_claim(self, claim: WorkspaceClaim) -> bool: ...
+    def restore_workspace_claim(self, claim: WorkspaceClaim) -> bool:
+        """Put back the labels the service set on a pool PVC (its spec cannot change)."""
+        ...
+
     def delete_claim(self, namespace: str, name: str) -> bool: ...
     def list_claim_consumers(self, namespace: str, claim: str) -> list[PodConsumer]: ...
     def get_sandbox_template(self, namespace: str, name: str) -> SandboxTemplateInfo | None: ...
     def get_warm_pool(self, namespace: str, name: str) -> WarmPoolInfo | None: ...
     def get_sandbox(self, namespace: str, name: str) -> SandboxInfo | None: ...
     def ensure_sandbox(self, sandbox: PoolSandbox) -> bool: ...
+    def restore_sandbox(self, sandbox: PoolSandbox) -> bool:
+        """Put back the labels, annotations and spec fields the service set; fields it does not
+        set keep their values. Raises ClusterError 400/422 when the server refuses them."""
+        ...
+
     def delete_sandbox(self, namespace: str, name: str) -> bool: ...
     def get_sandbox_claim(self, namespace: str, name: str) -> SandboxClaimInfo | None: ...
     def ensure_sandbox_claim(self, claim: PoolSandboxClaim) -> bool: ...
+    def restore_sandbox_claim(self, claim: PoolSandboxClaim) -> bool: ...
     def delete_sandbox_claim(self, namespace: str, name: str) -> bool:
         """Deletes with foreground propagation (spec §6.9)."""
         ...
 
-    def list_pool_objects(self, namespace: str, pool: str | None = None) -> PoolObjects:
-        """Objects of one pool, or of every pool when ``pool`` is None (adoption)."""
+    def list_pool_objects(self, namespace: str, pool: str | None = None,
+                          wanted: Iterable[PoolObject] = ()) -> PoolObjects:
+        """Objects of one pool, or of every pool when ``pool`` is None (adoption), with the
+        ``drift`` of those ``wanted`` found: told from the same lists, so it costs no request."""
         ...
 
     def list_snapshot_classes(self) -> list[SnapshotClassInfo]:

@@ -4,6 +4,7 @@ Objects are stored as the same JSON the adapter writes (``manifests``) and read 
 the same parsers (``parse``), so shapes and observation rules match the real adapter. What a
 real API server adds is modelled only lightly: uids, creation times, no quantity canonicalising.
 Test helpers play the controllers (``set_claim_phase``, ``add_pod``, ``set_ready`` ...),
+``edit()`` plays an operator changing fields (drift), ``restored`` lists what restores wrote,
 ``fail()`` injects errors and ``uninstall()`` removes an API.
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import copy
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -37,6 +38,7 @@ CORE = {
     "storageclasses": ("storage.k8s.io", "v1"),
 }
 CUSTOM = {plural: (group, version) for group, version, plural in port.CUSTOM_RESOURCES}
+KINDS = {"sandbox": "sandboxes", "sandboxclaim": "sandboxclaims", "pvc": "persistentvolumeclaims"}
 
 
 class _Watch:
@@ -57,6 +59,7 @@ class FakeCluster:
         self.calls: list[tuple[str, ...]] = []
         self.watchers: list[tuple[str | None, Callable[[Change], None]]] = []
         self.hold_deletes = False  # True: deletes only mark deletionTimestamp (finish_deletes)
+        self.restored: list[Key] = []  # objects a restore wrote, in order
         self._uids = itertools.count(1)
 
     # --- test controls ----------------------------------------------------------------------
@@ -70,6 +73,13 @@ class FakeCluster:
 
     def manifest(self, plural: str, namespace: str, name: str) -> JSON | None:
         return copy.deepcopy(self.objects.get((plural, namespace, name)))
+
+    def edit(self, plural: str, namespace: str, name: str, patch: JSON) -> None:
+        """An operator's edit: a JSON merge patch (``kubectl patch --type merge``), so a None
+        value removes the key and a list is replaced whole."""
+        key = (plural, namespace, name)
+        self.objects[key] = _merge(self.objects[key], patch)
+        self._notify(*key)
 
     def put(self, plural: str, item: JSON) -> JSON:
         """Store ``item`` as the cluster would (uid, creation time), replacing any same name."""
@@ -370,19 +380,48 @@ class FakeCluster:
         self._call("delete_sandbox_claim", namespace, name)
         return self._delete("sandboxclaims", namespace, name)
 
-    def list_pool_objects(self, namespace: str, pool: str | None = None) -> port.PoolObjects:
+    def list_pool_objects(
+        self, namespace: str, pool: str | None = None, wanted: Iterable[port.PoolObject] = ()
+    ) -> port.PoolObjects:
         self._call("list_pool_objects", namespace, pool or "")
         managed: dict[str, str | None] = {MANAGED_BY: MANAGER, POOL_LABEL: pool}
+        raw = {kind: self._list(plural, namespace, managed) for kind, plural in KINDS.items()}
+        found = {(kind, i["metadata"]["name"]): i for kind, items in raw.items() for i in items}
         return port.PoolObjects(
-            sandboxes=tuple(parse.sandbox(i) for i in self._list("sandboxes", namespace, managed)),
-            sandbox_claims=tuple(
-                parse.sandbox_claim(i) for i in self._list("sandboxclaims", namespace, managed)
-            ),
-            claims=tuple(
-                parse.claim(i) for i in self._list("persistentvolumeclaims", namespace, managed)
-            ),
+            sandboxes=tuple(parse.sandbox(i) for i in raw["sandbox"]),
+            sandbox_claims=tuple(parse.sandbox_claim(i) for i in raw["sandboxclaim"]),
+            claims=tuple(parse.claim(i) for i in raw["pvc"]),
             pods=tuple(parse.pod(i) for i in self._list("pods", namespace, {POOL_LABEL: pool})),
+            drift=manifests.drift(wanted, found),
         )
+
+    def restore_workspace_claim(self, claim: port.WorkspaceClaim) -> bool:
+        return self._restore("restore_workspace_claim", claim)
+
+    def restore_sandbox(self, sandbox: port.PoolSandbox) -> bool:
+        return self._restore("restore_sandbox", sandbox)
+
+    def restore_sandbox_claim(self, claim: port.PoolSandboxClaim) -> bool:
+        return self._restore("restore_sandbox_claim", claim)
+
+    def _restore(self, operation: str, desired: port.PoolObject) -> bool:
+        """A forced server-side apply of the owned fields: they are merged over the object
+        (a list whole), everything else stays. Like the server, an absent object is created
+        from them, which a PVC's labels alone cannot be."""
+        kind, body = manifests.owned(desired)
+        key = (KINDS[kind], desired.namespace, body["metadata"]["name"])
+        self._call(operation, *key[1:])
+        self._require(key[0])
+        current = self.objects.get(key)
+        if current is None and kind == "pvc":
+            raise ClusterError(422, "Invalid", f"{key[2]}: spec.accessModes: Required value")
+        if current is None:
+            self.put(key[0], body)
+        else:
+            self.objects[key] = _merge(current, body)
+        self.restored.append(key)
+        self._notify(*key)
+        return True
 
     def list_snapshot_classes(self) -> list[port.SnapshotClassInfo]:
         self._call("list_snapshot_classes")
@@ -422,6 +461,19 @@ class FakeCluster:
         entry = (namespace, on_change)
         self.watchers.append(entry)
         return _Watch(self, entry)
+
+
+def _merge(target: Any, patch: Any) -> Any:
+    """RFC 7386: objects merge key by key (None removes a key); anything else replaces."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    merged = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = _merge(merged.get(key), value)
+    return merged
 
 
 if TYPE_CHECKING:

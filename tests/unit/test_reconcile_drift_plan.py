@@ -24,9 +24,7 @@ from context_service.domain.cluster import (
     ClusterError,
     PoolObjects,
     PoolSandbox,
-    PoolSandboxClaim,
     SandboxInfo,
-    WorkspaceClaim,
 )
 from context_service.domain.context.events import Storage
 from context_service.domain.context.state import ContextState
@@ -193,23 +191,13 @@ def test_a_pool_relabels_its_own_claim_found_by_name() -> None:
 # --- a restore the server refuses ---------------------------------------------------------------
 
 
-class _Refusing(FakeCluster):
-    """The in-memory cluster whose server refuses every restore (an immutable field)."""
-
-    def restore_sandbox(self, sandbox: PoolSandbox) -> bool:
-        raise ClusterError(422, "Invalid", "spec.podTemplate: field is immutable")
-
-    def restore_workspace_claim(self, claim: WorkspaceClaim) -> bool:
-        raise AssertionError("not planned")
-
-    def restore_sandbox_claim(self, claim: PoolSandboxClaim) -> bool:
-        raise AssertionError("not planned")
-
-
 def test_a_refused_restore_is_a_conflict_not_an_error_to_retry() -> None:
     sandbox = PoolSandbox(namespace=NS, pool="docs", index=0, replicas=1,
                           claim="docs-workspace", runtime=RUNTIME)
-    passes = NamespacePass(_Refusing(), None, None, None, lambda: T0)  # type: ignore[arg-type]
+    refusing = FakeCluster()  # its server refuses the restore: an immutable field
+    refusing.fail("restore_sandbox", ClusterError(422, "Invalid",
+                                                  "spec.podTemplate: field is immutable"))
+    passes = NamespacePass(refusing, None, None, None, lambda: T0)  # type: ignore[arg-type]
     result = PassResult()
     passes._carry_out([RestoreSandbox(sandbox=sandbox)], result)
     assert result.errors == []

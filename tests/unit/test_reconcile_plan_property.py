@@ -214,6 +214,13 @@ def target(action: steps.Action) -> tuple[str, str]:
             return "sandboxclaims", f"claim-{c2.pool}-{c2.index}"
         case steps.EnsureContextClaim(claim=c3):
             return "persistentvolumeclaims", f"context-{c3.context}"
+        case steps.RestoreWorkspaceClaim(claim=c4):
+            suffix = "" if c4.index is None else f"-{c4.index}"
+            return "persistentvolumeclaims", f"{c4.pool}-workspace{suffix}"
+        case steps.RestoreSandbox(sandbox=s2):
+            return "sandboxes", f"sandbox-{s2.pool}-{s2.index}"
+        case steps.RestoreSandboxClaim(claim=c5):
+            return "sandboxclaims", f"claim-{c5.pool}-{c5.index}"
         case steps.DeleteSandbox():
             return "sandboxes", action.name
         case steps.DeleteSandboxClaim():

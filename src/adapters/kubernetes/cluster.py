@@ -43,6 +43,7 @@ from context_service.domain.cluster import (
     ContextClaim,
     ContextSnapshot,
     PodConsumer,
+    PoolObject,
     PoolObjects,
     PoolSandbox,
     PoolSandboxClaim,
@@ -59,7 +60,7 @@ from context_service.domain.cluster import (
     query_mirror_name,
     workspace_claim_name,
 )
-from context_service.domain.reconcile.plan import Drift, other_owner
+from context_service.domain.reconcile.plan import other_owner
 
 SANDBOX = Resource(*SANDBOXES)
 SANDBOX_CLAIM = Resource(*SANDBOX_CLAIMS)
@@ -228,7 +229,7 @@ class KubernetesCluster:
     def restore_sandbox_claim(self, claim: PoolSandboxClaim) -> bool:
         return self._restore(SANDBOX_CLAIM, claim)
 
-    def _restore(self, res: Resource, desired: manifests.PoolObject) -> bool:
+    def _restore(self, res: Resource, desired: PoolObject) -> bool:
         """Server-side apply of the owned fields, forced: the service takes back the fields it
         sets from whoever edited them; fields it does not set keep their managers and values."""
         _, body = manifests.owned(desired)
@@ -242,14 +243,10 @@ class KubernetesCluster:
     def delete_sandbox_claim(self, namespace: str, name: str) -> bool:
         return self._delete(SANDBOX_CLAIM, namespace, name, "Foreground")
 
-    def list_pool_objects(self, namespace: str, pool: str | None = None) -> PoolObjects:
-        return self.list_pool_drift(namespace, pool, ())[0]
-
-    def list_pool_drift(
-        self, namespace: str, pool: str | None, wanted: Iterable[manifests.PoolObject]
-    ) -> tuple[PoolObjects, Drift]:
-        """``list_pool_objects``, plus which of the ``wanted`` objects found no longer hold the
-        fields the service owns (from the same lists: no request more)."""
+    def list_pool_objects(self, namespace: str, pool: str | None = None,
+                          wanted: Iterable[PoolObject] = ()) -> PoolObjects:
+        """Four lists; the ``wanted`` objects found are compared with what they hold, so their
+        drift costs no request more."""
         pool_selector = POOL_LABEL if pool is None else f"{POOL_LABEL}={pool}"
         managed = f"{MANAGED},{pool_selector}"
         raw = {
@@ -257,22 +254,14 @@ class KubernetesCluster:
             "sandboxclaim": self._list(SANDBOX_CLAIM, namespace, managed, missing_ok=True),
             "pvc": self._list(PVCS, namespace, managed),
         }
-        objects = PoolObjects(
+        found = {(kind, parse.meta(i)["name"]): i for kind, items in raw.items() for i in items}
+        return PoolObjects(
             sandboxes=tuple(parse.sandbox(i) for i in raw["sandbox"]),
             sandbox_claims=tuple(parse.sandbox_claim(i) for i in raw["sandboxclaim"]),
             claims=tuple(parse.claim(i) for i in raw["pvc"]),
             pods=tuple(parse.pod(i) for i in self._list(PODS, namespace, pool_selector)),
+            drift=manifests.drift(wanted, found),
         )
-        found = {(kind, parse.meta(i)["name"]): i for kind, items in raw.items() for i in items}
-        drift: Drift = {}
-        for desired in wanted:
-            kind, body = manifests.owned(desired)
-            key = (kind, body["metadata"]["name"])
-            if key in found:
-                paths = manifests.drifted(body, found[key])
-                if paths:
-                    drift[key] = tuple(paths)
-        return objects, drift
 
     # --- snapshots --------------------------------------------------------------------------
 

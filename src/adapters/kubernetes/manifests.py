@@ -2,13 +2,14 @@
 
 Pure functions over plain JSON dicts (no client import), shared by the adapter and test fakes.
 The fields a manifest sets are the fields the service owns: ``owned`` is what a drift repair
-puts back with a server-side apply, ``differences`` finds where an object no longer holds them.
+puts back with a server-side apply, ``drift`` finds which listed objects no longer hold them.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from context_service.domain.cluster import (
@@ -22,6 +23,8 @@ from context_service.domain.cluster import (
     BuiltinRuntime,
     ContextClaim,
     ContextSnapshot,
+    Drift,
+    PoolObject,
     PoolSandbox,
     PoolSandboxClaim,
     ProfileRuntime,
@@ -249,9 +252,6 @@ def query_mirror(desired: QueryIndexMirror) -> JSON:
     }
 
 
-PoolObject = WorkspaceClaim | PoolSandbox | PoolSandboxClaim
-
-
 def owned(desired: PoolObject) -> tuple[str, JSON]:
     """(kind, apply body) of what the service owns on a pool object: everything it renders for a
     Sandbox or SandboxClaim, only the labels of a PVC (its spec cannot change once created)."""
@@ -263,6 +263,20 @@ def owned(desired: PoolObject) -> tuple[str, JSON]:
     if isinstance(desired, PoolSandbox):
         return "sandbox", sandbox(desired)
     return "sandboxclaim", sandbox_claim(desired)
+
+
+def drift(wanted: Iterable[PoolObject], found: Mapping[tuple[str, str], JSON]) -> Drift:
+    """Which ``wanted`` objects among those ``found`` (listed, by kind and name) no longer hold
+    the fields the service owns, and where. One wanted but not found is no drift: it is made."""
+    edited: Drift = {}
+    for desired in wanted:
+        kind, body = owned(desired)
+        key = (kind, body["metadata"]["name"])
+        if key in found:
+            paths = drifted(body, found[key])
+            if paths:
+                edited[key] = tuple(paths)
+    return edited
 
 
 def drifted(body: JSON, observed: JSON) -> list[str]:

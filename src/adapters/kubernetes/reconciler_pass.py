@@ -20,13 +20,12 @@ from datetime import datetime
 from typing import TypeVar
 
 from context_service.adapters.eventstore.application import ContextApplication, PoolApplication
-from context_service.adapters.kubernetes.cluster import KubernetesCluster
-from context_service.adapters.kubernetes.manifests import PoolObject
 from context_service.domain.cluster import (
     ClaimInfo,
     Cluster,
     ClusterError,
     PodConsumer,
+    PoolObject,
     PoolObjects,
     context_claim_name,
 )
@@ -39,7 +38,6 @@ from context_service.domain.reconcile import actions as steps
 from context_service.domain.reconcile.desired import pool_objects
 from context_service.domain.reconcile.observe import observe_claim, observe_consumers, observe_pool
 from context_service.domain.reconcile.plan import (
-    Drift,
     Observed,
     Scope,
     by_pool,
@@ -66,7 +64,7 @@ def observe(cluster: Cluster, scope: Scope, executor: Executor | None = None) ->
     one context claim or all managed ones (plus a direct read for each live context whose claim
     is not among them), and the Pods mounting each live context's claim."""
     ns, pools, contexts = scope.namespace, scope.pools, scope.contexts
-    objects, drift = _pool_objects(cluster, ns, pools)
+    objects = _pool_objects(cluster, ns, pools)
     names = sorted({p.workspace.claim_name for p in pools
                     if p.live and p.strategy == "existing-claim"})
     reads = _map(executor, functools.partial(cluster.get_claim, ns), names)
@@ -88,19 +86,15 @@ def observe(cluster: Cluster, scope: Scope, executor: Executor | None = None) ->
         ns, context_claim_name(name))), live)
     return Observed(pool_objects=objects, existing_claims=existing, context_claims=claims,
                     consumers=dict(zip(live, pods, strict=True)), named_claims=named,
-                    drift=drift)
+                    drift=objects.drift)
 
 
-def _pool_objects(cluster: Cluster, ns: str,
-                  pools: tuple[PoolState, ...]) -> tuple[PoolObjects, Drift]:
-    """One pool's objects or all pools' (4 lists), with the drift of the live pools' objects
-    when the cluster is the adapter itself: it alone sees the rendered fields (the port's
-    observations do not carry a Sandbox's spec), so a fake or a wrapper reports no drift."""
+def _pool_objects(cluster: Cluster, ns: str, pools: tuple[PoolState, ...]) -> PoolObjects:
+    """One pool's objects or all pools' (4 lists), with the drift of what the live pools want:
+    the cluster compares the fields the service sets with the objects it lists anyway."""
     if not pools:
-        return PoolObjects(), {}
+        return PoolObjects()
     only = pools[0].name if len(pools) == 1 else None
-    if not isinstance(cluster, KubernetesCluster):
-        return cluster.list_pool_objects(ns, only), {}
     wanted: list[PoolObject] = []
     for pool in pools:
         if pool.live:
@@ -108,7 +102,7 @@ def _pool_objects(cluster: Cluster, ns: str,
             wanted += objects.claims.values()
             if not pool.adopted:  # spec 6.10: its Sandboxes and SandboxClaims are left as found
                 wanted += [*objects.sandboxes.values(), *objects.sandbox_claims.values()]
-    return cluster.list_pool_drift(ns, only, wanted)
+    return cluster.list_pool_objects(ns, only, wanted)
 
 
 def _unlisted(ns: str, pools: tuple[PoolState, ...], objects: PoolObjects) -> list[str]:

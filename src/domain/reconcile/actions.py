@@ -9,13 +9,10 @@ every other item of the pass goes on (``owner``).
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
-
 import msgspec
 
 from context_service.domain.cluster import (
     Cluster,
-    ClusterError,
     ContextClaim,
     PoolSandbox,
     PoolSandboxClaim,
@@ -106,16 +103,6 @@ STAGES = (0, 1)
 RESTORES = (RestoreWorkspaceClaim, RestoreSandbox, RestoreSandboxClaim)
 
 
-@runtime_checkable
-class Restoring(Protocol):
-    """What drift repair asks of a cluster besides the port: the Kubernetes adapter has it; a
-    cluster without it never reports drift (``Observed.drift``), so no restore is planned."""
-
-    def restore_workspace_claim(self, claim: WorkspaceClaim) -> bool: ...
-    def restore_sandbox(self, sandbox: PoolSandbox) -> bool: ...
-    def restore_sandbox_claim(self, claim: PoolSandboxClaim) -> bool: ...
-
-
 def owner(action: Action) -> str:
     """The pool whose later stage waits for this action ("" when nothing waits for it): a
     pool's Sandboxes need its PVCs, its PVCs go after its Sandboxes. Other items never wait."""
@@ -143,23 +130,17 @@ def apply(cluster: Cluster, action: Action) -> bool:
         case EnsureContextClaim():
             return cluster.ensure_context_claim(action.claim)
         case RestoreWorkspaceClaim():
-            return _restoring(cluster).restore_workspace_claim(action.claim)
+            return cluster.restore_workspace_claim(action.claim)
         case RestoreSandbox():
-            return _restoring(cluster).restore_sandbox(action.sandbox)
+            return cluster.restore_sandbox(action.sandbox)
         case RestoreSandboxClaim():
-            return _restoring(cluster).restore_sandbox_claim(action.claim)
+            return cluster.restore_sandbox_claim(action.claim)
         case DeleteSandbox():
             return cluster.delete_sandbox(action.namespace, action.name)
         case DeleteSandboxClaim():
             return cluster.delete_sandbox_claim(action.namespace, action.name)
         case DeleteClaim():
             return cluster.delete_claim(action.namespace, action.name)
-
-
-def _restoring(cluster: Cluster) -> Restoring:
-    if not isinstance(cluster, Restoring):
-        raise ClusterError(501, "NotImplemented", "this cluster cannot restore drifted objects")
-    return cluster
 
 
 def describe(action: Action) -> str:

@@ -30,6 +30,7 @@ from context_service.domain.cluster import (
     TYPE_LABEL,
     ClaimInfo,
     ContextClaim,
+    Drift,
     PodConsumer,
     PoolObjects,
     context_claim_name,
@@ -54,8 +55,6 @@ from context_service.domain.reconcile.actions import (
 from context_service.domain.reconcile.desired import context_claim, pool_objects
 from context_service.domain.values import canonical_quantity, is_positive_quantity
 
-Drift = dict[tuple[str, str], tuple[str, ...]]  # (kind, name) -> paths of the edited fields
-
 
 class Scope(msgspec.Struct, frozen=True, kw_only=True):
     """Recorded contexts and pools of one namespace (live, deleted or released)."""
@@ -76,8 +75,8 @@ class Observed(msgspec.Struct, frozen=True, kw_only=True):
     consumers: dict[str, tuple[PodConsumer, ...]] = {}  # Pods mounting it, by context name
     # PVCs a pool wants that its labelled list lacked, read by name (relabel or refuse them)
     named_claims: dict[str, ClaimInfo] = {}
-    # objects whose service-set fields differ from its manifests, keyed ("sandbox", name),
-    # ("sandboxclaim", name) or ("pvc", name); only a cluster that renders manifests can tell
+    # objects whose service-set fields were edited, keyed ("sandbox", name), ("sandboxclaim",
+    # name) or ("pvc", name): the listing's drift of the objects the scope's live pools want
     drift: Drift = {}
 
 
@@ -95,7 +94,8 @@ def plan(scope: Scope, observed: Observed) -> list[Action]:
 
 
 def by_pool(objects: PoolObjects) -> dict[str, PoolObjects]:
-    """The objects grouped by their ``context.rossoctl.io/pool`` label (one pass over them)."""
+    """The objects grouped by their ``context.rossoctl.io/pool`` label (one pass over them);
+    the listing's drift stays whole (``Observed.drift``)."""
     groups: dict[str, dict[str, list[Any]]] = {}
     kinds: dict[str, tuple[_Labelled, ...]] = {
         "sandboxes": objects.sandboxes, "sandbox_claims": objects.sandbox_claims,
@@ -105,8 +105,11 @@ def by_pool(objects: PoolObjects) -> dict[str, PoolObjects]:
             pool = item.labels.get(POOL_LABEL)
             if pool:
                 groups.setdefault(pool, {}).setdefault(kind, []).append(item)
-    return {pool: PoolObjects(**{k: tuple(v) for k, v in group.items()})
-            for pool, group in groups.items()}
+    return {pool: PoolObjects(
+        sandboxes=tuple(group.get("sandboxes", ())),
+        sandbox_claims=tuple(group.get("sandbox_claims", ())),
+        claims=tuple(group.get("claims", ())), pods=tuple(group.get("pods", ())))
+        for pool, group in groups.items()}
 
 
 class _Labelled(Protocol):
