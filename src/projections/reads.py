@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from context_service.domain.context.events import Revision
+from context_service.domain.context.events import CloneSource, Revision
 from context_service.domain.context.state import ContextState
 from context_service.domain.events import Subject
 
@@ -33,6 +33,9 @@ class ContextReads(Protocol):
 
     def list(self, namespace: str, subject: Subject | None) -> Sequence[ContextState]:
         """Live contexts of the namespace on which ``subject`` holds any grant (None: all)."""
+
+    def clones_of(self, namespace: str, context: str) -> Sequence[CloneSource]:
+        """Clone provenance of the namespace's live contexts cloned from ``context``."""
 
     def revisions(self, namespace: str, name: str, since: int) -> Sequence[Revision]: ...
 

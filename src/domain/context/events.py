@@ -273,13 +273,23 @@ class RetentionPolicySet(LifecycleEvent, frozen=True, tag="RetentionPolicySet"):
     max_age: str = ""
 
 
-class SnapshotsCollected(LifecycleEvent, frozen=True, tag="SnapshotsCollected"):
-    """One (non-dry) GC run: what it deleted and kept, oldest first, under which policy."""
+class SnapshotsCollected(LifecycleEvent, frozen=True, tag="SnapshotsCollected",
+                         omit_defaults=True):
+    """One (non-dry) GC run, or part ``part`` of ``parts`` of one: what it deleted and kept,
+    oldest first, under which policy.
+
+    A run naming more snapshots than one event may hold (``lifecycle.collection_events``) is
+    split into parts appended together, deleted names first; the run's lists are the parts'
+    lists in part order. A run of one part is stored without ``part`` and ``parts``, exactly as
+    every run was before parts existed, so stored runs read as runs of one part."""
 
     deleted: tuple[str, ...]
     kept: tuple[str, ...]
-    keep_last: int = 0
-    max_age: str = ""
+    # factories, never treated as defaults: the policy is always stored, as it always was
+    keep_last: int = msgspec.field(default_factory=int)
+    max_age: str = msgspec.field(default_factory=str)
+    part: int = 1  # 1-based
+    parts: int = 1
 
 
 class SnapshotObjectDeleted(LifecycleEvent, frozen=True, tag="SnapshotObjectDeleted"):

@@ -50,6 +50,11 @@ STATUSES = ("creating", "ready", "failed")
 CLONE_PRODUCER = "context-service"
 RESTORE_DETAIL = ("CSI cannot replace an existing PVC atomically; "
                   "clone the snapshot into a new context")
+# The encoded names one GC event may carry: a quarter of the log's per-event limit (1,000,000
+# bytes, what the bus relays), so the rest of the event always fits. A snapshot name is at most
+# 63 characters: about 3,900 names a part.
+PART_NAME_BYTES = 256 * 1024
+_NAME_OVERHEAD = 3  # quotes and comma: a name is a label value, nothing to escape
 
 
 # --- request-level checks (spec 1.11, 2.8) ----------------------------------------------------
@@ -101,6 +106,35 @@ def collection_plan(state: ContextState, clones: tuple[CloneSource, ...],
     return gc.plan(state.snapshots, policy.keep_last, policy.max_age_ns, clones, now)
 
 
+def collection_events(result: gc.Plan[SnapshotRecord], policy: Retention, actor: str,
+                      now: datetime) -> tuple[SnapshotsCollected, ...]:
+    """The record of a GC run: one event while its names fit ``PART_NAME_BYTES``, else parts of
+    at most that many bytes of names, deleted names first (each part stays far below the log's
+    event limit, whatever the number of snapshots)."""
+    named = [(s.name, True) for s in result.deleted] + [(s.name, False) for s in result.kept]
+    chunks = _parts(named)
+    return tuple(SnapshotsCollected(
+        at=now, actor=actor, deleted=tuple(n for n, gone in chunk if gone),
+        kept=tuple(n for n, gone in chunk if not gone), keep_last=policy.keep_last,
+        max_age=policy.max_age, part=part, parts=len(chunks))
+        for part, chunk in enumerate(chunks, 1))
+
+
+def _parts(named: list[tuple[str, bool]]) -> list[list[tuple[str, bool]]]:
+    """``named`` in order, cut where the next name would pass ``PART_NAME_BYTES``; one empty
+    part when there is nothing (a run that names nothing is still recorded)."""
+    chunks: list[list[tuple[str, bool]]] = [[]]
+    size = 0
+    for item in named:
+        cost = len(item[0].encode()) + _NAME_OVERHEAD
+        if chunks[-1] and size + cost > PART_NAME_BYTES:
+            chunks.append([])
+            size = 0
+        chunks[-1].append(item)
+        size += cost
+    return chunks
+
+
 # --- decisions --------------------------------------------------------------------------------
 
 
@@ -127,10 +161,7 @@ def decide_lifecycle(command: LifecycleCommand, state: ContextState,
             if command.dry_run:
                 return []
             result = collection_plan(state, command.clones, now)
-            return [SnapshotsCollected(
-                at=now, actor=actor, deleted=tuple(s.name for s in result.deleted),
-                kept=tuple(s.name for s in result.kept), keep_last=state.retention.keep_last,
-                max_age=state.retention.max_age)]
+            return list(collection_events(result, state.retention, actor, now))
         case CreateClone():
             return [_clone(command, state, now)]
     raise DomainError(f"unknown command {type(command).__name__}")

@@ -62,7 +62,7 @@ class ContextState(msgspec.Struct, frozen=True):
     clone_of: CloneSource | None = None
     snapshots: tuple[SnapshotRecord, ...] = ()  # in recording order; GC removes
     retention: Retention = Retention()
-    last_collection: tuple[SnapshotRecord, ...] = ()  # what the latest GC run deleted
+    last_collection: tuple[SnapshotRecord, ...] = ()  # what the latest GC run deleted (all parts)
     upload: IndexUpload | None = None  # the open multi-part index upload
     index_upload: str = ""  # the upload that made the current index ("" for one body)
     replaced_uploads: tuple[str, ...] = ()  # uploads of the current revision a newer one replaced
@@ -183,9 +183,12 @@ def evolve_lifecycle(state: ContextState, event: LifecycleEvent) -> ContextState
             return replace(state, retention=Retention(event.keep_last, event.max_age))
         case SnapshotsCollected():
             gone = set(event.deleted)
+            # a later part of a run adds to what the run's earlier parts deleted
+            earlier = state.last_collection if event.part > 1 else ()
             return replace(state,
                            snapshots=tuple(s for s in state.snapshots if s.name not in gone),
-                           last_collection=tuple(s for s in state.snapshots if s.name in gone))
+                           last_collection=(*earlier,
+                                            *(s for s in state.snapshots if s.name in gone)))
     return state
 
 

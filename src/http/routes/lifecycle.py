@@ -255,9 +255,9 @@ def collect_garbage(request: Request[Any, Any, Any], namespace: FromPath[str],
 
 
 def _clones_of(found: Services, namespace: str, name: str) -> tuple[CloneSource, ...]:
-    """Clone provenance of the namespace's live contexts cloned from ``name``."""
-    return tuple(s.clone_of for s in found.reads.list(namespace, None)
-                 if s.clone_of is not None and s.clone_of.context == name)
+    """Clone provenance of the namespace's live contexts cloned from ``name``: the catalog's
+    clones of this context only, never every context document of the namespace."""
+    return tuple(found.reads.clones_of(namespace, name))
 
 
 def _gc_json(state: ContextState, dry_run: bool, deleted: Iterable[ev.SnapshotRecord],

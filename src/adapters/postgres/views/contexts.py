@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 from eventsourcing.postgres import PostgresDatastore
 
-from context_service.domain.context.events import Revision
+from context_service.domain.context.events import CloneSource, Revision
 from context_service.domain.context.state import ContextState
 from context_service.domain.events import Subject
 from context_service.domain.stream import context_stream
@@ -115,6 +115,21 @@ class ContextReadsSql:
                     " AND g.subject = %(s)s) ORDER BY c.name",
                     {"ns": namespace, "s": subject.key.encode()})
             return [_state.decode(r["doc"]) for r in cur.fetchall()]
+
+    def clones_of(self, namespace: str, context: str) -> Sequence[CloneSource]:
+        """Through ``context_catalog_clones`` (migration 0021): the clones' provenance only."""
+        if "\x00" in namespace + context:
+            return []
+        with self.datastore.transaction(commit=False) as cur:
+            cur.execute(
+                "SELECT doc -> 'clone_of' ->> 'snapshot' AS snapshot,"
+                " doc -> 'clone_of' ->> 'revision' AS revision FROM context_catalog"
+                " WHERE namespace = %(ns)s AND live"
+                " AND md5(doc -> 'clone_of' ->> 'context') = md5(%(c)s)"
+                " AND doc -> 'clone_of' ->> 'context' = %(c)s ORDER BY name",
+                {"ns": namespace, "c": context})
+            return [CloneSource(context, r["snapshot"], r["revision"] or "")
+                    for r in cur.fetchall()]
 
     def revisions(self, namespace: str, name: str, since: int) -> Sequence[Revision]:
         with self.datastore.transaction(commit=False) as cur:
