@@ -135,11 +135,24 @@ def restore(app: App, name: str, snapshot_name: str, namespace: str | None, fmt:
               help="Keep the N newest snapshots.")
 @click.option("--max-age", default=None, metavar="DURATION",
               help="Keep snapshots younger than this (168h, 1h30m).")
+@click.option("--clear", is_flag=True, help="Remove the policy (GC then keeps every snapshot).")
 @namespace_option
 @output_options
 @pass_app
-def retention(app: App, name: str, keep_last: int | None, max_age: str | None,
+def retention(app: App, name: str, keep_last: int | None, max_age: str | None, clear: bool,
               namespace: str | None, fmt: str) -> None:
+    # the policy is replaced as a whole (spec: an empty body removes it), so removing it is
+    # asked for by name, never by a command whose options were forgotten
+    given = keep_last is not None or max_age is not None
+    if given == clear:
+        raise click.UsageError("give --keep-last, --max-age or both, or --clear to remove "
+                               "the policy" if not clear else
+                               "--clear removes the policy: give it without --keep-last "
+                               "or --max-age")
+    if clear:
+        reply = app.client.put(context_path(app.namespace(namespace), name, "retention"), {})
+        output.emit(reply, fmt, lambda _: output.line(f"retention of {name}: cleared"))
+        return
     body: dict[str, Any] = {}
     if keep_last is not None:
         body["keepLast"] = keep_last

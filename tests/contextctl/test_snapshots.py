@@ -132,5 +132,16 @@ def test_retention_and_gc(cli: Cli, tmp_path: Path) -> None:
             ] == ["pinned", "s3"]
     bad = cli("snapshot", "retention", "kept", "--keep-last", "-1", *NS)
     assert bad.err == "contextctl: invalid context resource: keepLast cannot be negative\n"
+    forgotten = cli("snapshot", "retention", "kept", *NS)  # no option never clears the policy
+    assert forgotten.code == 2 and "or --clear to remove the policy" in forgotten.err
+    both = cli("snapshot", "retention", "kept", "--clear", "--keep-last", "1", *NS)
+    assert both.code == 2 and "give it without --keep-last" in both.err
+    cleared = cli("snapshot", "retention", "kept", "--clear", *NS)
+    assert (cleared.code, cleared.out) == (0, "retention of kept: cleared\n")
+    assert cli("snapshot", "create", "kept", "s4", *NS).code == 0
+    eventually(lambda: snapshot_status(cli, "kept", "s4") == "ready", timeout=30)
+    kept_all = json.loads(cli("snapshot", "gc", "kept", "--dry-run", "--json", *NS).out)
+    assert sorted(s["name"] for s in kept_all["kept"]) == ["pinned", "s3", "s4"]
+    assert "deleted" not in kept_all  # keep-last 1 would have deleted s3
     label = cli("snapshot", "create", "kept", "x", "--label", "novalue", *NS)
     assert label.code == 2 and "'novalue' is not key=value" in label.err
