@@ -75,6 +75,7 @@ def _serve(settings: Settings) -> int:
         drain = Drain(bootstrap.app(container))
         config = uvicorn.Config(drain, host=settings.listen_host, port=settings.listen_port,
                                 log_level="warning", access_log=False, timeout_keep_alive=5,
+                                log_config=None,  # uvicorn's lines pass the log's redaction
                                 proxy_headers=False,  # no trusted proxy in front
                                 ws="none",  # no WebSocket route: its protocol is not imported
                                 server_header=False)
@@ -344,11 +345,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     from context_service.adapters.postgres.embedded import EmbeddedPostgresError
     from context_service.adapters.postgres.migrations import MigrationError
 
-    if settings.database_url:
+    for name, value in (("CS_DATABASE_URL", settings.database_url),
+                        ("CS_AGENT_QUERY_URL", settings.agent_query_url)):
+        if not value:
+            continue
         try:
-            conninfo_to_dict(settings.database_url)
+            conninfo_to_dict(value)
         except psycopg.ProgrammingError:  # its text may quote the string, password and all
-            print("context-service: CS_DATABASE_URL is not a PostgreSQL connection string "
+            print(f"context-service: {name} is not a PostgreSQL connection string "
                   "(postgresql://user:password@host:5432/dbname, or key=value pairs)",
                   file=sys.stderr)
             return 2

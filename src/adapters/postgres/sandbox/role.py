@@ -6,6 +6,9 @@ password is kept in ``service_secrets`` with the other service secrets.
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import secrets
 
 from eventsourcing.postgres import PostgresDatastore
@@ -32,6 +35,22 @@ def login_password(datastore: PostgresDatastore) -> str:
     return bytes(row["value"]).decode()
 
 
+def scram_verifier(password: str, iterations: int = 4096) -> str:
+    """What PostgreSQL stores for ``password`` (SCRAM-SHA-256, RFC 5802 / 7677), sent in its
+    place: a server logging statements (``log_statement = 'ddl'``, or a failing statement at
+    ``log_min_error_statement``) then never writes the password itself."""
+    salt = secrets.token_bytes(16)
+    salted = hashlib.pbkdf2_hmac("sha256", password.encode(), salt, iterations)
+    client_key = hmac.new(salted, b"Client Key", hashlib.sha256).digest()
+    server_key = hmac.new(salted, b"Server Key", hashlib.sha256).digest()
+    stored_key = hashlib.sha256(client_key).digest()
+
+    def b64(raw: bytes) -> str:
+        return base64.b64encode(raw).decode()
+
+    return f"SCRAM-SHA-256${iterations}:{b64(salt)}${b64(stored_key)}:{b64(server_key)}"
+
+
 def ensure_role(datastore: PostgresDatastore, password: str, role: str = ROLE) -> None:
     """Create or repair the login and its grants in the service database (needs a login that
     may create roles; the embedded server's is a superuser)."""
@@ -42,7 +61,7 @@ def ensure_role(datastore: PostgresDatastore, password: str, role: str = ROLE) -
         if cur.fetchone() is None:
             cur.execute(sql.SQL("CREATE ROLE {} " + ATTRIBUTES).format(name))
         cur.execute(sql.SQL("ALTER ROLE {} " + ATTRIBUTES + " PASSWORD {}").format(
-            name, sql.Literal(password)))
+            name, sql.Literal(scram_verifier(password))))
         for setting, value in SETTINGS:
             cur.execute(sql.SQL("ALTER ROLE {} SET {} = {}").format(
                 name, sql.Identifier(setting), sql.Literal(value)))
