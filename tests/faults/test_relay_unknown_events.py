@@ -7,9 +7,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-import msgspec
 import pytest
-from eventsourcing.persistence import StoredEvent
 
 from context_service.adapters.eventstore.outbox import LogFeed
 from context_service.adapters.nats.envelope import decode, subject_for
@@ -18,35 +16,11 @@ from context_service.adapters.nats.stream import StreamSpec
 from context_service.adapters.nats.worker import RelayWorker
 from context_service.bootstrap import Container
 from context_service.config import Settings
-from context_service.domain.context.commands import CreateContext
-from context_service.domain.events import Subject
-from context_service.domain.stream import StreamRef
 from context_service.projections.outbox import MemoryPositionStore
 from tests.support.nats_fixtures import NatsServerHandle, positions_of, read_stream, wait_until
+from tests.support.newer_events import NEWER, create, record_newer
 
 pytestmark = [pytest.mark.nats, pytest.mark.postgres]
-OWNER = Subject("user", "alice")
-NEWER = "ContextRenamedByANewerVersion"
-NEWER_FIELDS = {"event": NEWER, "at": "2026-12-01T10:00:00.5Z", "actor": "user:bob",
-                "new_name": "renamed", "reason": "tidy"}
-
-
-def create(container: Container, name: str) -> int:
-    return container.contexts.execute("ns", name, CreateContext(
-        actor=OWNER, name=name, namespace="ns", type="memory", backend="pvc", size="1Gi",
-        access_mode="ReadWriteOnce")).position
-
-
-def record_newer(container: Container, name: str, version: int) -> int:
-    """Append, as the store writes rows, an event only a newer version knows."""
-    stream = StreamRef("context", "ns", name)
-    body = msgspec.json.encode(NEWER_FIELDS)
-    state = msgspec.json.encode({"k": stream.kind, "ns": stream.namespace, "key": stream.key,
-                                 "e": msgspec.Raw(body)})
-    [position] = container.store.group.append([StoredEvent(
-        originator_id=stream.id, originator_version=version, topic=NEWER, state=state)])
-    container.store.note_head(position)
-    return position
 
 
 def test_an_event_of_an_unknown_type_is_published_in_its_place(

@@ -13,40 +13,15 @@ from typing import Any
 
 import msgspec
 import pytest
-from eventsourcing.persistence import StoredEvent
 
 from context_service.adapters.eventstore.mapper import UnknownEventTypeError, from_stored
 from context_service.adapters.eventstore.runner import PoisonEventError, ProjectionRunner
 from context_service.bootstrap import Container
-from context_service.domain.context.commands import CreateContext
-from context_service.domain.events import Subject, UnknownEvent
+from context_service.domain.events import UnknownEvent
 from context_service.domain.stream import Recorded, StreamRef
+from tests.support.newer_events import NEWER, NEWER_FIELDS, create, record_newer
 
 pytestmark = pytest.mark.postgres
-OWNER = Subject("user", "alice")
-NEWER = "ContextRenamedByANewerVersion"  # a type this version does not know
-NEWER_FIELDS = {"event": NEWER, "at": "2026-12-01T10:00:00.5Z", "actor": "user:bob",
-                "new_name": "renamed", "reason": "tidy"}
-
-
-def create(container: Container, name: str) -> int:
-    return container.contexts.execute("ns", name, CreateContext(
-        actor=OWNER, name=name, namespace="ns", type="memory", backend="pvc", size="1Gi",
-        access_mode="ReadWriteOnce")).position
-
-
-def record_newer(container: Container, name: str, version: int) -> int:
-    """Append, to the context's stream, an event only a newer version knows: the row the store
-    writes (topic = event name, state = stream envelope with the event), through its own
-    group commit. Returns its position."""
-    stream = StreamRef("context", "ns", name)
-    body = msgspec.json.encode(NEWER_FIELDS)
-    state = msgspec.json.encode({"k": stream.kind, "ns": stream.namespace, "key": stream.key,
-                                 "e": msgspec.Raw(body)})
-    [position] = container.store.group.append([StoredEvent(
-        originator_id=stream.id, originator_version=version, topic=NEWER, state=state)])
-    container.store.note_head(position)
-    return position
 
 
 def gauge(runner: ProjectionRunner, metric: str, projection: str) -> float:
