@@ -8,22 +8,52 @@ thread of its own. When a shared transaction hits a conflict, each request of th
 retried alone, so only the writer that actually conflicted sees the error. A request whose HTTP
 request was abandoned while it waited in the queue (answered ``503``, retry elsewhere) is refused
 instead of committed.
+
+A transaction already running when the drain abandons its requests (still waiting for the table
+lock, say) is cancelled on the server once every writer of it was abandoned (a writer that still
+waits keeps it): the insert runs its statement on a connection it opens through ``running_on``,
+which the group commit may cancel until the statement ended, and never after: the connection is
+known from before its statement until it is back in the pool, under a fence the cancel takes, so
+a cancel cannot reach the statement of the connection's next user (PostgreSQL drops a cancel
+that finds the connection idle).
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import Future
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, wait
+from contextlib import AbstractContextManager
+from typing import NamedTuple, Protocol, TypeVar
 
 from eventsourcing.persistence import IntegrityError, StoredEvent
 
 from context_service.stop_signals import RequestAbandoned, refuse_if_abandoned
 
+# one statement, one transaction; run inside ``running_on`` so that it can be cancelled
 Insert = Callable[[Sequence[StoredEvent]], Sequence[int] | None]
 Abandoned = Callable[[], bool]
-_Request = tuple[Sequence[StoredEvent], "Future[list[int]]"]
+ABANDON_POLL = 0.1  # seconds between a waiting writer's looks at whether its request was abandoned
+CANCEL_WAIT = 5.0  # seconds a cancel request may take to reach the server
+
+
+class Cancellable(Protocol):
+    """A connection whose statement in progress can be cancelled on the server (psycopg's)."""
+
+    def cancel_safe(self, *, timeout: float = ...) -> None: ...
+
+
+C = TypeVar("C", bound=Cancellable)
+
+
+class _Write(NamedTuple):
+    """One writer's request: its events, the future it waits on, whether it was abandoned."""
+
+    events: Sequence[StoredEvent]
+    future: Future[list[int]]
+    abandoned: Abandoned
 
 
 def _never() -> bool:
@@ -33,8 +63,14 @@ def _never() -> bool:
 class GroupCommit:
     def __init__(self, insert: Insert) -> None:
         self._insert = insert
-        self._queue: list[tuple[_Request, Abandoned]] = []
+        self._queue: list[_Write] = []
         self._wake = threading.Condition()
+        # taken to cancel the transaction in flight, and by its insert from its statement's end
+        # until its connection is back in the pool: a cancel reaches no other statement
+        self._fence = threading.Lock()
+        self._inflight: list[_Write] | None = None
+        self._connection: Cancellable | None = None  # the in-flight statement's, while it may run
+        self._cancelled: list[_Write] | None = None  # the transaction a cancel was sent to
         self._closed = False
         self._thread: threading.Thread | None = None
         self.batches = 0
@@ -54,13 +90,50 @@ class GroupCommit:
                 self._thread = threading.Thread(target=self._run, name="group-commit",
                                                 daemon=True)
                 self._thread.start()
-            self._queue.append(((events, future), abandoned))
+            self._queue.append(_Write(events, future, abandoned))
             self._wake.notify()
         return future
 
     def append(self, events: Sequence[StoredEvent], abandoned: Abandoned = _never) -> list[int]:
-        """Commit ``events`` and wait; return their positions."""
-        return self.submit(events, abandoned).result()
+        """Commit ``events`` and wait; return their positions. While it waits, the writer looks
+        whether its request was abandoned: its transaction is then cancelled if nobody else
+        waits for it (``RequestAbandoned``), and the writer is told what happened either way."""
+        future = self.submit(events, abandoned)
+        while not wait((future,), ABANDON_POLL).done:
+            if abandoned():
+                self._cancel_if_abandoned()
+        return future.result()
+
+    @contextlib.contextmanager
+    def running_on(self, connecting: AbstractContextManager[C]) -> Iterator[C]:
+        """For the insert: the connection its statement runs on (one statement; ``connecting``
+        lends it, from a pool say), open inside. Refuses (``RequestAbandoned``) a transaction
+        every writer of which was abandoned before its statement was sent."""
+        with contextlib.ExitStack() as fence, connecting as connection:
+            with self._fence:
+                batch = self._inflight
+                if batch and all(write.abandoned() for write in batch):
+                    raise RequestAbandoned("the request was abandoned at shutdown; nothing was "
+                                           "written")
+                self._connection = connection
+            try:
+                yield connection
+            finally:
+                fence.enter_context(self._fence)  # released once the connection is back
+                self._connection = None
+
+    def _cancel_if_abandoned(self) -> None:
+        """Cancel the statement in flight if every writer of its transaction was abandoned. A
+        cancel that comes before the statement reached the server is dropped there: the next
+        look (a writer still waiting) sends another."""
+        with self._fence:
+            batch, connection = self._inflight, self._connection
+            if connection is None or not batch \
+                    or not all(write.abandoned() for write in batch):
+                return
+            self._cancelled = batch
+            with contextlib.suppress(Exception):  # a best effort: it commits, or fails, as is
+                connection.cancel_safe(timeout=CANCEL_WAIT)
 
     def close(self) -> None:
         """Commit what is queued, then stop the committer."""
@@ -83,7 +156,7 @@ class GroupCommit:
             if batch:
                 self._commit(batch)
 
-    def _commit(self, batch: list[_Request]) -> None:
+    def _commit(self, batch: list[_Write]) -> None:
         started = time.perf_counter()
         try:
             self._commit_batch(batch)
@@ -92,39 +165,52 @@ class GroupCommit:
             self.requests += len(batch)
             self.seconds += time.perf_counter() - started
 
-    def _commit_batch(self, batch: list[_Request]) -> None:
+    def _commit_batch(self, batch: list[_Write]) -> None:
         try:
-            self._settle(batch, [e for events, _ in batch for e in events])
+            self._settle(batch, [e for write in batch for e in write.events])
         except IntegrityError:
             if len(batch) == 1:
-                batch[0][1].set_exception(IntegrityError("conflict"))
+                batch[0].future.set_exception(IntegrityError("conflict"))
                 return
-            for request in batch:
+            for write in batch:
                 try:
-                    self._settle([request], list(request[0]))
+                    self._settle([write], list(write.events))
                 except BaseException as exc:
-                    request[1].set_exception(exc)
+                    write.future.set_exception(exc)
         except BaseException as exc:
-            for _, future in batch:
-                future.set_exception(exc)
+            for write in batch:
+                write.future.set_exception(exc)
 
-    def _settle(self, batch: list[_Request], events: list[StoredEvent]) -> None:
-        ids = list(self._insert(events) or [])
+    def _settle(self, batch: list[_Write], events: list[StoredEvent]) -> None:
+        """One transaction: ``batch``'s writers get their positions, or its error
+        (``RequestAbandoned`` when it failed after a cancel sent for them)."""
+        with self._fence:
+            self._inflight = batch
+        try:
+            ids = list(self._insert(events) or [])
+        except Exception as exc:
+            if self._cancelled is batch:
+                raise RequestAbandoned("the request was abandoned at shutdown; its transaction "
+                                       "was cancelled, nothing was written") from exc
+            raise
+        finally:
+            with self._fence:
+                self._inflight = self._cancelled = None
         offset = 0
-        for request_events, future in batch:
-            count = len(request_events)
-            future.set_result(ids[offset:offset + count])
+        for write in batch:
+            count = len(write.events)
+            write.future.set_result(ids[offset:offset + count])
             offset += count
 
 
-def _still_wanted(queued: list[tuple[_Request, Abandoned]]) -> list[_Request]:
+def _still_wanted(queued: list[_Write]) -> list[_Write]:
     """The requests to commit; one whose HTTP request was abandoned while it waited is refused."""
     wanted = []
-    for request, abandoned in queued:
+    for write in queued:
         try:
-            refuse_if_abandoned(abandoned)
+            refuse_if_abandoned(write.abandoned)
         except RequestAbandoned as exc:
-            request[1].set_exception(exc)
+            write.future.set_exception(exc)
         else:
-            wanted.append(request)
+            wanted.append(write)
     return wanted

@@ -403,11 +403,16 @@ class ProjectionRunner:
         return total
 
     def wait_for(self, position: int, timeout: float) -> bool:
+        """Wait until every projection reached ``position``: False past ``timeout``, or as soon
+        as the loop stops (at shutdown, or when another instance takes the views over): a
+        stopped runner moves nothing, and a read that slept out its wait kept the process
+        alive after its shutdown."""
         deadline = time.monotonic() + timeout
+        stop = self._stop  # this loop's: a restarted runner is waited on afresh
         with self._changed:
             while self.position < position:
                 remaining = deadline - time.monotonic()
-                if remaining <= 0:
+                if remaining <= 0 or stop.is_set():
                     return False
                 self._changed.wait(remaining)
         return True
@@ -426,10 +431,13 @@ class ProjectionRunner:
         """Stop the loop: wait up to ``timeout`` seconds for the batch under way to commit;
         past that, fence it off. It can no longer commit once this returns (a commit already
         under way is waited for), its statement is cancelled, and it rolls back as it ends;
-        until then its transaction may still hold row locks, nothing more."""
+        until then its transaction may still hold row locks, nothing more. Reads waiting for a
+        position (``wait_for``) give up at once."""
         stop, thread = self._stop, self._thread
         stop.set()
         self.store.wake()
+        with self._changed:  # reads waiting for a position give up (``wait_for``)
+            self._changed.notify_all()
         if thread is None:
             return
         thread.join(timeout=timeout)

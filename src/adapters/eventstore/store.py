@@ -107,7 +107,10 @@ class EventStore:
         (positions follow commit order), insert every row, notify listeners of the new head.
         No pipeline mode: large events (a query index near the 1 MiB body limit) would stall a
         pipelined send."""
-        with self.datastore.cursor() as cur:
+        # on a connection the group commit may cancel while the statement runs (every writer
+        # of the transaction abandoned at shutdown), and never once it is back in the pool
+        with self.group.running_on(self.datastore.get_connection()) as conn, \
+                conn.cursor() as cur:
             cur.execute(
                 "SELECT * FROM cs_append_events(%s, %b::uuid[], %b::int8[], %b::text[],"
                 " %b::bytea[])",
