@@ -89,9 +89,11 @@ from context_service.adapters.postgres.views.workspaces import WorkspacesSql
 from context_service.config import Settings
 from context_service.domain.bounded import MiB
 from context_service.domain.cluster import Cluster
+from context_service.domain.pool.state import PoolState
 from context_service.domain.reconcile.guard import ClaimNameGuard
 from context_service.http.agent.pack_services import PackServices
 from context_service.http.agent.ratelimit import AuthFailures, RateLimiter
+from context_service.http.common import views_caught_up
 from context_service.http.ports import (
     AgentServices,
     ContextSetServices,
@@ -488,7 +490,12 @@ def pack_services(container: Container, ports: PackPorts) -> PackServices:
 def services(container: Container) -> Services:
     reads = ContextReadsSql(container.datastore)
     consistency = LogConsistency(container.store, container.tracking, container.view_runners())
-    guard = ClaimNameGuard(container.cluster) if container.cluster is not None else None
+    pool_reads = PoolReadsSql(container.datastore)
+    guard = None
+    if container.cluster is not None:
+        guard = ClaimNameGuard(container.cluster, pool_namespace=container.settings.namespace,
+                               live_pool=_live_pool(consistency, pool_reads,
+                                                    container.settings.read_wait_seconds))
     ports = pack_ports(container, warm=True)
     failures = AuthFailures(container.settings.auth_failure_per_second,
                             container.settings.auth_failure_burst)
@@ -501,7 +508,7 @@ def services(container: Container) -> Services:
                     gateway_secret=container.settings.gateway_secret,
                     read_wait_seconds=container.settings.read_wait_seconds,
                     pools=PoolServices(
-                        pools=container.pools, reads=PoolReadsSql(container.datastore),
+                        pools=container.pools, reads=pool_reads,
                         cluster=container.cluster, namespace=container.settings.namespace,
                         sandbox_image=container.settings.sandbox_image,
                         sandbox_service_account=container.settings.sandbox_service_account),
@@ -523,6 +530,19 @@ def services(container: Container) -> Services:
                     gauges=container.gauges,
                     # the event loop's append connection closes with the loop
                     on_shutdown=[container.store.close_async])
+
+
+def _live_pool(consistency: LogConsistency, reads: PoolReadsSql,
+               wait_seconds: float) -> Callable[[str], PoolState | None]:
+    """One live pool by name, read once the pool view has caught up with the log, so a pool
+    recorded just before a context create takes its workspace claim's name; 503 past the read
+    wait, as the routes reading that view answer."""
+
+    def live_pool(name: str) -> PoolState | None:
+        views_caught_up(consistency, ("pool_status",), wait_seconds)
+        return reads.get(name)
+
+    return live_pool
 
 
 def _active_templates(container: Container, namespace: str,

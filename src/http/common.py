@@ -16,6 +16,7 @@ from context_service.domain.events import Subject
 from context_service.http.errors import HttpError
 from context_service.http.ports import Services
 from context_service.http.subject import request_subject
+from context_service.projections.reads import Consistency
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -54,7 +55,13 @@ def wait_for_views(request: Request[Any, Any, Any], views: Sequence[str],
     """Wait until ``views`` reach the log head as of now (or ``head``, read by the caller just
     before); 503 past the read wait."""
     found = services(request)
-    if not found.consistency.wait(views, found.read_wait_seconds, head):
+    views_caught_up(found.consistency, views, found.read_wait_seconds, head)
+
+
+def views_caught_up(consistency: Consistency, views: Sequence[str], wait_seconds: float,
+                    head: int | None = None) -> None:
+    """``wait_for_views`` without a request (for ports the composition root builds)."""
+    if not consistency.wait(views, wait_seconds, head):
         raise HttpError(503, "unavailable",
                         "the read model has not caught up with the event log; retry shortly")
 

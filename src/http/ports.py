@@ -219,7 +219,8 @@ class Services:
     packs: PackServices | None = None  # None: context packs are not configured
     auth_failures: AuthFailures | None = None  # None: failed authentications are not throttled
     settings_ui: SettingsUi | None = None  # None: the pages' defaults
-    # refuses a context name whose claim exists in the cluster; None without Kubernetes
+    # refuses a context name whose claim exists in the cluster, or would be a live recorded
+    # pool's workspace claim in CS_NAMESPACE; None without Kubernetes
     name_guard: Callable[[str, str], None] | None = None
     readiness: Callable[[], str | None] | None = None  # the schema problem, if any
     gauges: Callable[[], list[Gauge]] = list  # scrape-time gauges for /metrics

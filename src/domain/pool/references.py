@@ -1,12 +1,14 @@
 """Create-time checks of a pool against the cluster (spec 2.3 step 9, spec 1.12 step 4).
 
 Pure decisions over the ``Cluster`` port: the profile is validated and copied into the runtime
-blueprint recorded with the pool, an existing claim is read, and the name must be free.
+blueprint recorded with the pool, an existing claim is read, and the name must be free, also of
+the live contexts recorded in ``CS_NAMESPACE`` whose PVC the pool would create.
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 from context_service.domain.cluster import (
@@ -15,6 +17,7 @@ from context_service.domain.cluster import (
     ClusterError,
     ProfileRuntime,
     Runtime,
+    context_claim_name,
     sandbox_claim_name,
     sandbox_name,
     workspace_claim_name,
@@ -149,3 +152,32 @@ def ensure_name_free(cluster: Cluster, namespace: str, name: str, strategy: str,
     if strategy == "shared" and cluster.get_claim(
             namespace, workspace_claim_name(name, None)) is not None:
         raise PoolExistsError()
+
+
+def workspace_claim_names(name: str, strategy: str, replicas: int) -> list[str]:
+    """The PVCs the pool creates (spec 6.7): one shared, one per sandbox when dedicated, none
+    when it mounts an existing claim or a warm pool brings its own."""
+    if strategy == "shared":
+        return [workspace_claim_name(name, None)]
+    if strategy == "dedicated":
+        return [workspace_claim_name(name, i) for i in range(replicas)]
+    return []
+
+
+def contexts_claiming(name: str, strategy: str, replicas: int) -> list[str]:
+    """The context names whose claim ``context-<name>`` is one of the pool's workspace claims."""
+    prefix = context_claim_name("")
+    return [claim.removeprefix(prefix)
+            for claim in workspace_claim_names(name, strategy, replicas)
+            if claim.startswith(prefix) and len(claim) > len(prefix)]
+
+
+def ensure_no_context_claims(live_context: Callable[[str], bool], name: str, strategy: str,
+                             replicas: int) -> None:
+    """409 when a live context of the pools' namespace would create a PVC the pool would: the
+    reconciler gives a claim to one owner only, so the second would stay provisioning for good.
+    ``live_context`` looks one context name up in the catalog; a pool whose name does not start
+    with ``context-`` never asks."""
+    for context in contexts_claiming(name, strategy, replicas):
+        if live_context(context):
+            raise PoolExistsError()

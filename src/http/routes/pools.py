@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import cache
 from typing import Any
 
 import msgspec
@@ -18,10 +20,21 @@ from context_service.contract.pools import (
 from context_service.domain.cluster import ClusterError
 from context_service.domain.errors import PoolExistsError, PoolNotFoundError
 from context_service.domain.pool.commands import ReleasePool, RequestPool
-from context_service.domain.pool.references import ensure_name_free, resolve
+from context_service.domain.pool.references import (
+    ensure_name_free,
+    ensure_no_context_claims,
+    resolve,
+)
 from context_service.domain.pool.state import PoolState
 from context_service.domain.pool.validation import validate_pool
-from context_service.http.common import json, no_content, services, threaded, wait_for_views
+from context_service.http.common import (
+    CATALOG,
+    json,
+    no_content,
+    services,
+    threaded,
+    wait_for_views,
+)
 from context_service.http.errors import HttpError
 from context_service.http.ports import PoolServices
 from context_service.http.refusals import refusals
@@ -67,6 +80,20 @@ def render(state: PoolState) -> dict[str, Any]:
     return out
 
 
+def _live_context(request: Request[Any, Any, Any], namespace: str) -> Callable[[str], bool]:
+    """Whether a live context of ``namespace`` has the name, read from the catalog once it has
+    caught up with the log (waited for once, at the first name asked), so a context recorded
+    just before counts."""
+    reads = services(request).reads
+    caught_up = cache(lambda: wait_for_views(request, CATALOG))
+
+    def live(name: str) -> bool:
+        caught_up()
+        return reads.get(namespace, name) is not None
+
+    return live
+
+
 @post(POOLS, status_code=201, dto=SentBody,
       responses=refusals({409: "the name is taken, or objects of the pool exist already"}))
 @threaded
@@ -90,6 +117,8 @@ def create_pool(request: Request[Any, Any, Any],
         if current.live:
             raise PoolExistsError()
         ensure_name_free(cluster, pools.namespace, command.name, strategy, command.replicas or 0)
+        ensure_no_context_claims(_live_context(request, pools.namespace), command.name,
+                                 strategy, command.replicas or 0)
     except ClusterError as exc:
         raise HttpError(500, "internal_error", f"kubernetes: {exc}") from exc
     command = msgspec.structs.replace(command, runtime=runtime, claim=claim)
