@@ -6,6 +6,7 @@ contexts the namespace holds. Snapshots and contexts are appended to the log dir
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -18,6 +19,7 @@ from context_service.domain.context.events import CloneSource
 from context_service.domain.events import Event, Subject
 from context_service.domain.stream import context_stream
 from tests.api.test_lifecycle import ALICE, REV, Env, env
+from tests.support.pool_fixtures import eventually
 
 __all__ = ["env"]
 pytestmark = [pytest.mark.k8s, pytest.mark.postgres, pytest.mark.shared_service]
@@ -52,8 +54,19 @@ def created(env: Env, name: str, clone_of: CloneSource | None = None) -> ev.Cont
         clone_of=clone_of)
 
 
+def retried(call: Callable[[], Any], seconds: float = 120) -> Any:
+    """``call``'s answer, asked again while it is 503 (the views folding a context of 16,000
+    snapshots may take longer than the read wait on a loaded machine: the answer says retry)."""
+    deadline = time.monotonic() + seconds
+    answer = call()
+    while answer.status_code == 503 and time.monotonic() < deadline:
+        time.sleep(0.5)
+        answer = call()
+    return answer
+
+
 def gc(env: Env, query: str = "") -> dict[str, Any]:
-    answer = env.api.post(env.path("notes", "/gc" + query))
+    answer = retried(lambda: env.api.post(env.path("notes", "/gc" + query)))
     assert answer.status_code == 200, answer.text
     body: dict[str, Any] = answer.json()
     return body
@@ -83,22 +96,28 @@ def test_gc_of_more_snapshots_than_one_event_could_name(notes: Env) -> None:
     assert (kept_all["dryRun"], names(kept_all, "kept")) == (False, every)
     assert "deleted" not in kept_all
 
-    assert notes.api.put(notes.path("notes", "/retention"), {"keepLast": 1}).status_code == 200
+    assert retried(lambda: notes.api.put(notes.path("notes", "/retention"),
+                                         {"keepLast": 1})).status_code == 200
     dry = gc(notes, "?dryRun=true")
     assert (names(dry, "deleted"), names(dry, "kept")) == (every[:-1], every[-1:])
 
     real = gc(notes)
     assert (names(real, "deleted"), names(real, "kept")) == (every[:-1], every[-1:])
     assert real["deleted"][0]["snapshotName"] == f"context-notes-{every[0][:6]}"
-    listed = notes.api.get(notes.path("notes", "/snapshots")).json()["items"]
+    listed = retried(lambda: notes.api.get(notes.path("notes", "/snapshots"))).json()["items"]
     assert [s["name"] for s in listed] == every[-1:]
 
     recorded = runs(notes)
     assert [n for r in recorded for n in r.deleted] == every[:-1]
     assert [n for r in recorded for n in r.kept] == every + every[-1:]
-    rows = notes.worker.reads.all()
-    assert sorted(r.desired.snapshot for r in rows if r.collected) == every[:-1]
-    assert [r.desired.snapshot for r in rows if not r.collected] == every[-1:]
+
+    def every_deletion_in_the_view() -> bool:  # the worker's view folds the parts in turn
+        rows = notes.worker.reads.all()
+        assert sorted(r.desired.snapshot for r in rows if r.collected) == every[:-1]
+        assert [r.desired.snapshot for r in rows if not r.collected] == every[-1:]
+        return True
+
+    eventually(every_deletion_in_the_view, timeout=60, interval=0.5)
 
 
 class Recorder:
@@ -128,7 +147,8 @@ def test_a_dry_run_reads_the_clones_of_its_context_only(notes: Env,
         taken(notes, "notes", "s3", T0 + timedelta(hours=2), revision=other_rev),
         taken(notes, "notes", "s4", T0 + timedelta(hours=3)),
         taken(notes, "notes", "s5", T0 + timedelta(hours=4))])
-    assert notes.api.put(notes.path("notes", "/retention"), {"keepLast": 1}).status_code == 200
+    assert retried(lambda: notes.api.put(notes.path("notes", "/retention"),
+                                         {"keepLast": 1})).status_code == 200
     by_name, by_revision = CloneSource("notes", "s1", ""), CloneSource("notes", "x", other_rev)
     append(notes, "by-name", [created(notes, "by-name", by_name)])
     append(notes, "by-revision", [created(notes, "by-revision", by_revision)])

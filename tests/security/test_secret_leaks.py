@@ -213,7 +213,7 @@ def stream_messages(url: str) -> str:
                 while True:
                     try:
                         batch = await sub.fetch(100, timeout=1)
-                    except nats.errors.TimeoutError:
+                    except TimeoutError:  # nats' own, or asyncio's when its deadline ran out
                         break
                     out += [m.data.decode() for m in batch]
             return out
