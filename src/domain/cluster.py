@@ -242,6 +242,16 @@ class SnapshotInfo(msgspec.Struct, frozen=True, kw_only=True):
     created_at: datetime | None = None
 
 
+MAX_SNAPSHOT_ERROR = 4096  # characters of a driver's error kept: the log refuses events > 1 MB
+
+
+def recordable_error(error: str) -> str:
+    """A driver's error as the log can hold it. A driver writes what it likes: a U+0000 held
+    every view at its event (PostgreSQL cannot store it) and a message above 1 MB was refused
+    (the snapshot stayed ``creating`` for ever; adopting its context failed)."""
+    return error.replace("\x00", "\ufffd")[:MAX_SNAPSHOT_ERROR]
+
+
 class Change(msgspec.Struct, frozen=True, kw_only=True):
     """A watched object changed (kind is the plural resource name, e.g. ``pods``)."""
 

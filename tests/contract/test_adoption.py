@@ -14,7 +14,13 @@ from context_service import bootstrap
 from context_service.adapters.eventstore.adoption import adopt
 from context_service.adapters.kubernetes.cluster import SANDBOX, KubernetesCluster
 from context_service.adapters.kubernetes.rest import CONFIG_MAPS, PVCS, Rest
-from context_service.domain.cluster import query_mirror_name
+from context_service.devcluster.devsim import DevSimulator
+from context_service.domain.cluster import (
+    MAX_SNAPSHOT_ERROR,
+    ContextSnapshot,
+    query_mirror_name,
+    snapshot_object_name,
+)
 
 pytestmark = [pytest.mark.k8s, pytest.mark.postgres]
 P = "context.rossoctl.io/"
@@ -130,3 +136,34 @@ def test_pool_objects_are_grouped_into_adopted_pools(
     assert (pool["replicas"], pool["workspace"]) == (2, {"size": "2Gi",
                                                          "accessMode": "ReadWriteMany"})
     assert adopt(kube_cluster, idle_container.store, kube_ns).pools == []
+
+
+def test_an_object_the_log_cannot_hold_is_reported_and_the_others_adopted(
+        idle_container: bootstrap.Container, client: TestClient[Any],
+        kube_cluster: KubernetesCluster, kube_rest: Rest, kube_sim: DevSimulator,
+        kube_ns: str) -> None:
+    """Adoption runs at every start: a driver's error of 1.1 MB with U+0000 in a VolumeSnapshot's
+    status is adopted cleaned and cut (it made the whole import fail: event too large), and a
+    snapshot label holding U+0000 (PostgreSQL text cannot store it: every view would be held at
+    the event) leaves that context out, reported, while the others are adopted."""
+    for name in ("failing", "labelled", "plain"):
+        _pvc(kube_rest, kube_ns, name, {})
+    for context, labels in (("failing", {}), ("labelled", {"k": "a\x00b"})):
+        assert kube_cluster.ensure_snapshot(ContextSnapshot(
+            namespace=kube_ns, context=context, snapshot="s1", type="memory",
+            snapshot_class="snap", size="1Gi", access_mode="ReadWriteMany", storage_class="fast",
+            user_labels=labels))
+    kube_sim.fail_snapshot(kube_ns, snapshot_object_name("failing", "s1"),
+                           "quota\x00exceeded " + "x" * 1_100_000)
+
+    report = adopt(kube_cluster, idle_container.store, kube_ns)
+    mine = sorted(c for c in report.contexts if c.startswith(kube_ns + "/"))
+    assert mine == [f"{kube_ns}/failing", f"{kube_ns}/plain"]
+    assert [n for n in report.not_imported if n.startswith(f"{kube_ns}/labelled")] == [
+        f"{kube_ns}/labelled: an annotation or mirrored record holds U+0000"]
+    base = f"/v1/namespaces/{kube_ns}/contexts"
+    [snapshot] = client.get(base + "/failing/snapshots").json()["items"]
+    assert snapshot["status"] == "failed"
+    assert snapshot["error"].startswith("quota\ufffdexceeded xxx")
+    assert len(snapshot["error"]) == MAX_SNAPSHOT_ERROR
+    assert client.get(base + "/plain").status_code == 200

@@ -16,7 +16,7 @@ from context_service.domain.cluster import NAME_LABEL, Cluster, ClusterError, Sn
 from context_service.domain.context.adoption import adopt_claim, is_context_claim
 from context_service.domain.context.events import QueryRecord, RecordField, SourceRef
 from context_service.domain.context.index_upload import body_events
-from context_service.domain.errors import ContextInvalidError
+from context_service.domain.errors import ContextInvalidError, EventTooLargeError
 from context_service.domain.events import Event
 from context_service.domain.pool.adoption import group_pools
 from context_service.domain.stream import StreamRef, context_stream
@@ -41,6 +41,16 @@ def _record(store: EventStore, stream: StreamRef, *events: Event) -> bool:
     except IntegrityError:
         return False
     return True
+
+
+def _unrecordable(events: list[Event]) -> str:
+    """Why the log could not hold an object's events ("" when it can): an annotation holding
+    U+0000 would hold every view at its event (PostgreSQL text cannot store it), and one event
+    above the size limit is refused. One such object is reported, never the whole import
+    failed (it runs at every start)."""
+    if any(b"\\u0000" in msgspec.json.encode(event) for event in events):
+        return "an annotation or mirrored record holds U+0000"
+    return ""
 
 
 class _MirroredRecord(msgspec.Struct, rename="camel"):
@@ -117,14 +127,21 @@ def adopt(cluster: Cluster, store: EventStore, pool_namespace: str,
             report.not_imported.append(f"{label}: {skipped} VolumeSnapshot(s) without the "
                                        "type, size or access-mode annotation")
         events: list[Event] = [event, *index]
-        if _record(store, context_stream(claim.namespace, event.name), *events):
-            report.contexts.append(label)
-        else:
-            report.skipped.append(label)
+        if (why := _unrecordable(events)):
+            report.not_imported.append(f"{label}: {why}")
+            continue
+        try:
+            recorded = _record(store, context_stream(claim.namespace, event.name), *events)
+        except EventTooLargeError as exc:
+            report.not_imported.append(f"{label}: {exc}")
+            continue
+        (report.contexts if recorded else report.skipped).append(label)
     objects = cluster.list_pool_objects(pool_namespace, None)
     for found in group_pools(objects, pool_namespace, now, ACTOR):
         if found.event is None:
             report.not_imported.append(f"pool {found.name}: {found.reason}")
+        elif (why := _unrecordable([found.event])):
+            report.not_imported.append(f"pool {found.name}: {why}")
         elif _record(store, StreamRef("pool", "", found.name), found.event):
             report.pools.append(found.name)
         else:

@@ -29,6 +29,7 @@ from context_service.domain.cluster import (
     ClusterError,
     SnapshotInfo,
     Watch,
+    recordable_error,
 )
 from context_service.domain.context.commands import (
     Command,
@@ -44,7 +45,6 @@ log = logging.getLogger(__name__)
 RECONCILER = Subject("service", "context-service")
 VIEW = "snapshot_objects"
 REFUSED = (400, 422)  # the API server will refuse the same object again: no retry can succeed
-MAX_ERROR = 4096  # characters of an error kept: the log refuses an event above 1 MB
 
 
 class Commands(Protocol):
@@ -66,18 +66,11 @@ def belongs(row: SnapshotObject, info: SnapshotInfo) -> bool:
             and info.labels.get(SNAPSHOT_LABEL, info.name) == row.desired.snapshot)
 
 
-def recordable(error: str) -> str:
-    """An error as the log can hold it. A driver writes what it likes: a U+0000 held every view
-    at its event (PostgreSQL cannot store it) and a message above 1 MB was refused, so the
-    snapshot stayed ``creating`` for ever."""
-    return error.replace("\x00", "\ufffd")[:MAX_ERROR]
-
-
 def observed_status(info: SnapshotInfo) -> tuple[str, str]:
     """Spec 6.6: ``failed`` with the error when one is reported, ``ready`` when readyToUse,
     ``creating`` otherwise."""
     if info.error_message:
-        return "failed", recordable(info.error_message)
+        return "failed", recordable_error(info.error_message)
     return ("ready" if info.ready_to_use else "creating"), ""
 
 
@@ -185,7 +178,7 @@ class SnapshotReconciler:
                 raise  # unreachable, throttled, forbidden for now: the next pass retries
             # e.g. labels beyond what annotations hold: failed, rather than creating for ever
             error = f"VolumeSnapshot {quote(row.object_name)} was refused: {exc.message}"
-            self._observe(row, "failed", recordable(error), report=report)
+            self._observe(row, "failed", recordable_error(error), report=report)
 
     def _observe(self, row: SnapshotObject, status: str, error: str, *,
                  report: PassReport) -> None:

@@ -17,6 +17,7 @@ from context_service.domain.cluster import (
     ClaimInfo,
     SnapshotInfo,
     context_claim_name,
+    recordable_error,
 )
 from context_service.domain.context.events import (
     CloneSource,
@@ -171,4 +172,4 @@ def snapshot_record(snapshot: SnapshotInfo, now: datetime) -> SnapshotRecord | N
         snapshot_class=snapshot.snapshot_class, created_at=snapshot.created_at or now,
         revision=notes.get(PREFIX + "source-revision", ""),
         protected=notes.get(PREFIX + "protected") == "true", labels=labels, status=status,
-        error=snapshot.error_message)
+        error=recordable_error(snapshot.error_message))
