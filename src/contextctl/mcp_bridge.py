@@ -1,11 +1,14 @@
 """The stdio MCP server behind ``contextctl mcp``: tools listed by the service's own ``/mcp``
-for the credential, each call sent to its agent route through ``context_service.client``.
+for the credential (this contextctl's own catalogue while the service is not reached), each
+call of a tool of that catalogue sent to its agent route through ``context_service.client``, a
+call of any other tool (one of a newer service) sent as it is to the service's ``/mcp``.
 Imported only when ``contextctl mcp`` runs: the MCP SDK is most of the CLI's import time."""
 
 from __future__ import annotations
 
 import importlib.metadata
 import math
+import sys
 from typing import Any
 
 import httpx
@@ -23,11 +26,14 @@ from context_service.client.errors import error_of, unreachable
 from context_service.contract import agent as c
 from context_service.contract import tools as catalogue
 
-# the listing asked of the service's stateless /mcp: one POST, one JSON answer
+# what is asked of the service's stateless /mcp: one POST, one JSON-RPC message, one JSON answer
 _LISTING = msgspec.json.encode({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
 _MCP_HEADERS = {"Accept": "application/json, text/event-stream",
                 "MCP-Protocol-Version": LATEST_HANDSHAKE_VERSION}
 REDACTED = "[redacted]"  # a secret's place in an error text
+# the service not reached at all (refused, no such host, no connection in time): a service that
+# was reached but did not answer, or a request httpx would not send, stays an error
+_NOT_REACHED = (httpx.ConnectError, httpx.ConnectTimeout)
 
 
 class Bridge:
@@ -38,20 +44,23 @@ class Bridge:
         self.client = AsyncClient(url, token, headers=headers)
         # what no error text may carry: a transport's message can quote a header it refused
         self.secrets = tuple(sorted({token, *headers.values()} - {""}, key=len, reverse=True))
+        # the service was not reached at the last listing, and stderr has said so
+        self.unreached_said = False
 
     async def list_tools(self, _: ServerRequestContext[Any, Any],
                          __: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         """The service's own listing for the credential; a refusal (a credential not valid, a
-        service not reached) is a JSON-RPC error saying so, as ``CODE: message``."""
+        rate limit) is a JSON-RPC error saying so, as ``CODE: message``. A service not reached
+        leaves this contextctl's own catalogue listed, said once on stderr."""
         try:
-            response = await self.client.http.post(
-                "/mcp", content=_LISTING, headers={**self.client.headers, **_MCP_HEADERS})
-        except httpx.TransportError as exc:
-            raise self._refused(unreachable(exc)) from exc
-        if not response.is_success:
-            raise self._refused(error_of(response, response.content))
+            content = await self._ask(_LISTING)
+        except ApiError as exc:
+            if isinstance(exc.__cause__, _NOT_REACHED):
+                return self._own_listing(exc)
+            raise self._refused(exc) from exc
+        self.unreached_said = False
         try:
-            answer = msgspec.json.decode(response.content)
+            answer = msgspec.json.decode(content)
             if "error" in answer:  # a JSON-RPC error of the service's: passed on as it is
                 raise MCPError.from_error_data(types.ErrorData.model_validate(answer["error"]))
             return types.ListToolsResult.model_validate(answer["result"])
@@ -59,8 +68,21 @@ class Bridge:
             raise MCPError(types.INTERNAL_ERROR, "the service's tool listing could not be "
                            f"read: {exc}") from exc
 
+    def _own_listing(self, exc: ApiError) -> types.ListToolsResult:
+        """Every tool of this contextctl's catalogue (which of them the credential may call is
+        the service's to say, when it answers again): an agent started before its service still
+        learns the tools; stderr says so once until a listing reaches the service."""
+        if not self.unreached_said:
+            self.unreached_said = True
+            print(self._redacted(f"contextctl mcp: the service at {self.url} was not reached "
+                                 f"({exc.message}); listing this contextctl's own tools"),
+                  file=sys.stderr, flush=True)
+        return types.ListToolsResult(tools=[tool.definition() for tool in catalogue.TOOLS])
+
     async def call_tool(self, _: ServerRequestContext[Any, Any],
                         params: types.CallToolRequestParams) -> types.CallToolResult:
+        if params.name not in catalogue.BY_NAME:  # a tool of a newer service: its own call
+            return await self._forwarded(params)
         resolved = catalogue.resolve(params)
         if isinstance(resolved, types.CallToolResult):
             return resolved
@@ -68,8 +90,7 @@ class Bridge:
         try:
             body = await self.client.call(path, arguments)
         except ApiError as exc:
-            wait = None if exc.retry_after is None else str(math.ceil(exc.retry_after))
-            return catalogue.failure(self._body_of(exc), wait)
+            return self._failure(exc)
         # only the tool's declared answer (what its output schema says) is its result: a
         # proxy's page or another version's shape is a tool error, not a result that breaks
         # the agent's client (or its reading of a pack)
@@ -81,13 +102,57 @@ class Bridge:
                 message=f"the service's answer could not be read as {tool.name}'s: {exc}"))
         return catalogue.success(tool, body)
 
+    async def _forwarded(self, params: types.CallToolRequestParams) -> types.CallToolResult:
+        """A call of a tool this contextctl does not know, sent to the service's ``/mcp`` as
+        the service's own ``tools/call``: its result (a tool error included) as the service
+        gave it, a JSON-RPC error of the service's passed on as it is."""
+        arguments = dict(params.arguments or {})
+        if (refused := catalogue.not_json(arguments)) is not None:
+            return catalogue.failure(refused)
+        message = msgspec.json.encode({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                                       "params": {"name": params.name, "arguments": arguments}})
+        try:
+            content = await self._ask(message)
+        except ApiError as exc:
+            return self._failure(exc)
+        try:
+            answer = msgspec.json.decode(content)
+            if "error" in answer:
+                raise MCPError.from_error_data(types.ErrorData.model_validate(answer["error"]))
+            return types.CallToolResult.model_validate(answer["result"])
+        except (msgspec.DecodeError, ValidationError, KeyError, TypeError) as exc:
+            return catalogue.failure(c.ErrorBody(
+                code="INTERNAL_ERROR",
+                message=f"the service's answer could not be read as {params.name}'s: {exc}"))
+
+    async def _ask(self, message: bytes) -> bytes:
+        """The body of the service's ``/mcp`` answer to one JSON-RPC ``message``, with the
+        client's credential, headers and timeouts; a service not reached (``UNREACHABLE``) or
+        an answer not 2xx raises the client's ``ApiError``."""
+        try:
+            response = await self.client.http.post(
+                "/mcp", content=message, headers={**self.client.headers, **_MCP_HEADERS})
+        except httpx.TransportError as exc:
+            raise unreachable(exc) from exc
+        if not response.is_success:
+            raise error_of(response, response.content)
+        return response.content
+
+    def _failure(self, exc: ApiError) -> types.CallToolResult:
+        """A call the service refused (or could not answer) as a tool error, with when to try
+        again where the answer said."""
+        wait = None if exc.retry_after is None else str(math.ceil(exc.retry_after))
+        return catalogue.failure(self._body_of(exc), wait)
+
     def _body_of(self, exc: ApiError) -> c.ErrorBody:
         """The error body the client's error carries, its message without a secret."""
-        message = exc.message
-        for secret in self.secrets:
-            message = message.replace(secret, REDACTED)
-        return c.ErrorBody(code=exc.code, message=message,
+        return c.ErrorBody(code=exc.code, message=self._redacted(exc.message),
                            details=msgspec.UNSET if exc.details is None else exc.details)
+
+    def _redacted(self, text: str) -> str:
+        for secret in self.secrets:
+            text = text.replace(secret, REDACTED)
+        return text
 
     def _refused(self, exc: ApiError) -> MCPError:
         """A listing the service refused (or could not answer) as a JSON-RPC error: ``CODE:

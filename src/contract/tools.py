@@ -1,6 +1,7 @@
 """The MCP tools of the agent API: one per capability, each naming its route, scope, request
 and answer Structs. Input and output schemas are generated from those Structs; the service's
-``/mcp`` endpoint and ``contextctl mcp`` list and answer the same tools."""
+``/mcp`` endpoint answers them, and ``contextctl mcp`` answers these through their routes and
+lists (and forwards to ``/mcp``) whatever the service it talks to lists."""
 
 from __future__ import annotations
 
