@@ -1,5 +1,7 @@
 """Graceful HTTP shutdown: SIGTERM and SIGINT stop the listener, requests in flight get the
-grace period to finish, and those still running then are answered ``503 unavailable``.
+grace period to finish, and those still running then are answered ``503 unavailable``; a pack
+stream already under way then ends with the stream's error line (agent-context-api.md §7.14), so
+its reader can tell the service stopping from the network failing.
 
 ``Drain`` wraps the ASGI app and knows the requests in flight; ``Server`` is uvicorn's server
 with the drain started as it stops listening; it leaves the signals to the caller, which calls
@@ -30,26 +32,41 @@ from litestar.types import (
     Send,
 )
 
+from context_service.domain.pack.render import stream_error_line
 from context_service.stop_signals import abandonable
 
 log = logging.getLogger(__name__)
+SHUTTING_DOWN = "the service is shutting down; retry against another instance"
 UNAVAILABLE = (b'{"error":"unavailable","message":"the service is shutting down; '
                b'retry against another instance"}')
 # the same on ``/api/`` routes, in their error body and headers (agent-context-api.md §1.3)
 API_UNAVAILABLE = (b'{"code":"SERVICE_UNAVAILABLE","message":"the service is shutting down; '
                    b'retry against another instance"}')
+# how a response of this type that has started ends when the drain cuts it: an ndjson pack
+# stream with its error line, the only line that says it failed (agent-context-api.md §7.14)
+ENDINGS = {b"application/x-ndjson": stream_error_line(SHUTTING_DOWN)}
+
+
+def _ending(start: HTTPResponseStartEvent) -> bytes | None:
+    """The last body the drain sends a response that ``start`` began, if it has one."""
+    for name, value in start.get("headers", ()):
+        if name.lower() == b"content-type":
+            return ENDINGS.get(value.split(b";")[0].strip().lower())
+    return None
 
 
 class _InFlight:
     """One request: answered by the app, or by the drain once the grace is over."""
 
-    __slots__ = ("answered", "api", "send", "started", "task")
+    __slots__ = ("answered", "api", "ending", "finished", "send", "started", "task")
 
     def __init__(self, send: Send, task: asyncio.Task[object] | None, api: bool) -> None:
         self.send = send
         self.task = task
         self.api = api
         self.started = False
+        self.finished = False  # its last body was sent
+        self.ending: bytes | None = None  # how the drain ends it once started (a stream)
         self.answered = False
 
     async def forward(self, message: Message) -> None:
@@ -57,7 +74,24 @@ class _InFlight:
             return  # the drain answered; what the app says now goes nowhere
         if message["type"] == "http.response.start":
             self.started = True
+            self.ending = _ending(message)
+        elif message["type"] == "http.response.body" and not message.get("more_body", False):
+            self.finished = True
         await self.send(message)
+
+    @property
+    def cut(self) -> bool:
+        """A response under way that the drain ends (rather than leave to the grace's end)."""
+        return self.started and not self.finished and self.ending is not None
+
+    async def end(self) -> None:
+        """Send the ending of a response the drain cut, from the request's own task: the server
+        completes the response when that task returns, and the line waits its turn behind what
+        a slow reader has not taken yet."""
+        assert self.ending is not None
+        body: HTTPResponseBodyEvent = {"type": "http.response.body", "body": self.ending,
+                                       "more_body": False}
+        await self.send(body)
 
     async def unavailable(self) -> None:
         answer = API_UNAVAILABLE if self.api else UNAVAILABLE
@@ -77,12 +111,14 @@ class _InFlight:
 
 class Drain:
     """The ASGI app wrapped: ``expire()`` answers 503 to every request that has not started
-    its response (and to any that arrives later), and abandons its handler."""
+    its response (and to any that arrives later), ends the streams under way with their error
+    line, and abandons their handlers."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
         self.expired = False
         self.answered = 0
+        self.ended = 0
         self._in_flight: dict[int, _InFlight] = {}
 
     @property
@@ -101,22 +137,39 @@ class Drain:
         key = id(call)
         self._in_flight[key] = call
         try:
+            await self._answer(call, scope, receive)
+            if call.answered and call.cut:
+                await call.end()
+        finally:
+            del self._in_flight[key]
+
+    async def _answer(self, call: _InFlight, scope: Scope, receive: Receive) -> None:
+        """Run the app for ``call``; a handler the drain abandoned just stops."""
+        try:
             with abandonable(lambda: call.answered):
                 await self.app(scope, receive, call.forward)
         except asyncio.CancelledError:
             if not call.answered:
                 raise
-        finally:
-            del self._in_flight[key]
 
     async def expire(self) -> int:
-        """Answer 503 to the requests whose response has not started; return how many."""
+        """Answer 503 to the requests whose response has not started, and end the streams under
+        way (their handlers are cancelled, each task then sends its error line); return how
+        many were answered 503."""
         self.expired = True
-        late = [c for c in self._in_flight.values() if not c.started and not c.answered]
-        for call in late:
+        calls = [c for c in self._in_flight.values() if not c.answered]
+        late = [c for c in calls if not c.started]
+        cut = [c for c in calls if c.cut]
+        for call in (*late, *cut):
             call.answered = True
-        await asyncio.gather(*(c.unavailable() for c in late), return_exceptions=True)
+        for call in cut:
+            if call.task is not None:
+                call.task.cancel()
         self.answered += len(late)
+        self.ended += len(cut)
+        log.info("shutdown: grace over", extra={
+            "step": "grace over", "answered_unavailable": len(late), "streams_ended": len(cut)})
+        await asyncio.gather(*(c.unavailable() for c in late), return_exceptions=True)
         return len(late)
 
 
@@ -150,5 +203,5 @@ class Server(uvicorn.Server):
             expiry.cancel()
         log.info("shutdown: requests drained", extra={
             "step": "requests drained", "in_flight": in_flight,
-            "answered_unavailable": self.drain.answered,
+            "answered_unavailable": self.drain.answered, "streams_ended": self.drain.ended,
             "seconds": round(time.monotonic() - started, 3)})

@@ -15,7 +15,9 @@ writers and the connection is replaced, so writes never wait forever.
 A writer that stops waiting (the HTTP drain abandoned its request and answered it ``503 ... retry
 against another instance``) must not be written after that answer: it is left out of the next
 transaction, and a transaction in flight that nobody waits for any more is cancelled on the
-server.
+server. So is a transaction that timed out, before its connection is closed (the cancel request
+itself bounded by ``timeout``): a closed socket alone does not stop a statement waiting for a
+lock, which would then commit for writers that were told it failed.
 """
 
 from __future__ import annotations
@@ -85,6 +87,7 @@ class LoopGroupCommit:
         self._queue: list[_Request] = []
         self._alone: deque[_Request] = deque()  # retried one per transaction after a conflict
         self._inflight: list[_Request] | None = None
+        self._timed_out: list[_Request] | None = None  # the transaction in flight, once expired
         self._results: list[PGresult] = []
         self._started = 0.0
         self._idle = asyncio.Event()
@@ -163,7 +166,7 @@ class LoopGroupCommit:
         if conn is not None:
             self._unwatch(conn)
             conn.pgconn.finish()
-        inflight, self._inflight = self._inflight, None
+        inflight, self._inflight, self._timed_out = self._inflight, None, None
         self._fail(inflight or [], OperationalError(str(exc)))
         self._fail_all(OperationalError(str(exc)))
 
@@ -254,8 +257,25 @@ class LoopGroupCommit:
             self._broken(exc)
 
     def _expired(self, batch: list[_Request]) -> None:
+        """No answer in time: cancel the statement on the server before the connection goes.
+        Closed alone, its socket does not stop a statement waiting for a lock, and the server
+        would commit a write its writers were told failed."""
+        if self._inflight is not batch or self._conn is None:
+            return
+        self._timed_out = batch
+        assert self._loop is not None
+        if self._cancelling is None:
+            self._cancelling = self._loop.create_task(self._cancel(self._conn))
+        self._cancelling.add_done_callback(lambda _: self._unanswered(batch))
+
+    def _unanswered(self, batch: list[_Request]) -> None:
+        """The cancel request went out (or could not): a transaction still unanswered fails its
+        writers and the connection is replaced; one answered meanwhile was settled as usual."""
         if self._inflight is batch:
-            self._broken(OperationalError(f"no answer to an append within {self.timeout}s"))
+            self._broken(OperationalError(self._no_answer()))
+
+    def _no_answer(self) -> str:
+        return f"no answer to an append within {self.timeout}s"
 
     def _disarm(self) -> None:
         if self._deadline is not None:
@@ -265,6 +285,7 @@ class LoopGroupCommit:
     def _finished(self) -> None:
         self._disarm()
         batch, self._inflight = self._inflight or [], None
+        timed_out, self._timed_out = batch is self._timed_out, None
         self.batches += 1
         self.requests += len(batch)
         self.seconds += time.perf_counter() - self._started
@@ -276,6 +297,8 @@ class LoopGroupCommit:
                 self._fail(batch, IntegrityError("conflict"))
             else:
                 self._alone.extend(batch)
+        elif timed_out:  # cancelled as it timed out: its writers hear so, as when no answer came
+            self._fail(batch, OperationalError(self._no_answer()))
         else:
             message = (failed[0].error_message or b"append failed").decode(errors="replace")
             self._fail(batch, DatabaseError(message.strip()))
