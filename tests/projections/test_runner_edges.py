@@ -112,3 +112,53 @@ def test_a_failing_batch_is_retried_with_a_growing_pause(idle_container: Contain
     pauses = [b - a for a, b in itertools.pairwise(projection.calls)]
     assert all(later > earlier for earlier, later in itertools.pairwise(pauses))
     assert idle_container.tracking.max_tracking_id(projection.name) in (None, 0)
+
+
+class Recording:
+    """A projection whose view is a table of the positions applied."""
+
+    def __init__(self, container: Container) -> None:
+        self.name = "test-recording-" + uuid.uuid4().hex[:8]
+        self.tables = ("t_" + self.name.replace("-", "_"),)
+        with container.datastore.transaction(commit=True) as cur:
+            cur.execute(f"CREATE TABLE {self.tables[0]} (position int8 PRIMARY KEY)")
+
+    def apply(self, cur: Any, batch: Sequence[Recorded]) -> None:
+        for recorded in batch:
+            cur.execute(f"INSERT INTO {self.tables[0]} VALUES (%s)", (recorded.position,))
+
+    def applied(self, container: Container) -> list[int]:
+        with container.datastore.transaction(commit=False) as cur:
+            cur.execute(f"SELECT position FROM {self.tables[0]} ORDER BY position")
+            return [row["position"] for row in cur.fetchall()]
+
+
+def test_a_read_is_never_told_a_position_the_views_lost_is_reached(
+        idle_container: Container) -> None:
+    """A crash of the database loses the projection batches committed asynchronously: the
+    runner remembers positions its views no longer hold. Its next batch fails (the tracking is
+    not where it remembers); from then until it has read its positions again, a read waiting
+    for a position is not told it is reached (it was answered from a view without the row)."""
+    first = create(idle_container, "first")
+    projection = Recording(idle_container)
+    runner = ProjectionRunner(idle_container.store, idle_container.tracking,
+                              [(projection, lambda cur: cur)])
+    runner.start()
+    try:
+        assert runner.wait_for(first, 10) and first in projection.applied(idle_container)
+        with idle_container.datastore.transaction(commit=True) as cur:  # what the crash lost
+            cur.execute(f"DELETE FROM {projection.tables[0]}")
+            cur.execute(f"UPDATE {idle_container.tracking.tracking_table_name}"
+                        " SET notification_id = 0 WHERE application_name = %s",
+                        (projection.name,))
+        second = create(idle_container, "second")  # the next batch fails on the tracking
+        deadline = time.monotonic() + 10
+        while not runner._suspect and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert runner._suspect
+        assert runner.wait_for(first, 10)  # only once the positions were read again ...
+        assert first in projection.applied(idle_container)  # ... and the lost batch applied
+        assert runner.wait_for(second, 10)
+        assert projection.applied(idle_container)[-1] == second
+    finally:
+        runner.stop()

@@ -138,6 +138,10 @@ class ProjectionRunner:
         self.batch_size = batch_size
         self.names = [p.name for p, _ in self.projections]
         self._positions: dict[str, int] = {}
+        # a batch failed for a reason other than a handler (the database away, the tracking
+        # moved): the positions may be ahead of the views (a crash loses the batches committed
+        # asynchronously), so no read is told a position is reached until they are read again
+        self._suspect = False
         self._changed = threading.Condition()
         self.refresh()
         self._stop = threading.Event()
@@ -157,6 +161,8 @@ class ProjectionRunner:
             self._positions = {n: self.tracking.max_tracking_id(n) or 0 for n in self.names}
             for listener in self.listeners:
                 listener.reset()
+            self._suspect = False
+            self._changed.notify_all()
 
     @property
     def position(self) -> int:
@@ -410,7 +416,7 @@ class ProjectionRunner:
         deadline = time.monotonic() + timeout
         stop = self._stop  # this loop's: a restarted runner is waited on afresh
         with self._changed:
-            while self.position < position:
+            while self._suspect or self.position < position:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or stop.is_set():
                     return False
@@ -456,6 +462,8 @@ class ProjectionRunner:
         while not stop.is_set():
             try:
                 read = self.run_once(stop)
+                if self._suspect:  # the positions were not read again after the failure
+                    self.refresh()
                 failures = 0
                 if read == 0:
                     self.store.wait_head(self.position, timeout=1.0, stop=stop)
@@ -473,6 +481,8 @@ class ProjectionRunner:
                 if isinstance(exc, PoisonEventError):  # logged, with what precedes committed
                     stop.wait(pause)
                     continue
+                with self._changed:
+                    self._suspect = True
                 log.exception("projection batch failed", extra={
                     "projections": self.names, "failures": failures, "retry_seconds": pause})
                 stop.wait(pause)
