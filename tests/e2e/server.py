@@ -92,12 +92,25 @@ class ServerProcess:
         self.url = f"http://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 60) -> None:
-        """Start the process; return once it serves (``serve``) or is active (``worker``)."""
-        self.launch()
-        # one client for every probe: a client made per probe loads the CA certificates each
-        # time, about 40 ms of CPU every 50 ms while the service starts (measured)
-        with httpx.Client(timeout=1) as probe:
-            self.wait_until(lambda: self._ready(probe), timeout, "did not become ready")
+        """Start the process; return once it serves (``serve``) or is active (``worker``). A
+        process that could not listen because a test beside this one took its port between
+        the choice and the bind starts again on another port."""
+        for attempt in range(3):
+            self.launch()
+            # one client for every probe: a client made per probe loads the CA certificates
+            # each time, about 40 ms of CPU every 50 ms while the service starts (measured)
+            with httpx.Client(timeout=1) as probe:
+                try:
+                    self.wait_until(lambda: self._ready(probe), timeout, "did not become ready")
+                    return
+                except RuntimeError:
+                    assert self.proc is not None
+                    taken = self.proc.poll() is not None and self.logged("address already in use")
+                    if attempt == 2 or not taken:
+                        raise
+            self.port = free_port()
+            self.url = f"http://127.0.0.1:{self.port}"
+            self.env["CS_LISTEN_ADDR"] = f"127.0.0.1:{self.port}"
 
     def launch(self) -> None:
         """Start the process without waiting for anything. A restart listens where the last
