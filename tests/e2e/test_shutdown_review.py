@@ -18,6 +18,7 @@ import psycopg
 import pytest
 
 from tests.e2e.server import ServerProcess, await_no_processes, context
+from tests.support.event_table import waiting_for_the_lock
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.slow]
 ADMIN = {"X-Context-Subject": "service:context-service-admin"}
@@ -32,14 +33,6 @@ def server(data_dir: Path, database_url: str) -> Iterator[ServerProcess]:
     proc.env["CS_DATABASE_URL"] = database_url
     yield proc
     proc.cleanup()
-
-
-def _waiting_for_the_lock(database_url: str) -> int:
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        row = conn.execute("SELECT count(*) FROM pg_locks WHERE NOT granted"
-                           " AND relation = 'stored_events'::regclass").fetchone()
-    assert row is not None
-    return int(row[0])
 
 
 def _until(check: Callable[[], bool], bound: float = 30.0) -> bool:
@@ -93,7 +86,7 @@ def test_requests_answered_unavailable_at_shutdown_write_nothing_later(
             _in_background(lambda h: h.put("/v1/namespaces/e2e/members", headers=ADMIN, json={
                 "subject": {"kind": "user", "name": "abandoned-bob"}, "role": "owner"}),
                 server.url, member)]
-        assert _until(lambda: _waiting_for_the_lock(database_url) >= 2), "never blocked"
+        assert _until(lambda: waiting_for_the_lock(database_url) >= 2), "never blocked"
         assert server.proc is not None
         server.proc.send_signal(signal.SIGTERM)
         for thread in threads:
@@ -103,7 +96,7 @@ def test_requests_answered_unavailable_at_shutdown_write_nothing_later(
             assert out["response"].json() == UNAVAILABLE
         # the abandoned append in flight is cancelled on the server (it stops waiting); the
         # handler thread still waits for its read of the log
-        _until(lambda: _waiting_for_the_lock(database_url) <= 1, bound=5)
+        _until(lambda: waiting_for_the_lock(database_url) <= 1, bound=5)
         blocker.rollback()  # the lock goes: whatever is still running may write now
     assert server.proc.wait(30) == 0, server.log_text()[-3000:]
     assert await_no_processes(server.data_dir, timeout=2) == []

@@ -18,6 +18,7 @@ from context_service.domain.events import Subject
 from context_service.domain.stream import context_stream
 from context_service.http.common import in_thread
 from context_service.http.shutdown import Drain
+from tests.support.event_table import waiting_for_the_lock
 
 OWNER = Subject("user", "owner")
 
@@ -35,14 +36,6 @@ def appends_blocked(database_url: str) -> Iterator[psycopg.Connection[object]]:
         blocker.execute("LOCK TABLE stored_events IN ACCESS EXCLUSIVE MODE")
         yield blocker
         blocker.rollback()
-
-
-def waiting_for_the_lock(database_url: str) -> int:
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        row = conn.execute("SELECT count(*) FROM pg_locks WHERE NOT granted"
-                           " AND relation = 'stored_events'::regclass").fetchone()
-    assert row is not None
-    return int(row[0])
 
 
 async def no_longer_waiting(database_url: str, bound: float = 3.0) -> None:

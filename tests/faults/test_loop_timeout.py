@@ -13,7 +13,8 @@ import pytest
 
 from context_service import bootstrap
 from context_service.adapters.eventstore.loopcommit import LoopGroupCommit
-from tests.faults.test_crash_points import create, logged, no_longer_waiting, waiting_for_the_lock
+from tests.faults.test_crash_points import create, logged, no_longer_waiting
+from tests.support.event_table import waiting_for_the_lock
 
 TIMEOUT = 0.5  # seconds: the append waits for the lock far longer
 

@@ -28,6 +28,7 @@ from context_service.http.common import wait_for_views
 from context_service.http.errors import HttpError
 from context_service.stop_signals import RequestAbandoned, abandonable
 from tests.e2e.server import ServerProcess
+from tests.support.event_table import waiting_for_the_lock
 
 OWNER = Subject("user", "owner")
 FOREVER = 3600.0  # a read wait no test outlives: only the runner's stop can end it
@@ -149,14 +150,6 @@ def appends_blocked(database_url: str) -> Any:
         blocker.execute("LOCK TABLE stored_events IN EXCLUSIVE MODE")
         yield blocker
         blocker.rollback()
-
-
-def waiting_for_the_lock(database_url: str) -> int:
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        row = conn.execute("SELECT count(*) FROM pg_locks WHERE NOT granted"
-                           " AND relation = 'stored_events'::regclass").fetchone()
-    assert row is not None
-    return int(row[0])
 
 
 def logged(container: bootstrap.Container, name: str) -> int:

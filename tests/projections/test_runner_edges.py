@@ -29,20 +29,18 @@ def create(container: Container, name: str) -> int:
         access_mode="ReadWriteOnce")).position
 
 
-class Blocking:
-    """A projection whose batches wait for ``release`` (a long batch, say a large index); its
-    view is a table of the positions applied, each at most once."""
+class Recording:
+    """A projection whose view is a table of the positions applied."""
+
+    prefix = "test-recording-"
 
     def __init__(self, container: Container) -> None:
-        self.name = "test-blocking-" + uuid.uuid4().hex[:8]
+        self.name = self.prefix + uuid.uuid4().hex[:8]
         self.tables = ("t_" + self.name.replace("-", "_"),)
-        self.entered, self.release = threading.Event(), threading.Event()
         with container.datastore.transaction(commit=True) as cur:
             cur.execute(f"CREATE TABLE {self.tables[0]} (position int8 PRIMARY KEY)")
 
     def apply(self, cur: Any, batch: Sequence[Recorded]) -> None:
-        self.entered.set()
-        self.release.wait(30)
         for recorded in batch:
             cur.execute(f"INSERT INTO {self.tables[0]} VALUES (%s)", (recorded.position,))
 
@@ -50,6 +48,22 @@ class Blocking:
         with container.datastore.transaction(commit=False) as cur:
             cur.execute(f"SELECT position FROM {self.tables[0]} ORDER BY position")
             return [row["position"] for row in cur.fetchall()]
+
+
+class Blocking(Recording):
+    """A ``Recording`` whose batches wait for ``release`` (a long batch, say a large index); each
+    position is applied at most once."""
+
+    prefix = "test-blocking-"
+
+    def __init__(self, container: Container) -> None:
+        super().__init__(container)
+        self.entered, self.release = threading.Event(), threading.Event()
+
+    def apply(self, cur: Any, batch: Sequence[Recorded]) -> None:
+        self.entered.set()
+        self.release.wait(30)
+        super().apply(cur, batch)
 
 
 class Failing:
@@ -112,25 +126,6 @@ def test_a_failing_batch_is_retried_with_a_growing_pause(idle_container: Contain
     pauses = [b - a for a, b in itertools.pairwise(projection.calls)]
     assert all(later > earlier for earlier, later in itertools.pairwise(pauses))
     assert idle_container.tracking.max_tracking_id(projection.name) in (None, 0)
-
-
-class Recording:
-    """A projection whose view is a table of the positions applied."""
-
-    def __init__(self, container: Container) -> None:
-        self.name = "test-recording-" + uuid.uuid4().hex[:8]
-        self.tables = ("t_" + self.name.replace("-", "_"),)
-        with container.datastore.transaction(commit=True) as cur:
-            cur.execute(f"CREATE TABLE {self.tables[0]} (position int8 PRIMARY KEY)")
-
-    def apply(self, cur: Any, batch: Sequence[Recorded]) -> None:
-        for recorded in batch:
-            cur.execute(f"INSERT INTO {self.tables[0]} VALUES (%s)", (recorded.position,))
-
-    def applied(self, container: Container) -> list[int]:
-        with container.datastore.transaction(commit=False) as cur:
-            cur.execute(f"SELECT position FROM {self.tables[0]} ORDER BY position")
-            return [row["position"] for row in cur.fetchall()]
 
 
 def test_a_read_is_never_told_a_position_the_views_lost_is_reached(
