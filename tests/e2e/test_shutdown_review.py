@@ -7,17 +7,16 @@ the log. The service shares a database of the suite's PostgreSQL, which holds th
 from __future__ import annotations
 
 import signal
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import psycopg
 import pytest
 
 from tests.e2e.server import ServerProcess, await_no_processes, context
+from tests.e2e.test_shutdown import _request as in_background
 from tests.support.event_table import waiting_for_the_lock
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.slow]
@@ -45,20 +44,6 @@ def _until(check: Callable[[], bool], bound: float = 30.0) -> bool:
     return True
 
 
-def _in_background(call: Callable[[httpx.Client], httpx.Response], url: str,
-                   out: dict[str, Any]) -> threading.Thread:
-    def run() -> None:
-        with httpx.Client(base_url=url, timeout=60) as http:
-            try:
-                out["response"] = call(http)
-            except httpx.HTTPError as exc:
-                out["error"] = exc
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    return thread
-
-
 def _mentions(database_url: str, text: str) -> int:
     with psycopg.connect(database_url, autocommit=True) as conn:
         row = conn.execute("SELECT count(*) FROM stored_events"
@@ -80,10 +65,10 @@ def test_requests_answered_unavailable_at_shutdown_write_nothing_later(
     with psycopg.connect(database_url) as blocker:
         blocker.execute("LOCK TABLE stored_events IN ACCESS EXCLUSIVE MODE")
         threads = [
-            _in_background(lambda h: h.post("/v1/contexts", headers=ALICE,
+            in_background(lambda h: h.post("/v1/contexts", headers=ALICE,
                                             json=context("abandoned-create")),
                            server.url, created),
-            _in_background(lambda h: h.put("/v1/namespaces/e2e/members", headers=ADMIN, json={
+            in_background(lambda h: h.put("/v1/namespaces/e2e/members", headers=ADMIN, json={
                 "subject": {"kind": "user", "name": "abandoned-bob"}, "role": "owner"}),
                 server.url, member)]
         assert _until(lambda: waiting_for_the_lock(database_url) >= 2), "never blocked"
