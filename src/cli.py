@@ -168,6 +168,7 @@ def _migrate(settings: Settings) -> int:
 
 def _status(settings: Settings) -> int:
     from context_service import bootstrap
+    from context_service.domain.registry import EVENTS
 
     container = bootstrap.build(settings)
     try:
@@ -177,6 +178,13 @@ def _status(settings: Settings) -> int:
             position = container.tracking.max_tracking_id(name) or 0
             print(f"{name:24} {position:>10} {head - position:>10}")
         print(f"{'(log head)':24} {head:>10}")
+        for runner in container.runners.values():
+            for passed in runner.passed_over():
+                known = passed.event in EVENTS
+                print(f"{passed.projection} passed over {passed.events} events of type "
+                      f"{passed.event} (positions {passed.first} to {passed.last}): "
+                      + ("known to this version, rebuilt at its worker's next start" if known
+                         else "unknown to this version"))
     finally:
         container.close()
     return 0

@@ -12,6 +12,7 @@ import pytest
 
 from context_service.bootstrap import Container
 from tests.projections.history import write_history
+from tests.support.newer_events import NEWER, create, record_newer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres]
 
@@ -53,3 +54,14 @@ def test_status_rebuild_export_and_verify(idle_container: Container, database_ur
     broken = cli(database_url, "history", "verify", str(out))
     assert broken.returncode == 1
     assert "line 3 is broken" in broken.stderr
+
+
+def test_status_names_the_events_a_view_passed_over(idle_container: Container,
+                                                    database_url: str) -> None:
+    create(idle_container, "a")
+    newer = record_newer(idle_container, "a", version=2)
+    idle_container.runners["projections"].catch_up()
+    status = cli(database_url, "projections", "status")
+    assert status.returncode == 0, status.stderr
+    assert (f"context_catalog passed over 1 events of type {NEWER} (positions {newer} to "
+            f"{newer}): unknown to this version") in status.stdout.splitlines()

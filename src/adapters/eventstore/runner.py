@@ -5,7 +5,9 @@ them (another instance moved them, a crash lost batches it had committed) change
 reads them again. When caught up it sleeps until the log head moves.
 
 Events it cannot handle: an event of a type this version does not know (a newer version's,
-during a rolling upgrade) is passed over, its position tracked like any other. An event a
+during a rolling upgrade) is passed over, its position tracked like any other, and noted with
+its type (``projection_passed_over``): a runner of a version that knows the type rebuilds that
+projection from position zero as it catches up at start (``recover``). An event a
 projection's handler raises on is isolated: the batch is applied again under savepoints, every
 projection commits up to the event before the first one its handler fails on, and the failing
 ones are held there (logged, counted, ``cs_projection_blocked``) and retried with the loop's
@@ -28,6 +30,7 @@ from eventsourcing.postgres import PostgresTrackingRecorder
 
 from context_service.adapters.eventstore.store import EventStore
 from context_service.domain.events import UnknownEvent
+from context_service.domain.registry import EVENTS
 from context_service.domain.stream import Recorded
 from context_service.projections.base import Projection
 
@@ -37,6 +40,7 @@ Progress = Callable[[int, int], None]
 Gauge = tuple[str, str, dict[str, str], float]
 RETRY_INITIAL, RETRY_MAX = 0.5, 5.0  # seconds between attempts at a failing batch (as the relay)
 CANCEL_WAIT = 5.0  # seconds a stop waits for the server to cancel a stopped batch's statement
+PASSED_OVER = "projection_passed_over"  # migration 0022
 
 
 @dataclass(frozen=True)
@@ -74,11 +78,32 @@ class _HandlerError(Exception):
 
 @dataclass
 class _Outcome:
-    """What a committed batch did: the position each projection reached, and how many events
-    of unknown types it passed over."""
+    """What a committed batch did: the position each projection reached, and the events of
+    unknown types it passed over."""
 
     reached: dict[str, int] = field(default_factory=dict)
-    passed: Counter[str] = field(default_factory=Counter)
+    passed: dict[str, list[Recorded]] = field(default_factory=dict)
+
+    def passed_over(self) -> list[tuple[str, str, int, int, int]]:
+        """Per projection and event type: the first and last position passed over, and how
+        many (the rows of ``projection_passed_over``)."""
+        seen: dict[tuple[str, str], list[int]] = {}
+        for name, events in self.passed.items():
+            for recorded in events:
+                seen.setdefault((name, recorded.name), []).append(recorded.position)
+        return [(name, kind, min(at), max(at), len(at)) for (name, kind), at in seen.items()]
+
+
+@dataclass(frozen=True)
+class PassedOver:
+    """Events of one type a projection passed over while this version (or an older one) did
+    not know the type."""
+
+    projection: str
+    event: str
+    first: int
+    last: int
+    events: int
 
 
 # applies a projection's share of a batch; returns where it stopped short (None: it did not)
@@ -226,11 +251,31 @@ class ProjectionRunner:
                 stopped = apply(cur, projection, view(cur), known) if known else None
                 reached = last if stopped is None else stopped
                 outcome.reached[projection.name] = reached
-                outcome.passed[projection.name] = sum(
-                    1 for r in todo if r.position <= reached and isinstance(r.event, UnknownEvent))
+                passed = [r for r in todo
+                          if r.position <= reached and isinstance(r.event, UnknownEvent)]
+                if passed:
+                    outcome.passed[projection.name] = passed
+            self._note_passed_over(cur, outcome)
             self._track(cur, {n: p for n, p in outcome.reached.items()
                               if p > self._positions[n]})
         return outcome
+
+    @staticmethod
+    def _note_passed_over(cur: Any, outcome: _Outcome) -> None:
+        """Note, with the positions, the events of unknown types each projection passed over."""
+        rows = outcome.passed_over()
+        if not rows:
+            return
+        names, kinds, first, last, count = (list(column) for column in zip(*rows, strict=True))
+        cur.execute(
+            f"INSERT INTO {PASSED_OVER} AS p (application_name, event_type, first_position,"
+            " last_position, events)"
+            " SELECT * FROM unnest(%b::text[], %b::text[], %b::int8[], %b::int8[], %b::int8[])"
+            " ON CONFLICT (application_name, event_type) DO UPDATE SET"
+            "  first_position = least(p.first_position, excluded.first_position),"
+            "  last_position = greatest(p.last_position, excluded.last_position),"
+            "  events = p.events + excluded.events",
+            (names, kinds, first, last, count))
 
     def _isolate(self, cur: Any, projection: Projection, view: Any, todo: Sequence[Recorded],
                  failed: Exception | None) -> tuple[int | None, Held | None]:
@@ -288,7 +333,7 @@ class ProjectionRunner:
                 listener.applied(applied)
         for failure in held:
             self._hold(failure)
-        self._unknown.update(outcome.passed)
+        self._unknown.update({name: len(events) for name, events in outcome.passed.items()})
         self._note_unknown(batch)
         with self._changed:
             for name, position in positions.items():
@@ -362,10 +407,13 @@ class ProjectionRunner:
         return out
 
     def catch_up(self, progress: Progress | None = None) -> int:
-        """Apply the log up to its current head. The next page is read (and decoded) on another
-        connection while this one is applied, so reading overlaps writing. Stops early at an
-        event a projection's handler fails on (logged and counted; the loop retries it), so a
-        worker still starts; ``blocked`` names who is held."""
+        """Apply the log up to its current head, after rebuilding from position zero every
+        projection that passed over events of a type this version knows (``recover``). The
+        next page is read (and decoded) on another connection while this one is applied, so
+        reading overlaps writing. Stops early at an event a projection's handler fails on
+        (logged and counted; the loop retries it), so a worker still starts; ``blocked`` names
+        who is held."""
+        self.recover()
         self.refresh()
         head = self.store.head()
         total = 0
@@ -392,21 +440,58 @@ class ProjectionRunner:
 
     def rebuild(self, progress: Progress | None = None) -> int:
         """Empty the views and their tracking rows, then replay the log from position zero."""
-        with self.store.datastore.transaction(commit=True) as cur:
-            for projection, _ in self.projections:
-                for table in projection.tables:
-                    cur.execute(f"TRUNCATE {table}")
-                cur.execute(f"DELETE FROM {self.tracking.tracking_table_name} "
-                            "WHERE application_name = %s", (projection.name,))
-        with self._changed:
-            self._positions = dict.fromkeys(self.names, 0)
-            self._held.clear()
-            for listener in self.listeners:
-                listener.reset()
+        self._empty(self.names)
         total = self.catch_up(progress)
         if self._held:  # a rebuild leaves complete views or fails
             raise PoisonEventError(list(self._held.values()))
         return total
+
+    def passed_over(self) -> list[PassedOver]:
+        """The events of unknown types this runner's projections passed over, per type (noted
+        by every version since migration 0022; a rebuild forgets them)."""
+        with self.store.datastore.transaction(commit=False) as cur:
+            cur.execute(f"SELECT application_name, event_type, first_position, last_position,"
+                        f" events FROM {PASSED_OVER} WHERE application_name = ANY(%s)"
+                        " ORDER BY application_name, event_type", (self.names,))
+            return [PassedOver(r["application_name"], r["event_type"], r["first_position"],
+                               r["last_position"], r["events"]) for r in cur.fetchall()]
+
+    def recover(self) -> list[str]:
+        """Empty, for a rebuild from position zero, each projection that passed over events of
+        a type this version knows (an older version, during a rolling upgrade, did not): its
+        view lacks them, and its position is past them. Returns their names. Called as the
+        runner catches up at start, under its worker's lock."""
+        stale = [p for p in self.passed_over() if p.event in EVENTS]
+        for p in stale:
+            log.warning("projection %s passed over %d events of type %s (positions %d to %d) "
+                        "that this version knows: it is rebuilt from position zero", p.projection,
+                        p.events, p.event, p.first, p.last,
+                        extra={"projection": p.projection, "event_type": p.event,
+                               "events": p.events, "first_position": p.first,
+                               "last_position": p.last})
+        names = sorted({p.projection for p in stale})
+        if names:
+            self._empty(names)
+        return names
+
+    def _empty(self, names: Sequence[str]) -> None:
+        """Empty these projections' views and forget their positions and what they passed over,
+        in one transaction (their next batches start from position zero)."""
+        with self.store.datastore.transaction(commit=True) as cur:
+            for projection, _ in self.projections:
+                if projection.name not in names:
+                    continue
+                for table in projection.tables:
+                    cur.execute(f"TRUNCATE {table}")
+                for table in (self.tracking.tracking_table_name, PASSED_OVER):
+                    cur.execute(f"DELETE FROM {table} WHERE application_name = %s",
+                                (projection.name,))
+        with self._changed:
+            for name in names:
+                self._positions[name] = 0
+                self._held.pop(name, None)
+            for listener in self.listeners:
+                listener.reset()
 
     def wait_for(self, position: int, timeout: float) -> bool:
         """Wait until every projection reached ``position``: False past ``timeout``, or as soon
