@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import shutil
@@ -23,7 +24,9 @@ from tests.e2e.server import ServerProcess
 def postgres() -> Iterator[tuple[str, Path]]:
     """The database to measure on: CS_DATABASE_URL, or a fresh embedded server, whose files
     are removed afterwards (a 100,000-record run leaves ~2.4 GB)."""
-    os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="cs-bench-run-"))
+    if not os.environ.get("XDG_RUNTIME_DIR"):
+        os.environ["XDG_RUNTIME_DIR"] = runtime = tempfile.mkdtemp(prefix="cs-bench-run-")
+        atexit.register(shutil.rmtree, runtime, ignore_errors=True)
     data = Path(tempfile.mkdtemp(prefix="cs-bench-"))
     url = os.environ.get("CS_DATABASE_URL") or embedded.start(data, database="bench")
     try:

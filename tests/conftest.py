@@ -1,14 +1,18 @@
 """Shared pytest configuration: service fixtures live in tests/support and load as plugins; a
 test's server markers follow from the fixtures it uses."""
 
+import atexit
 import os
+import shutil
 import tempfile
 
 import pytest
 
-# The embedded PostgreSQL wheel wants a private runtime directory; give the suite its own.
+# The embedded PostgreSQL wheel wants a private runtime directory; give the suite its own (the
+# workers inherit it), removed as the process that made it ends: not one left per run.
 if not os.environ.get("XDG_RUNTIME_DIR"):
     os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="cs-test-run-")
+    atexit.register(shutil.rmtree, os.environ["XDG_RUNTIME_DIR"], ignore_errors=True)
 
 pytest_plugins = [
     "tests.support.hypothesis_profiles",  # registers and loads the profiles before any test
