@@ -7,7 +7,7 @@ before it, in log order), with the same ``evolve`` the write model uses.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 
 from context_service.adapters.eventstore.mapper import from_stored
@@ -16,6 +16,9 @@ from context_service.domain.context.events import ContextAdopted, ContextCreated
 from context_service.domain.context.state import ContextState, evolve
 from context_service.domain.stream import Recorded, context_stream
 
+_BATCH_EVENTS = 1000  # events read from the log at a time ...
+_BATCH_BYTES = 4 * 1024 * 1024  # ... and stored bytes (an event can be about 1 MB)
+
 
 class Timeline:
     def __init__(self, store: EventStore) -> None:
@@ -23,31 +26,44 @@ class Timeline:
 
     def _select(self, stream_ids: Sequence[uuid.UUID], after: int, stop: int | None,
                 limit: int | None) -> list[Recorded]:
-        sql = (f"SELECT notification_id, originator_version, topic, state FROM {EVENTS_TABLE}"
-               " WHERE originator_id = ANY(%s) AND notification_id > %s")
+        """The streams' events after ``after`` (up to ``stop``), in log order: at most
+        ``limit`` (``_BATCH_EVENTS`` without), ending with the one that takes them past
+        ``_BATCH_BYTES`` stored bytes. Fewer than asked does not mean the end; none does. The
+        sizes come from the row headers (``octet_length`` does not read a stored value)."""
+        sql = ("SELECT notification_id, originator_version, topic, state FROM ("
+               " SELECT notification_id, originator_version, topic, state, octet_length(state)"
+               " AS size, sum(octet_length(state)) OVER (ORDER BY notification_id) AS total"
+               f" FROM {EVENTS_TABLE} WHERE originator_id = ANY(%s) AND notification_id > %s")
         params: list[object] = [list(stream_ids), after]
         if stop is not None:
             sql += " AND notification_id <= %s"
             params.append(stop)
-        sql += " ORDER BY notification_id"
-        if limit is not None:
-            sql += " LIMIT %s"
-            params.append(limit)
+        sql += " ORDER BY notification_id LIMIT %s) AS batch WHERE total - size < %s"
+        params += [_BATCH_EVENTS if limit is None else min(limit, _BATCH_EVENTS), _BATCH_BYTES]
         with self.store.datastore.transaction(commit=False) as cur:
             cur.execute(sql, params)
             return [from_stored(r["notification_id"], r["originator_version"], r["topic"],
                                 bytes(r["state"])) for r in cur.fetchall()]
 
+    def _every(self, stream_ids: Sequence[uuid.UUID], stop: int | None) -> Iterator[Recorded]:
+        """The streams' events up to ``stop``, in log order, a bounded batch at a time."""
+        after = 0
+        while batch := self._select(stream_ids, after, stop, None):
+            yield from batch
+            after = batch[-1].position
+
     def generation_start(self, namespace: str, name: str) -> int:
         """Log position of the create that began the context's current generation."""
-        events = self._select([context_stream(namespace, name).id], 0, None, None)
-        starts = [r.position for r in events
-                  if isinstance(r.event, ContextCreated | ContextAdopted)]
-        return starts[-1] if starts else 0
+        start = 0
+        for recorded in self._every([context_stream(namespace, name).id], None):
+            if isinstance(recorded.event, ContextCreated | ContextAdopted):
+                start = recorded.position
+        return start
 
     def events(self, namespace: str, name: str, after: int, limit: int | None,
                since: int) -> list[Recorded]:
-        """Events of the stream after ``after`` and from ``since`` on, in log order."""
+        """Events of the stream after ``after`` and from ``since`` on, in log order: at most
+        ``limit``, and a few MiB; fewer than asked does not mean the end, none does."""
         return self._select([context_stream(namespace, name).id], max(after, since - 1), None,
                             limit)
 
@@ -71,7 +87,7 @@ class Timeline:
                      time: datetime | None = None) -> dict[uuid.UUID, ContextState]:
         states: dict[uuid.UUID, ContextState] = {}
         stopped: set[uuid.UUID] = set()
-        for recorded in self._select(stream_ids, 0, position, None):
+        for recorded in self._every(stream_ids, position):
             sid = recorded.stream.id
             if sid in stopped:
                 continue

@@ -24,7 +24,7 @@ from context_service.http import render
 from context_service.http.body import timestamp
 from context_service.http.common import CATALOG, caller, json, services, threaded
 from context_service.http.refusals import refusals
-from context_service.http.routes.timeline import visible
+from context_service.http.routes.timeline import issued_position, visible
 from context_service.http.sent import NOTHING, Sent, SentBody
 
 PATH = "/v1/namespaces/{namespace:str}/contexts/{name:str}"
@@ -67,7 +67,7 @@ class _AuditCursor(msgspec.Struct, frozen=True):
     s: str  # stream id
     g: int  # creation position of the context generation
     p: int  # last position returned
-    q: int = 0  # its sequence within that position's event
+    q: int = 0  # its sequence within that position's event (an integer column)
 
 
 def _encode_cursor(cursor: _AuditCursor) -> str:
@@ -106,7 +106,8 @@ def read_audit(request: Request[Any, Any, Any], namespace: FromPath[str],
     raw_cursor = request.query_params.get("cursor")
     if raw_cursor is not None:
         cursor = _decode_cursor(raw_cursor)
-        if cursor is None or cursor.s != stream_id or cursor.g != since or cursor.p < 0:
+        if (cursor is None or cursor.s != stream_id or cursor.g != since
+                or not issued_position(cursor.p, since) or not 0 <= cursor.q < 2**31):
             raise RequestInvalidError("invalid audit cursor")
         after = (cursor.p, cursor.q)
     page = services(request).reads.audit(namespace, name, since, after,

@@ -41,7 +41,9 @@ PATH = "/v1/namespaces/{namespace:str}/contexts/{name:str}"
 
 class TimelineReads(Protocol):
     def events(self, namespace: str, name: str, after: int, limit: int | None,
-               since: int) -> list[Recorded]: ...
+               since: int) -> list[Recorded]:
+        """At most ``limit`` events after ``after``, in log order; fewer does not mean the end
+        (a read stops after a few MiB), none does."""
 
     def state_as_of(self, namespace: str, name: str, position: int | None = None,
                     time: datetime | None = None) -> ContextState: ...
@@ -139,6 +141,12 @@ def _decode(raw: str) -> _Cursor | None:
         return None
 
 
+def issued_position(position: int, since: int) -> bool:
+    """Whether a cursor of the generation created at ``since`` can hold ``position``: a page's
+    last event is never before the creation, and a log position is a bigint."""
+    return since <= position < 2**63
+
+
 def _item(recorded: Recorded) -> dict[str, Any]:
     event = recorded.event
     # an event of a type this version does not know is listed as stored: its name and fields
@@ -168,7 +176,7 @@ def read_history(request: Request[Any, Any, Any], namespace: FromPath[str],
     raw_cursor = request.query_params.get("cursor")
     if raw_cursor is not None:
         cursor = _decode(raw_cursor)
-        if cursor is None or cursor.g != since or cursor.p < 0:
+        if cursor is None or cursor.g != since or not issued_position(cursor.p, since):
             raise RequestInvalidError("invalid history cursor")
         after = cursor.p
     items, last = _page(timeline(request), namespace, name, after, since,
@@ -183,11 +191,11 @@ def _page(reads: TimelineReads, namespace: str, name: str, after: int, since: in
           limit: int) -> tuple[list[dict[str, Any]], int | None]:
     """Up to ``limit`` events after ``after``, read a chunk at a time and ending after the event
     that takes the page past ``_PAGE_BYTES``; with the position of the page's last event when
-    more follow (None when the page ends the history)."""
+    more follow (None when the page ends the history). A chunk can hold fewer events than
+    asked for (the reads stop after a few MiB): only an empty one ends the history."""
     items: list[dict[str, Any]] = []
     size = 0
-    while True:
-        chunk = reads.events(namespace, name, after, _CHUNK, since)
+    while chunk := reads.events(namespace, name, after, _CHUNK, since):
         for recorded in chunk:
             if len(items) == limit or size > _PAGE_BYTES:
                 return items, after
@@ -195,8 +203,7 @@ def _page(reads: TimelineReads, namespace: str, name: str, after: int, since: in
             items.append(item)
             size += len(msgspec.json.encode(item))
             after = recorded.position
-        if len(chunk) < _CHUNK:
-            return items, None
+    return items, None
 
 
 ROUTES = [read_history]
