@@ -261,25 +261,27 @@ def _export(settings: Settings, namespace: str | None, output: Path) -> int:
                 def advance(position: int, head: int) -> None:
                     progress.update(task, completed=position, total=max(head, 1))
 
-                count = export(container.store, out, namespace, advance)
+                count, last = export(container.store, out, namespace, advance)
         finally:
             container.close()
-    print(f"exported {count} events to {output}")
+    # the last hash, kept apart from the file, shows a file cut between lines or added to
+    print(f"exported {count} events to {output}, last hash {last}")
     return 0
 
 
-def _verify(path: Path) -> int:
+def _verify(path: Path, last: str | None) -> int:
     from context_service.adapters.eventstore.export import verify_file
 
     try:
-        checked, broken, why = verify_file(path)
+        checked, broken, why = verify_file(path, last)
     except OSError as exc:
         print(f"context-service: cannot read {path}: {exc.strerror}", file=sys.stderr)
         return 2
     if broken is not None:
         print(f"{path}: line {broken} is broken: {why}", file=sys.stderr)
         return 1
-    print(f"{path}: {checked} lines, hash chain intact")
+    ends = "" if last is None else ", ending with the export's last line"
+    print(f"{path}: {checked} lines, hash chain intact{ends}")
     return 0
 
 
@@ -293,6 +295,12 @@ def _tail(settings: Settings, subject: str, durable: str, fmt: str, limit: int |
         print(f"events tail: {exc}", file=sys.stderr)
         return 1
     return 0
+
+
+def _sha256(text: str) -> str:
+    if len(text) != 64 or text.strip("0123456789abcdef"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a SHA-256 hash (64 lowercase hex)")
+    return text
 
 
 def _positive(text: str) -> int:
@@ -333,6 +341,9 @@ def parser() -> argparse.ArgumentParser:
     exp.add_argument("--output", required=True, type=Path)
     ver = hsub.add_parser("verify", help="check a file's hash chain; name the first broken line")
     ver.add_argument("file", type=Path)
+    ver.add_argument("--last-hash", default=None, type=_sha256, help="the last hash export "
+                     "printed: the file must end with that line (not cut between lines, nothing "
+                     "added)")
     return p
 
 
@@ -392,7 +403,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "history":
         if args.action == "export":
             return _export(settings, args.namespace, args.output)
-        return _verify(args.file)
+        return _verify(args.file, args.last_hash)
     if args.action == "status":
         return _status(settings)
     return _rebuild(settings, args.names)

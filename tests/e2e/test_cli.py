@@ -45,8 +45,18 @@ def test_status_rebuild_export_and_verify(idle_container: Container, database_ur
     exported = cli(database_url, "history", "export", "--output", str(out))
     assert exported.returncode == 0, exported.stderr
     assert f"exported {head} events" in exported.stdout
+    last = exported.stdout.split("last hash ")[1].strip()
     ok = cli(database_url, "history", "verify", str(out))
     assert ok.returncode == 0 and "hash chain intact" in ok.stdout
+    anchored = cli(database_url, "history", "verify", str(out), "--last-hash", last)
+    assert anchored.returncode == 0, anchored.stderr
+    assert "hash chain intact, ending with the export's last line" in anchored.stdout
+    whole = out.read_bytes()
+    cut = data_dir / "cut.jsonl"
+    cut.write_bytes(whole[:whole.rindex(b"\n", 0, len(whole) - 1) + 1])  # the last line gone
+    short = cli(database_url, "history", "verify", str(cut), "--last-hash", last)
+    assert short.returncode == 1 and f"line {head} is broken" in short.stderr
+    assert cli(database_url, "history", "verify", str(out), "--last-hash", "x").returncode == 2
     raw = bytearray(out.read_bytes())
     third = raw.index(b"\n", raw.index(b"\n") + 1) + 1
     raw[third + 20] ^= 0x01

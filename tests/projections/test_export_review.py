@@ -135,7 +135,7 @@ def test_every_event_is_exported_in_order_unknown_and_unusual_ones_included(
     unusual = _publish(idle_container, "kept", {"note": UNUSUAL})
     newer = record_newer(idle_container, "kept", 3)
     out = io.BytesIO()
-    count = export(idle_container.store, out)
+    count, _ = export(idle_container.store, out)
     rows = out.getvalue().splitlines()
     assert count == len(rows) == idle_container.store.head()
     assert verify(rows) == (count, None, "ok")
@@ -165,7 +165,7 @@ def test_export_reads_the_log_a_bounded_number_of_bytes_at_a_time(
 
     monkeypatch.setattr(store, "read", spying)
     out = io.BytesIO()
-    count = export(store, out)
+    count, _ = export(store, out)
     assert count == store.head() == 9
     assert [p for batch in batches for p in batch] == list(range(1, 10))
     sizes = _stored_sizes(idle_container)
@@ -211,3 +211,29 @@ def test_as_of_reads_fold_the_log_a_bounded_number_of_bytes_at_a_time(
     sizes = _stored_sizes(idle_container)
     for read in reads:  # at most one event past the budget
         assert sum(sizes[p] for p in read[:-1]) < budget, read
+
+
+def test_the_last_hash_export_printed_shows_a_file_cut_between_lines_or_added_to(
+        idle_container: Container, tmp_path: Path) -> None:
+    write_history(idle_container.contexts, seed=7, steps=20)
+    out = io.BytesIO()
+    count, last = export(idle_container.store, out)
+    rows = out.getvalue().splitlines(keepends=True)
+    assert count == len(rows) >= 4
+    assert json.loads(rows[-1])["hash"] == last
+    assert verify_file(_file(tmp_path, b"".join(rows)), last) == (count, None, "ok")
+    # cut exactly between two lines: intact as a chain, short of the export's end
+    checked, broken, why = verify_file(_file(tmp_path, b"".join(rows[:-1])), last)
+    assert (checked, broken) == (count - 1, count) and "ends before the export's last" in why
+    assert verify_file(_file(tmp_path, b"".join(rows[:-1])))[1] is None  # without the hash
+    # a line added after the end, chained correctly: it is the one named
+    extra = json.loads(rows[-1])
+    extra = {**{k: v for k, v in extra.items() if k != "hash"}, "prevHash": last}
+    extra["hash"] = export_module._chain_hash(last, extra)
+    added = [*rows, json.dumps(extra, separators=(",", ":")).encode() + b"\n"]
+    assert verify_file(_file(tmp_path, b"".join(added)))[1] is None
+    _, broken, why = verify_file(_file(tmp_path, b"".join(added)), last)
+    assert broken == count + 1 and why == f"a line after the export's last (line {count})"
+    # an empty log: its last hash is the genesis
+    assert verify([], last=export_module.GENESIS) == (0, None, "ok")
+    assert verify(rows[:1], terminated=True, last=export_module.GENESIS)[1] == 1

@@ -30,8 +30,8 @@ def _chain_hash(prev: str, entry: dict[str, Any]) -> str:
 
 
 def lines(store: EventStore, namespace: str | None = None,
-          progress: Callable[[int, int], None] | None = None) -> Iterator[bytes]:
-    """The log up to its head as of now, a bounded batch at a time."""
+          progress: Callable[[int, int], None] | None = None) -> Iterator[tuple[bytes, str]]:
+    """The log up to its head as of now, a bounded batch at a time: each line and its hash."""
     head = store.head()
     prev = GENESIS
     position = 0
@@ -45,7 +45,7 @@ def lines(store: EventStore, namespace: str | None = None,
                 continue
             entry = {**logged(recorded).as_json(), "prevHash": prev}
             entry["hash"] = prev = _chain_hash(entry["prevHash"], entry)
-            yield msgspec.json.encode(entry)
+            yield msgspec.json.encode(entry), prev
         position = batch[-1].position
         if progress is not None:
             progress(position, head)
@@ -69,20 +69,27 @@ def _batch_end(store: EventStore, after: int, head: int) -> int:
 
 
 def export(store: EventStore, out: IO[bytes], namespace: str | None = None,
-           progress: Callable[[int, int], None] | None = None) -> int:
-    count = 0
-    for line in lines(store, namespace, progress):
+           progress: Callable[[int, int], None] | None = None) -> tuple[int, str]:
+    """Write the lines; return how many and the last line's hash (``GENESIS`` for none): kept
+    beside the file, it shows a file cut between two lines or with lines added at its end."""
+    count, last = 0, GENESIS
+    for line, chained in lines(store, namespace, progress):
         out.write(line + b"\n")
-        count += 1
-    return count
+        count, last = count + 1, chained
+    return count, last
 
 
-def verify(rows: Iterable[bytes], terminated: bool = False) -> tuple[int, int | None, str]:
+def verify(rows: Iterable[bytes], terminated: bool = False,
+           last: str | None = None) -> tuple[int, int | None, str]:
     """Check a file's lines; return (lines checked, first broken line number or None, why).
-    With ``terminated`` each row still ends with its newline, as read from a file."""
+    With ``terminated`` each row still ends with its newline, as read from a file. With
+    ``last`` (the hash the export ended with) the file must end at that line."""
     prev = GENESIS
     number = 0
+    ended = 0 if last == GENESIS else None  # the line whose hash is ``last``
     for number, raw in enumerate(rows, start=1):
+        if ended is not None:
+            return number, number, f"a line after the export's last (line {ended})"
         if terminated:
             if not raw.endswith(b"\n"):  # export ends every line with one
                 return number, number, "no newline at the end: the file was cut short"
@@ -91,6 +98,11 @@ def verify(rows: Iterable[bytes], terminated: bool = False) -> tuple[int, int | 
         if claimed is None:
             return number, number, why
         prev = claimed
+        if claimed == last:
+            ended = number
+    if last is not None and ended is None:
+        return number, number + 1, ("the file ends before the export's last line (cut short, "
+                                    "or not the export that ended with this hash)")
     return number, None, "ok"
 
 
@@ -117,7 +129,8 @@ def _check(raw: bytes, prev: str) -> tuple[str | None, str]:
     return claimed, ""
 
 
-def verify_file(path: Path) -> tuple[int, int | None, str]:
+def verify_file(path: Path, last: str | None = None) -> tuple[int, int | None, str]:
     """Line numbers are the file's own: a blank line counts (and is broken)."""
     with path.open("rb") as f:
-        return verify(f, terminated=True)
+        return verify(f, terminated=True, last=last)
+
