@@ -1,12 +1,14 @@
 """A typed Python client of the agent API (``/api/agent/v1``): synchronous ``Client`` and
 asynchronous ``AsyncClient`` on httpx, answers as the contract's msgspec Structs, errors as
-``ApiError`` subclasses, retries with backoff on 429 and 503 that honour ``Retry-After``."""
+``ApiError`` subclasses, a request sent again (with backoff, honouring ``Retry-After``) only
+where that is safe."""
 
 from context_service.client.aio import AsyncClient, AsyncPackStream
 from context_service.client.errors import (
     ApiError,
     Conflict,
     Forbidden,
+    InvalidAnswer,
     InvalidRequest,
     NotFound,
     PackIncomplete,
@@ -30,7 +32,7 @@ from context_service.contract.agent import (
 
 __all__ = [
     "ApiError", "AsOf", "AsyncClient", "AsyncPackStream", "Budget", "Client", "Conflict",
-    "ContextPack", "Filters", "Forbidden", "InvalidRequest", "NotFound", "PackIncomplete",
-    "PackItem", "PackRequest", "PackStream", "RateLimited", "Replay", "ReplayRequest", "Retry",
-    "ServiceUnavailable", "StreamFailed", "Unauthorized",
+    "ContextPack", "Filters", "Forbidden", "InvalidAnswer", "InvalidRequest", "NotFound",
+    "PackIncomplete", "PackItem", "PackRequest", "PackStream", "RateLimited", "Replay",
+    "ReplayRequest", "Retry", "ServiceUnavailable", "StreamFailed", "Unauthorized",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from types import TracebackType
 from typing import Any, Literal, TypeVar
@@ -11,9 +12,9 @@ import httpx
 import msgspec
 
 from context_service.client import routes
-from context_service.client.errors import error_of, interrupted, unreachable
+from context_service.client.errors import ApiError, error_of, interrupted, unreachable
 from context_service.client.retry import Retry
-from context_service.client.sync import PackLines
+from context_service.client.sync import UNSENT, PackLines
 from context_service.contract import agent as c
 
 T = TypeVar("T")
@@ -26,11 +27,10 @@ class AsyncClient:
                  retry: Retry | None = None, http: httpx.AsyncClient | None = None,
                  headers: Mapping[str, str] | None = None,
                  sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
+        self.headers = routes.headers(token, headers)
         self.http = http if http is not None else httpx.AsyncClient(base_url=url,
                                                                     timeout=timeout)
         self._owned = http is None
-        self.headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json",
-                        "User-Agent": "context-service-client", **(headers or {})}
         self.retry = retry or Retry()
         self.sleep = sleep
 
@@ -46,23 +46,38 @@ class AsyncClient:
             await self.http.aclose()
 
     async def _send(self, path: str, body: bytes, stream: bool = False) -> httpx.Response:
-        attempt = 0
+        read, attempt = path in routes.READS, -1
+        timeout = routes.waited(self.http.timeout, routes.patience(path, body))
         while True:
+            attempt += 1
             try:
                 request = self.http.build_request("POST", path, content=body,
-                                                  headers=self.headers)
+                                                  headers=self.headers, timeout=timeout)
                 response = await self.http.send(request, stream=stream)
             except httpx.TransportError as exc:
-                raise unreachable(exc) from exc
+                wait = self.retry.unsent(attempt) if isinstance(exc, UNSENT) else None
+                if wait is None:
+                    raise unreachable(exc) from exc
+                await self.sleep(wait)
+                continue
             if response.is_success:
                 return response
-            error = error_of(response, await response.aread())
-            await response.aclose()
-            wait = self.retry.wait(response.status_code, attempt, error.retry_after)
+            error = await self._refusal(response)
+            wait = self.retry.wait(response.status_code, attempt, error.retry_after, read)
             if wait is None:
                 raise error
             await self.sleep(wait)
-            attempt += 1
+
+    @staticmethod
+    async def _refusal(response: httpx.Response) -> ApiError:
+        """The synchronous client's ``_refusal``: the answer closed, even when cancelled."""
+        try:
+            body = await response.aread()
+        except httpx.TransportError:
+            body = b""
+        finally:
+            await response.aclose()
+        return error_of(response, body)
 
     async def call(self, path: str, body: msgspec.Struct | dict[str, Any]) -> bytes:
         """The raw answer of an agent route (the service's exact bytes)."""
@@ -70,13 +85,15 @@ class AsyncClient:
 
     async def exchange(self, path: str, body: msgspec.Struct | dict[str, Any],
                        answer: type[T]) -> tuple[T, bytes]:
-        """The answer of an agent route decoded as ``answer``, and the service's exact bytes."""
+        """The answer of an agent route decoded as ``answer``, and the service's exact bytes
+        (msgspec's error when it does not decode, for a caller that words it its own way)."""
         raw = await self.call(path, body)
         return msgspec.json.decode(raw, type=answer), raw
 
     async def _typed(self, path: str, body: msgspec.Struct | dict[str, Any],
                      answer: type[T]) -> T:
-        return (await self.exchange(path, body, answer))[0]
+        response = await self._send(path, routes.encode(body))
+        return routes.decoded(response.content, answer, response.status_code)
 
     async def pack(self, request: c.PackRequest | str) -> c.ContextPack:
         return await self._typed(routes.PACKS, routes.pack_request(request), c.ContextPack)
@@ -130,29 +147,29 @@ class AsyncPackStream(PackLines):
         super().__init__()
         self._start: Callable[[], Awaitable[httpx.Response]] | None = start
         self._response: httpx.Response | None = None
-        self._lines: AsyncIterator[str] | None = None
+        self._chunks: AsyncIterator[bytes] | None = None
+        self._split = routes.Lines()
+        self._ready: deque[bytes] = deque()
 
     def __aiter__(self) -> AsyncPackStream:
         return self
 
     async def __anext__(self) -> c.PackItem:
         try:
-            if self._lines is None:
-                if self._start is None:  # closed, or over
+            if self._chunks is None:
+                if self._start is None:  # closed, or over: whole only if the footer came
+                    self.ended()
                     raise StopAsyncIteration
                 start, self._start = self._start, None
                 self._response = await start()
-                self._lines = self._response.aiter_lines()
+                self._chunks = self._response.aiter_bytes()
             while True:
-                try:
-                    raw = await self._lines.__anext__()
-                except StopAsyncIteration:
+                if not self._ready and not await self._more():
                     self.ended()
-                    raise
-                if raw:
-                    item = self.take(routes.line(raw.encode()))
-                    if item is not None:
-                        return item
+                    raise StopAsyncIteration
+                item = self.read(self._ready.popleft())
+                if item is not None:
+                    return item
         except httpx.TransportError as exc:  # the connection broke off mid-stream
             await self.aclose()
             raise interrupted(exc) from exc
@@ -160,8 +177,22 @@ class AsyncPackStream(PackLines):
             await self.aclose()
             raise
 
+    async def _more(self) -> bool:
+        """The lines of the next chunk (the last, unended line at the end); False when the
+        stream is over."""
+        assert self._chunks is not None
+        while not self._ready:
+            try:
+                chunk = await self._chunks.__anext__()
+            except StopAsyncIteration:
+                self._ready.extend(self._split.end())
+                return bool(self._ready)
+            self._ready.extend(self._split.feed(chunk))
+        return True
+
     async def aclose(self) -> None:
-        self._start = self._lines = None  # a later iteration ends at once
+        self._start = self._chunks = None  # a later one ends at once (whole if footed)
+        self._ready.clear()
         response, self._response = self._response, None
         if response is not None:
             await response.aclose()

@@ -1,5 +1,5 @@
-"""The synchronous client: one ``httpx.Client``, the credential on every request, retries on
-429 and 503, answers decoded into the contract's Structs."""
+"""The synchronous client: one ``httpx.Client``, the credential on every request, a request
+sent again only where that is safe (``Retry``), answers decoded into the contract's Structs."""
 
 from __future__ import annotations
 
@@ -18,11 +18,14 @@ from context_service.client.errors import (
     error_of,
     interrupted,
     unreachable,
+    unreadable,
 )
 from context_service.client.retry import Retry
 from context_service.contract import agent as c
 
 T = TypeVar("T")
+# failures before anything was sent: the request cannot have been applied
+UNSENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 
 
 class Client:
@@ -33,10 +36,9 @@ class Client:
                  retry: Retry | None = None, http: httpx.Client | None = None,
                  headers: Mapping[str, str] | None = None,
                  sleep: Callable[[float], None] = time.sleep) -> None:
+        self.headers = routes.headers(token, headers)
         self.http = http if http is not None else httpx.Client(base_url=url, timeout=timeout)
         self._owned = http is None
-        self.headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json",
-                        "User-Agent": "context-service-client", **(headers or {})}
         self.retry = retry or Retry()
         self.sleep = sleep
 
@@ -53,25 +55,41 @@ class Client:
     # --- transport ------------------------------------------------------------------------------
 
     def _send(self, path: str, body: bytes, stream: bool = False) -> httpx.Response:
-        """The 2xx answer of a POST, retried on 429 and 503; raises the typed error otherwise.
-        A streamed answer is returned unread (the caller closes it)."""
-        attempt = 0
+        """The 2xx answer of a POST, sent again only where that is safe (``Retry``); raises the
+        typed error otherwise. A streamed answer is returned unread (the caller closes it)."""
+        read, attempt = path in routes.READS, -1
+        timeout = routes.waited(self.http.timeout, routes.patience(path, body))
         while True:
+            attempt += 1
             try:
                 request = self.http.build_request("POST", path, content=body,
-                                                  headers=self.headers)
+                                                  headers=self.headers, timeout=timeout)
                 response = self.http.send(request, stream=stream)
             except httpx.TransportError as exc:
-                raise unreachable(exc) from exc
+                wait = self.retry.unsent(attempt) if isinstance(exc, UNSENT) else None
+                if wait is None:
+                    raise unreachable(exc) from exc
+                self.sleep(wait)
+                continue
             if response.is_success:
                 return response
-            error = error_of(response, response.read())
-            response.close()
-            wait = self.retry.wait(response.status_code, attempt, error.retry_after)
+            error = self._refusal(response)
+            wait = self.retry.wait(response.status_code, attempt, error.retry_after, read)
             if wait is None:
                 raise error
             self.sleep(wait)
-            attempt += 1
+
+    @staticmethod
+    def _refusal(response: httpx.Response) -> ApiError:
+        """The typed error of a non-2xx answer, the answer closed; a body that breaks off
+        while read is none (the status still says what happened)."""
+        try:
+            body = response.read()
+        except httpx.TransportError:
+            body = b""
+        finally:
+            response.close()
+        return error_of(response, body)
 
     def call(self, path: str, body: msgspec.Struct | dict[str, Any]) -> bytes:
         """The raw answer of an agent route (the service's exact bytes)."""
@@ -79,12 +97,14 @@ class Client:
 
     def exchange(self, path: str, body: msgspec.Struct | dict[str, Any],
                  answer: type[T]) -> tuple[T, bytes]:
-        """The answer of an agent route decoded as ``answer``, and the service's exact bytes."""
+        """The answer of an agent route decoded as ``answer``, and the service's exact bytes
+        (msgspec's error when it does not decode, for a caller that words it its own way)."""
         raw = self.call(path, body)
         return msgspec.json.decode(raw, type=answer), raw
 
     def _typed(self, path: str, body: msgspec.Struct | dict[str, Any], answer: type[T]) -> T:
-        return self.exchange(path, body, answer)[0]
+        response = self._send(path, routes.encode(body))
+        return routes.decoded(response.content, answer, response.status_code)
 
     # --- the agent routes -----------------------------------------------------------------------
 
@@ -96,7 +116,7 @@ class Client:
         their lines arrive. Close it (or use it as a context manager) if you stop early."""
         response = self._send(routes.STREAM, routes.encode(routes.pack_request(request)),
                               stream=True)
-        return PackStream(response.iter_lines(), response.close)
+        return PackStream(routes.split(response.iter_bytes()), response.close)
 
     def replay(self, replay_id: str, mode: Literal["verify", "recompute"],
                task: str | None = None) -> c.Replay:
@@ -154,6 +174,18 @@ class PackLines:
             raise StreamFailed(200, line.code, line.message)
         return None
 
+    def read(self, raw: str | bytes) -> c.PackItem | None:
+        """``take`` of one line as it came (a blank one is skipped): one that does not decode
+        raises ``StreamFailed``, incomplete if it was the last one, cut mid-line."""
+        data = raw.encode() if isinstance(raw, str) else raw
+        if not data:
+            return None
+        try:
+            line = routes.line(data)
+        except msgspec.DecodeError as exc:  # msgspec's ValidationError is one
+            raise unreadable(exc, cut=isinstance(raw, routes.Cut)) from exc
+        return self.take(line)
+
     def ended(self) -> None:
         """The lines are over: raise unless the footer came."""
         if self.footer is None:
@@ -163,17 +195,20 @@ class PackLines:
 class PackStream(PackLines):
     """The items of a streamed pack, in pack order, decoded as their lines arrive."""
 
-    def __init__(self, lines: Iterator[str], close: Callable[[], None]) -> None:
+    def __init__(self, lines: Iterator[str] | Iterator[bytes], close: Callable[[], None]
+                 ) -> None:
         super().__init__()
         self._lines = lines
         self._close = close
+        self._closed = False
 
     def __iter__(self) -> Iterator[c.PackItem]:
+        if self._closed:  # what was not read is gone: whole only if the footer came
+            self.ended()
+            return
         try:
             for raw in self._lines:
-                if not raw:
-                    continue
-                item = self.take(routes.line(raw.encode()))
+                item = self.read(raw)
                 if item is not None:
                     yield item
             self.ended()
@@ -183,6 +218,7 @@ class PackStream(PackLines):
             self.close()
 
     def close(self) -> None:
+        self._closed = True
         self._close()
 
     def __enter__(self) -> PackStream:
