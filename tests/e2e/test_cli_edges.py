@@ -87,7 +87,7 @@ def test_limit_must_be_positive() -> None:
 def test_ctrl_c_is_one_line_and_exit_130(monkeypatch: pytest.MonkeyPatch,
                                         capsys: pytest.CaptureFixture[str],
                                         tmp_path: Path) -> None:
-    def interrupted(_: Path) -> int:
+    def interrupted(_: Path, __: str | None) -> int:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(service_cli, "_verify", interrupted)
@@ -106,7 +106,7 @@ def test_an_interrupted_export_leaves_no_file_that_verifies(
     write_history(idle_container.contexts, seed=5, steps=20)
     real = export_module.export
 
-    def stopped_midway(store: object, out: object, *args: object) -> int:
+    def stopped_midway(store: object, out: object, *args: object) -> tuple[int, str]:
         count = real(store, out, *args)  # type: ignore[arg-type]
         raise KeyboardInterrupt(count)
 
@@ -141,6 +141,7 @@ def test_piped_output_holds_no_progress_bar(idle_container: Container, database_
     exported = run("history", "export", "--output", str(out), CS_DATABASE_URL=database_url)
     assert exported.returncode == 0, exported.stderr
     assert BAR not in exported.stdout + exported.stderr
-    assert exported.stdout == f"exported {head} events to {out}\n"
+    last = out.read_bytes().splitlines()[-1].rsplit(b'"hash":"', 1)[1][:64].decode()
+    assert exported.stdout == f"exported {head} events to {out}, last hash {last}\n"
     verified = run("history", "verify", str(out))
     assert verified.stdout == f"{out}: {head} lines, hash chain intact\n"
