@@ -26,6 +26,8 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from context_service import bootstrap
 from context_service.config import Settings
+from context_service.http.app import create_app
+from context_service.http.settings import SettingsUi
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts" / "settings"
@@ -150,6 +152,15 @@ def live_container(browser_database: str,
 @pytest.fixture(scope="module")
 def server(live_container: bootstrap.Container) -> Iterator[LiveServer]:
     with LiveServer(bootstrap.app(live_container)) as live:
+        yield live
+
+
+@pytest.fixture
+def dev_server(live_container: bootstrap.Container) -> Iterator[LiveServer]:
+    """The same service with development mode on: the pages send the subject typed in."""
+    services = bootstrap.services(live_container)
+    services.settings_ui = SettingsUi(services.settings_ui.workspaces, dev_subject=True)
+    with LiveServer(create_app(services)) as live:
         yield live
 
 

@@ -3,13 +3,8 @@ real browser, with a bound credential's set shown on Agent access."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
-from context_service import bootstrap
-from context_service.http.app import create_app
-from context_service.http.settings import SettingsUi
 from tests.browser.conftest import (
     LiveServer,
     OpenPage,
@@ -140,14 +135,6 @@ def test_context_sets_list_and_read(open_page: OpenPage, service: Service,
 
     page.goto(f"/settings/w/{workspace}/context-sets/missing")
     page.locator("#notice").get_by_text("This context set does not exist").wait_for()
-
-
-@pytest.fixture
-def dev_server(live_container: bootstrap.Container) -> Any:
-    services = bootstrap.services(live_container)
-    services.settings_ui = SettingsUi(services.settings_ui.workspaces, dev_subject=True)
-    with LiveServer(create_app(services)) as live:
-        yield live
 
 
 def test_development_mode_sends_the_typed_subject(open_page: OpenPage, service: Service,

@@ -1,5 +1,5 @@
 """Double-submit CSRF tokens: a random value signed with a key derived from the credential key,
-set as an HttpOnly, SameSite=Strict cookie by every settings page and embedded in the page,
+set as an HttpOnly, SameSite=Lax cookie by every settings page and embedded in the page,
 which sends it back in ``X-CSRF-Token``. A request passes when header and cookie are the same,
 correctly signed token."""
 

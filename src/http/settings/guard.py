@@ -26,6 +26,7 @@ from litestar.types import (
     Scope,
     Send,
 )
+from litestar.utils import normalize_path
 
 from context_service.http.common import from_browser
 from context_service.http.settings import csrf
@@ -113,7 +114,9 @@ class SettingsGuard(MiddlewareProtocol):
         if scope["type"] != ScopeType.HTTP:
             await self.app(scope, receive, send)
             return
-        path = scope["path"]
+        # the path as the router reads it (``//api/w/...`` is ``/api/w/...``), whether or not
+        # routing has already collapsed it: the rule must not depend on where it is mounted
+        path = normalize_path(scope["path"])
         headers = scope["headers"]
         if (scope["method"] not in SAFE_METHODS and (path + "/").startswith(GUARDED)
                 and from_browser(headers)

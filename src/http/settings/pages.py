@@ -33,18 +33,37 @@ def template_config() -> TemplateConfig[JinjaTemplateEngine]:
 
 def _page(request: Request[Any, Any, Any], template: str, title: str, script: str,
           status: int = 200, **context: Any) -> Template:
-    """A page with this browser's CSRF token (kept while it is valid, else a new one set)."""
+    """A page with this browser's CSRF token (kept while it is valid, else a new one set).
+
+    ``SameSite=Lax``, not ``Strict``: a page opened from a link on another site must receive
+    the browser's cookie and keep it, or it would set a new one and every settings tab already
+    open would have its writes refused. Lax adds no way in: the cookie is only ever checked on
+    writes, which must also carry the token in a header no other site can set."""
     key = csrf_key(request.app)
     token = page_token(key, request.scope["headers"])
     cookies = []
     if token is None:
         token = csrf.issue(key)
         cookies.append(Cookie(key=csrf.COOKIE, value=token, path="/", httponly=True,
-                              samesite="strict", secure=request.url.scheme == "https"))
+                              samesite="lax", secure=_over_tls(request)))
     workspace = request.path_params.get("workspace")
     return Template(template_name=template, status_code=status, cookies=cookies, context={
         "title": title, "script": script, "workspace": workspace, "csrf_token": token,
         "dev_subject": settings_ui(request).dev_subject, **context})
+
+
+def _over_tls(request: Request[Any, Any, Any]) -> bool:
+    """The browser reached the service over https: directly, or through the gateway that ended
+    TLS and says so (the first hop of ``X-Forwarded-Proto`` or ``Forwarded``). Believing a
+    client that claims https costs only that client its own cookie."""
+    if request.url.scheme == "https":
+        return True
+    forwarded = request.headers.get("x-forwarded-proto", "").split(",")[0]
+    if forwarded.strip().lower() == "https":
+        return True
+    first = request.headers.get("forwarded", "").split(",")[0]
+    pairs = (part.strip().partition("=") for part in first.split(";"))
+    return any(k.lower() == "proto" and v.strip('"').lower() == "https" for k, _, v in pairs)
 
 
 @get("/", sync_to_thread=False, include_in_schema=False)
@@ -82,7 +101,8 @@ def context_set_page(request: Request[Any, Any, Any]) -> Template:
                  set_id=set_id)
 
 
-@get("/{rest:path}", sync_to_thread=False, include_in_schema=False)
+# the asset folder itself: the static router answers only the files inside it
+@get(["/{rest:path}", "/static"], sync_to_thread=False, include_in_schema=False)
 def unknown_page(request: Request[Any, Any, Any]) -> Template:
     return _page(request, "not_found.html", "Page not found", "page", status=404)
 

@@ -2,7 +2,7 @@
 
 import { ADMIN, call, seg } from "./api.js";
 import { start, workspace } from "./shell.js";
-import { $, badge, busy, chip, clear, date, emptyRow, h, notice, openDialog, relative, toast } from "./ui.js";
+import { $, badge, busy, chip, clear, date, emptyRow, h, named, notice, openDialog, relative, toast } from "./ui.js";
 
 const base = `/api/w/${seg(workspace)}/agent-credentials`;
 const LIMIT = 50;
@@ -10,13 +10,13 @@ const SOON = 7 * 86400 * 1000;
 const RUNNERS = new Set(["owner", "admin", "member"]);
 const state = { credentials: [], roles: null, sets: [], canManage: false };
 
-// Why the creator's live role no longer carries the credential's scopes, or null.
+// Why the creator's live role no longer carries the credential's scopes (text parts), or null.
 function lostAuthority(credential) {
   if (!state.roles || credential.createdBy === ADMIN) return null;
   const role = state.roles.get(credential.createdBy);
-  if (!role) return `${credential.createdBy} is no longer a member of this workspace`;
+  if (!role) return [named(credential.createdBy), " is no longer a member of this workspace"];
   if (credential.scopes.includes("queries:run") && !RUNNERS.has(role)) {
-    return `${credential.createdBy} (${role}) no longer holds queries:run`;
+    return [named(credential.createdBy), ` (${role}) no longer holds queries:run`];
   }
   return null;
 }
@@ -30,7 +30,7 @@ function statusCell(c) {
     if (lost) cell.append(badge("authority lost", "warning"), h("span", { class: "cell-sub cell-reason" }, lost));
   }
   if (c.status === "revoked") {
-    cell.append(h("span", { class: "cell-sub" }, c.revokedBy ? `by ${c.revokedBy}` : "", " ", c.revokedAt ? relative(c.revokedAt) : ""));
+    cell.append(h("span", { class: "cell-sub" }, c.revokedBy ? ["by ", named(c.revokedBy)] : "", " ", c.revokedAt ? relative(c.revokedAt) : ""));
   }
   return cell;
 }
@@ -38,7 +38,9 @@ function statusCell(c) {
 function row(c) {
   const revoke = h("button", {
     type: "button", class: "btn btn-small btn-danger-quiet", "data-credential": c.id,
-    "aria-label": `Revoke ${c.name}`, disabled: c.status === "revoked" || !state.canManage,
+    // the accessible name holds the visible text ("Revoked" once revoked: label in name)
+    "aria-label": c.status === "revoked" ? `Revoke ${c.name}: already revoked` : `Revoke ${c.name}`,
+    disabled: c.status === "revoked" || !state.canManage,
     title: c.status === "revoked" ? "Already revoked" : null,
     onclick: () => confirmRevoke(c),
   }, c.status === "revoked" ? "Revoked" : "Revoke");
@@ -47,7 +49,7 @@ function row(c) {
     h("td", {}, h("div", { class: "chips" }, c.scopes.map(chip))),
     h("td", {}, c.contextSetId ? h("a", { href: `/settings/w/${seg(workspace)}/context-sets/${seg(c.contextSetId)}` }, c.contextSetId)
       : h("span", { class: "muted" }, "Any set")),
-    h("td", {}, h("div", {}, date(c.createdAt)), h("div", { class: "cell-sub" }, `by ${c.createdBy}`)),
+    h("td", {}, h("div", {}, date(c.createdAt)), h("div", { class: "cell-sub" }, "by ", named(c.createdBy))),
     h("td", {}, h("div", {}, date(c.expiresAt)), h("div", { class: "cell-sub" }, relative(c.expiresAt))),
     h("td", {}, statusCell(c)),
     h("td", { class: "cell-actions" }, revoke));
@@ -177,7 +179,7 @@ function showToken(created) {
   $("#create-step").hidden = true;
   $("#token-step").hidden = false;
   $("#token-value").value = created.token;
-  $("#token-credential").textContent = `${created.name} · ${created.scopes.join(", ")} · expires ${relative(created.expiresAt)}`;
+  $("#token-credential").replaceChildren(named(created.name), ` · ${created.scopes.join(", ")} · expires ${relative(created.expiresAt)}`);
   $("#token-copy-status").textContent = "";
   $("#token-example").textContent = `curl -X POST ${window.location.origin}/api/agent/v1/context-sets/list \\\n  -H "Authorization: Bearer $CONTEXT_SERVICE_TOKEN" -d '{}'`;
   $("#token-copy").focus();
@@ -220,7 +222,7 @@ async function revoke() {
   try {
     await call("DELETE", `${base}/${seg(revoking.id)}`);
     $("#revoke-dialog").close();
-    toast(`Revoked “${revoking.name}”. Agents using it are refused from now on.`);
+    toast("Revoked “", named(revoking.name), "”. Agents using it are refused from now on.");
     await load();
     $("#create-open").focus();
   } catch (err) {

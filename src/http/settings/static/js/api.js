@@ -15,8 +15,17 @@ export class ApiError extends Error {
   }
 }
 
+// A character the X-Context-Subject header cannot carry (fetch refuses a header value outside
+// Latin-1), or null.
+export function unsendable(subject) {
+  return [...subject].find((c) => c.codePointAt(0) > 0xff) ?? null;
+}
+
+// The subject typed in development mode; one the header cannot carry counts as none, so the
+// page asks again rather than failing every call as unreachable.
 export function devSubject() {
-  return devMode ? (localStorage.getItem(SUBJECT_KEY) ?? "").trim() : "";
+  const stored = devMode ? (localStorage.getItem(SUBJECT_KEY) ?? "").trim() : "";
+  return unsendable(stored) === null ? stored : "";
 }
 
 export function setDevSubject(value) {

@@ -3,7 +3,7 @@
 
 import { call, seg } from "./api.js";
 import { start, workspace } from "./shell.js";
-import { $, badge, busy, clear, date, emptyRow, h, notice, openDialog, toast } from "./ui.js";
+import { $, badge, busy, clear, date, emptyRow, h, initial, named, notice, openDialog, toast } from "./ui.js";
 
 const ROLES = ["owner", "admin", "member", "viewer"];
 const path = `/v1/namespaces/${seg(workspace)}/members`;
@@ -44,7 +44,7 @@ function row(member, owners, index) {
   }, "Remove");
   return h("tr", { "data-member": key(member) },
     h("td", {}, h("div", { class: "member" },
-      h("span", { class: "avatar avatar-small", "aria-hidden": "true" }, member.subject.name[0]?.toUpperCase() ?? "?"),
+      h("span", { class: "avatar avatar-small", "aria-hidden": "true" }, initial(member.subject.name)),
       h("div", {}, h("div", { class: "cell-main" }, member.subject.name, me ? badge("you", "accent") : null),
         h("div", { class: "cell-sub" }, member.subject.kind)))),
     h("td", {}, roleSelect(member, reason, reasonId),
@@ -93,7 +93,7 @@ async function setRole(subject, role, button) {
   busy(button, true);
   try {
     await call("PUT", path, { subject, role });
-    toast(`${subject.kind}:${subject.name} is now ${role}.`);
+    toast(named(`${subject.kind}:${subject.name}`), ` is now ${role}.`);
     await refreshActor();
     await load();
   } catch (err) {
@@ -111,7 +111,7 @@ async function add(event) {
   clear($("#add-error"));
   try {
     await call("PUT", path, { subject, role });
-    toast(`${subject.kind}:${subject.name} now has the ${role} role in ${workspace}.`);
+    toast(named(`${subject.kind}:${subject.name}`), ` now has the ${role} role in `, named(workspace), ".");
     $("#member-name").value = "";
     await load();
     $("#member-name").focus();
@@ -138,7 +138,7 @@ async function remove() {
   try {
     await call("DELETE", `${path}/${seg(key(removing))}`);
     $("#remove-dialog").close();
-    toast(`Removed ${key(removing)} from ${workspace}.`);
+    toast("Removed ", named(key(removing)), " from ", named(workspace), ".");
     await refreshActor();
     await load();
     $("#member-name").focus();

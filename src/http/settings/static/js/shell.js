@@ -2,8 +2,8 @@
 // the workspace switcher. `start()` resolves to the session, or null when it could not be read
 // (the reason is then shown in the page's notice slot).
 
-import { devMode, devSubject, seg, session, setDevSubject } from "./api.js";
-import { $, clear, h, notice } from "./ui.js";
+import { devMode, devSubject, seg, session, setDevSubject, unsendable } from "./api.js";
+import { $, clear, h, initial, named, notice } from "./ui.js";
 
 export const workspace = document.body.dataset.workspace ?? "";
 const SUBJECT = /^(user|agent|workload|service):\S.*$/;
@@ -16,12 +16,17 @@ function devBar() {
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     const value = input.value.trim();
-    if (!SUBJECT.test(value)) {
+    const bad = unsendable(value);
+    const why = !SUBJECT.test(value)
+      ? "A subject is kind:name with kind user, agent, workload or service, for example user:alice."
+      : bad && [named(bad), " cannot be sent: the X-Context-Subject header carries Latin-1 characters only."];
+    if (why) {
       input.setAttribute("aria-invalid", "true");
-      notice($("#notice") ?? form, "danger", "A subject is kind:name with kind user, agent, workload or service, for example user:alice.", { title: "Not a subject" });
+      notice($("#notice") ?? form, "danger", h("p", {}, why), { title: "Not a subject" });
       input.focus();
       return;
     }
+    input.removeAttribute("aria-invalid");
     setDevSubject(value);
     window.location.reload();
   });
@@ -34,7 +39,7 @@ function identity(current) {
   const name = rest.join(":");
   const role = workspace ? current.roleIn(workspace) : null;
   clear(box).append(
-    h("span", { class: "avatar", "aria-hidden": "true" }, (name[0] ?? "?").toUpperCase()),
+    h("span", { class: "avatar", "aria-hidden": "true" }, initial(name)),
     h("span", { class: "identity-text" },
       h("span", { class: "identity-name" }, h("span", { class: "sr-only" }, "Signed in as "), name),
       h("span", { class: "identity-kind" }, role ? `${kind} · ${role}` : kind)),
@@ -54,7 +59,7 @@ function switcher(current) {
     list.append(h("li", {}, h("a", {
       class: "menu-item", href: `/settings/w/${seg(item.namespace)}/${page}`,
       "aria-current": here ? "true" : null,
-    }, h("span", { class: "ws-avatar ws-avatar-small", "aria-hidden": "true" }, item.namespace[0].toUpperCase()),
+    }, h("span", { class: "ws-avatar ws-avatar-small", "aria-hidden": "true" }, initial(item.namespace)),
     h("span", { class: "menu-item-name" }, item.namespace), h("span", { class: "menu-item-role" }, item.role))));
   }
   document.addEventListener("click", (event) => {

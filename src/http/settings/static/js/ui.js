@@ -57,9 +57,24 @@ export function notice(slot, tone, content, { title, focus = false } = {}) {
   return el;
 }
 
-export function toast(text) {
+// Text someone else chose (a name, a subject), set inside a sentence: isolated, so that a
+// right-to-left override in it cannot reorder the words around it.
+export function named(text) {
+  return h("bdi", {}, text);
+}
+
+// The first character a person sees in `text` (a whole emoji or letter, never half of a
+// surrogate pair), upper-cased; "?" when there is none.
+const graphemes = new Intl.Segmenter(undefined, { granularity: "grapheme" });
+export function initial(text) {
+  const first = graphemes.segment(text ?? "")[Symbol.iterator]().next().value?.segment;
+  return first ? first.toUpperCase() : "?";
+}
+
+// A toast of text and `named` parts.
+export function toast(...parts) {
   const region = $("#toasts");
-  const el = h("div", { class: "toast" }, text);
+  const el = h("div", { class: "toast" }, parts);
   region.append(el);
   setTimeout(() => el.remove(), 5000);
 }

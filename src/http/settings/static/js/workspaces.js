@@ -2,7 +2,7 @@
 
 import { seg } from "./api.js";
 import { start } from "./shell.js";
-import { $, badge, clear, h } from "./ui.js";
+import { $, badge, clear, h, initial, named } from "./ui.js";
 
 const LINKS = [["agent-access", "Agent access"], ["members", "Members"], ["context-sets", "Context sets"]];
 
@@ -10,7 +10,7 @@ function card(item) {
   const base = `/settings/w/${seg(item.namespace)}`;
   return h("li", { class: "ws-card" },
     h("div", { class: "ws-card-head" },
-      h("span", { class: "ws-avatar ws-avatar-large", "aria-hidden": "true" }, item.namespace[0].toUpperCase()),
+      h("span", { class: "ws-avatar ws-avatar-large", "aria-hidden": "true" }, initial(item.namespace)),
       h("div", {},
         h("h2", { class: "ws-card-title" }, h("a", { href: `${base}/agent-access` }, item.namespace)),
         badge(item.role, item.role === "owner" || item.role === "admin" ? "accent" : "neutral"))),
@@ -29,7 +29,7 @@ async function main() {
   const list = clear($("#workspaces"));
   if (!current.items.length) {
     list.append(h("li", { class: "ws-empty" },
-      h("p", { class: "empty-title" }, `${current.subject} is not a member of any workspace yet`),
+      h("p", { class: "empty-title" }, named(current.subject), " is not a member of any workspace yet"),
       h("p", { class: "muted" }, "An owner of a workspace adds you on its Members page.")));
     return;
   }
