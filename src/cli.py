@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import socket
 import sys
 import time
 from collections.abc import Sequence
@@ -43,9 +44,35 @@ def _share_the_interpreter() -> None:
     sys.setswitchinterval(SWITCH_INTERVAL)
 
 
+def _listener(settings: Settings) -> socket.socket:
+    """The HTTP socket, bound before anything starts (as uvicorn binds: reusing an address in
+    TIME_WAIT), so that a port in use is one line at once, not a log line after start-up."""
+    family = socket.AF_INET6 if ":" in settings.listen_host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((settings.listen_host, settings.listen_port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def _url(settings: Settings) -> str:
+    host = settings.listen_host
+    return f"http://{f'[{host}]' if ':' in host else host}:{settings.listen_port}"
+
+
 def _serve(settings: Settings) -> int:
     if not settings.sandbox_image:
         print("CS_SANDBOX_IMAGE is required", file=sys.stderr)
+        return 2
+    try:
+        listener = _listener(settings)
+    except OSError as exc:
+        reason = (exc.strerror or str(exc)).lower()
+        print(f"context-service: cannot listen on {settings.listen_addr} (CS_LISTEN_ADDR): "
+              f"{reason}", file=sys.stderr)
         return 2
     from context_service.adapters import optional
 
@@ -84,19 +111,20 @@ def _serve(settings: Settings) -> int:
         signals.check()
         where = (settings.database_url and "CS_DATABASE_URL") or str(settings.data_dir.resolve())
         log.info("context service listening", extra={
-            "url": f"http://{settings.listen_host}:{settings.listen_port}",
+            "url": _url(settings),
             "namespace": settings.namespace, "data": where})
-        print(f"Context Service on http://{settings.listen_host}:{settings.listen_port}"
+        print(f"Context Service on {_url(settings)}"
               f"  (data: {where})", flush=True)
         mode = "  (development mode: type the subject to act as)" \
             if settings.settings_dev_subject else ""
-        print(f"Settings: http://{settings.listen_host}:{settings.listen_port}/settings{mode}",
+        print(f"Settings: {_url(settings)}/settings{mode}",
               flush=True)
         with signals.delivering_to(lambda sig: server.handle_exit(sig, None)):
-            server.run()  # until SIGTERM or SIGINT, then drains
+            server.run(sockets=[listener])  # until SIGTERM or SIGINT, then drains
     except ShutdownRequested:
         pass  # a signal during start-up: stop what already runs
     finally:
+        listener.close()
         with signals.stopping():
             if container is not None:
                 container.close()
@@ -383,6 +411,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OperationalError, psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
         print(f"context-service: cannot reach the database (CS_DATABASE_URL): {exc}",
               file=sys.stderr)
+        return 2
+    except OSError as exc:
+        if exc.filename is None:  # not a path: nothing this line could name
+            raise
+        # the data directory (or a file in it) cannot be made, read or written
+        print(f"context-service: cannot use {exc.filename}: {exc.strerror} (the data "
+              f"directory, CS_DATA_DIR, is {settings.data_dir})", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("context-service: interrupted", file=sys.stderr)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from typing import Any
@@ -45,6 +46,9 @@ from context_service.http.routes import (
 from context_service.stop_signals import RequestAbandoned
 
 log = logging.getLogger(__name__)
+# /readyz answers within this even when the check hangs (a database that accepted the
+# connection and stopped answering): a probe that never answers helps nobody
+READY_TIMEOUT = 5.0
 _METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
 
 
@@ -60,7 +64,11 @@ def healthz() -> Response[Health]:
 async def readyz(request: Request[Any, Any, Any]) -> Response[Readiness]:
     """Readiness: the database answers and its schema version is this code's."""
     check = services(request).readiness
-    problem = None if check is None else await in_thread(check)
+    try:
+        problem = (None if check is None
+                   else await asyncio.wait_for(in_thread(check), READY_TIMEOUT))
+    except TimeoutError:
+        problem = f"the readiness check did not answer within {READY_TIMEOUT:g}s"
     if problem is not None:
         return error_response(503, "unavailable", f"not ready: {problem}")
     ready: Response[Any] = Response(b'{"status":"ready"}', media_type="application/json")
@@ -186,7 +194,7 @@ def create_app(services: Services, extra_routes: list[Any] | None = None,
         openapi_config=None,
         request_max_body_size=limits.APP_LIMIT,  # never reached: BodyLimit cuts bodies first
         before_request=_exact_paths,
-        middleware=[metrics.middleware(requests), settings.SettingsGuard],
+        middleware=[settings.SettingsGuard],
         template_config=settings.template_config(),
         on_shutdown=list(services.on_shutdown),
         logging_config=None,
@@ -194,7 +202,8 @@ def create_app(services: Services, extra_routes: list[Any] | None = None,
     )
     app.state.services = services
     app.state.mcp = mcp
-    # in front of routing, so that they hold for every path, known or not
-    app.asgi_handler = hosts.HostGuard(
-        limits.BodyLimit(segments.EncodedSlashes(app.asgi_handler)), allowed_hosts)
+    # in front of routing, so that they hold for every path, known or not (and requests no
+    # route matches, 404 and 405, are counted too: route "unmatched")
+    app.asgi_handler = hosts.HostGuard(limits.BodyLimit(segments.EncodedSlashes(
+        metrics.middleware(requests)(app.asgi_handler))), allowed_hosts)
     return app

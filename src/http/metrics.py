@@ -5,6 +5,8 @@ Prometheus server does), the classic text format otherwise."""
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -20,8 +22,12 @@ from prometheus_client.registry import Collector
 
 from context_service.http.common import threaded
 
+log = logging.getLogger(__name__)
 BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 Gauges = Callable[[], list[tuple[str, str, dict[str, str], float]]]
+Series = tuple[str, tuple[tuple[str, str], ...]]  # a metric's name and label pairs
+# the method label's values besides "other": what a client sends cannot add a series
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
 # No ``_created`` series: they double the output and no dashboard of ours reads them.
 prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
@@ -36,6 +42,9 @@ class RequestMetrics:
                                 ("method", "route", "status"), registry=self.registry)
         self.latency = Histogram("cs_http_request_seconds", "HTTP request latency by route.",
                                  ("method", "route"), buckets=BUCKETS, registry=self.registry)
+        self.scrape_failures = Counter(
+            "cs_scrape_failures", "Scrapes answered without the service's values (they could "
+            "not be read: the database is down, say).", registry=self.registry)
         self._children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
 
     def observe(self, method: str, route: str, status: int, seconds: float) -> None:
@@ -52,28 +61,67 @@ class RequestMetrics:
 
 class ScrapeGauges(Collector):
     """The service's scrape-time values as metric families: a name ending in ``_total`` is a
-    counter (the OpenMetrics convention), any other a gauge."""
+    counter (the OpenMetrics convention), any other a gauge.
 
-    def __init__(self, gauges: Gauges) -> None:
+    A counter never goes down while the process lives: the relay and snapshot workers are made
+    anew each time this instance becomes the leader, counting from zero again, so a value below
+    the last one seen is added to what was counted before. And the scrape answers when the values
+    cannot be read (the database is down, when an operator looks): the request metrics go out,
+    and ``failed`` counts a scrape that went without the rest (``cs_scrape_failures_total``)."""
+
+    def __init__(self, gauges: Gauges, failed: Callable[[], None] = lambda: None) -> None:
         self.gauges = gauges
+        self.failed = failed
+        self._lock = threading.Lock()  # scrapes run on request threads, side by side
+        # per counter series: the last value handed over, and what earlier lives counted
+        self._last: dict[Series, float] = {}
+        self._before: dict[Series, float] = {}
 
     def collect(self) -> Iterator[Metric]:
-        families: dict[str, tuple[Metric, list[str]]] = {}
-        for name, help_text, labels, value in self.gauges():
-            found = families.get(name)
-            if found is None:
-                keys = list(labels)
-                family: Metric = (CounterMetricFamily(name, help_text, labels=keys)
-                                  if name.endswith("_total")
-                                  else GaugeMetricFamily(name, help_text, labels=keys))
-                found = families[name] = (family, keys)
-            family, keys = found
-            family.add_metric([labels.get(k, "") for k in keys], value)  # type: ignore[attr-defined]
-        yield from (family for family, _ in families.values())
+        try:
+            values = self.gauges()
+        except Exception:
+            log.warning("metrics: the service's values could not be read", exc_info=True)
+            self.failed()
+            values = []
+        with self._lock:
+            families = self._families(values)
+        yield from families
+
+    def _families(self, values: list[tuple[str, str, dict[str, str], float]]) -> list[Metric]:
+        grouped: dict[str, tuple[str, list[tuple[dict[str, str], float]]]] = {}
+        for name, help_text, labels, value in values:
+            grouped.setdefault(name, (help_text, []))[1].append((labels, value))
+        out: list[Metric] = []
+        for name, (help_text, samples) in grouped.items():
+            # every label any sample has: a sample without one gets it empty (a key dropped
+            # instead would make two samples one series, which a scraper refuses)
+            keys = list(dict.fromkeys(k for labels, _ in samples for k in labels))
+            counter = name.endswith("_total")
+            family: Any = (CounterMetricFamily(name, help_text, labels=keys) if counter
+                           else GaugeMetricFamily(name, help_text, labels=keys))
+            for labels, value in samples:
+                row = [labels.get(k, "") for k in keys]
+                series = (name, tuple(zip(keys, row, strict=True)))
+                family.add_metric(row, self._counted(series, value) if counter else value)
+            out.append(family)
+        return out
+
+    def _counted(self, series: Series, value: float) -> float:
+        """``value`` carried on from the series' earlier lives in this process."""
+        last = self._last.get(series)
+        if last is not None and value < last:  # a new worker counting from zero again
+            self._before[series] = self._before.get(series, 0.0) + last
+        self._last[series] = value
+        return self._before.get(series, 0.0) + value
 
 
 def middleware(metrics: RequestMetrics) -> Callable[[ASGIApp], ASGIApp]:
-    """Litestar middleware (it runs after routing, so the route template is known)."""
+    """Litestar middleware (it runs after routing, so the route template is known), or a wrapper
+    of the app's ASGI handler, in front of routing: the router leaves the matched handler in the
+    scope, and a request no route matches (404, 405) is counted as route ``unmatched``. Either
+    way the labels come from a bounded set: a client cannot add a series per path it makes up,
+    nor per method (any method not of HTTP's usual ones is ``other``)."""
 
     def factory(app: ASGIApp) -> ASGIApp:
         routes: dict[int, str] = {}  # route template of each handler, worked out once
@@ -100,7 +148,8 @@ def middleware(metrics: RequestMetrics) -> Callable[[ASGIApp], ASGIApp]:
                     route = routes[id(handler)] = (sorted(handler.paths)[0] if handler is not None
                                                    else "unmatched")
                 method: str = scope["method"]  # type: ignore[typeddict-item]  # http scopes have one
-                metrics.observe(method, route, status, time.perf_counter() - started)
+                metrics.observe(method if method in METHODS else "other", route, status,
+                                time.perf_counter() - started)
 
         return call
 
@@ -108,7 +157,7 @@ def middleware(metrics: RequestMetrics) -> Callable[[ASGIApp], ASGIApp]:
 
 
 def route(metrics: RequestMetrics, gauges: Gauges) -> Any:
-    metrics.registry.register(ScrapeGauges(gauges))
+    metrics.registry.register(ScrapeGauges(gauges, metrics.scrape_failures.inc))
 
     @get("/metrics", include_in_schema=False)
     @threaded
