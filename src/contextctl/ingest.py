@@ -58,12 +58,17 @@ class _Bars:
 def ingest_command(app: App, paths: tuple[str, ...], context: str, namespace: str | None,
                    context_type: str | None, create: bool, max_tokens: int, skip_bad: bool,
                    dry_run: bool, part_size: int | None, progress: bool, as_json: bool) -> None:
-    with progress_bar(progress and not dry_run) as bar:
-        report = ingest(paths, context=context, namespace=app.namespace(namespace),
-                        context_type=context_type, max_tokens=max_tokens, create=create,
-                        skip_bad=skip_bad, dry_run=dry_run, part_size=part_size,
-                        client=None if dry_run else app.client, settings=app.settings,
-                        progress=_Bars(bar))
+    try:
+        with progress_bar(progress and not dry_run) as bar:
+            report = ingest(paths, context=context, namespace=app.namespace(namespace),
+                            context_type=context_type, max_tokens=max_tokens, create=create,
+                            skip_bad=skip_bad, dry_run=dry_run, part_size=part_size,
+                            client=None if dry_run else app.client, settings=app.settings,
+                            progress=_Bars(bar))
+    except KeyboardInterrupt as exc:  # interrupted mid-upload: what is left, how to finish
+        for note in getattr(exc, "__notes__", ()):
+            output.note(note)
+        raise
     if as_json:
         output.dump(report.as_json(), output.JSON)
     else:

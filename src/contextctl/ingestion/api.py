@@ -9,7 +9,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from context_service.contextctl.client import Client, CommandError
+from context_service.contextctl.client import Client, CommandError, ServiceError
 from context_service.contextctl.ingestion import revision as revisions
 from context_service.contextctl.ingestion import service
 from context_service.contextctl.ingestion.discovery import discover
@@ -129,9 +129,27 @@ def _publish(http: service.PositionClient, got: Read, context: str, ns: str,
     if not current:
         body = revisions.provenance(report.revision, report.parameters, got.entries)
         service.publish_revision(http, ns, context, body)
-    position = service.send_index(http, upload, lambda size: progress.task("uploading", size))
+    try:
+        position = service.send_index(http, upload,
+                                      lambda size: progress.task("uploading", size))
+    except ServiceError as exc:
+        # the upload's own words ("the previous index stays current") are true of the index,
+        # not of the queries: the current revision is now this one, which that index lacks
+        message = exc.message.removesuffix("; the previous index stays current")
+        raise ServiceError(f"{message}\n{without_index(report.revision, context)}",
+                           exc.details, exc.status) from exc
+    except KeyboardInterrupt as exc:
+        exc.add_note(without_index(report.revision, context))
+        raise
     return _report(got, context, ns, kind, max_tokens, INDEXED if current else PUBLISHED,
                    created=created, position=position)
+
+
+def without_index(revision: str, context: str) -> str:
+    """What an upload that stopped leaves behind (the service ties an index to the current
+    revision, so the revision is published first), and how to finish it."""
+    return (f"revision {revision[:12]} is published without its index: queries report "
+            f"{context} unavailable until the same command is run again, which sends it")
 
 
 def _report(got: Read, context: str, ns: str, kind: str, max_tokens: int, outcome: str,

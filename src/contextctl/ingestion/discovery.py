@@ -1,11 +1,14 @@
 """The files to ingest: every file of a supported format under the given folders (hidden files
 and folders left out), and the files given by name. Each file's name in the index is its path
 relative to the common folder of the inputs (a folder counts as itself, a file as its folder),
-with ``/`` separators."""
+with ``/`` separators, in Unicode's composed form (NFC): macOS writes names decomposed (NFD),
+Linux and Windows as they were typed, mostly NFC, and the same folder must give the same names,
+ids and revision on each."""
 
 from __future__ import annotations
 
 import os
+import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,7 +76,8 @@ def discover(paths: Sequence[str | os.PathLike[str]]) -> Found:
                 raise CommandError(f"{_shown(os.fspath(root))}: unsupported format (ingest reads "
                                    f"{', '.join(SUFFIXES)})")
             add(root, kind, True)
-    return Found(sorted(sources.values(), key=lambda s: s.name.encode()),
+    kept = _unique_names(list(sources.values()), unreadable)
+    return Found(sorted(kept, key=lambda s: s.name.encode()),
                  sorted(set(ignored), key=str.encode),
                  sorted(unreadable.items(), key=lambda item: item[0].encode()))
 
@@ -89,9 +93,23 @@ def _walk(root: Path, refused: Callable[[OSError], None]) -> Iterable[Path]:
                 yield path
 
 
+def _unique_names(sources: list[Source], unreadable: dict[str, str]) -> list[Source]:
+    """The sources without those whose names are one once composed (two files that only a
+    file system keeping both forms can hold): which one to publish under the name would
+    depend on the order of the walk, so neither is, and the name is reported."""
+    counts: dict[str, int] = {}
+    for source in sources:
+        counts[source.name] = counts.get(source.name, 0) + 1
+    for name, count in counts.items():
+        if count > 1:
+            unreadable[name] = (f"{count} files have this name, written in different Unicode "
+                                "forms (NFC and NFD): rename one")
+    return [source for source in sources if counts[source.name] == 1]
+
+
 def _name(path: Path, base: Path) -> str:
     parent = path.parent.resolve()
-    return (parent / path.name).relative_to(base).as_posix()
+    return unicodedata.normalize("NFC", (parent / path.name).relative_to(base).as_posix())
 
 
 def _utf8(name: str) -> bool:

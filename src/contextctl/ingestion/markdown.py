@@ -1,10 +1,16 @@
 """Markdown (CommonMark with tables, parsed by ``markdown-it-py``): headings make the heading
 path; every other top-level block — a paragraph, each item of a list, a code block, a table, a
-quote — is one block, kept as its Markdown source. YAML front matter is left out."""
+quote — is one block, kept as its Markdown source. YAML front matter is left out.
+
+A parse holds some 45 bytes of tokens per byte of Markdown, so a large file is parsed a slice at
+a time (at least ``SLICE`` characters), cut only before a heading at the margin after a blank
+line, where every block before has ended: the blocks are those of one parse, in bounded memory."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from typing import Any
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
@@ -18,6 +24,10 @@ _YAML_LINE = re.compile(r"[^\s:#\-][^:]*:(?:[ \t]|$)|-(?:[ \t]|$)|[ \t]|#")
 _NEWLINES = re.compile(r"\r\n?")
 _LINE_CUT = frozenset({"fence", "code_block", "table_open", "html_block"})
 _parser = MarkdownIt("commonmark").enable("table")
+SLICE = 1 << 18  # characters parsed at once, at least: some 12 MB of tokens
+_HEADING = re.compile(r"#{1,6}(?:[ \t]|$)")
+# a list is ended by a heading at the margin whatever its items hold (an open fence, say)
+_LISTS = frozenset({"bullet_list_open", "ordered_list_open"})
 
 
 def _is_yaml(block: str) -> bool:
@@ -33,18 +43,50 @@ def parse(text: str, name: str) -> Document:
     lines = text.split("\n")  # not splitlines: U+2028, form feeds and others are not line ends
     document = Document(name)
     outline = Outline()
-    tokens = _parser.parse(text)
-    for index, token in enumerate(tokens):
-        if token.type == "heading_open" and token.level == 0:
-            title = _plain(tokens[index + 1])
-            if title:
-                outline.heading(int(token.tag[1:]), title)
-        elif _is_block(token, tokens):
-            source = _source(lines, token)
-            if source:
-                cut = LINES if token.type in _LINE_CUT else PROSE
-                document.blocks.append(outline.block(source, cut))
+    for first, tokens in _slices(lines):
+        for index, token in enumerate(tokens):
+            if token.type == "heading_open" and token.level == 0:
+                title = _plain(tokens[index + 1])
+                if title:
+                    outline.heading(int(token.tag[1:]), title)
+            elif _is_block(token, tokens):
+                source = _source(lines, token, first)
+                if source:
+                    cut = LINES if token.type in _LINE_CUT else PROSE
+                    document.blocks.append(outline.block(source, cut))
     return document
+
+
+def _slices(lines: list[str]) -> Iterator[tuple[int, list[Token]]]:
+    """(the number of its first line, the tokens) of each slice of the document, in order. A
+    cut where a block stays open (a fence or an HTML comment that has not ended) is not made;
+    the next is tried twice as far, so that no text is parsed more than about three times."""
+    env: dict[str, Any] = {}  # link references defined in one slice resolve in the next
+    start, size, wanted = 0, 0, SLICE
+    for number in range(1, len(lines)):
+        size += len(lines[number - 1]) + 1
+        if size < wanted or not _may_cut(lines, number):
+            continue
+        tokens = _parser.parse("\n".join(lines[start:number]) + "\n", env)  # blank line last
+        if _ended(tokens, number - start):
+            yield start, tokens
+            start, size, wanted = number, 0, SLICE
+        else:
+            wanted = 2 * size
+    yield start, _parser.parse("\n".join(lines[start:]), env)
+
+
+def _may_cut(lines: list[str], number: int) -> bool:
+    """Whether line ``number`` is a heading at the margin after a blank line, which ends any
+    paragraph, list, quote, table or indented code before it."""
+    return not lines[number - 1].strip() and _HEADING.match(lines[number]) is not None
+
+
+def _ended(tokens: list[Token], count: int) -> bool:
+    """Whether the last top-level block of a slice of ``count`` lines (the last one blank)
+    ended before the slice did: a fence or an HTML block left open runs to its end."""
+    last = next((t for t in reversed(tokens) if t.level == 0 and t.map is not None), None)
+    return last is None or last.map is None or last.map[1] < count or last.type in _LISTS
 
 
 def _is_block(token: Token, tokens: list[Token]) -> bool:
@@ -56,10 +98,10 @@ def _is_block(token: Token, tokens: list[Token]) -> bool:
     return token.level == 1 and token.type == "list_item_open"
 
 
-def _source(lines: list[str], token: Token) -> str:
+def _source(lines: list[str], token: Token, first: int) -> str:
     assert token.map is not None
     start, end = token.map
-    return "\n".join(lines[start:end]).strip("\n").rstrip()
+    return "\n".join(lines[first + start:first + end]).strip("\n").rstrip()
 
 
 def _plain(inline: Token) -> str:

@@ -7,7 +7,7 @@ import re
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import PurePath, PurePosixPath
 
 from context_service.contextctl.ingestion import formats
 from context_service.contextctl.ingestion.blocks import Document
@@ -52,7 +52,7 @@ def read(found: Found, counter: TokenCounter, max_tokens: int,
             result.failed.append(Skipped(source.name, NOT_REGULAR))
             continue
         try:
-            document = _parsed(source.path, data)
+            document = _parsed(PurePosixPath(source.name), data)  # its title: the NFC name
             _check_unicode(document)
             made = passages(document, source.name, counter, max_tokens)
             if not made:
@@ -72,7 +72,7 @@ def read(found: Found, counter: TokenCounter, max_tokens: int,
     return result
 
 
-def _parsed(path: Path, data: bytes) -> Document:
+def _parsed(path: PurePath, data: bytes) -> Document:
     try:
         return formats.parse(path, data)
     except RecursionError as exc:  # JSON or HTML nested thousands deep

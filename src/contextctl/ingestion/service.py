@@ -10,7 +10,8 @@ from typing import Any
 
 from context_service.contextctl.client import Client, CommandError, Reply, ServiceError, segment
 from context_service.contextctl.client import context_path as path_of
-from context_service.contextctl.upload import IndexUpload, Sender, sender_for
+from context_service.contextctl.upload import IndexUpload, MultiPart, Sender, sender_for
+from context_service.contract.query import MAX_PARTS
 
 INDEXED_TYPES = ("knowledge", "memory")
 DEFAULT_TYPE = "knowledge"
@@ -85,7 +86,14 @@ def index_sender(namespace: str, name: str, revision: str, records: list[dict[st
     can hold. Made before anything is written, so that such a record publishes nothing."""
     encoded = [json.dumps(r, separators=(",", ":"), ensure_ascii=False).encode()
                for r in records]
-    return sender_for(IndexUpload(namespace, name, revision, encoded), part_size)
+    sender = sender_for(IndexUpload(namespace, name, revision, encoded), part_size)
+    if isinstance(sender, MultiPart) and len(sender.parts) > MAX_PARTS:
+        # the service refuses such an upload at its first part, after the revision is published
+        raise CommandError(
+            f"the index needs {len(sender.parts):,} parts of at most {sender.limits.body:,} "
+            f"bytes and an upload has at most {MAX_PARTS:,}: pass a larger --part-size; "
+            "nothing was sent")
+    return sender
 
 
 def send_index(client: PositionClient, sender: Sender,

@@ -125,20 +125,40 @@ class TokenCounter:
         return bare
 
     def windows(self, text: str, most: int) -> list[str]:
-        """``text`` cut at token boundaries into pieces of at most ``most`` tokens each (a
-        piece counted alone can take a token more than inside the whole: cut finer then)."""
-        offsets = self._tokenizer.encode(text, add_special_tokens=False).offsets
+        """``text`` cut into pieces of at most ``most`` tokens each, between words where the
+        window holds a space or a line end, else at a token boundary (a word longer than a
+        passage). A piece counted alone can take a token more than inside the whole: cut finer
+        then."""
+        starts = [start for start, _ in self._tokenizer.encode(
+            text, add_special_tokens=False).offsets]
         size = most
         while True:
-            pieces = []
-            for start in range(0, len(offsets), size):
-                end = offsets[start + size][0] if start + size < len(offsets) else len(text)
-                piece = text[offsets[start][0]:end].strip()
-                if piece:
-                    pieces.append(piece)
+            pieces = [piece for piece in _cut(text, starts, size) if piece]
             if size == 1 or all(n <= most for n in self.counts(pieces)):
                 return pieces
             size = max(1, size - max(1, size // 16))
+
+
+def _cut(text: str, starts: list[int], size: int) -> list[str]:
+    """``text`` in pieces of at most ``size`` tokens (``starts``: where each token starts),
+    each ending at the last token of its window that starts a word, if any."""
+    pieces: list[str] = []
+    first = 0
+    while first < len(starts):
+        end = first + size
+        if end < len(starts):
+            end = next((j for j in range(end, first, -1) if _between_words(text, starts[j])),
+                       end)
+        stop = starts[end] if end < len(starts) else len(text)
+        pieces.append(text[starts[first]:stop].strip())
+        first = end
+    return pieces
+
+
+def _between_words(text: str, position: int) -> bool:
+    """Whether a cut at ``position`` falls on white space (a token may start with the space
+    before its word)."""
+    return any(c.isspace() for c in text[position - 1:position + 1])
 
 
 def _words(text: str) -> list[str]:
