@@ -13,6 +13,7 @@ from context_service.adapters.kubernetes.reconciler_pass import NamespacePass
 from context_service.adapters.kubernetes.reconciler_scopes import DirtySet
 from context_service.domain.cluster import (
     BuiltinRuntime,
+    ClaimInfo,
     ClusterError,
     PoolObjects,
     PoolSandbox,
@@ -88,12 +89,18 @@ def _sandbox(pool: str, replicas: str) -> SandboxInfo:
 def test_adoption_reports_groups_it_could_never_converge() -> None:
     objects = PoolObjects(sandboxes=(
         _sandbox("sup", "\u00b2"), _sandbox("huge", "1000"), _sandbox("long", "9" * 40),
-        _sandbox("Team_A", "1"), _sandbox("x" * 51, "1"), _sandbox("fine", "100")))
+        _sandbox("Team_A", "1"), _sandbox("x" * 51, "1"), _sandbox("fine", "100"),
+        _sandbox("lost", "1")), claims=(ClaimInfo(
+            namespace=NS, name="fine-workspace", phase="Bound", storage_class="",
+            access_modes=("ReadWriteMany",), size="1Gi",
+            labels=_sandbox("fine", "100").labels),))
     found = {p.name: p for p in group_pools(objects, NS, T0, "service:x")}
     for name in ("sup", "huge", "long"):
         assert found[name].event is None and "replica count" in found[name].reason, name
     for name in ("Team_A", "x" * 51):
         assert found[name].event is None and "pool name" in found[name].reason, name
+    # Sandboxes of a managed workspace whose PVCs are gone: the size went with them
+    assert found["lost"].event is None and "no workspace PVC" in found["lost"].reason
     fine = found["fine"].event
     assert fine is not None and fine.replicas == 100 and fine.adopted
 

@@ -1,7 +1,8 @@
 """Adoption of existing pool objects (spec 6.10): objects labelled managed-by and with a pool
 label are grouped by pool and become one ``SandboxPoolRequested(adopted=True)`` each. Pure.
 A group this service could not have made (a label value that is no pool name, a replica count
-outside 1 to 100) is reported instead: the reconciler could never converge it."""
+outside 1 to 100, Sandboxes of a managed workspace whose PVCs are gone) is reported instead: the
+reconciler could never converge it."""
 
 from __future__ import annotations
 
@@ -69,16 +70,18 @@ def _one(objects: PoolObjects, namespace: str, name: str, now: datetime,
         strategy = "existing-claim"
         workspace = Workspace(claim_name=claim_name,
                               read_only=notes.get(PREFIX + "workspace-read-only") == "true")
+    elif not pvcs:  # the managed workspace's PVCs are gone, and its size and mode with them:
+        # the pool would ask for a PVC the API server refuses on every pass
+        return PoolImport(name, None, "no workspace PVC and no existing claim named")
     else:
         shared = len(pvcs) == 1 and pvcs[0].name == f"{name}-workspace"
         dedicated = any(re.fullmatch(rf"{re.escape(name)}-workspace-\d+", c.name) for c in pvcs)
         strategy = "shared" if shared or not dedicated else "dedicated"
-        pvc = pvcs[0] if pvcs else None
-        size = pvc.size if pvc else ""
+        pvc = pvcs[0]
         workspace = Workspace(
-            size=canonical_quantity(size) if is_positive_quantity(size) else size,
-            access_mode=pvc.access_modes[0] if pvc and pvc.access_modes else "",
-            storage_class=pvc.storage_class if pvc else "")
+            size=canonical_quantity(pvc.size) if is_positive_quantity(pvc.size) else pvc.size,
+            access_mode=pvc.access_modes[0] if pvc.access_modes else "",
+            storage_class=pvc.storage_class)
     return PoolImport(name, SandboxPoolRequested(
         at=now, actor=actor, name=name, replicas=replicas, strategy=strategy,
         workspace=workspace, sandbox_profile=notes.get(PREFIX + "sandbox-profile", ""),

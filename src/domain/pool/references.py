@@ -12,6 +12,8 @@ from collections.abc import Callable
 from typing import Any
 
 from context_service.domain.cluster import (
+    MANAGED_BY,
+    MANAGER,
     BuiltinRuntime,
     Cluster,
     ClusterError,
@@ -92,7 +94,27 @@ def _profile(cluster: Cluster, namespace: str, profile: str,
             f"sandbox profile {name} must not define volumeClaimTemplates; "
             "request storage through workspace")
     copied = {k: copy.deepcopy(v) for k, v in spec.items() if k not in TEMPLATE_ONLY_KEYS}
+    if _holds_nul(copied):  # recorded with the pool: PostgreSQL text and jsonb cannot hold it,
+        # and the one event would stop the pool view for every pool
+        raise PoolReferenceInvalidError(
+            f"sandbox profile {name} holds U+0000, which cannot be recorded")
     return ProfileRuntime(profile=profile, template_spec=copied, service_account=service_account)
+
+
+def _holds_nul(value: Any) -> bool:
+    """Whether a JSON value holds U+0000 in a string or a key (the API server keeps any
+    string in the opaque parts of a template). A walk with a stack: nesting has no bound."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return True
+        elif isinstance(item, dict):
+            stack += [*item.keys(), *item.values()]
+        elif isinstance(item, list):
+            stack += item
+    return False
 
 
 def _list_or_absent(parent: dict[str, Any], key: str) -> bool:
@@ -124,6 +146,8 @@ def _existing_claim(cluster: Cluster, namespace: str, request: RequestPool) -> W
     claim = cluster.get_claim(namespace, request.claim_name)
     if claim is None:
         raise PoolReferenceInvalidError(f"workspace claim {name} not found")
+    if claim.deleting:  # no new Pod can mount it: the pool would stay provisioning for good
+        raise PoolReferenceInvalidError(f"workspace claim {name} is being deleted")
     if (request.replicas or 0) > 1 and "ReadWriteMany" not in claim.access_modes:
         raise PoolReferenceInvalidError(
             f"workspace claim {name} must support ReadWriteMany for multiple sandboxes")
@@ -135,10 +159,14 @@ def _existing_claim(cluster: Cluster, namespace: str, request: RequestPool) -> W
 
 def ensure_name_free(cluster: Cluster, namespace: str, name: str, strategy: str,
                      replicas: int) -> None:
-    """409 when labelled objects of the pool exist, or an object the pool would create does."""
+    """409 when labelled objects of the pool exist, or an object the pool would create does.
+    Its Pods count too: a released pool's Sandboxes go at once, their Pods once stopped, and
+    a new pool of the name would count those as its own and route work to them."""
     objects = cluster.list_pool_objects(namespace, name)
     if objects.sandboxes or objects.sandbox_claims or objects.claims:
         raise PoolExistsError()
+    if any(pod.labels.get(MANAGED_BY) == MANAGER for pod in objects.pods):
+        raise PoolExistsError()  # the listing's Pods carry the pool label; these ours too
     for i in range(replicas):
         if strategy == "warm-pool":
             if cluster.get_sandbox_claim(namespace, sandbox_claim_name(name, i)) is not None:
