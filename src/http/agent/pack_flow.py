@@ -86,35 +86,41 @@ class Timings:
 
 
 class TimedRetrieval:
-    """The retrieval port, with the time spent in it added to ``timings.retrieve``."""
+    """The retrieval port for one pack, with the time spent in it added to
+    ``timings.retrieve``, and each list computed once: a set may repeat a requirement's query
+    (twenty requirements of one query would otherwise cost twenty lists), and in lexical mode a
+    requirement equal to the task asks for the task's list. The lists are deterministic, so a
+    repeat is the same answer."""
 
     def __init__(self, inner: Retrieval, timings: Timings) -> None:
         self.inner = inner
         self.timings = timings
+        self.lists: dict[tuple[object, ...], list[Scored]] = {}
+
+    def _once(self, key: tuple[object, ...], compute: Callable[[], list[Scored]]) -> list[Scored]:
+        found = self.lists.get(key)
+        if found is None:
+            started = time.monotonic()
+            try:
+                found = self.lists[key] = compute()
+            finally:
+                self.timings.retrieve += (time.monotonic() - started) * 1000
+        return list(found)  # the caller's own copy
 
     def lexical(self, query: str, corpus: Corpus,
                 eligible: frozenset[str] | None) -> list[Scored]:
-        started = time.monotonic()
-        try:
-            return self.inner.lexical(query, corpus, eligible)
-        finally:
-            self.timings.retrieve += (time.monotonic() - started) * 1000
+        return self._once(("lexical", query, id(corpus), eligible),
+                          lambda: self.inner.lexical(query, corpus, eligible))
 
     def vector(self, query: str, corpus: Corpus,
                eligible: frozenset[str] | None) -> list[Scored]:
-        started = time.monotonic()
-        try:
-            return self.inner.vector(query, corpus, eligible)
-        finally:
-            self.timings.retrieve += (time.monotonic() - started) * 1000
+        return self._once(("vector", query, id(corpus), eligible),
+                          lambda: self.inner.vector(query, corpus, eligible))
 
     def hybrid(self, query: str, corpus: Corpus, eligible: frozenset[str] | None,
                requirement: bool) -> list[Scored]:
-        started = time.monotonic()
-        try:
-            return self.inner.hybrid(query, corpus, eligible, requirement)
-        finally:
-            self.timings.retrieve += (time.monotonic() - started) * 1000
+        return self._once(("hybrid", query, id(corpus), eligible, requirement),
+                          lambda: self.inner.hybrid(query, corpus, eligible, requirement))
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,7 @@ a function of the request's resolved inputs, so the same request answers the sam
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from typing import Annotated, Any, cast
 
 from litestar import Request, Response, post
@@ -76,8 +76,10 @@ def context_pack_stream(request: Request[Any, Any, Any],
     return cast("Response[LINES]", streamed)  # the lines, as rendered
 
 
-def _written(lines: list[bytes]) -> Iterator[bytes]:
-    """The lines, and a last error line should producing one fail after the header."""
+async def _written(lines: list[bytes]) -> AsyncIterator[bytes]:
+    """The lines, and a last error line should producing one fail after the header. They are
+    in memory by now, so they are sent from the event loop: a sync iterator would cost a worker
+    thread's hop per line (Litestar runs each ``next`` on the default executor)."""
     sent = 0
     try:
         for line in lines:

@@ -54,7 +54,14 @@ from context_service.http.agent.pack_flow import (
     build_pack,
 )
 from context_service.http.agent.pack_services import PackServices, loaded_corpus, pack_services
-from context_service.http.agent.pipeline import AgentCaller, agent_services, authenticate
+from context_service.http.agent.pipeline import (
+    ACCESS_VIEWS,
+    AgentCaller,
+    agent_services,
+    authenticate,
+    recheck,
+)
+from context_service.http.common import wait_for_views
 from context_service.http.refusals import refusals
 
 PATH = "/api/agent/v1/replays/{replayId:str}"
@@ -217,6 +224,12 @@ def replay(request: Request[Any, Any, Any], body: PendingBody,
         answer, run = _verify(packs, access, release, head)
     else:
         answer, run = _recompute(packs, access, release, req.task)
+    # the caller's access now, up to the answer (§8), as at a pack's release (§7.9): a
+    # credential revoked, or a creator who lost the permission, while the replay waited for
+    # its corpus or rebuilt a pack (texts included) gets the answer of §1.5 steps 2-4, and no
+    # run is recorded in its name
+    wait_for_views(request, ACCESS_VIEWS)
+    recheck(request, caller, SCOPE)
     position = _record(packs, caller, msgspec.structs.replace(
         run, at=agent_services(request).clock()))
     return api_json(answer, position=position)
