@@ -67,6 +67,10 @@ def _serve(settings: Settings) -> int:
     if not settings.sandbox_image:
         print("CS_SANDBOX_IMAGE is required", file=sys.stderr)
         return 2
+    from context_service.adapters import optional
+
+    # before the port is bound (a refusal leaves no socket open) and the model loads
+    optional.check(settings, settings.workers)
     try:
         listener = _listener(settings)
     except OSError as exc:
@@ -74,9 +78,6 @@ def _serve(settings: Settings) -> int:
         print(f"context-service: cannot listen on {settings.listen_addr} (CS_LISTEN_ADDR): "
               f"{reason}", file=sys.stderr)
         return 2
-    from context_service.adapters import optional
-
-    optional.check(settings, settings.workers)  # before the model loads: fail at once
     _share_the_interpreter()  # before the warmer's first loads and the projections' catch-up
     signals = StopSignals()
     container = None

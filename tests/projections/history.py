@@ -4,6 +4,7 @@ application, so projections see the event mix that production produces."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 import random
 from datetime import UTC, datetime
 
@@ -50,6 +51,9 @@ def random_command(rng: random.Random, name: str) -> c.Command:
     return c.DeleteContext(actor=actor, force=rng.random() < 0.5)
 
 
+_CALLS = itertools.count()
+
+
 def write_history(app: ContextApplication, seed: int, steps: int) -> int:
     """Write ``steps`` commands; return how many produced events."""
     rng = random.Random(seed)
@@ -73,7 +77,9 @@ def write_history(app: ContextApplication, seed: int, steps: int) -> int:
 def _upload_tail(app: ContextApplication, rng: random.Random) -> int:
     """End with contexts whose index came in parts: one complete upload after a replaced one,
     then an open upload that never completes (it must not show)."""
-    tag = f"{rng.getrandbits(40):010x}"
+    # unique per call: a test given examples over one database (Hypothesis) may draw one seed
+    # twice, and a second create of the same names would fail
+    tag = f"{rng.getrandbits(40):010x}-{next(_CALLS)}"
     for name in (f"uploads-{tag}-a", f"uploads-{tag}-b"):
         app.execute("ns", name, c.CreateContext(
             actor=ADMIN, name=name, namespace="ns", type="knowledge", backend="pvc", size="1Gi",

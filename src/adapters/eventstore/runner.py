@@ -413,8 +413,7 @@ class ProjectionRunner:
         reading overlaps writing. Stops early at an event a projection's handler fails on
         (logged and counted; the loop retries it), so a worker still starts; ``blocked`` names
         who is held."""
-        self.recover()
-        self.refresh()
+        self._reread()
         head = self.store.head()
         total = 0
         with ThreadPoolExecutor(1, thread_name_prefix="prefetch") as pool:
@@ -474,9 +473,19 @@ class ProjectionRunner:
             self._empty(names)
         return names
 
+    def _reread(self) -> None:
+        """Read the positions again, then rebuild what they passed over that this version knows
+        (``recover``): another instance (an older version whose lock was just lost) may have
+        moved them past such events, noting them in the same transaction, after this runner
+        last looked at the notes."""
+        self.refresh()
+        self.recover()
+
     def _empty(self, names: Sequence[str]) -> None:
         """Empty these projections' views and forget their positions and what they passed over,
         in one transaction (their next batches start from position zero)."""
+        with self._changed:  # from before the tables are emptied, no read is told they are
+            self._suspect = True  # current (it would find them empty)
         with self.store.datastore.transaction(commit=True) as cur:
             for projection, _ in self.projections:
                 if projection.name not in names:
@@ -492,6 +501,7 @@ class ProjectionRunner:
                 self._held.pop(name, None)
             for listener in self.listeners:
                 listener.reset()
+            self._suspect = False
 
     def wait_for(self, position: int, timeout: float) -> bool:
         """Wait until every projection reached ``position``: False past ``timeout``, or as soon
@@ -548,7 +558,7 @@ class ProjectionRunner:
             try:
                 read = self.run_once(stop)
                 if self._suspect:  # the positions were not read again after the failure
-                    self.refresh()
+                    self._reread()
                 failures = 0
                 if read == 0:
                     self.store.wait_head(self.position, timeout=1.0, stop=stop)
@@ -572,4 +582,4 @@ class ProjectionRunner:
                     "projections": self.names, "failures": failures, "retry_seconds": pause})
                 stop.wait(pause)
                 with contextlib.suppress(Exception):  # the database may still be away
-                    self.refresh()
+                    self._reread()

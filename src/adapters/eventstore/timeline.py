@@ -29,16 +29,20 @@ class Timeline:
         """The streams' events after ``after`` (up to ``stop``), in log order: at most
         ``limit`` (``_BATCH_EVENTS`` without), ending with the one that takes them past
         ``_BATCH_BYTES`` stored bytes. Fewer than asked does not mean the end; none does. The
-        sizes come from the row headers (``octet_length`` does not read a stored value)."""
-        sql = ("SELECT notification_id, originator_version, topic, state FROM ("
-               " SELECT notification_id, originator_version, topic, state, octet_length(state)"
-               " AS size, sum(octet_length(state)) OVER (ORDER BY notification_id) AS total"
+        sizes come from the row headers (``octet_length`` does not read a stored value); the
+        running total is taken over the chosen positions alone, so that the sort keeps only
+        those (a top-N sort, without the payloads), not the rest of the stream."""
+        sql = ("WITH page AS (SELECT notification_id, octet_length(state) AS size"
                f" FROM {EVENTS_TABLE} WHERE originator_id = ANY(%s) AND notification_id > %s")
         params: list[object] = [list(stream_ids), after]
         if stop is not None:
             sql += " AND notification_id <= %s"
             params.append(stop)
-        sql += " ORDER BY notification_id LIMIT %s) AS batch WHERE total - size < %s"
+        sql += (" ORDER BY notification_id LIMIT %s), batch AS (SELECT notification_id,"
+                " size, sum(size) OVER (ORDER BY notification_id) AS total FROM page)"
+                " SELECT e.notification_id, e.originator_version, e.topic, e.state"
+                f" FROM batch JOIN {EVENTS_TABLE} e USING (notification_id)"
+                " WHERE batch.total - batch.size < %s ORDER BY e.notification_id")
         params += [_BATCH_EVENTS if limit is None else min(limit, _BATCH_EVENTS), _BATCH_BYTES]
         with self.store.datastore.transaction(commit=False) as cur:
             cur.execute(sql, params)

@@ -24,6 +24,9 @@ _YAML_LINE = re.compile(r"[^\s:#\-][^:]*:(?:[ \t]|$)|-(?:[ \t]|$)|[ \t]|#")
 _NEWLINES = re.compile(r"\r\n?")
 _LINE_CUT = frozenset({"fence", "code_block", "table_open", "html_block"})
 _parser = MarkdownIt("commonmark").enable("table")
+# the block structure alone (no inline tokens): where a slice may end, and the link references
+_blocks = MarkdownIt("commonmark").enable("table")
+_blocks.core.ruler.enableOnly(["normalize", "block"])
 SLICE = 1 << 18  # characters parsed at once, at least: some 12 MB of tokens
 _HEADING = re.compile(r"#{1,6}(?:[ \t]|$)")
 # a list is ended by a heading at the margin whatever its items hold (an open fence, say)
@@ -58,22 +61,33 @@ def parse(text: str, name: str) -> Document:
 
 
 def _slices(lines: list[str]) -> Iterator[tuple[int, list[Token]]]:
-    """(the number of its first line, the tokens) of each slice of the document, in order. A
-    cut where a block stays open (a fence or an HTML comment that has not ended) is not made;
-    the next is tried twice as far, so that no text is parsed more than about three times."""
-    env: dict[str, Any] = {}  # link references defined in one slice resolve in the next
+    """(the number of its first line, the tokens) of each slice of the document, in order. The
+    link references of the whole document are read first, with the cuts: a heading may use one
+    defined further down (a changelog's ``## [1.0.0]``), as one parse would resolve it."""
+    env: dict[str, Any] = {}
+    cuts = list(_cuts(lines, env))
+    for start, end in zip([0, *cuts], [*cuts, len(lines)], strict=True):
+        last = end == len(lines)
+        yield start, _parser.parse("\n".join(lines[start:end]) + ("" if last else "\n"), env)
+
+
+def _cuts(lines: list[str], env: dict[str, Any]) -> Iterator[int]:
+    """The first line of each slice after the first, from the block structure alone (which
+    notes the link references in ``env``). A cut where a block stays open (a fence or an HTML
+    comment that has not ended) is not made; the next is tried twice as far, so that no text is
+    parsed more than about three times."""
     start, size, wanted = 0, 0, SLICE
     for number in range(1, len(lines)):
         size += len(lines[number - 1]) + 1
         if size < wanted or not _may_cut(lines, number):
             continue
-        tokens = _parser.parse("\n".join(lines[start:number]) + "\n", env)  # blank line last
-        if _ended(tokens, number - start):
-            yield start, tokens
+        # the candidate ends with its blank line
+        if _ended(_blocks.parse("\n".join(lines[start:number]) + "\n", env), number - start):
+            yield number
             start, size, wanted = number, 0, SLICE
         else:
             wanted = 2 * size
-    yield start, _parser.parse("\n".join(lines[start:]), env)
+    _blocks.parse("\n".join(lines[start:]), env)  # the last slice's references
 
 
 def _may_cut(lines: list[str], number: int) -> bool:
