@@ -52,6 +52,16 @@ def runs_since(container: bootstrap.Container, head: int) -> list[str]:
     return [r.name for r in container.store.read(head, 1000) if r.name == "ContextPackReplayed"]
 
 
+def revoking(own: Namespaced, value: str, revoked: list[bool]) -> Callable[[], None]:
+    """A hook that revokes the credential ``value`` the first time it is called."""
+    def revoke() -> None:
+        if not revoked:
+            path = f"{credentials(own)}/{value.split('_')[1]}"
+            assert own.as_("user:alice").delete(path).status_code == 204
+            revoked.append(True)
+    return revoke
+
+
 def test_a_credential_revoked_during_a_recompute_is_refused_and_nothing_recorded(
         own: Namespaced, container: bootstrap.Container) -> None:
     """The recomputed pack carries the items' texts: a credential revoked while it was built
@@ -62,12 +72,7 @@ def test_a_credential_revoked_during_a_recompute_is_refused_and_nothing_recorded
     assert pack["items"]
     head = container.store.head()
     revoked: list[bool] = []
-
-    def revoke() -> None:
-        if not revoked:
-            path = f"{credentials(own)}/{value.split('_')[1]}"
-            assert own.as_("user:alice").delete(path).status_code == 204
-            revoked.append(True)
+    revoke = revoking(own, value, revoked)
 
     resp = recompute_with_hook(own, agent, pack["replayId"], revoke)
     assert revoked
@@ -110,12 +115,7 @@ def test_a_credential_revoked_during_a_verify_is_refused_and_nothing_recorded(
     pack = agent.pack(pack_body()).json()
     head = container.store.head()
     revoked: list[bool] = []
-
-    def revoke() -> None:
-        if not revoked:
-            path = f"{credentials(own)}/{value.split('_')[1]}"
-            assert own.as_("user:alice").delete(path).status_code == 204
-            revoked.append(True)
+    revoke = revoking(own, value, revoked)
 
     packs = pack_services(own)
     original = packs.ports
