@@ -85,6 +85,57 @@ NOT_ALLOWED = "Method Not Allowed: /mcp is stateless; POST each JSON-RPC message
 TOO_LARGE = f"request body too large (more than {MAX_BODY} bytes)"
 
 
+# what /mcp answers is the credential's own (a tool's result is its route's answer): never
+# stored by a cache, as every /api/ answer (agent-context-api.md §1.2)
+NO_STORE = (b"cache-control", b"no-store")
+# JSON-RPC's invalid request, said of an id MCP does not allow (a string or an integer)
+NOT_AN_ID = "Invalid Request: the id of a request must be a string or an integer"
+
+
+def _not_stored(send: Send) -> Send:
+    """``send`` with ``Cache-Control: no-store`` on the answer, whoever writes it."""
+
+    async def sending(message: Any) -> None:
+        if message["type"] == "http.response.start":
+            headers = [h for h in message.get("headers", ()) if h[0].lower() != NO_STORE[0]]
+            message = {**message, "headers": [*headers, NO_STORE]}
+        await send(message)
+
+    return sending
+
+
+def _answering_requests(body: bytes, send: Send) -> Send:
+    """``send`` where a request the 2025 transport took for a notification is answered as an
+    invalid request. That transport reads a message whose ``id`` is no string or integer (null,
+    ``1.5``, ``true``, an object) as a notification: it answers 202 without a body, and the
+    client waits for an answer that never comes. Only a 202 is looked at, so a request answered
+    as usual costs no second parse; what the transport does with the "notification" is to drop
+    it, as it drops every notification of a method it does not know."""
+    refused = False
+
+    async def sending(message: Any) -> None:
+        nonlocal refused
+        if refused:  # the rest of the transport's 202
+            return
+        if (message["type"] == "http.response.start" and message["status"] == 202
+                and _is_request(body)):
+            refused = True
+            await _refuse(send, 400, NOT_AN_ID)
+            return
+        await send(message)
+
+    return sending
+
+
+def _is_request(body: bytes) -> bool:
+    """Whether ``body`` is one JSON-RPC request: a method and an ``id``, whatever its type."""
+    try:
+        message = json.loads(body)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(message, dict) and "method" in message and "id" in message
+
+
 async def _refuse(send: Send, status: int, message: str,
                   headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:
     """A JSON-RPC error answering no request (``id`` null), with its HTTP status."""
@@ -133,6 +184,7 @@ class McpEndpoint:
         async def mcp(scope: Scope, receive: Receive, send: Send) -> None:
             # a refusal is raised: the application answers it as every /api/ error
             admitted = await gate.admit(Request(scope, receive))
+            send = _not_stored(send)
             if scope.get("method") != "POST":
                 await _refuse(send, 405, NOT_ALLOWED, ((b"allow", b"POST"),))
                 return
@@ -146,8 +198,8 @@ class McpEndpoint:
             running = endpoint.running
             assert running is not None, "the application's lifespan is not running"
             sessions = await running.sessions_started()
-            replayed = _replaying(body, receive)
-            await sessions.handle_request(scope, replayed, send)  # type: ignore[arg-type]
+            replayed, answering = _replaying(body, receive), _answering_requests(body, send)
+            await sessions.handle_request(scope, replayed, answering)  # type: ignore[arg-type]
 
         @get(gate.METADATA_PATH, include_in_schema=False, sync_to_thread=False)
         def metadata(request: Request[Any, Any, Any]) -> Response[dict[str, Any]]:
