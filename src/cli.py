@@ -321,7 +321,7 @@ def _tail(settings: Settings, subject: str, durable: str, fmt: str, limit: int |
     try:
         tail(url, subject, durable, sys.stdout, limit, fmt=fmt)
     except TailError as exc:
-        print(f"events tail: {exc}", file=sys.stderr)
+        print(f"context-service: {exc}", file=sys.stderr)
         return 1
     return 0
 

@@ -145,3 +145,9 @@ def test_piped_output_holds_no_progress_bar(idle_container: Container, database_
     assert exported.stdout == f"exported {head} events to {out}, last hash {last}\n"
     verified = run("history", "verify", str(out))
     assert verified.stdout == f"{out}: {head} lines, hash chain intact\n"
+
+
+def test_tail_without_nats_is_one_line_and_exit_1() -> None:
+    result = run("events", "tail", CS_NATS_URL=f"nats://u:pw@127.0.0.1:{closed_port()}")
+    message = one_line(result, 1)
+    assert "cannot reach NATS" in message and "pw" not in message

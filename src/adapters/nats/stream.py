@@ -1,7 +1,8 @@
 """The JetStream stream the relay publishes into (``CONTEXT_EVENTS`` on ``context.events.>``).
 
 ``ensure_stream`` is create-or-update and safe to run from every relay start: it creates the
-stream when missing and brings subjects, duplicate window and retention in line with the spec.
+stream when missing and brings subjects, duplicate window, age limit, retention (limits) and acks
+in line with the spec.
 ``last_envelope`` tells where the stream ends, for the relay to resume there.
 """
 
@@ -15,10 +16,12 @@ from nats.js.errors import NotFoundError
 from context_service.adapters.nats.envelope import SUBJECT_PREFIX, Envelope, decode
 
 STREAM_NAME = "CONTEXT_EVENTS"
+LOOK_BACK = 64  # messages searched, from the stream's end, for the relay's last one
 
 
 class StreamMismatchError(RuntimeError):
-    """The stream exists with a setting that cannot be changed in place (its storage type)."""
+    """The stream exists with a setting that cannot be changed in place (its storage type, or
+    work-queue retention)."""
 
 
 @dataclass(frozen=True)
@@ -61,25 +64,41 @@ async def ensure_stream(js: JetStreamContext, spec: StreamSpec) -> api.StreamInf
             f"stream {spec.name} uses {current.storage} storage; file storage is required "
             "(delete or rename the stream to let the relay recreate it)"
         )
+    if current.retention == api.RetentionPolicy.WORK_QUEUE:
+        raise StreamMismatchError(
+            f"stream {spec.name} is a work queue; limits retention is required (a work queue "
+            "deletes each event once one consumer acknowledged it; delete or rename the stream "
+            "to let the relay recreate it)"
+        )
     if (
         sorted(current.subjects or []) != sorted(spec.subjects)
         or not _same_seconds(current.duplicate_window, spec.duplicate_window)
         or not _same_seconds(current.max_age or 0.0, spec.max_age or 0.0)
+        # interest retention drops what no consumer is bound to; without acks the relay,
+        # which checkpoints acknowledged events only, never gets past its first message
+        or current.retention != api.RetentionPolicy.LIMITS
+        or current.no_ack
     ):
         return await js.update_stream(wanted)
     return info
 
 
 async def last_envelope(js: JetStreamContext, name: str) -> Envelope | None:
-    """The envelope of the stream's last message; ``None`` if empty, purged or not an envelope."""
-    last_seq = (await js.stream_info(name)).state.last_seq
-    if not last_seq:
-        return None
-    try:
-        message = await js.get_msg(name, last_seq)
-        return decode(message.data or b"")
-    except (NotFoundError, ValueError):
-        return None
+    """The envelope of the stream's last relayed message; ``None`` if empty or purged.
+
+    Messages that are not envelopes (another publisher's, on the stream's subjects) and deleted
+    ones are passed over, up to ``LOOK_BACK`` of them: the relay would otherwise go back to its
+    checkpoint and republish what the stream holds, duplicates once past the dedup window.
+    """
+    state = (await js.stream_info(name)).state
+    oldest = max(state.first_seq or 1, state.last_seq - LOOK_BACK + 1, 1)
+    for seq in range(state.last_seq, oldest - 1, -1):
+        try:
+            message = await js.get_msg(name, seq)
+            return decode(message.data or b"")
+        except (NotFoundError, ValueError):
+            continue
+    return None
 
 
 def _same_seconds(a: float | None, b: float | None) -> bool:

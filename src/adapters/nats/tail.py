@@ -2,7 +2,9 @@
 
 It is also the reference subscriber: a pull consumer with explicit acks, so a restart with the same
 ``--durable`` name continues after the last event it printed. Output is one JSON envelope per line
-(``json``) or one readable line per event (``text``). Ctrl-C stops it cleanly.
+(``json``) or one readable line per event (``text``); a message in the stream that is not an
+envelope (another publisher's) is noted on stderr and passed over. Ctrl-C stops it cleanly,
+handing back what it fetched but did not print, and reaches the caller as ``KeyboardInterrupt``.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext, api
 from nats.js.errors import APIError, NotFoundError
 
-from context_service.adapters.nats.envelope import SUBJECT_PREFIX
+from context_service.adapters.nats.envelope import SUBJECT_PREFIX, decode
 from context_service.adapters.nats.stream import STREAM_NAME
 from context_service.urls import redacted
 
@@ -51,7 +53,7 @@ def tail(
     if fmt not in ("json", "text"):
         raise ValueError("fmt must be 'json' or 'text'")
     progress = _Progress()
-    with contextlib.suppress(KeyboardInterrupt, BrokenPipeError):  # Ctrl-C, or `| head`
+    with contextlib.suppress(BrokenPipeError):  # `| head`; Ctrl-C is the caller's (exit 130)
         asyncio.run(
             tail_async(url, subject, durable, out, limit, stream, fmt, connect_wait, progress)
         )
@@ -77,11 +79,7 @@ async def tail_async(
         sub = await _subscribe(js, stream, subject, durable)
         while limit is None or progress.printed < limit:
             want = 256 if limit is None else min(256, limit - progress.printed)
-            for msg in await _fetch(sub, want):
-                out.write(_render(msg, fmt) + "\n")
-                out.flush()
-                await msg.ack()  # explicit: only what was printed is acknowledged
-                progress.printed += 1
+            await _print_batch(await _fetch(sub, want), out, fmt, progress)
         await nc.flush()
     finally:
         with contextlib.suppress(Exception):
@@ -153,6 +151,40 @@ def _covers(pattern: str, subject: str) -> bool:
     return len(wanted) == len(pattern.split("."))
 
 
+async def _print_batch(batch: list[Msg], out: TextIO, fmt: str, progress: _Progress) -> None:
+    """Print and acknowledge each message in turn (explicit acks: only what was printed).
+
+    Stopped part-way (Ctrl-C, a closed pipe), the fetched messages not printed yet are handed back
+    at once, in order: otherwise the server holds them until their ack wait runs out and the next
+    run of the same durable prints later events before them.
+    """
+    done = 0
+    try:
+        for msg in batch:
+            line = _render(msg, fmt)
+            if line is None:
+                _pass_over(msg)
+            else:
+                out.write(line + "\n")
+                out.flush()
+                progress.printed += 1
+            done += 1
+            await msg.ack()
+    except BaseException:
+        for msg in batch[done:]:
+            with contextlib.suppress(Exception):
+                await msg.nak()
+        raise
+
+
+def _pass_over(msg: Msg) -> None:
+    """Another publisher's message in the stream: noted on stderr, acknowledged, not printed
+    (standard output holds envelopes only, and ``--limit`` counts events)."""
+    seq = msg.metadata.sequence.stream
+    print(f"events tail: message {seq} on {msg.subject} is not an event envelope; passed over",
+          file=sys.stderr)
+
+
 async def _fetch(sub: JetStreamContext.PullSubscription, want: int) -> list[Msg]:
     try:
         return await sub.fetch(want, timeout=1.0)
@@ -163,14 +195,17 @@ async def _fetch(sub: JetStreamContext.PullSubscription, want: int) -> list[Msg]
         return []
 
 
-def _render(msg: Msg, fmt: str) -> str:
-    text = msg.data.decode("utf-8", errors="replace")
-    if fmt == "json":
-        return text
+def _render(msg: Msg, fmt: str) -> str | None:
+    """The line to print for ``msg``; ``None`` when it is not an event envelope."""
     try:
-        event: dict[str, Any] = msgspec.json.decode(msg.data)
-    except msgspec.DecodeError:
-        return f"{msg.subject} {text}"
+        decode(msg.data)  # the envelope's keys, with their types
+        event: dict[str, Any] = msgspec.json.decode(msg.data)  # ...and any key added since
+    except msgspec.DecodeError:  # ValidationError too
+        return None
+    if fmt == "json":
+        text = msg.data.decode()
+        # one envelope per line, whatever the publisher's layout
+        return msgspec.json.encode(event).decode() if "\n" in text or "\r" in text else text
     data = msgspec.json.encode(event.get("data")).decode()
     return (
         f"#{event.get('position')} {event.get('timestamp')} "
