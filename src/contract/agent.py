@@ -24,9 +24,13 @@ SetId = Annotated[str, _doc("an active context set visible to the credential; a 
 Task = Annotated[str, _doc("what the agent is working on, in plain words (not blank)",
                            minLength=1, maxLength=4000, pattern=f"[^{_SPACE}]")]
 Limit = Annotated[int, _doc("at most this many (default 5)", minimum=1, maximum=50, default=5)]
-# not later than the request: documented as a time before the document was written
-_PAST = _TIMESTAMP["pattern"].replace("(?:19|20)[0-9]{2}", "(?:19[0-9]{2}|20[01][0-9]|202[0-5])")
-_PAST_DATE = ("^(?:19[0-9]{2}|20[01][0-9]|202[0-5])-(?:0[1-9]|1[0-2])-(?:0[1-9]|1[0-9]|2[0-8])$")
+# the agent's times as an agent's client may check them before sending: every calendar day
+# (a date that does not exist, or a time later than the request, is the service's to refuse);
+# an agent framework that validates tool arguments refused this year's dates and the 29th-31st
+_DAY = "(?:0[1-9]|[12][0-9]|3[01])"
+_AGENT_TIME = _TIMESTAMP["pattern"].replace("(?:0[1-9]|1[0-9]|2[0-8])", _DAY)
+_PAST = _AGENT_TIME
+_PAST_DATE = f"^(?:19|20)[0-9]{{2}}-(?:0[1-9]|1[0-2])-{_DAY}$"
 
 # the value rules of answers, as the service writes them
 _Count = Annotated[int, _doc(minimum=0)]
@@ -53,7 +57,7 @@ class Budget(Request, kw_only=True):
 
 class AsOf(Request, kw_only=True):
     valid_time: Annotated[str, _doc("RFC 3339 with a zone: facts valid then (default: now)",
-                                    pattern=_TIMESTAMP["pattern"])] | None = None
+                                    pattern=_AGENT_TIME)] | None = None
     system_time: Annotated[str, _doc("RFC 3339 with a zone, not later than the request: the "
                                      "service's knowledge then (default: now)",
                                      pattern=_PAST)] | None = None
