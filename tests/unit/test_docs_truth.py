@@ -196,21 +196,23 @@ def _commands_of_fence(token: Token) -> Iterator[str]:
         yield from re.split(r"\|\||&&|[|;()]", line.split(" # ")[0])
 
 
+def _commands(document: Path) -> Iterator[str]:
+    """Every shell command the document shows: in its shell fences and its code spans."""
+    for token in _tokens(_parsed(document)):
+        if token.type == "fence" and token.info.strip() in SHELL_FENCES:
+            yield from _commands_of_fence(token)
+        elif token.type == "code_inline":
+            yield token.content
+
+
 def contextctl_invocations(document: Path, program: str = "contextctl") -> list[str]:
     """The arguments of every ``contextctl`` (or other ``program``) command in the document's
     shell fences and code spans."""
     found = []
-    for token in _tokens(_parsed(document)):
-        if token.type == "fence" and token.info.strip() in SHELL_FENCES:
-            commands = list(_commands_of_fence(token))
-        elif token.type == "code_inline":
-            commands = [token.content]
-        else:
-            continue
-        for command in commands:
-            match = re.match(rf"\s*(?:\S*=\S*\s+)*(?:\S*/)?{program}(?:\s+(.*))?$", command)
-            if match:
-                found.append(match.group(1) or "")
+    for command in _commands(document):
+        match = re.match(rf"\s*(?:\S*=\S*\s+)*(?:\S*/)?{program}(?:\s+(.*))?$", command)
+        if match:
+            found.append(match.group(1) or "")
     return found
 
 
@@ -327,23 +329,16 @@ def curl_requests(document: Path) -> list[tuple[str, str]]:
     """(method, path) of every ``curl`` command in the document's shell fences and code spans:
     ``-X``/``-XPOST`` names the method, a body without one means POST."""
     found = []
-    for token in _tokens(_parsed(document)):
-        if token.type == "fence" and token.info.strip() in SHELL_FENCES:
-            commands = list(_commands_of_fence(token))
-        elif token.type == "code_inline":
-            commands = [token.content]
-        else:
+    for command in _commands(document):
+        if not re.match(r"\s*curl\s", command):
             continue
-        for command in commands:
-            if not re.match(r"\s*curl\s", command):
-                continue
-            method = re.search(r"\s-X\s*([A-Z]+)", command)
-            url = re.search(r"(?:localhost|127\.0\.0\.1)(?::\d+)?(/[^\s'\"?]*)|\$\{?URL\}?"
-                            r"(/[^\s'\"?]*)", command)
-            if url:
-                body = re.search(r"\s(?:-d|--data\S*)\s", command)
-                verb = method.group(1) if method else "POST" if body else "GET"
-                found.append((verb, url.group(1) or url.group(2)))
+        method = re.search(r"\s-X\s*([A-Z]+)", command)
+        url = re.search(r"(?:localhost|127\.0\.0\.1)(?::\d+)?(/[^\s'\"?]*)|\$\{?URL\}?"
+                        r"(/[^\s'\"?]*)", command)
+        if url:
+            body = re.search(r"\s(?:-d|--data\S*)\s", command)
+            verb = method.group(1) if method else "POST" if body else "GET"
+            found.append((verb, url.group(1) or url.group(2)))
     return found
 
 
