@@ -53,16 +53,23 @@ def _choice(env: Mapping[str, str], key: str, choices: tuple[str, ...], default:
     return value
 
 
+def _non_negative(raw: str) -> float | None:
+    """``raw`` as a finite number of 0 or more; None when it is not one (NaN fails both
+    comparisons)."""
+    try:
+        value = float(raw)
+    except ValueError:
+        return None
+    return value if 0 <= value < float("inf") else None
+
+
 def _seconds(env: Mapping[str, str], key: str, default: float) -> float:
     """A number of seconds from 0 to a day; unset or empty means ``default``."""
     raw = env.get(key, "").strip()
     if not raw:
         return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value < float("inf"):  # NaN fails both comparisons
+    value = _non_negative(raw)
+    if value is None:
         raise SettingsError(f"{key} must be a number of seconds (0 or more), got {raw!r}")
     if value > MAX_WAIT_SECONDS:
         raise SettingsError(f"{key} must be at most {MAX_WAIT_SECONDS} seconds (a day), "
@@ -75,11 +82,8 @@ def _rate(env: Mapping[str, str], key: str, what: str, default: float) -> float:
     raw = env.get(key, "").strip()
     if not raw:
         return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value < float("inf"):
+    value = _non_negative(raw)
+    if value is None:
         raise SettingsError(f"{key} must be a number of {what} per second (0 or more; 0 turns "
                             f"the limit off), got {raw!r}")
     return value
@@ -113,10 +117,6 @@ def _address(key: str, raw: str) -> tuple[str, int]:
             f"{key} must be host:port with a port from 1 to 65535 (such as 127.0.0.1:8080, "
             f"[::1]:8080, or :8080 for every interface), got {raw!r}")
     return (host or "0.0.0.0", int(port))
-
-
-def _listen(raw: str) -> tuple[str, int]:
-    return _address("CS_LISTEN_ADDR", raw)
 
 
 def _workers(env: Mapping[str, str]) -> tuple[str, ...]:
@@ -186,11 +186,11 @@ class Settings:
 
     @property
     def listen_host(self) -> str:
-        return _listen(self.listen_addr)[0]
+        return _address("CS_LISTEN_ADDR", self.listen_addr)[0]
 
     @property
     def listen_port(self) -> int:
-        return _listen(self.listen_addr)[1]
+        return _address("CS_LISTEN_ADDR", self.listen_addr)[1]
 
     @property
     def allowed_host_names(self) -> frozenset[str]:
@@ -240,7 +240,7 @@ class Settings:
 
     def _check_together(self) -> None:
         """Settings each valid alone that cannot hold together."""
-        http = _listen(self.listen_addr)
+        http = _address("CS_LISTEN_ADDR", self.listen_addr)
         nats = _address("CS_NATS_LISTEN", self.nats_listen)
         embedded_nats = self.nats_url is None and "relay" in self.workers
         if embedded_nats and http[1] == nats[1] and (
