@@ -12,7 +12,6 @@ from datetime import datetime
 
 from context_service.adapters.eventstore.mapper import from_stored
 from context_service.adapters.eventstore.store import EVENTS_TABLE, EventStore
-from context_service.domain.context.events import ContextAdopted, ContextCreated
 from context_service.domain.context.state import ContextState, evolve
 from context_service.domain.stream import Recorded, context_stream
 
@@ -55,14 +54,6 @@ class Timeline:
         while batch := self._select(stream_ids, after, stop, None):
             yield from batch
             after = batch[-1].position
-
-    def generation_start(self, namespace: str, name: str) -> int:
-        """Log position of the create that began the context's current generation."""
-        start = 0
-        for recorded in self._every([context_stream(namespace, name).id], None):
-            if isinstance(recorded.event, ContextCreated | ContextAdopted):
-                start = recorded.position
-        return start
 
     def events(self, namespace: str, name: str, after: int, limit: int | None,
                since: int) -> list[Recorded]:
