@@ -15,6 +15,7 @@ from msgspec import UNSET, UnsetType
 from context_service.contract.base import Answer, Request
 from context_service.contract.base import doc as _doc
 from context_service.contract.base import one_of as _one_of
+from context_service.contract.values import DATE as _DATE
 from context_service.contract.values import SPACE as _SPACE
 from context_service.contract.values import TEXT as _TEXT
 from context_service.contract.values import TIMESTAMP as _TIMESTAMP
@@ -24,13 +25,13 @@ SetId = Annotated[str, _doc("an active context set visible to the credential; a 
 Task = Annotated[str, _doc("what the agent is working on, in plain words (not blank)",
                            minLength=1, maxLength=4000, pattern=f"[^{_SPACE}]")]
 Limit = Annotated[int, _doc("at most this many (default 5)", minimum=1, maximum=50, default=5)]
-# the agent's times as an agent's client may check them before sending: every calendar day
-# (a date that does not exist, or a time later than the request, is the service's to refuse);
-# an agent framework that validates tool arguments refused this year's dates and the 29th-31st
-_DAY = "(?:0[1-9]|[12][0-9]|3[01])"
-_AGENT_TIME = _TIMESTAMP["pattern"].replace("(?:0[1-9]|1[0-9]|2[0-8])", _DAY)
+# the agent's times as an agent's client may check them before sending: the request times' rule,
+# every calendar day and year (a date that does not exist, or a time later than the request, is
+# the service's to refuse); an agent framework that validates tool arguments refused this
+# year's dates and the 29th-31st
+_AGENT_TIME = {key: rule for key, rule in _TIMESTAMP.items() if key != "type"}
 _PAST = _AGENT_TIME
-_PAST_DATE = f"^(?:19|20)[0-9]{{2}}-(?:0[1-9]|1[0-2])-{_DAY}$"
+_PAST_DATE = f"^{_DATE}$"
 
 # the value rules of answers, as the service writes them
 _Count = Annotated[int, _doc(minimum=0)]
@@ -57,10 +58,10 @@ class Budget(Request, kw_only=True):
 
 class AsOf(Request, kw_only=True):
     valid_time: Annotated[str, _doc("RFC 3339 with a zone: facts valid then (default: now)",
-                                    pattern=_AGENT_TIME)] | None = None
+                                    **_AGENT_TIME)] | None = None
     system_time: Annotated[str, _doc("RFC 3339 with a zone, not later than the request: the "
                                      "service's knowledge then (default: now)",
-                                     pattern=_PAST)] | None = None
+                                     **_PAST)] | None = None
 
 
 class Filters(Request, kw_only=True):

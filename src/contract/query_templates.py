@@ -10,20 +10,21 @@ from typing import Annotated, Any, ClassVar
 from msgspec import UNSET
 
 from context_service.contract.base import Closed, Request, doc, one_of
-from context_service.contract.values import FREE, INT64, TEXT, Label, Stamp
+from context_service.contract.values import CLOCK, DATE, FREE, INT64, OFFSET, TEXT, Label, Stamp
 
 PARAMETER_TYPES = ("text", "integer", "number", "boolean", "date", "timestamp")
 MAX_DESCRIPTION, MAX_SQL, MAX_PARAMETERS = 1000, 20000, 20
 
-_DATE = "^[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|1[0-9]|2[0-8])"
-# the JSON form of a default, by parameter type (a date documented as one every month has)
+# the JSON form of a default, by parameter type, as registration reads it (spec 11.4): every
+# calendar day (a date that does not exist is refused, 400); a timestamp's ``T`` may also be a
+# space, its fraction has any number of digits and its offset is any under a day (a run binds
+# the instant, also one an offset moves out of years 1-9999)
 FORMS: dict[str, dict[str, Any]] = {
     "text": FREE, "integer": INT64, "number": {"type": "number"},
     "boolean": {"type": "boolean"},
-    "date": {"type": "string", "pattern": _DATE + "$"},
-    "timestamp": {"type": "string", "pattern":
-                  _DATE + "T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\\.[0-9]{1,6})?"
-                  "(?:Z|[+-](?:0[0-9]|1[0-3]):00)$"}}
+    "date": {"type": "string", "pattern": f"^{DATE}$"},
+    "timestamp": {"type": "string",
+                  "pattern": f"^{DATE}[Tt ]{CLOCK}(?:\\.[0-9]+)?(?:[Zz]|{OFFSET})$"}}
 _PARAMETER_NAME: dict[str, Any] = {"type": "string", "pattern": "^[a-z_][a-z0-9_]{0,62}$",
                                    "description": "distinct within the template"}
 

@@ -1,7 +1,9 @@
 """The value rules of the API as JSON Schema, for documentation: what the service enforces and
 writes, so a client or a fuzzer reading the document sends values the service accepts. Values
 whose full rule no regular expression states (sizes, durations) are documented by a pattern
-every value of which is valid.
+every value of which is valid; dates are the exception (``DATE``): every day 01-31 of every month,
+so that a client checking a value against the document never refuses a month's end, and a date
+that does not exist is the route's 400.
 
 Each rule is a schema (``NAME``) and an annotated type for contract Structs (``Name``), whose
 bounds decoding does not enforce: the routes check them in the specification's order.
@@ -31,9 +33,21 @@ FREE: Schema = {"type": "string", "pattern": "^[^\\u0000]*$"}
 SPACE = "\\t-\\r\\x1c-\\x20\\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000"
 TEXT: Schema = {"type": "string",  # not blank
                 "pattern": f"^[^\\u0000]*[^\\u0000{SPACE}][^\\u0000]*$"}
-TIMESTAMP: Schema = {"type": "string", "pattern":
-                     "^(?:19|20)[0-9]{2}-(?:0[1-9]|1[0-2])-(?:0[1-9]|1[0-9]|2[0-8])"
-                     "T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\\.[0-9]{1,6})?Z$"}
+# The calendar as a pattern states it: every day 01-31 of every month of years 0001-9999. A date
+# that does not exist (February 30th, April 31st, February 29th of a common year) is the route's
+# to refuse (400): a client or an agent framework checking a value against the schema must not
+# refuse a month's last days, as a cap at the 28th did.
+DAY = "(?:0[1-9]|[12][0-9]|3[01])"
+YEAR = "(?:[0-9]{3}[1-9]|[0-9]{2}[1-9]0|[0-9][1-9]00|[1-9]000)"  # not 0000
+DATE = f"{YEAR}-(?:0[1-9]|1[0-2])-{DAY}"
+CLOCK = "(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
+OFFSET = "[+-](?:[01][0-9]|2[0-3]):[0-5][0-9]"  # RFC 3339's, under a day as Python reads it
+# A request's time (spec 1.1.2) as the routes parse it: RFC 3339 with a zone, ``T`` and ``Z`` in
+# either case, any number of fraction digits (those past microseconds truncated), at most 64
+# characters (``domain.values.MAX_TIMESTAMP``). Beyond the calendar, no pattern states an
+# instant that an offset moves before year 1 or past 9999: also the route's 400.
+TIMESTAMP: Schema = {"type": "string", "maxLength": 64,
+                     "pattern": f"^{DATE}[Tt]{CLOCK}(?:\\.[0-9]+)?(?:[Zz]|{OFFSET})$"}
 INT64: Schema = {"type": "integer", "minimum": -(2**63), "maximum": 2**63 - 1}
 POSITION: Schema = {"type": "string", "pattern": "^[0-9]{1,18}$"}
 PERMISSION: Schema = {"type": "string",

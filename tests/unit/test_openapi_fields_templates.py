@@ -54,7 +54,7 @@ QUERIES = [
     ({"collectionId": "c", "fields": ["a"], "filters": [{"field": "a", "op": "like"}]}, False),
     ({"collectionId": "c", "aggregate": {"functions": [{"op": "sum"}]}}, False),
     ({"collectionId": "c", "aggregate": {"functions": []}}, False),
-    ({"collectionId": "c", "fields": ["a"], "knownAt": "2999-01-01"}, False),
+    ({"collectionId": "c", "fields": ["a"], "knownAt": "0000-01-01"}, False),
 ]
 
 
@@ -90,7 +90,7 @@ TEMPLATES = [
     ({"sql": " \n"}, False),
     ({"parameters": [{"name": "r", "type": "json"}]}, False),
     ({"parameters": [{"name": "r", "type": "integer", "required": True, "default": 1}]}, False),
-    ({"parameters": [{"name": "r", "type": "date", "default": "2024-02-30"}]}, False),
+    ({"parameters": [{"name": "r", "type": "date", "default": "2024-02-32"}]}, False),
     ({"parameters": [{"name": "Bad", "type": "text"}]}, False),
     ({"maxRows": 0}, False),
     ({"timeoutMs": 10001}, False),
