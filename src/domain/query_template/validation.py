@@ -16,9 +16,10 @@ from context_service.domain.values import is_dns_label, quote
 MAX_DESCRIPTION, MAX_SQL, MAX_PARAMETERS = 1000, 20000, 20
 _PARAMETER_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _KEYWORD = re.compile(r"(select|with)(?![A-Za-z0-9_$\u0080-\uffff])", re.IGNORECASE)
-_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-_TIMESTAMP = re.compile(
-    r"(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}:\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})")
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+# an offset's minutes are 00-59 (RFC 3339); Python would read ``+05:60`` as ``+06:00``
+_TIMESTAMP = re.compile(r"([0-9]{4}-[0-9]{2}-[0-9]{2})[Tt ]([0-9]{2}:[0-9]{2}:[0-9]{2})"
+                        r"(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-5][0-9])")
 _CYCLE = 400  # years after which the Gregorian calendar repeats itself
 INT_MIN, INT_MAX = -(2**63), 2**63 - 1
 
