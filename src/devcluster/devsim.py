@@ -308,11 +308,10 @@ class DevSimulator:
             template = (
                 self._get(SANDBOX_TEMPLATE, namespace, template_name) if template_name else None
             )
-            if pool is None or template is None:
-                missing = (
-                    f'warm pool "{pool_name}"' if pool is None else f'template "{template_name}"'
+            if pool is None or template is None or meta(pool).get("deletionTimestamp"):
+                failed = condition(
+                    False, "WarmPoolNotReady", _unready(pool_name, pool, template_name)
                 )
-                failed = condition(False, "WarmPoolNotReady", f"{missing} not found")
                 self._set_ready(SANDBOX_CLAIM, claim, {"conditions": [failed]})
                 return
             self._create(SANDBOX, namespace, claimed_sandbox(claim, template))
@@ -345,3 +344,13 @@ class DevSimulator:
                 "boundVolumeSnapshotContentName": f"snapcontent-{m['uid']}",
             }
             self._status(SNAPSHOT, m["namespace"], m["name"], ready)
+
+
+def _unready(pool_name: str, pool: JSON | None, template_name: str) -> str:
+    """Why a warm pool serves no new claim. One being deleted takes its pre-started sandboxes
+    with it; a claim it served before keeps its own."""
+    if pool is None:
+        return f'warm pool "{pool_name}" not found'
+    if meta(pool).get("deletionTimestamp"):
+        return f'warm pool "{pool_name}" is being deleted'
+    return f'template "{template_name}" not found'

@@ -200,6 +200,7 @@ class WarmPoolInfo(msgspec.Struct, frozen=True, kw_only=True):
     template: str  # spec.sandboxTemplateRef.name
     replicas: int
     ready_replicas: int = 0
+    deleting: bool = False  # its sandboxes go with it: no claim on it is ever served
 
 
 # Objects whose fields the service sets were edited: (kind, name) -> paths of the edited fields,

@@ -285,3 +285,20 @@ def test_pool_lookups_and_deletes(backend: Backend) -> None:
     assert cluster.get_sandbox(backend.ns, "sandbox-docs-0") is None
     assert cluster.delete_sandbox_claim(backend.ns, "claim-docs-0") is True
     assert cluster.delete_sandbox_claim(backend.ns, "missing") is False
+
+
+def test_a_warm_pool_being_deleted_says_so(backend: Backend) -> None:
+    """A pool claiming from a warm pool on its way out would never be served (spec 2.3
+    step 9 refuses it): the lookup reports the deletion."""
+    pool: JSON = {
+        "apiVersion": "extensions.agents.x-k8s.io/v1beta1",
+        "kind": "SandboxWarmPool",
+        "metadata": {"name": "going"},
+        "spec": {"replicas": 1, "sandboxTemplateRef": {"name": "developer"}},
+    }
+    backend.put_deleting("sandboxwarmpools", pool)
+    backend.put("sandboxwarmpools", {**pool, "metadata": {"name": "staying"}})
+    going = backend.cluster.get_warm_pool(backend.ns, "going")
+    staying = backend.cluster.get_warm_pool(backend.ns, "staying")
+    assert going is not None and going.deleting
+    assert staying is not None and not staying.deleting

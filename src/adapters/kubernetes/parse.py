@@ -193,6 +193,7 @@ def warm_pool(item: JSON) -> WarmPoolInfo:
         template=text(obj(spec.get("sandboxTemplateRef")).get("name")),
         replicas=_int(spec.get("replicas")),
         ready_replicas=_int(status.get("readyReplicas")),
+        deleting=bool(meta(item).get("deletionTimestamp")),
     )
 
 

@@ -2,7 +2,7 @@
 label are grouped by pool and become one ``SandboxPoolRequested(adopted=True)`` each. Pure.
 A group this service could not have made (a label value that is no pool name, a replica count
 outside 1 to 100, Sandboxes of a managed workspace whose PVCs are gone) is reported instead: the
-reconciler could never converge it."""
+reconciler could never converge it. So is a group whose every object is being deleted."""
 
 from __future__ import annotations
 
@@ -35,12 +35,35 @@ def _positive(raw: str | None) -> int | None:
 
 def group_pools(objects: PoolObjects, namespace: str, now: datetime,
                 actor: str) -> list[PoolImport]:
+    staying = _not_deleting(objects)
+    live = _names(staying)
+    return [_group(staying, live, namespace, name, now, actor)
+            for name in sorted(_names(objects))]
+
+
+def _names(objects: PoolObjects) -> set[str]:
     labels = [*(o.labels for o in objects.sandboxes), *(o.labels for o in objects.sandbox_claims),
               *(o.labels for o in objects.claims)]
-    names = sorted({found.get(POOL_LABEL, "") for found in labels} - {""})
-    return [_one(objects, namespace, name, now, actor) if is_context_name(name)
-            else PoolImport(name, None, "pool name is not a lowercase Kubernetes name no longer "
-                            "than 50 characters") for name in names]
+    return {found.get(POOL_LABEL, "") for found in labels} - {""}
+
+
+def _not_deleting(objects: PoolObjects) -> PoolObjects:
+    """Only objects that stay describe a pool: those being deleted are a release (here or by a
+    former installation) running its course, and importing them made the pool live again, its
+    reconciler recreating what the release removes."""
+    return PoolObjects(sandboxes=tuple(s for s in objects.sandboxes if not s.deleting),
+                       sandbox_claims=tuple(c for c in objects.sandbox_claims if not c.deleting),
+                       claims=tuple(c for c in objects.claims if not c.deleting))
+
+
+def _group(staying: PoolObjects, live: set[str], namespace: str, name: str, now: datetime,
+           actor: str) -> PoolImport:
+    if not is_context_name(name):
+        return PoolImport(name, None, "pool name is not a lowercase Kubernetes name no longer "
+                          "than 50 characters")
+    if name not in live:
+        return PoolImport(name, None, "its objects are being deleted")
+    return _one(staying, namespace, name, now, actor)
 
 
 def _one(objects: PoolObjects, namespace: str, name: str, now: datetime,

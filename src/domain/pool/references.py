@@ -8,13 +8,16 @@ the live contexts recorded in ``CS_NAMESPACE`` whose PVC the pool would create.
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable
 from typing import Any
 
 from context_service.domain.cluster import (
     MANAGED_BY,
     MANAGER,
+    POOL_LABEL,
     BuiltinRuntime,
+    ClaimInfo,
     Cluster,
     ClusterError,
     ProfileRuntime,
@@ -27,35 +30,51 @@ from context_service.domain.cluster import (
 from context_service.domain.errors import PoolExistsError, PoolReferenceInvalidError
 from context_service.domain.pool.commands import RequestPool
 from context_service.domain.pool.events import Workspace
-from context_service.domain.values import canonical_quantity, is_positive_quantity, quote
+from context_service.domain.pool.state import PoolState
+from context_service.domain.values import (
+    canonical_quantity,
+    is_context_name,
+    is_positive_quantity,
+    quote,
+)
 
 TEMPLATE_ONLY_KEYS = ("networkPolicy", "networkPolicyManagement", "envVarsInjectionPolicy",
                       "volumeClaimTemplatesPolicy")
 
 
+def _none_recorded(name: str) -> PoolState:
+    return PoolState()
+
+
 def resolve(cluster: Cluster, namespace: str, request: RequestPool, strategy: str,
-            image: str, service_account: str) -> tuple[Runtime | None, Workspace | None]:
-    """The runtime blueprint and, for an existing claim, the claim as read now."""
+            image: str, service_account: str,
+            recorded: Callable[[str], PoolState] = _none_recorded,
+            ) -> tuple[Runtime | None, Workspace | None]:
+    """The runtime blueprint and, for an existing claim, the claim as read now. ``recorded``
+    loads one pool of the log by name: an existing claim may be no live pool's workspace."""
     if strategy == "warm-pool":
-        if _missing(lambda: cluster.get_warm_pool(namespace, request.warm_pool_ref)):
-            raise PoolReferenceInvalidError(f"warm pool {quote(request.warm_pool_ref)} not found")
+        _warm_pool(cluster, namespace, request.warm_pool_ref)
         return None, None
     runtime: Runtime = BuiltinRuntime(image=image, service_account=service_account)
     if request.sandbox_profile:
         runtime = _profile(cluster, namespace, request.sandbox_profile, service_account)
     claim = None
     if strategy == "existing-claim":
-        claim = _existing_claim(cluster, namespace, request)
+        claim = _existing_claim(cluster, namespace, request, recorded)
     return runtime, claim
 
 
-def _missing(read: Any) -> bool:
+def _warm_pool(cluster: Cluster, namespace: str, ref: str) -> None:
     try:
-        return read() is None
+        pool = cluster.get_warm_pool(namespace, ref)
     except ClusterError as exc:
-        if exc.not_found or exc.api_not_installed:
-            return True
-        raise
+        if not (exc.not_found or exc.api_not_installed):
+            raise
+        pool = None
+    if pool is None:
+        raise PoolReferenceInvalidError(f"warm pool {quote(ref)} not found")
+    if pool.deleting:  # its sandboxes go with it: the claims would stay provisioning for good
+        raise PoolReferenceInvalidError(f"warm pool {quote(ref)} is being deleted")
 
 
 def _profile(cluster: Cluster, namespace: str, profile: str,
@@ -141,13 +160,18 @@ def _uses_workspace(pod_spec: dict[str, Any]) -> bool:
     return False
 
 
-def _existing_claim(cluster: Cluster, namespace: str, request: RequestPool) -> Workspace:
+def _existing_claim(cluster: Cluster, namespace: str, request: RequestPool,
+                    recorded: Callable[[str], PoolState]) -> Workspace:
     name = quote(request.claim_name)
     claim = cluster.get_claim(namespace, request.claim_name)
     if claim is None:
         raise PoolReferenceInvalidError(f"workspace claim {name} not found")
     if claim.deleting:  # no new Pod can mount it: the pool would stay provisioning for good
         raise PoolReferenceInvalidError(f"workspace claim {name} is being deleted")
+    if (owner := _owning_pool(claim)):
+        raise PoolReferenceInvalidError(
+            f"workspace claim {name} belongs to sandbox pool {quote(owner)}")
+    ensure_claim_wanted_by_no_pool(recorded, request.claim_name)
     if (request.replicas or 0) > 1 and "ReadWriteMany" not in claim.access_modes:
         raise PoolReferenceInvalidError(
             f"workspace claim {name} must support ReadWriteMany for multiple sandboxes")
@@ -155,6 +179,15 @@ def _existing_claim(cluster: Cluster, namespace: str, request: RequestPool) -> W
     return Workspace(size=size, access_mode=claim.access_modes[0] if claim.access_modes else "",
                      storage_class=claim.storage_class, claim_name=request.claim_name,
                      read_only=request.read_only)
+
+
+def _owning_pool(claim: ClaimInfo) -> str:
+    """The pool whose workspace a PVC is ("" for none). Such a PVC lives and dies with that
+    pool (spec 6.9 deletes it at release, spec 6.10 adopts it with its pool), so no other pool
+    may mount it as the caller's claim. A context's PVC is no pool's: it is meant to be shared."""
+    if claim.labels.get(MANAGED_BY) != MANAGER:
+        return ""
+    return claim.labels.get(POOL_LABEL, "")
 
 
 def ensure_name_free(cluster: Cluster, namespace: str, name: str, strategy: str,
@@ -180,6 +213,24 @@ def ensure_name_free(cluster: Cluster, namespace: str, name: str, strategy: str,
     if strategy == "shared" and cluster.get_claim(
             namespace, workspace_claim_name(name, None)) is not None:
         raise PoolExistsError()
+
+
+WORKSPACE_CLAIM = re.compile(r"(?P<pool>.+)-workspace(?:-(?P<index>0|[1-9][0-9]*))?")
+
+
+def ensure_claim_wanted_by_no_pool(recorded: Callable[[str], PoolState], claim: str) -> None:
+    """400 when a live pool recorded in the log wants ``claim`` as its workspace PVC (spec 6.7
+    names). Until the reconciler made it, a PVC of that name without owner labels is taken as
+    the pool's own and labelled, and from then on that pool's release deletes it: it is no
+    caller's claim, even before its labels say so. ``recorded`` loads one pool by name."""
+    match = WORKSPACE_CLAIM.fullmatch(claim)
+    owner = match["pool"] if match else ""
+    if not is_context_name(owner):
+        return
+    state = recorded(owner)
+    if state.live and claim in workspace_claim_names(owner, state.strategy, state.replicas):
+        raise PoolReferenceInvalidError(
+            f"workspace claim {quote(claim)} belongs to sandbox pool {quote(owner)}")
 
 
 def workspace_claim_names(name: str, strategy: str, replicas: int) -> list[str]:

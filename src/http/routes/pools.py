@@ -112,7 +112,8 @@ def create_pool(request: Request[Any, Any, Any],
     cluster = _cluster(pools)
     try:
         runtime, claim = resolve(cluster, pools.namespace, command, strategy,
-                                 pools.sandbox_image, pools.sandbox_service_account)
+                                 pools.sandbox_image, pools.sandbox_service_account,
+                                 recorded=lambda pool: pools.pools.load(pool)[1])
         _, current = pools.pools.load(command.name)
         if current.live:
             raise PoolExistsError()
