@@ -6,6 +6,9 @@ JetStream rejects a message whose predecessor is missing instead of storing it o
 Resume: after the stream's last message when the log agrees with it, else after the checkpoint
 (saved only after acks, in batches); ``Nats-Msg-Id`` = position deduplicates any republish.
 Any failure ends the session (connection); the relay backs off and starts a new one.
+A full stream (discard policy "new" at its limits, or JetStream out of storage) refuses the next
+event: the relay waits for room, retrying at its longest backoff, drops nothing, shows it as
+``stream_full`` and logs an error naming the limit to change (once per ``full_report_interval``).
 An event of a type this version does not know (a newer version's, during a rolling upgrade) is
 published like any other, with the fields it was stored with; it is logged once per type and
 counted, never a reason to stop.
@@ -28,6 +31,7 @@ from typing import Any, TypeVar
 import msgspec
 from nats.aio.client import Client
 from nats.js import JetStreamContext, api
+from nats.js.errors import APIError
 
 from context_service.adapters.nats.envelope import (
     MSG_ID_HEADER,
@@ -37,7 +41,12 @@ from context_service.adapters.nats.envelope import (
     envelope_of,
     subject_for,
 )
-from context_service.adapters.nats.stream import StreamSpec, ensure_stream, last_envelope
+from context_service.adapters.nats.stream import (
+    StreamSpec,
+    ensure_stream,
+    full_limit,
+    last_envelope,
+)
 from context_service.domain.registry import EVENTS
 from context_service.projections.outbox import EventFeed, PositionStore
 from context_service.urls import redacted
@@ -63,6 +72,15 @@ class ConnectionLostError(ConnectionError):
     """The NATS connection closed during a session."""
 
 
+class StreamFullError(RuntimeError):
+    """The stream refused the event at ``position``: it has no room under ``limit``."""
+
+    def __init__(self, stream: str, limit: str, position: int, cause: str) -> None:
+        super().__init__(f"stream {stream} is full ({cause}); the event at position "
+                         f"{position} waits for room")
+        self.stream, self.limit, self.position, self.cause = stream, limit, position, cause
+
+
 @dataclass(frozen=True)
 class RelaySettings:
     """How the relay talks to NATS. Defaults suit one process on one machine."""
@@ -79,6 +97,7 @@ class RelaySettings:
     backoff_initial: float = 0.1
     backoff_max: float = 5.0
     client_name: str = "context-service-relay"
+    full_report_interval: float = 60.0  # seconds between the error lines of a full stream
 
 
 @dataclass(frozen=True)
@@ -87,7 +106,7 @@ class RelayStats:
     ones JetStream already had, ``omitted`` the events published without their data (larger than
     the server's ``max_payload``), ``unknown`` the events of a type this version does not know
     (published as stored; a republish counts again); ``last_position`` is the last acknowledged
-    position."""
+    position; ``stream_full`` is true while the stream refuses events for want of room."""
 
     published: int
     duplicates: int
@@ -99,6 +118,7 @@ class RelayStats:
     last_error: str | None
     omitted: int = 0
     unknown: int = 0
+    stream_full: bool = False
 
 
 class Relay:
@@ -117,11 +137,14 @@ class Relay:
         self._settings = settings
         self._published = self._duplicates = self._errors = self._omitted = self._unknown = 0
         self._unknown_types: set[str] = set()  # logged once each
+        self._limit_rechecked = 0  # position of the last too-large event: limit read again
         self._acked: int | None = None  # last acknowledged position, once loaded
         self._saved = self._unsaved = 0
         self._last_save = 0.0
         self._connected = self._failing = self._stop_requested = False
         self._last_error: str | None = None
+        self._stream_full = False
+        self._full_reported: float | None = None  # when the full stream was last logged
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping: asyncio.Event | None = None
         self._lost: asyncio.Event | None = None
@@ -143,6 +166,7 @@ class Relay:
             last_error=self._last_error,
             omitted=self._omitted,
             unknown=self._unknown,
+            stream_full=self._stream_full,
         )
 
     # -- threaded API -------------------------------------------------------------------------
@@ -221,6 +245,8 @@ class Relay:
                     self._note_error(exc)
                     if self._published + self._duplicates > before:
                         backoff = self._settings.backoff_initial
+                    if isinstance(exc, StreamFullError):  # room comes back slowly, if at all
+                        backoff = self._settings.backoff_max
                     await self._pause(backoff * random.uniform(0.8, 1.2))
                     backoff = min(backoff * 2, self._settings.backoff_max)
             try:
@@ -298,28 +324,47 @@ class Relay:
                 if chained:
                     headers[EXPECTED_LAST_MSG_ID] = str(cursor)
                 payload = self._payload(envelope, headers, max_payload)
+                if payload is None:
+                    return  # a new session, to read the server's max_payload again
                 if chained:
                     while len(self._pending) >= settings.max_in_flight:
                         await self._settle_one()
                     future = await js.publish_async(subject, payload, headers=headers)
                     self._pending.append((position, future))
                 else:
-                    ack = await js.publish(
-                        subject, payload, timeout=settings.ack_timeout, headers=headers
-                    )
+                    try:
+                        ack = await js.publish(
+                            subject, payload, timeout=settings.ack_timeout, headers=headers
+                        )
+                    except APIError as exc:
+                        self._raise_if_full(exc, position)
+                        raise
                     self._on_ack(position, ack)
                     chained = not ack.duplicate
                 cursor = position
             await self._save()
 
-    def _payload(self, envelope: Envelope, headers: dict[str, str], max_payload: int) -> bytes:
+    def _payload(
+        self, envelope: Envelope, headers: dict[str, str], max_payload: int
+    ) -> bytes | None:
         """The message body; for an event the server cannot take (its ``max_payload`` counts the
         headers too), the envelope with empty ``data`` and ``Cs-Data-Omitted`` set, so the relay
-        goes on instead of failing at it for ever (the log keeps the whole event)."""
+        goes on instead of failing at it for ever (the log keeps the whole event).
+
+        ``None`` the first time an event is too large: a config reload changes the server's limit
+        without telling connected clients, so before data is left out for good the limit is read
+        again on a new connection (an operator may have raised it for just this event).
+        """
         payload = encode(envelope)
         size = len(payload) + _HEADER_BLOCK + sum(len(k) + len(v) + 4 for k, v in headers.items())
         if max_payload <= 0 or size <= max_payload:
             return payload
+        if self._limit_rechecked != envelope.position:
+            self._limit_rechecked = envelope.position
+            log.info("relay: the event at position %d (%d bytes) exceeds the max_payload of %d "
+                     "bytes NATS announced on connecting; reconnecting to read its current one",
+                     envelope.position, size, max_payload)
+            return None
         self._omitted += 1
         log.error("relay: the event at position %d (%s, %d bytes) exceeds the server's "
                   "max_payload of %d bytes; published without its data",
@@ -356,14 +401,28 @@ class Relay:
             self._duplicates += 1
         else:
             self._published += 1
+            if self._stream_full:
+                self._stream_full, self._full_reported = False, None
+                log.info("relay: stream %s has room again; published up to position %d",
+                         self._settings.stream.name, position)
         self._acked = position
         self._unsaved += 1
 
     async def _settle_one(self) -> None:
         position, future = self._pending[0]
-        ack = await future  # the watchdog and the closed callback fail it when it cannot come
+        try:
+            ack = await future  # the watchdog and the closed callback fail it when it cannot come
+        except APIError as exc:
+            self._raise_if_full(exc, position)
+            raise
         self._pending.popleft()
         self._on_ack(position, ack)
+
+    def _raise_if_full(self, exc: APIError, position: int) -> None:
+        limit = full_limit(exc)
+        if limit is not None:
+            raise StreamFullError(self._settings.stream.name, limit, position,
+                                  exc.description or "refused") from exc
 
     async def _settle_all(self) -> None:
         while self._pending:
@@ -438,14 +497,52 @@ class Relay:
 
     def _note_error(self, exc: BaseException) -> None:
         self._errors += 1
-        self._last_error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-        (log.debug if self._failing else log.warning)("relay: %s; retrying", self._last_error)
+        error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        # a retry failing the same way again is noise; a new cause (NATS back, but with a
+        # stream the relay refuses) is what the operator must read
+        repeated = self._failing and error == self._last_error
+        self._last_error = error
+        if isinstance(exc, StreamFullError):
+            self._note_full(exc)  # its own line: the connection itself is fine
+            return
+        (log.debug if repeated else log.warning)("relay: %s; retrying", error)
         self._failing = True
 
+    def _note_full(self, exc: StreamFullError) -> None:
+        """Log a full stream at once, then once per ``full_report_interval`` while it lasts."""
+        self._stream_full = True
+        now = time.monotonic()
+        if (self._full_reported is not None
+                and now - self._full_reported < self._settings.full_report_interval):
+            log.debug("relay: %s; retrying", self._last_error)
+            return
+        self._full_reported = now
+        log.error("relay: stream %s is full and refuses new events (%s): publishing waits at "
+                  "position %d, retried every %gs, and no event is dropped. %s",
+                  exc.stream, exc.cause, exc.position, self._settings.backoff_max,
+                  _room_advice(exc.limit),
+                  extra={"stream": exc.stream, "limit": exc.limit, "position": exc.position})
+
     async def _on_nats_error(self, exc: Exception) -> None:
+        if isinstance(exc, APIError):
+            # nats-py raises the error answer to an async publish (400, 503: a full stream, a
+            # wrong expected last id) into this callback instead of failing its future. Answers
+            # come in order, so the oldest message still waiting is the refused one: fail it
+            # (and those after it) with the cause, instead of waiting out ack_timeout.
+            self._fail_pending(exc)
         log.debug("relay: nats client error: %r", exc)
 
     async def _on_closed(self) -> None:
         if self._lost is not None:
             self._lost.set()
         self._fail_pending(ConnectionLostError("NATS connection closed"))
+
+
+def _room_advice(limit: str) -> str:
+    """What an operator can change to make room, for the limit a full stream ran into."""
+    if limit == "storage":
+        return ("JetStream has no storage left for it: raise the server's max_file_store or the "
+                "account's JetStream storage limit, or free space on the server")
+    return (f"Its discard policy is new: raise the stream's {limit}, set an age limit "
+            "(CS_NATS_MAX_AGE), or set its discard policy to old (subscribers then miss the "
+            "oldest events they have not read)")

@@ -2,16 +2,18 @@
 
 ``ensure_stream`` is create-or-update and safe to run from every relay start: it creates the
 stream when missing and brings subjects, duplicate window, age limit, retention (limits) and acks
-in line with the spec.
+in line with the spec, keeping every other setting an operator chose.
 ``last_envelope`` tells where the stream ends, for the relay to resume there.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 from nats.js import JetStreamContext, api
-from nats.js.errors import NotFoundError
+from nats.js.errors import APIError, NotFoundError
 
 from context_service.adapters.nats.envelope import SUBJECT_PREFIX, Envelope, decode
 
@@ -52,12 +54,16 @@ class StreamSpec:
 
 
 async def ensure_stream(js: JetStreamContext, spec: StreamSpec) -> api.StreamInfo:
-    """Create the stream, or update it when its subjects or limits differ from ``spec``."""
-    wanted = spec.config()
+    """Create the stream, or bring the settings the service owns in line with ``spec``.
+
+    The service owns its subjects (covered, not exclusive), duplicate window, age limit,
+    retention and acks; everything else (replicas, byte and message limits, discard policy,
+    placement, compression, subjects an operator added...) is the operator's and is kept.
+    """
     try:
         info = await js.stream_info(spec.name)
     except NotFoundError:
-        return await js.add_stream(wanted)
+        return await js.add_stream(spec.config())
     current = info.config
     if current.storage != api.StorageType.FILE:
         raise StreamMismatchError(
@@ -70,17 +76,53 @@ async def ensure_stream(js: JetStreamContext, spec: StreamSpec) -> api.StreamInf
             "deletes each event once one consumer acknowledged it; delete or rename the stream "
             "to let the relay recreate it)"
         )
-    if (
-        sorted(current.subjects or []) != sorted(spec.subjects)
-        or not _same_seconds(current.duplicate_window, spec.duplicate_window)
-        or not _same_seconds(current.max_age or 0.0, spec.max_age or 0.0)
-        # interest retention drops what no consumer is bound to; without acks the relay,
-        # which checkpoints acknowledged events only, never gets past its first message
-        or current.retention != api.RetentionPolicy.LIMITS
-        or current.no_ack
-    ):
-        return await js.update_stream(wanted)
-    return info
+    changes = _owned_changes(current, spec)
+    if not changes:
+        return info
+    # the whole current config goes back: an update resets every field it leaves out
+    return await js.update_stream(dataclasses.replace(current, **changes))
+
+
+def _owned_changes(current: api.StreamConfig, spec: StreamSpec) -> dict[str, Any]:
+    """The fields the service owns that differ from ``spec``, with their wanted values."""
+    changes: dict[str, Any] = {}
+    subjects = subjects_covering(current.subjects or [], spec.subjects)
+    if subjects != (current.subjects or []):
+        changes["subjects"] = subjects
+    if not _same_seconds(current.duplicate_window, spec.duplicate_window):
+        changes["duplicate_window"] = spec.duplicate_window
+    if not _same_seconds(current.max_age, spec.max_age):
+        changes["max_age"] = spec.max_age or 0.0
+    # interest retention drops what no consumer is bound to; without acks the relay, which
+    # checkpoints acknowledged events only, never gets past its first message
+    if current.retention != api.RetentionPolicy.LIMITS:
+        changes["retention"] = api.RetentionPolicy.LIMITS
+    if current.no_ack:
+        changes["no_ack"] = False
+    return changes
+
+
+def subjects_covering(current: list[str], ours: list[str]) -> list[str]:
+    """``current`` when it already covers ``ours``; else ``current`` with ``ours`` added and
+    the subjects they cover dropped (the server refuses overlapping subjects in one stream)."""
+    missing = [subject for subject in ours if not any(covers(p, subject) for p in current)]
+    if not missing:
+        return list(current)
+    kept = [p for p in current if not any(covers(subject, p) for subject in missing)]
+    return kept + missing
+
+
+def covers(pattern: str, subject: str) -> bool:
+    """Whether every subject matching ``subject`` also matches the subject ``pattern``."""
+    wanted = subject.split(".")
+    for index, token in enumerate(pattern.split(".")):
+        if token == ">":
+            return len(wanted) > index
+        if index >= len(wanted) or wanted[index] == ">":
+            return False
+        if token != "*" and wanted[index] != token:
+            return False
+    return len(wanted) == len(pattern.split("."))
 
 
 async def last_envelope(js: JetStreamContext, name: str) -> Envelope | None:
@@ -99,6 +141,27 @@ async def last_envelope(js: JetStreamContext, name: str) -> Envelope | None:
         except (NotFoundError, ValueError):
             continue
     return None
+
+
+# What a stream refuses a message with when it has no room left: with discard policy "new" its
+# own limits, and whatever the policy the server's or the account's JetStream storage.
+_FULL = (
+    ("maximum messages per subject exceeded", "max_msgs_per_subject"),
+    ("maximum messages exceeded", "max_msgs"),
+    ("maximum bytes exceeded", "max_bytes"),
+    ("insufficient", "storage"),
+    ("resource limits exceeded", "storage"),
+)
+
+
+def full_limit(exc: BaseException) -> str | None:
+    """The limit a refused publish ran into when the stream is full (a stream setting, or
+    ``storage`` for the server's or the account's JetStream storage); ``None`` for any other
+    error."""
+    if not isinstance(exc, APIError):
+        return None
+    description = (exc.description or "").lower()
+    return next((limit for cause, limit in _FULL if cause in description), None)
 
 
 def _same_seconds(a: float | None, b: float | None) -> bool:

@@ -23,7 +23,7 @@ from nats.js import JetStreamContext, api
 from nats.js.errors import APIError, NotFoundError
 
 from context_service.adapters.nats.envelope import SUBJECT_PREFIX, decode
-from context_service.adapters.nats.stream import STREAM_NAME
+from context_service.adapters.nats.stream import STREAM_NAME, covers
 from context_service.urls import redacted
 
 DEFAULT_DURABLE = "context-service-tail"
@@ -120,7 +120,7 @@ async def _subscribe(
         info = await js.stream_info(stream)
     except NotFoundError as exc:
         raise TailError(f"stream {stream} not found (has the relay run yet?)") from exc
-    if not any(_covers(pattern, subject) for pattern in info.config.subjects or []):
+    if not any(covers(pattern, subject) for pattern in info.config.subjects or []):
         raise TailError(f"cannot consume {subject!r} from stream {stream}: outside its subjects")
     config = api.ConsumerConfig(
         name=durable,
@@ -136,19 +136,6 @@ async def _subscribe(
     except APIError as exc:
         raise TailError(f"cannot consume {subject!r} from stream {stream}: {exc}") from exc
     return await js.pull_subscribe_bind(durable=durable, stream=stream)
-
-
-def _covers(pattern: str, subject: str) -> bool:
-    """Whether every subject matching ``subject`` also matches the stream's ``pattern``."""
-    wanted = subject.split(".")
-    for index, token in enumerate(pattern.split(".")):
-        if token == ">":
-            return len(wanted) > index
-        if index >= len(wanted) or wanted[index] == ">":
-            return False
-        if token != "*" and wanted[index] != token:
-            return False
-    return len(wanted) == len(pattern.split("."))
 
 
 async def _print_batch(batch: list[Msg], out: TextIO, fmt: str, progress: _Progress) -> None:

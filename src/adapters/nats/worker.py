@@ -56,4 +56,6 @@ class RelayWorker:
              s.saved_position),
             ("cs_relay_in_flight", "Published events awaiting acknowledgement.", {}, s.in_flight),
             ("cs_relay_connected", "1 when connected to NATS.", {}, 1.0 if s.connected else 0.0),
+            ("cs_relay_stream_full", "1 while the stream is full and refuses new events (the "
+             "relay waits; the log names the limit).", {}, 1.0 if s.stream_full else 0.0),
         ]
