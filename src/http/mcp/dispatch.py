@@ -1,11 +1,20 @@
 """A tool call answered by its agent route, in this process: the same Litestar application
 receives the call as an HTTP request with the caller's credential, address and host, so the
 whole pipeline, the route's rules and its records apply exactly as over HTTP. The request is
-handed to the application as ASGI messages directly (no HTTP client in between)."""
+handed to the application as ASGI messages directly (no HTTP client in between).
+
+The route's body is the call's arguments re-encoded, never longer than the caller wrote them:
+``/mcp`` admitted the caller's bytes under the API's one body limit, and the route checks the
+same limit again on what it is handed. Were a float written out longer than sent (msgspec
+writes ``1e15`` as ``1000000000000000.0``), a call within the limit would be refused by the
+route as too large, and a body could grow on the way in. Strings never grow (msgspec escapes
+only what JSON requires, and writes the rest as UTF-8, never longer than an escape)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
+from decimal import Decimal
 from typing import Any, NamedTuple
 
 import anyio
@@ -24,7 +33,7 @@ class Answer(NamedTuple):
 async def call_route(scope: Mapping[str, Any], path: str, body: dict[str, Any]) -> Answer:
     """POST ``body`` to the agent route ``path`` of the application serving ``scope``: the
     answer's status, bytes and ``Retry-After``."""
-    content = msgspec.json.encode(body)
+    content = route_body(body)
     headers = [(k, v) for k, v in scope["headers"] if k in FORWARDED]
     headers += [_JSON, (b"content-length", str(len(content)).encode())]
     route_scope = {
@@ -60,3 +69,51 @@ async def call_route(scope: Mapping[str, Any], path: str, body: dict[str, Any]) 
 
     await scope["app"](route_scope, receive, send)
     return Answer(status, b"".join(chunks), retry_after)
+
+
+def route_body(arguments: dict[str, Any]) -> bytes:
+    """``arguments`` as the route's JSON body, each float written as short as JSON allows. The
+    walk is iterative: arguments nest as deep as the transport's parser lets through."""
+    root: list[Any] = [arguments]
+    pending: list[tuple[Any, Any]] = [(root, 0)]
+    while pending:
+        holder, key = pending.pop()
+        value = holder[key]
+        if isinstance(value, float):
+            holder[key] = msgspec.Raw(shortest(value))
+        elif isinstance(value, dict):
+            holder[key] = members = dict(value)
+            pending.extend((members, name) for name in members)
+        elif isinstance(value, list):
+            holder[key] = items = list(value)
+            pending.extend((items, at) for at in range(len(items)))
+    return msgspec.json.encode(root[0])
+
+
+def shortest(value: float) -> bytes:
+    """The shortest JSON text of a float that is read back as the same float, and as a float:
+    the fewest digits that round-trip (``repr``'s), written with a point or an exponent,
+    whichever is shorter. Any way the caller wrote it has at least as many digits and a point
+    or an exponent, so it is never longer than what the caller sent."""
+    if not math.isfinite(value):
+        return msgspec.json.encode(value)  # refused before any route is called (``not_json``)
+    sign, digit_tuple, exponent = Decimal(repr(value)).as_tuple()
+    digits = "".join(map(str, digit_tuple)).rstrip("0")
+    assert isinstance(exponent, int)
+    exponent += len(digit_tuple) - len(digits)
+    if not digits:  # zero
+        return b"-0.0" if sign else b"0.0"
+    forms = [_with_point(digits, exponent), f"{digits}e{exponent}"]
+    if len(digits) > 1:
+        forms.append(f"{digits[0]}.{digits[1:]}e{exponent + len(digits) - 1}")
+    return (("-" if sign else "") + min(forms, key=len)).encode()
+
+
+def _with_point(digits: str, exponent: int) -> str:
+    """``digits`` times ten to ``exponent``, written with a decimal point."""
+    if exponent >= 0:
+        return f"{digits}{'0' * exponent}.0"
+    point = len(digits) + exponent
+    if point > 0:
+        return f"{digits[:point]}.{digits[point:]}"
+    return f"0.{'0' * -point}{digits}"

@@ -1,6 +1,7 @@
 """``/mcp`` in the Litestar application: the admission gate in front of the SDK's stateless
-Streamable HTTP transport (one JSON answer per POST, so any replica can answer), its lifespan,
-and the protected-resource metadata of RFC 9728.
+Streamable HTTP transport (one JSON answer per POST, so any replica can answer; a batch of
+protocol 2025-03-26 is one POST too, its answers one JSON array), its lifespan, and the
+protected-resource metadata of RFC 9728.
 
 The SDK is imported, and its session manager started, by the first request that passes the
 gate: a service whose agents never speak MCP does not pay for it (about 0.9 s of imports at every
@@ -16,15 +17,18 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
+import msgspec
 from litestar import Litestar, Request, Response, asgi, get
 from litestar.types import Receive, Scope, Send
 
 from context_service.domain.workspace.roles import SCOPES
 from context_service.http.agent import errors as api
-from context_service.http.limits import MAX_BODY
+from context_service.http.agent import late_body
+from context_service.http.limits import JSON_WHITESPACE, MAX_BODY
 from context_service.http.mcp import gate
 
 INVALID_REQUEST = -32600  # JSON-RPC's code for a message that is not a valid request
+INVALID_PARAMS = -32602
 
 if TYPE_CHECKING:
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -85,6 +89,30 @@ NOT_ALLOWED = "Method Not Allowed: /mcp is stateless; POST each JSON-RPC message
 TOO_LARGE = f"request body too large (more than {MAX_BODY} bytes)"
 
 
+# A body that does not come within the agent API's body wait, as the agent routes say it: it
+# would otherwise hold the request open for as long as the client likes to send it.
+def _late() -> str:
+    return f"request body did not arrive within {late_body.BODY_WAIT_SECONDS:g} seconds"
+
+
+_CLOSE = (b"connection", b"close")  # the rest of a body left unread is no next request
+
+# Protocol 2025-03-26 has JSON-RPC batches, which a server must accept; it is also the version a
+# request naming none speaks (the transport's rule). 2025-06-18 dropped them. A batch's members
+# are answered one after the other, each as if posted alone; their number is bounded, as each
+# one costs a pass through the transport (a ``ping`` or a listing takes no rate-limit token).
+BATCHING = "2025-03-26"
+MAX_BATCH = 20
+NO_BATCHES = ("Invalid Request: JSON-RPC batches are gone since protocol 2025-06-18;"
+              " POST each message alone")
+EMPTY_BATCH = "Invalid Request: an empty batch"
+LONG_BATCH = f"Invalid Request: a batch holds at most {MAX_BATCH} messages"
+# the 2025 transport's answer to a body that is no JSON-RPC message was "invalid params" and the
+# validation library's dump (a kilobyte echoing the body, naming the library and its version)
+NOT_A_MESSAGE = ("Invalid Request: the body must be one JSON-RPC message object"
+                 " (jsonrpc \"2.0\", a method or a result)")
+
+
 # what /mcp answers is the credential's own (a tool's result is its route's answer): never
 # stored by a cache, as every /api/ answer (agent-context-api.md §1.2)
 NO_STORE = (b"cache-control", b"no-store")
@@ -127,6 +155,39 @@ def _answering_requests(body: bytes, send: Send) -> Send:
     return sending
 
 
+def _said_plainly(send: Send) -> Send:
+    """``send`` where the 2025 transport's refusal of a body that is no JSON-RPC message (a
+    400, invalid params, ``id`` null, the validation library's dump) is answered as JSON-RPC's
+    invalid request, in a sentence. Only a 400 is held and looked at."""
+    held: Any = None
+
+    async def sending(message: Any) -> None:
+        nonlocal held
+        if message["type"] == "http.response.start" and message["status"] == 400:
+            held = message
+            return
+        if held is not None and message["type"] == "http.response.body":
+            start, held = held, None
+            if not message.get("more_body", False) and _is_envelope_refusal(message["body"]):
+                await _refuse(send, 400, NOT_A_MESSAGE)
+                return
+            await send(start)
+        await send(message)
+
+    return sending
+
+
+def _is_envelope_refusal(body: bytes) -> bool:
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        return False
+    error = answer.get("error") if isinstance(answer, dict) else None
+    return (isinstance(error, dict) and answer.get("id") is None
+            and error.get("code") == INVALID_PARAMS
+            and str(error.get("message", "")).startswith("Validation error"))
+
+
 def _is_request(body: bytes) -> bool:
     """Whether ``body`` is one JSON-RPC request: a method and an ``id``, whatever its type."""
     try:
@@ -134,6 +195,24 @@ def _is_request(body: bytes) -> bool:
     except (ValueError, RecursionError):
         return False
     return isinstance(message, dict) and "method" in message and "id" in message
+
+
+def _protocol_version(scope: Scope) -> str:
+    """The protocol the request names (``MCP-Protocol-Version``), else the one it speaks."""
+    return next((v.decode("latin-1") for k, v in scope["headers"]
+                 if k == b"mcp-protocol-version"), BATCHING)
+
+
+def _batch_members(body: bytes) -> list[bytes] | None:
+    """The members of a batch, each as the caller wrote it; None: the body is no JSON array, or
+    none msgspec reads (``NaN``, a lone surrogate, nesting past its bound): what it is then is
+    the transport's to say (a parse error, an invalid message)."""
+    if body.lstrip(JSON_WHITESPACE)[:1] != b"[":
+        return None
+    try:
+        return [bytes(member) for member in msgspec.json.decode(body, type=list[msgspec.Raw])]
+    except (msgspec.DecodeError, RecursionError):
+        return None
 
 
 async def _refuse(send: Send, status: int, message: str,
@@ -145,6 +224,67 @@ async def _refuse(send: Send, status: int, message: str,
         *headers, (b"content-type", b"application/json"),
         (b"content-length", str(len(body)).encode())]})
     await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+class _Captured:
+    """One answer of the transport, kept: its status, headers and body."""
+
+    def __init__(self) -> None:
+        self.messages: list[Any] = []
+
+    async def send(self, message: Any) -> None:
+        self.messages.append(message)
+
+    @property
+    def status(self) -> int:
+        return int(self.messages[0]["status"]) if self.messages else 500
+
+    @property
+    def body(self) -> bytes:
+        return b"".join(m.get("body", b"") for m in self.messages[1:])
+
+
+async def _answer_batch(sessions: StreamableHTTPSessionManager, scope: Scope,
+                        receive: Receive, send: Send, members: list[bytes]) -> None:
+    """A batch of protocol 2025-03-26: each member answered as if posted alone, the answers in
+    one JSON array (none: 202). A member whose answer is no JSON-RPC message (the request's
+    headers refused: 406, 415) is the answer to the whole request."""
+    if not members:
+        await _refuse(send, 400, EMPTY_BATCH)
+        return
+    if len(members) > MAX_BATCH:
+        await _refuse(send, 400, LONG_BATCH)
+        return
+    answers = []
+    for member in members:
+        captured = _Captured()
+        await sessions.handle_request(
+            {**scope}, _replaying(member, receive),  # type: ignore[arg-type]
+            _answering_requests(member, _said_plainly(captured.send)))  # type: ignore[arg-type]
+        if captured.status == 202:
+            continue
+        if not _is_message(captured.body):
+            for message in captured.messages:
+                await send(message)
+            return
+        answers.append(captured.body)
+    if not answers:
+        await send({"type": "http.response.start", "status": 202, "headers": [
+            (b"content-length", b"0")]})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+        return
+    body = b"[" + b",".join(answers) + b"]"
+    await send({"type": "http.response.start", "status": 200, "headers": [
+        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+def _is_message(body: bytes) -> bool:
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        return False
+    return isinstance(answer, dict) and answer.get("jsonrpc") == "2.0"
 
 
 async def _body(receive: Receive) -> bytes | None:
@@ -188,17 +328,29 @@ class McpEndpoint:
             if scope.get("method") != "POST":
                 await _refuse(send, 405, NOT_ALLOWED, ((b"allow", b"POST"),))
                 return
-            body = await _body(receive)
+            with anyio.move_on_after(late_body.BODY_WAIT_SECONDS) as waiting:
+                body = await _body(receive)
+            if waiting.cancelled_caught:
+                await _refuse(send, 400, _late(), (_CLOSE,))
+                return
             if body is None:
                 return
             if len(body) > MAX_BODY:
                 await _refuse(send, 400, TOO_LARGE)
                 return
+            members = _batch_members(body)
+            if members is not None and _protocol_version(scope) != BATCHING:
+                await _refuse(send, 400, NO_BATCHES)
+                return
             scope[gate.CREDENTIAL] = admitted  # type: ignore[literal-required]
             running = endpoint.running
             assert running is not None, "the application's lifespan is not running"
             sessions = await running.sessions_started()
-            replayed, answering = _replaying(body, receive), _answering_requests(body, send)
+            if members is not None:
+                await _answer_batch(sessions, scope, receive, send, members)
+                return
+            replayed = _replaying(body, receive)
+            answering = _answering_requests(body, _said_plainly(send))
             await sessions.handle_request(scope, replayed, answering)  # type: ignore[arg-type]
 
         @get(gate.METADATA_PATH, include_in_schema=False, sync_to_thread=False)

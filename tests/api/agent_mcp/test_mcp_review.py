@@ -16,6 +16,7 @@ import pytest
 from litestar import Litestar
 
 from context_service import bootstrap
+from context_service.http.agent import late_body
 from context_service.http.app import create_app
 from context_service.http.limits import MAX_BODY
 from tests.api.agent.packs_corpus import pack_body
@@ -192,11 +193,13 @@ def test_a_credential_revoked_between_two_calls_is_refused_the_second(
 
 
 def test_many_calls_at_once_each_get_their_own_answer_past_a_slow_one(
-        workspace: Workspace, mcp_app: Litestar) -> None:
+        workspace: Workspace, mcp_app: Litestar, monkeypatch: pytest.MonkeyPatch) -> None:
     """One credential, 40 calls at once, every one with the same id (the endpoint keeps no
     session, so ids need not be unique across requests), while another request of the same
     credential has sent half its body: every call is answered about its own collection, and
     the slow one once its body is complete."""
+    # the slow body waits for the 40 calls, however long a loaded machine takes over them
+    monkeypatch.setattr(late_body, "BODY_WAIT_SECONDS", 300.0)
     names = [f"nowhere-{n}" for n in range(40)]
     slow_body = _call("lookup_definitions", {"term": "slow"}, request_id=99)
     release = asyncio.Event()
