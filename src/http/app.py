@@ -204,6 +204,6 @@ def create_app(services: Services, extra_routes: list[Any] | None = None,
     app.state.mcp = mcp
     # in front of routing, so that they hold for every path, known or not (and requests no
     # route matches, 404 and 405, are counted too: route "unmatched")
-    app.asgi_handler = hosts.HostGuard(limits.BodyLimit(segments.EncodedSlashes(
-        metrics.middleware(requests)(app.asgi_handler))), allowed_hosts)
+    app.asgi_handler = settings.ConsoleHeaders(hosts.HostGuard(limits.BodyLimit(
+        segments.EncodedSlashes(metrics.middleware(requests)(app.asgi_handler))), allowed_hosts))
     return app

@@ -5,7 +5,8 @@
   clients (curl, SDKs, the gateway's own calls) send no such headers and are not affected,
   and ``/api/agent/v1`` keeps refusing browsers before anything else;
 - every ``/settings`` answer carries the admin-console headers: a script-only-from-self CSP,
-  ``X-Frame-Options: DENY``, ``nosniff``, no referrer, and ``Cache-Control: no-store`` on pages.
+  ``X-Frame-Options: DENY``, ``nosniff``, no referrer, and ``Cache-Control: no-store`` on pages
+  (``ConsoleHeaders`` sets them on the answers made in front of routing).
 """
 
 from __future__ import annotations
@@ -69,9 +70,12 @@ def cookies(headers: Iterable[tuple[bytes, bytes]], name: str) -> list[str]:
 
 
 def page_token(key: bytes, headers: Iterable[tuple[bytes, bytes]]) -> str | None:
-    """The browser's CSRF token a page keeps: the first ``cs_csrf`` cookie this service
-    signed (None: the page issues one). The guard accepts exactly these cookies."""
-    return next((v for v in cookies(headers, csrf.COOKIE) if csrf.valid(key, v)), None)
+    """The browser's CSRF token a page keeps: the last ``cs_csrf`` cookie this service signed
+    (None: the page issues one). The last, because a browser sends the cookies of longer paths
+    first: the page's own (``Path=/``) comes after any that a sibling host tossed for the
+    pages' paths, so tabs already open keep the token they hold."""
+    signed = [v for v in cookies(headers, csrf.COOKIE) if csrf.valid(key, v)]
+    return signed[-1] if signed else None
 
 
 def header(headers: Iterable[tuple[bytes, bytes]], name: bytes) -> str | None:
@@ -103,7 +107,12 @@ def csrf_key(app: Any) -> bytes:
 
 
 def _passes(key: bytes, headers: Iterable[tuple[bytes, bytes]]) -> bool:
-    return csrf.passes(key, header(headers, csrf.HEADER.encode()), page_token(key, headers))
+    """The header repeats any of the ``cs_csrf`` cookies this service signed: which of them the
+    page embedded depends on the cookies its own path received, and a cookie tossed for other
+    paths than the write's does not come with the write. Each is a token no other site can put
+    in a header, so any one is proof enough."""
+    token = header(headers, csrf.HEADER.encode())
+    return any(csrf.passes(key, token, cookie) for cookie in cookies(headers, csrf.COOKIE))
 
 
 class SettingsGuard(MiddlewareProtocol):
@@ -135,12 +144,30 @@ class SettingsGuard(MiddlewareProtocol):
         await self.app(scope, receive, send)
 
 
+class ConsoleHeaders:
+    """ASGI middleware in front of routing: the admin-console headers on the ``/settings``
+    answers no settings route makes (the Host rule's ``421``, routing's refusal of a method
+    Litestar does not know). The guard sets the same headers; each is sent once."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == ScopeType.HTTP:
+            path = normalize_path(scope["path"])
+            if is_settings(path):
+                send = _with_headers(send, page=not path.startswith(STATIC))
+        await self.app(scope, receive, send)
+
+
 def _with_headers(send: Send, page: bool) -> Send:
+    extra = [*HEADERS, (b"cache-control", b"no-store")] if page else list(HEADERS)
+    replaced = {name for name, _ in extra}
+
     async def wrapped(message: Message) -> None:
         if message["type"] == "http.response.start":
             kept = [(k, v) for k, v in message.get("headers", ())
-                    if not (page and k.lower() == b"cache-control")]
-            extra = [*HEADERS, (b"cache-control", b"no-store")] if page else list(HEADERS)
+                    if k.lower() not in replaced]
             message["headers"] = [*kept, *extra]
         await send(message)
 

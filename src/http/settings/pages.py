@@ -9,19 +9,37 @@ from typing import Any
 from urllib.parse import quote
 
 from jinja2 import Environment, PackageLoader, select_autoescape
-from litestar import Request, Response, Router, get
+from litestar import Request, Response, Router, get, route
 from litestar.datastructures import CacheControlHeader, Cookie
+from litestar.enums import HttpMethod
+from litestar.exceptions import NotFoundException
 from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.response import Redirect, Template
 from litestar.static_files import create_static_files_router
 from litestar.template import TemplateConfig
 
+from context_service.http.errors import error_response
 from context_service.http.settings import csrf
 from context_service.http.settings.guard import csrf_key, page_token
 from context_service.http.settings.ports import settings_ui
 
 STATIC_DIR = Path(__file__).parent / "static"
 _W = "/w/{workspace:str}"
+# every path the pages router answers, the catch-all last
+PATHS = ["/", _W, _W + "/agent-access", _W + "/members", _W + "/context-sets",
+         _W + "/context-sets/{set_id:str}", "/{rest:path}", "/static"]
+# a page is only ever read: its scripts change things through the management API. Answered
+# here rather than by routing, so that the refusal is the pages' own (headers, look); OPTIONS
+# is Litestar's, answered on every path
+REFUSED = [m for m in HttpMethod if m not in (HttpMethod.GET, HttpMethod.OPTIONS)]
+# status: the JSON body's code and message, the page's heading and sentence
+ERRORS = {
+    404: ("not_found", "route not found", "Page not found",
+          "There is no settings page at this address."),
+    405: ("method_not_allowed", "method not allowed", "Method not allowed",
+          "Settings pages are only read: the changes you make on them go through the "
+          "service's management API."),
+}
 
 
 def template_config() -> TemplateConfig[JinjaTemplateEngine]:
@@ -33,21 +51,22 @@ def template_config() -> TemplateConfig[JinjaTemplateEngine]:
 
 def _page(request: Request[Any, Any, Any], template: str, title: str, script: str,
           status: int = 200, **context: Any) -> Template:
-    """A page with this browser's CSRF token (kept while it is valid, else a new one set).
+    """A page with this browser's CSRF token (kept while it is valid, else a new one).
+
+    The cookie is set even when the browser holds it: the token may have come in a cookie that
+    a sibling host tossed for the pages' paths alone, which writes to the management API would
+    not carry; set as the page's own (this host, ``Path=/``), every write carries it.
 
     ``SameSite=Lax``, not ``Strict``: a page opened from a link on another site must receive
     the browser's cookie and keep it, or it would set a new one and every settings tab already
     open would have its writes refused. Lax adds no way in: the cookie is only ever checked on
     writes, which must also carry the token in a header no other site can set."""
     key = csrf_key(request.app)
-    token = page_token(key, request.scope["headers"])
-    cookies = []
-    if token is None:
-        token = csrf.issue(key)
-        cookies.append(Cookie(key=csrf.COOKIE, value=token, path="/", httponly=True,
-                              samesite="lax", secure=_over_tls(request)))
+    token = page_token(key, request.scope["headers"]) or csrf.issue(key)
+    cookie = Cookie(key=csrf.COOKIE, value=token, path="/", httponly=True, samesite="lax",
+                    secure=_over_tls(request))
     workspace = request.path_params.get("workspace")
-    return Template(template_name=template, status_code=status, cookies=cookies, context={
+    return Template(template_name=template, status_code=status, cookies=[cookie], context={
         "title": title, "script": script, "workspace": workspace, "csrf_token": token,
         "dev_subject": settings_ui(request).dev_subject, **context})
 
@@ -103,8 +122,41 @@ def context_set_page(request: Request[Any, Any, Any]) -> Template:
 
 # the asset folder itself: the static router answers only the files inside it
 @get(["/{rest:path}", "/static"], sync_to_thread=False, include_in_schema=False)
-def unknown_page(request: Request[Any, Any, Any]) -> Template:
-    return _page(request, "not_found.html", "Page not found", "page", status=404)
+def unknown_page(request: Request[Any, Any, Any]) -> Response[Any]:
+    return _error_page(request, 404)
+
+
+@route(PATHS, http_method=REFUSED, sync_to_thread=False, include_in_schema=False)
+def refused_page_method(request: Request[Any, Any, Any]) -> Response[Any]:
+    return _error_page(request, 405, {"Allow": "GET"})
+
+
+@route("/{file_path:path}", http_method=[m for m in REFUSED if m != HttpMethod.HEAD],
+       sync_to_thread=False, include_in_schema=False)
+def refused_asset_method(request: Request[Any, Any, Any]) -> Response[Any]:
+    return _error_page(request, 405, {"Allow": "GET, HEAD"})
+
+
+def _missing_asset(request: Request[Any, Any, Any], _: Exception) -> Response[Any]:
+    return _error_page(request, 404)
+
+
+def _error_page(request: Request[Any, Any, Any], status: int,
+               headers: dict[str, str] | None = None) -> Response[Any]:
+    """An error in the pages' look: the error page for a client that takes HTML, the ``/v1``
+    body for one that asks for JSON only, no body for HEAD. Never stored: the page holds
+    this browser's CSRF token, and an asset's error is no asset."""
+    code, message, title, sentence = ERRORS[status]
+    headers = {**(headers or {}), "Cache-Control": "no-store"}
+    if request.method == HttpMethod.HEAD:
+        return Response(None, status_code=status, headers=headers)
+    if request.accept.best_match(["text/html", "application/json"],
+                                 default="text/html") == "application/json":
+        return error_response(status, code, message, headers)
+    page = _page(request, "error.html", title, "page", status=status, code=status,
+                 sentence=sentence)
+    page.headers.update(headers)
+    return page
 
 
 async def _exact_paths(request: Request[Any, Any, Any]) -> Response[Any] | None:
@@ -122,8 +174,10 @@ def routers() -> list[Router]:
     pages = Router(path="/settings", before_request=_exact_paths, include_in_schema=False,
                    route_handlers=[workspaces_page, workspace_home, agent_access_page,
                                    members_page, context_sets_page, context_set_page,
-                                   unknown_page])
+                                   unknown_page, refused_page_method])
     static = create_static_files_router(
         path="/settings/static", directories=[STATIC_DIR], name="settings-static",
-        cache_control=CacheControlHeader(no_cache=True), before_request=_exact_paths)
+        cache_control=CacheControlHeader(no_cache=True), before_request=_exact_paths,
+        exception_handlers={NotFoundException: _missing_asset})
+    static.register(refused_asset_method)
     return [pages, static]

@@ -125,3 +125,19 @@ def test_the_guard_reads_paths_as_the_router_does(path: str) -> None:
     asyncio.run(guard(scope, receive, send))  # type: ignore[arg-type]
     assert downstream.reached == []
     assert sent[0]["status"] == 403
+
+
+@pytest.mark.parametrize("override", ["X-HTTP-Method-Override", "X-HTTP-Method",
+                                      "X-Method-Override"])
+def test_a_method_override_header_changes_nothing(team: Namespaced, override: str) -> None:
+    """A form can only send GET or POST; no header turns either into the DELETE a page's
+    script sends with the token."""
+    alice = team.as_("user:alice")
+    member = f"/v1/namespaces/{team.ns}/members/user:alice"
+    read = alice.get(f"/v1/namespaces/{team.ns}/members", headers={override: "DELETE"})
+    assert read.status_code == 200, read.text
+    posted = _raw(team, "POST", member, None, {override: "DELETE"})
+    assert posted.status_code == 405, posted.text  # type: ignore[attr-defined]
+    browser = _raw(team, "POST", member, None, {**BROWSER, override: "DELETE"})
+    assert browser.status_code == 405, browser.text  # type: ignore[attr-defined]
+    assert "alice" in str(alice.get(f"/v1/namespaces/{team.ns}/members").json())

@@ -1,5 +1,5 @@
 """Edges of the settings pages: where the trailing-slash redirect may lead, and the CSRF token
-when a browser holds more than one ``cs_csrf`` cookie."""
+when a browser holds more than one ``cs_csrf`` cookie (one a sibling host tossed among them)."""
 
 from __future__ import annotations
 
@@ -78,3 +78,24 @@ def test_the_page_and_the_guard_agree_on_which_cookie_holds_the_token(api: Api) 
     listed = str(alice.get(members).json())
     assert "carol" in listed and "dave" in listed and "erin" in listed
     assert "mallory" not in listed
+
+
+def test_a_token_tossed_for_the_pages_paths_alone_leaves_writes_working(api: Api) -> None:
+    """A sibling host may set a signed ``cs_csrf`` (anyone can fetch one) for the pages' paths
+    alone: the browser sends it first on the pages and never with writes to the API. The page
+    embeds a token the writes carry, and sets it as its own cookie."""
+    own = namespaced(api, "acme")
+    add_member(own, "user:alice", "owner", ws=own.ns)
+    page = f"/settings/w/{own.ns}/members"
+    mine, _ = _page(api, page, None)
+    tossed, _ = _page(api, page, None)
+    embedded, set_cookie = _page(api, page, f"cs_csrf={tossed}; cs_csrf={mine}")
+    assert embedded == mine and set_cookie == mine  # the page's own (Path=/) is sent last
+    embedded, set_cookie = _page(api, page, f"cs_csrf={tossed}")  # before any visit
+    assert embedded == tossed and set_cookie == tossed  # now the writes carry it too
+    members = f"/v1/namespaces/{own.ns}/members"
+    alice = own.as_("user:alice")
+    for token, jar in ((mine, f"cs_csrf={mine}"), (tossed, f"cs_csrf={mine}; cs_csrf={tossed}")):
+        resp = alice.put(members, {"subject": {"kind": "user", "name": "carol"}, "role": "member"},
+                         headers={"Origin": HOST, "X-CSRF-Token": token, "Cookie": jar})
+        assert resp.status_code == 200, (jar, resp.text)
