@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import socket
 import sys
 import time
@@ -225,8 +226,11 @@ def _progress(*columns: Any) -> Progress:
     from rich.console import Console
     from rich.progress import Progress
 
+    # FORCE_COLOR (set by CI services) makes rich take a file for a terminal: only
+    # TTY_COMPATIBLE=1 says a file is one
     err = Console(stderr=True)
-    return Progress(*columns, console=err, disable=not err.is_terminal,
+    terminal = sys.stderr.isatty() or os.environ.get("TTY_COMPATIBLE") == "1"
+    return Progress(*columns, console=err, disable=not (err.is_terminal and terminal),
                     redirect_stdout=sys.stdout.isatty(), redirect_stderr=False)
 
 

@@ -59,7 +59,8 @@ def ingest_command(app: App, paths: tuple[str, ...], context: str, namespace: st
                    context_type: str | None, create: bool, max_tokens: int, skip_bad: bool,
                    dry_run: bool, part_size: int | None, progress: bool, as_json: bool) -> None:
     try:
-        with progress_bar(progress and not dry_run) as bar:
+        # a dry run reads and cuts every file too: that is where a large one takes its time
+        with progress_bar(progress) as bar:
             report = ingest(paths, context=context, namespace=app.namespace(namespace),
                             context_type=context_type, max_tokens=max_tokens, create=create,
                             skip_bad=skip_bad, dry_run=dry_run, part_size=part_size,

@@ -85,7 +85,7 @@ def ingest(paths: Sequence[str | os.PathLike[str]], *, context: str,
         raise CommandError("the context type must be knowledge or memory")
     progress = progress or NoProgress()
     found = discover(paths)
-    total = sum(_size(s.path) for s in found.sources)
+    total = sum(s.size for s in found.sources)  # each file moves the bar by its own share
     got = read(found, counter(), max_tokens, progress.task("reading", total or None))
     if got.failed and (not skip_bad or not got.passages):
         raise IngestFailed(got.failed, len(got.failed) + len(got.entries))
@@ -173,9 +173,3 @@ def _sender(got: Read, context: str, ns: str, kind: str, max_tokens: int,
     records = [record(p, context, kind, revision) for p in got.passages]
     return service.index_sender(ns, context, revision, records, part_size)
 
-
-def _size(path: os.PathLike[str]) -> int:
-    try:
-        return os.stat(path).st_size
-    except OSError:
-        return 0

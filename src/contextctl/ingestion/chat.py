@@ -7,14 +7,24 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
 from context_service.contextctl.ingestion.blocks import Block, Document, slug
 from context_service.contextctl.ingestion.decoding import Unreadable
+from context_service.contextctl.ingestion.meter import Done, unreported
 
-LOCOMO_TIME = "%I:%M %p on %d %B, %Y"  # "1:56 pm on 8 May, 2023"
+MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",
+          "september", "october", "november", "december")
+# LoCoMo's "1:56 pm on 8 May, 2023": the pattern strptime makes of "%I:%M %p on %d %B, %Y" in the
+# C locale, case-insensitive, so that it takes exactly what it took. Not strptime itself: its
+# month names and am/pm are those of the process's LC_TIME, and a library that calls
+# setlocale(LC_ALL, "") under a German locale would have it refuse "May"
+LOCOMO_TIME = re.compile(
+    r"(?P<hour>1[0-2]|0[1-9]|[1-9]):(?P<minute>[0-5]\d|\d)\s+(?P<half>am|pm)\s+on\s+"
+    r"(?P<day>3[0-1]|[1-2]\d|0[1-9]|[1-9]| [1-9])\s+(?P<month>" + "|".join(MONTHS) + r"),\s+"
+    r"(?P<year>\d\d\d\d)", re.IGNORECASE)
 _SESSION = re.compile(r"session_(\d+)")
 _LINE_ENDS = re.compile(r"\r\n?|\n")
 
@@ -23,13 +33,13 @@ class NotTranscript(Unreadable):
     """Valid JSON that is not a transcript (a folder's other JSON files are left out)."""
 
 
-def parse_json(text: str, name: str) -> Document:
+def parse_json(text: str, name: str, done: Done = unreported) -> Document:
     try:
         data = json.loads(text)
     except ValueError as exc:
         raise Unreadable(f"not JSON ({exc})") from exc
     if _is_locomo(data):
-        return _locomo(data if isinstance(data, list) else [data], name)
+        return _locomo(data if isinstance(data, list) else [data], name, done)
     messages = data.get("messages") if isinstance(data, dict) else data
     if not isinstance(messages, list) or not any(_is_message(m) for m in messages):
         raise NotTranscript("JSON, but not a chat transcript (a list of messages with role "
@@ -37,14 +47,17 @@ def parse_json(text: str, name: str) -> Document:
     for number, message in enumerate(messages, 1):  # a transcript with a bad message
         if not _is_message(message):
             raise Unreadable(f"message {number} has no role and content")
-    return _messages(messages, name)
+    return _messages(messages, name, done)
 
 
-def parse_jsonl(text: str, name: str) -> Document:
+def parse_jsonl(text: str, name: str, done: Done = unreported) -> Document:
+    """``done`` hears of each line read (the messages' own work is small beside it)."""
     messages = []
     not_message = 0  # the first line that is JSON but no message
     # lines end at \n, \r\n or \r only: U+2028 and U+0085 may stand in a JSON string
-    for number, line in enumerate(_LINE_ENDS.split(text), 1):
+    lines = _LINE_ENDS.split(text)
+    for number, line in enumerate(lines, 1):
+        done(number, len(lines))
         if not line.strip():
             continue
         try:
@@ -82,9 +95,10 @@ def _is_locomo(data: Any) -> bool:
         isinstance(s, dict) and isinstance(s.get("conversation"), dict) for s in samples)
 
 
-def _messages(messages: Iterable[dict[str, Any]], name: str) -> Document:
+def _messages(messages: list[dict[str, Any]], name: str, done: Done = unreported) -> Document:
     document = Document(name)
     for number, message in enumerate(messages, 1):
+        done(number, len(messages))
         speaker = _speaker(message)
         text = _text(message).strip()
         when = message.get("time", message.get("timestamp"))
@@ -94,26 +108,38 @@ def _messages(messages: Iterable[dict[str, Any]], name: str) -> Document:
     return document
 
 
-def _locomo(samples: list[dict[str, Any]], name: str) -> Document:
+def _locomo(samples: list[dict[str, Any]], name: str, done: Done) -> Document:
+    """``done`` hears of each session read."""
     document = Document(name)
-    for index, sample in enumerate(samples, 1):
-        conversation = sample["conversation"]
-        label = str(sample.get("sample_id") or f"conversation-{index}")
-        sessions = sorted((int(m.group(1)), key) for key in conversation
-                          if (m := _SESSION.fullmatch(key)) and isinstance(conversation[key], list))
-        for number, key in sessions:
-            when = _time(conversation.get(f"{key}_date_time"), f"{label} {key}")
-            for position, turn in enumerate(conversation[key], 1):
-                if not _is_message(turn):
-                    raise Unreadable(f"{label} {key} turn {position} has no speaker and text")
-                text = f"{_speaker(turn)}: {_text(turn).strip()}"
-                if turn.get("blip_caption"):
-                    text += f" [shares a photo: {turn['blip_caption']}]"
-                turn_id = slug(str(turn.get("dia_id") or f"D{number}:{position}").replace(":", "-"))
-                document.blocks.append(Block((label, f"Session {number}"),
-                                             f"{slug(label)}/{turn_id}", text, valid_from=when,
-                                             alone=True))
+    sessions = [(label, conversation, number, key)
+                for label, conversation in _conversations(samples)
+                for number, key in _sessions(conversation)]
+    for read, (label, conversation, number, key) in enumerate(sessions, 1):
+        when = _time(conversation.get(f"{key}_date_time"), f"{label} {key}")
+        for position, turn in enumerate(conversation[key], 1):
+            if not _is_message(turn):
+                raise Unreadable(f"{label} {key} turn {position} has no speaker and text")
+            text = f"{_speaker(turn)}: {_text(turn).strip()}"
+            if turn.get("blip_caption"):
+                text += f" [shares a photo: {turn['blip_caption']}]"
+            turn_id = slug(str(turn.get("dia_id") or f"D{number}:{position}").replace(":", "-"))
+            document.blocks.append(Block((label, f"Session {number}"),
+                                         f"{slug(label)}/{turn_id}", text, valid_from=when,
+                                         alone=True))
+        done(read, len(sessions))
     return document
+
+
+def _conversations(samples: list[dict[str, Any]]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(the sample's label, its conversation) of each sample, in order."""
+    for index, sample in enumerate(samples, 1):
+        yield str(sample.get("sample_id") or f"conversation-{index}"), sample["conversation"]
+
+
+def _sessions(conversation: dict[str, Any]) -> list[tuple[int, str]]:
+    """(its number, its key) of each session of a conversation, by number."""
+    return sorted((int(m.group(1)), key) for key in conversation
+                  if (m := _SESSION.fullmatch(key)) and isinstance(conversation[key], list))
 
 
 def _time(value: Any, where: str) -> str | None:
@@ -140,4 +166,15 @@ def _parse_text_time(value: str) -> datetime:
     try:
         return datetime.fromisoformat(value)
     except ValueError:
-        return datetime.strptime(value, LOCOMO_TIME)
+        return _locomo_time(value)
+
+
+def _locomo_time(value: str) -> datetime:
+    found = LOCOMO_TIME.fullmatch(value)
+    if found is None:
+        raise ValueError(value)
+    hour = int(found["hour"]) % 12 + (12 if found["half"].lower() == "pm" else 0)
+    # a name that matched only by case folding (a long s, U+017F, for an s) is no month, as before
+    month = MONTHS.index(found["month"].lower()) + 1
+    # a day the month does not have (31 April) is refused here
+    return datetime(int(found["year"]), month, int(found["day"]), hour, int(found["minute"]))

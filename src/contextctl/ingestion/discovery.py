@@ -23,6 +23,7 @@ class Source:
     name: str  # its file in the index: relative, ``/`` separators
     format: str
     named: bool  # given by name on the command line (not found in a folder)
+    size: int = 0  # its bytes when found: what the reading bar counts for it, however it is read
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +55,7 @@ def discover(paths: Sequence[str | os.PathLike[str]]) -> Found:
         if not _utf8(name):
             unreadable[_shown(name)] = "file name is not UTF-8"
         elif key not in sources or (named and not sources[key].named):
-            sources[key] = Source(path, name, kind, named)
+            sources[key] = Source(path, name, kind, named, _size(path))
 
     for root in roots:
         if root.is_dir():
@@ -105,6 +106,13 @@ def _unique_names(sources: list[Source], unreadable: dict[str, str]) -> list[Sou
             unreadable[name] = (f"{count} files have this name, written in different Unicode "
                                 "forms (NFC and NFD): rename one")
     return [source for source in sources if counts[source.name] == 1]
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:  # a dangling link: set aside when it is read
+        return 0
 
 
 def _name(path: Path, base: Path) -> str:

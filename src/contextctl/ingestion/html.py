@@ -11,6 +11,7 @@ from typing import Any
 from selectolax.lexbor import LexborHTMLParser
 
 from context_service.contextctl.ingestion.blocks import LINES, Document, Outline
+from context_service.contextctl.ingestion.meter import Done, unreported
 
 HEADINGS = {f"h{n}": n for n in range(1, 7)}
 SKIPPED = frozenset({"script", "style", "noscript", "template", "nav", "svg", "canvas", "iframe",
@@ -22,16 +23,20 @@ INLINE = frozenset({"a", "abbr", "b", "bdi", "bdo", "cite", "code", "data", "dfn
                     "time", "u", "var", "del", "ins", "label", "font", "img", "wbr"})
 CELLS = frozenset({"td", "th"})
 _SPACES = re.compile(r"[ \t\r\f\v\u00a0]+")
+REPORTED_LEVELS = 4  # how deep into nested containers the walk tells how far it has come
+_UNITS = 1 << 20  # the whole page, in the units the walk tells its progress in
 
 
-def parse(text: str, name: str) -> Document:
+def parse(text: str, name: str, done: Done = unreported) -> Document:
+    """``done`` hears of each element walked in the page's outer levels (a page is most often a
+    few wrappers around its content), each an equal share of its parent's."""
     tree = LexborHTMLParser(text)
     title_node = tree.css_first("title")
     title = clean(title_node.text()) if title_node is not None else ""
     document = Document(title or name)
     root = tree.body or tree.root
     if root is not None:
-        _Walker(document).walk(root)
+        _Walker(document, done).walk(root, (0, _UNITS))
     return document
 
 
@@ -42,13 +47,22 @@ def clean(text: str) -> str:
 
 
 class _Walker:
-    def __init__(self, document: Document) -> None:
+    def __init__(self, document: Document, done: Done = unreported) -> None:
         self.document = document
         self.outline = Outline()
         self.pending: list[str] = []
+        self.done = done
 
-    def walk(self, node: Any) -> None:
-        for child in node.iter(include_text=True):
+    def walk(self, node: Any, span: tuple[int, int] | None = None, level: int = 0) -> None:
+        """The blocks inside ``node``. ``span`` is its share of the page, told to ``done`` as
+        each child is walked (``None`` below the outer levels: not told). One call a level of
+        nesting, as before there was a bar: how deep a page can be read does not change."""
+        children = node.iter(include_text=True)
+        shares: list[tuple[int, int]] | None = None
+        if span is not None:
+            children = list(children)
+            shares = _shares(span, len(children))
+        for index, child in enumerate(children):
             tag = child.tag
             if _invisible(child):
                 continue
@@ -65,7 +79,10 @@ class _Walker:
                          LINES if tag == "pre" else "prose")
             else:  # a container: its blocks are found inside it
                 self.flush()
-                self.walk(child)
+                inner = shares[index] if shares and level + 1 < REPORTED_LEVELS else None
+                self.walk(child, inner, level + 1)
+            if shares:
+                self.done(shares[index][1], _UNITS)
         self.flush()
 
     def flush(self) -> None:
@@ -75,6 +92,12 @@ class _Walker:
     def add(self, text: str, cut: str = "prose") -> None:
         if text.strip():
             self.document.blocks.append(self.outline.block(text, cut))
+
+
+def _shares(span: tuple[int, int], count: int) -> list[tuple[int, int]]:
+    """``span`` cut into ``count`` consecutive parts."""
+    start, width = span[0], span[1] - span[0]
+    return [(start + width * n // count, start + width * (n + 1) // count) for n in range(count)]
 
 
 def _text(node: Any) -> str:

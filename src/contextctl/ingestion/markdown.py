@@ -16,6 +16,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from context_service.contextctl.ingestion.blocks import LINES, PROSE, Document, Outline
+from context_service.contextctl.ingestion.meter import Done, unreported
 
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n((?:.*\n)*?)(?:---|\.\.\.)[ \t]*(?:\n|\Z)")
 # a line of YAML front matter: a key, a list item, an indented continuation or a comment (a
@@ -38,7 +39,7 @@ def _is_yaml(block: str) -> bool:
     return all(_YAML_LINE.match(line) for line in block.split("\n") if line.strip())
 
 
-def parse(text: str, name: str) -> Document:
+def parse(text: str, name: str, done: Done = unreported) -> Document:
     text = _NEWLINES.sub("\n", text)  # as markdown-it reads lines: \r\n and \r end lines too
     front = _FRONT_MATTER.match(text)
     if front and _is_yaml(front.group(1)):  # blank lines in its place keep the lines' numbers
@@ -46,7 +47,7 @@ def parse(text: str, name: str) -> Document:
     lines = text.split("\n")  # not splitlines: U+2028, form feeds and others are not line ends
     document = Document(name)
     outline = Outline()
-    for first, tokens in _slices(lines):
+    for first, tokens in _slices(lines, done):
         for index, token in enumerate(tokens):
             if token.type == "heading_open" and token.level == 0:
                 title = _plain(tokens[index + 1])
@@ -60,15 +61,21 @@ def parse(text: str, name: str) -> Document:
     return document
 
 
-def _slices(lines: list[str]) -> Iterator[tuple[int, list[Token]]]:
+def _slices(lines: list[str], done: Done) -> Iterator[tuple[int, list[Token]]]:
     """(the number of its first line, the tokens) of each slice of the document, in order. The
     link references of the whole document are read first, with the cuts: a heading may use one
-    defined further down (a changelog's ``## [1.0.0]``), as one parse would resolve it."""
+    defined further down (a changelog's ``## [1.0.0]``), as one parse would resolve it.
+    ``done`` hears of each cut found and each slice parsed, by lines (each is read twice)."""
     env: dict[str, Any] = {}
-    cuts = list(_cuts(lines, env))
+    total = 2 * len(lines)
+    cuts: list[int] = []
+    for cut in _cuts(lines, env):
+        cuts.append(cut)
+        done(cut, total)
     for start, end in zip([0, *cuts], [*cuts, len(lines)], strict=True):
         last = end == len(lines)
         yield start, _parser.parse("\n".join(lines[start:end]) + ("" if last else "\n"), env)
+        done(len(lines) + end, total)
 
 
 def _cuts(lines: list[str], env: dict[str, Any]) -> Iterator[int]:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from itertools import groupby
 
 from context_service.contextctl.ingestion.blocks import LINES, Block, Document
+from context_service.contextctl.ingestion.meter import Done, unreported
 from context_service.contextctl.ingestion.tokens import Running, TokenCounter
 
 TITLE_SEPARATOR = " \u203a "  # a single right-pointing angle quotation mark
@@ -35,11 +36,16 @@ def record_id(file: str, anchor: str, number: int) -> str:
     return f"{file}#{anchor}:{number}" if anchor else f"{file}#{number}"
 
 
-def passages(document: Document, file: str, counter: TokenCounter,
-             max_tokens: int) -> list[Passage]:
+def passages(document: Document, file: str, counter: TokenCounter, max_tokens: int,
+             done: Done = unreported) -> list[Passage]:
+    """``done`` hears, at each passage, how many characters of the blocks are cut (about:
+    blank lines join blocks, white space between pieces is dropped)."""
     found: list[Passage] = []
     numbers: dict[str, int] = {}
+    total, cut = sum(len(b.text) for b in document.blocks), 0
     for block, text, tokens in _packed(document.blocks, counter, max_tokens):
+        cut += len(text)
+        done(cut, total)
         numbers[block.anchor] = numbers.get(block.anchor, 0) + 1
         title = TITLE_SEPARATOR.join(block.heading) or document.title
         found.append(Passage(record_id(file, block.anchor, numbers[block.anchor]), title, text,

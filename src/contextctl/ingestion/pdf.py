@@ -14,12 +14,13 @@ from pypdf import PdfReader
 
 from context_service.contextctl.ingestion.blocks import Block, Document
 from context_service.contextctl.ingestion.decoding import Unreadable
+from context_service.contextctl.ingestion.meter import Done, unreported
 
 _BLANK_LINES = re.compile(r"\n[ \t]*\n")
 _HYPHENATED = re.compile(r"(\w)-\n(\w)")
 
 
-def parse(data: bytes, name: str) -> Document:
+def parse(data: bytes, name: str, done: Done = unreported) -> Document:
     if not data.strip():
         raise Unreadable("empty file")
     logging.getLogger("pypdf").setLevel(logging.ERROR)  # damaged files are refused, not logged
@@ -29,7 +30,7 @@ def parse(data: bytes, name: str) -> Document:
             reader = PdfReader(io.BytesIO(data))
             if reader.is_encrypted and not reader.decrypt(""):
                 raise Unreadable("encrypted PDF")
-            pages = [page.extract_text() or "" for page in reader.pages]
+            pages = _texts(reader, done)
             headings = _outline(reader)
             title = str(reader.metadata.title or "").strip() if reader.metadata else ""
         except Unreadable:
@@ -45,6 +46,16 @@ def parse(data: bytes, name: str) -> Document:
     if not document.blocks:
         raise Unreadable("PDF without a text layer (scanned pages?)")
     return document
+
+
+def _texts(reader: PdfReader, done: Done) -> list[str]:
+    """Each page's text layer; ``done`` hears of each page read (most of a parse's time)."""
+    texts: list[str] = []
+    count = len(reader.pages)
+    for number, page in enumerate(reader.pages, 1):
+        texts.append(page.extract_text() or "")
+        done(number, count)
+    return texts
 
 
 def _paragraphs(text: str) -> list[str]:

@@ -13,7 +13,8 @@ from context_service.contextctl.ingestion import formats
 from context_service.contextctl.ingestion.blocks import Document
 from context_service.contextctl.ingestion.chat import NotTranscript
 from context_service.contextctl.ingestion.decoding import Unreadable
-from context_service.contextctl.ingestion.discovery import Found
+from context_service.contextctl.ingestion.discovery import Found, Source
+from context_service.contextctl.ingestion.meter import Done, FileMeter
 from context_service.contextctl.ingestion.passages import Passage, passages
 from context_service.contextctl.ingestion.revision import FileEntry, entry
 from context_service.contextctl.ingestion.tokens import TokenCounter
@@ -38,43 +39,52 @@ class Read:
 
 def read(found: Found, counter: TokenCounter, max_tokens: int,
          advance: Callable[[int], None] = lambda _: None) -> Read:
+    """Every file to passages, or set aside with its reason. ``advance`` moves the reading bar
+    while a file is parsed and cut, by the size each file was found with (the bar's total)."""
     result = Read(ignored=list(found.ignored),
                   failed=[Skipped(name, reason) for name, reason in found.unreadable])
     for source in found.sources:
-        try:
-            # a pipe or a device (named, or linked to) would be read forever, or block
-            regular = stat.S_ISREG(source.path.stat().st_mode)
-            data = source.path.read_bytes() if regular else b""
-        except OSError as exc:
-            result.failed.append(Skipped(source.name, f"cannot be read ({exc.strerror or exc})"))
-            continue
-        if not regular:
-            result.failed.append(Skipped(source.name, NOT_REGULAR))
-            continue
-        try:
-            document = _parsed(PurePosixPath(source.name), data)  # its title: the NFC name
-            _check_unicode(document)
-            made = passages(document, source.name, counter, max_tokens)
-            if not made:
-                raise Unreadable("no text to index")
-        except NotTranscript as exc:
-            if source.named:
-                result.failed.append(Skipped(source.name, str(exc)))
-            else:  # a folder's other JSON files (schemas, settings) are not transcripts
-                result.ignored.append(source.name)
-        except Unreadable as exc:
-            result.failed.append(Skipped(source.name, str(exc)))
-        else:
-            result.entries.append(entry(source.name, data))
-            result.passages.extend(made)
-        advance(len(data))
+        meter = FileMeter(advance, source.size, formats.PARSE_SHARE[source.format])
+        _read_one(source, counter, max_tokens, meter, result)
+        meter.finish()  # the whole share of a file set aside, or whose work ended early
     result.ignored.sort(key=str.encode)
     return result
 
 
-def _parsed(path: PurePath, data: bytes) -> Document:
+def _read_one(source: Source, counter: TokenCounter, max_tokens: int, meter: FileMeter,
+              result: Read) -> None:
     try:
-        return formats.parse(path, data)
+        # a pipe or a device (named, or linked to) would be read forever, or block
+        regular = stat.S_ISREG(source.path.stat().st_mode)
+        data = source.path.read_bytes() if regular else b""
+    except OSError as exc:
+        result.failed.append(Skipped(source.name, f"cannot be read ({exc.strerror or exc})"))
+        return
+    if not regular:
+        result.failed.append(Skipped(source.name, NOT_REGULAR))
+        return
+    try:
+        # the document's title is the name, composed (NFC)
+        document = _parsed(PurePosixPath(source.name), data, meter.parsing)
+        _check_unicode(document)
+        made = passages(document, source.name, counter, max_tokens, meter.cutting)
+        if not made:
+            raise Unreadable("no text to index")
+    except NotTranscript as exc:
+        if source.named:
+            result.failed.append(Skipped(source.name, str(exc)))
+        else:  # a folder's other JSON files (schemas, settings) are not transcripts
+            result.ignored.append(source.name)
+    except Unreadable as exc:
+        result.failed.append(Skipped(source.name, str(exc)))
+    else:
+        result.entries.append(entry(source.name, data))
+        result.passages.extend(made)
+
+
+def _parsed(path: PurePath, data: bytes, done: Done) -> Document:
+    try:
+        return formats.parse(path, data, done)
     except RecursionError as exc:  # JSON or HTML nested thousands deep
         raise Unreadable("nested too deeply to read") from exc
 
