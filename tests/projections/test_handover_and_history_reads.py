@@ -1,7 +1,7 @@
 """Against PostgreSQL: a view that an older instance passes over events for while this version
 takes its worker over (the two overlap for a moment when the advisory lock changes hands) is
-still rebuilt, a rebuild never lets a read in the same process be told the view is current once
-its tables are emptied, and a history read sorts no more of the stream than it returns."""
+still rebuilt, a rebuild lets a read in the same process be told the view is current only while
+it reads the old complete rows, and a history read sorts no more of the stream than it returns."""
 
 from __future__ import annotations
 
@@ -69,18 +69,21 @@ def test_events_an_older_instance_passes_over_during_the_handover_are_rebuilt(
 
 
 class _Applied:
-    """A listener of the runner: set once a batch it committed holds ``position``."""
+    """A listener of the runner: set once a batch it committed holds ``position``, or once it
+    is reset after a rebuild committed a view that holds it (``holds``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, holds: Callable[[int], bool]) -> None:
         self.position = 0
         self.done = threading.Event()
+        self.holds = holds
 
     def applied(self, batch: Any) -> None:
         if any(recorded.position == self.position for recorded in batch):
             self.done.set()
 
     def reset(self) -> None:
-        pass
+        if self.position and self.holds(self.position):
+            self.done.set()
 
 
 def test_events_an_older_instance_passes_over_while_this_one_runs_are_rebuilt(
@@ -89,7 +92,8 @@ def test_events_an_older_instance_passes_over_while_this_one_runs_are_rebuilt(
     the tracking row past the event), it reads its positions again, and must then see the note
     that came with them."""
     create(idle_container, "a")
-    projection, seen = Positions(idle_container), _Applied()
+    projection = Positions(idle_container)
+    seen = _Applied(lambda position: position in projection.applied(idle_container))
     upgrade(monkeypatch)
     newest = ProjectionRunner(idle_container.store, idle_container.tracking,
                               [(projection, lambda cur: cur)], listeners=[seen])
@@ -109,30 +113,7 @@ def test_events_an_older_instance_passes_over_while_this_one_runs_are_rebuilt(
     assert newest.passed_over() == []
 
 
-class _Probe:
-    """A runner's condition that, each time the runner enters it while ``armed``, asks what a
-    read would be told (``probe``) before the runner goes on."""
-
-    def __init__(self, condition: threading.Condition, probe: Callable[[], Any]) -> None:
-        self._condition, self._probe = condition, probe
-        self.armed = False
-        self.seen: list[Any] = []
-
-    def __enter__(self) -> bool:
-        if self.armed:
-            self.armed = False  # the probe's own wait enters it too
-            self.seen.append(self._probe())
-            self.armed = True
-        return self._condition.__enter__()
-
-    def __exit__(self, *exc: Any) -> None:
-        self._condition.__exit__(*exc)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._condition, name)
-
-
-def test_a_view_emptied_for_a_rebuild_is_never_reported_caught_up(
+def test_a_view_rebuilt_is_reported_caught_up_only_with_its_old_rows(
         idle_container: Container, monkeypatch: pytest.MonkeyPatch) -> None:
     create(idle_container, "a")
     record_newer(idle_container, "a", version=2)
@@ -142,29 +123,19 @@ def test_a_view_emptied_for_a_rebuild_is_never_reported_caught_up(
     upgrade(monkeypatch)
     runner = runner_of(idle_container, projection)  # the newer version's worker, serving reads
     assert runner.wait_for(head, 0)  # before the rebuild: current as far as it knows
+    before = projection.applied(idle_container)
+    seen: list[tuple[bool, list[int]]] = []
+    real_forget = runner._forget
 
-    def read() -> tuple[bool, int]:
-        """A read in this process: is the view at the head, and how many rows does it hold."""
-        return runner.wait_for(head, 0), len(projection.applied(idle_container))
+    def forget(cur: Any, chosen: Any) -> None:
+        """A read in this process once the rebuild deleted the rows (not yet committed)."""
+        real_forget(cur, chosen)
+        seen.append((runner.wait_for(head, 0), projection.applied(idle_container)))
 
-    probe = _Probe(runner._changed, read)
-    monkeypatch.setattr(runner, "_changed", probe)
-    real_empty = runner._empty
-
-    def empty(names: Any) -> None:
-        probe.armed = True
-        try:
-            real_empty(names)
-        finally:
-            probe.armed = False
-
-    monkeypatch.setattr(runner, "_empty", empty)
+    monkeypatch.setattr(runner, "_forget", forget)
     assert runner.recover() == [projection.name]
-    assert (False, 0) in probe.seen or (True, 0) in probe.seen  # it looked once emptied
-    # no read is told the view reached the head while its tables are empty
-    assert (True, 0) not in probe.seen
-    assert runner.position == 0
-    runner.catch_up()
+    assert seen == [(True, before)]  # told it is current, and it reads the old complete rows
+    assert runner.position == head
     assert projection.applied(idle_container) == logged_positions(idle_container)
 
 

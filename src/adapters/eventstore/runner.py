@@ -11,7 +11,11 @@ projection from position zero as it catches up at start (``recover``). An event 
 projection's handler raises on is isolated: the batch is applied again under savepoints, every
 projection commits up to the event before the first one its handler fails on, and the failing
 ones are held there (logged, counted, ``cs_projection_blocked``) and retried with the loop's
-backoff; a known event is never skipped."""
+backoff; a known event is never skipped.
+
+A rebuild from position zero (``rebuild``, ``recover``) is one transaction: other processes
+reading the views (the API pods) see the old complete views until it commits, never empty or
+half-built ones, and a rebuild failing on an event leaves the old views and positions."""
 
 from __future__ import annotations
 
@@ -74,6 +78,14 @@ class _HandlerError(Exception):
     def __init__(self, projection: str, error: Exception) -> None:
         super().__init__(projection)
         self.projection, self.error = projection, error
+
+
+class _ReplayError(Exception):
+    """A handler raised during a rebuild's replay, on the page after ``after``."""
+
+    def __init__(self, after: int, error: _HandlerError) -> None:
+        super().__init__(error.projection)
+        self.after, self.error = after, error
 
 
 @dataclass
@@ -139,6 +151,30 @@ def _attempt(cur: Any, projection: Projection, view: Any,
     return None
 
 
+def _fold(cur: Any, batch: Sequence[Recorded], apply: Applier,
+          projections: Sequence[tuple[Projection, ViewFactory]],
+          positions: dict[str, int]) -> _Outcome:
+    """Each projection's share of the batch (after its own position, of known types only)
+    given to ``apply``, which returns the position short of the batch's end the projection
+    stops at, if any; what each reached, and the events of unknown types it passed over."""
+    start, last = min(positions[p.name] for p, _ in projections), batch[-1].position
+    outcome = _Outcome()
+    for projection, view in projections:
+        done = positions[projection.name]
+        todo = batch if done <= start else [r for r in batch if r.position > done]
+        if not todo:
+            continue
+        known = [r for r in todo if not isinstance(r.event, UnknownEvent)]
+        stopped = apply(cur, projection, view(cur), known) if known else None
+        reached = last if stopped is None else stopped
+        outcome.reached[projection.name] = reached
+        passed = [r for r in todo
+                  if r.position <= reached and isinstance(r.event, UnknownEvent)]
+        if passed:
+            outcome.passed[projection.name] = passed
+    return outcome
+
+
 class Listener(Protocol):
     """An in-memory read model fed by the runner: ``applied`` after each committed batch
     (before waiters see the new position), ``reset`` whenever the runner re-reads its positions
@@ -176,6 +212,7 @@ class ProjectionRunner:
         self._fence = threading.Lock()
         self._batches: dict[threading.Event, Any] = {}  # a loop's stop -> its batch's connection
         self._held: dict[str, Held] = {}  # projection -> the event it waits at
+        self._unrecovered: dict[str, Held] = {}  # projection -> the event its recovery failed on
         self._failures: Counter[str] = Counter()  # failed attempts at a held event
         self._unknown: Counter[str] = Counter()  # events of unknown types passed over
         self._unknown_types: set[str] = set()  # logged once each
@@ -236,25 +273,10 @@ class ProjectionRunner:
 
     def _commit(self, batch: Sequence[Recorded], stop: threading.Event | None,
                 apply: Applier) -> _Outcome:
-        """One transaction: each projection's share of the batch (after its own position, of
-        known types only) given to ``apply``, which returns the position short of the batch's
-        end the projection stops at, if any; its tracking row moves to where it got."""
-        start, last = self.position, batch[-1].position
-        outcome = _Outcome()
+        """One transaction: the batch folded into the views (``_fold``), each projection's
+        tracking row moved to where it got."""
         with self._transaction(stop) as cur:
-            for projection, view in self.projections:
-                done = self._positions[projection.name]
-                todo = batch if done <= start else [r for r in batch if r.position > done]
-                if not todo:
-                    continue
-                known = [r for r in todo if not isinstance(r.event, UnknownEvent)]
-                stopped = apply(cur, projection, view(cur), known) if known else None
-                reached = last if stopped is None else stopped
-                outcome.reached[projection.name] = reached
-                passed = [r for r in todo
-                          if r.position <= reached and isinstance(r.event, UnknownEvent)]
-                if passed:
-                    outcome.passed[projection.name] = passed
+            outcome = _fold(cur, batch, apply, self.projections, self._positions)
             self._note_passed_over(cur, outcome)
             self._track(cur, {n: p for n, p in outcome.reached.items()
                               if p > self._positions[n]})
@@ -434,16 +456,16 @@ class ProjectionRunner:
 
     @property
     def blocked(self) -> dict[str, int]:
-        """Each projection held at an event its handler fails on, with that event's position."""
-        return {name: held.position for name, held in dict(self._held).items()}
+        """Each projection held at an event its handler fails on, with that event's position
+        (or whose recovery failed on it: its view stays as it was, ``recover``)."""
+        held = {name: h.position for name, h in dict(self._unrecovered).items()}
+        return held | {name: h.position for name, h in dict(self._held).items()}
 
     def rebuild(self, progress: Progress | None = None) -> int:
-        """Empty the views and their tracking rows, then replay the log from position zero."""
-        self._empty(self.names)
-        total = self.catch_up(progress)
-        if self._held:  # a rebuild leaves complete views or fails
-            raise PoisonEventError(list(self._held.values()))
-        return total
+        """Rebuild every view of the runner from position zero, in one transaction: other
+        connections read the old views until it commits (``_rebuild``). Returns the events
+        replayed; ``PoisonEventError`` (the old views kept) when a handler fails on one."""
+        return self._rebuild(self.names, progress)
 
     def passed_over(self) -> list[PassedOver]:
         """The events of unknown types this runner's projections passed over, per type (noted
@@ -455,11 +477,13 @@ class ProjectionRunner:
             return [PassedOver(r["application_name"], r["event_type"], r["first_position"],
                                r["last_position"], r["events"]) for r in cur.fetchall()]
 
-    def recover(self) -> list[str]:
-        """Empty, for a rebuild from position zero, each projection that passed over events of
-        a type this version knows (an older version, during a rolling upgrade, did not): its
-        view lacks them, and its position is past them. Returns their names. Called as the
-        runner catches up at start, under its worker's lock."""
+    def recover(self, stop: threading.Event | None = None) -> list[str]:
+        """Rebuild from position zero (``_rebuild``, atomic for other readers) each projection
+        that passed over events of a type this version knows (an older version, during a
+        rolling upgrade, did not): its view lacks them, and its position is past them. Returns
+        their names; ``PoisonEventError`` when a handler fails on an event (the views, their
+        positions and notes are left as they were, so the recovery is tried again). Called as
+        the runner catches up at start, under its worker's lock."""
         stale = [p for p in self.passed_over() if p.event in EVENTS]
         for p in stale:
             log.warning("projection %s passed over %d events of type %s (positions %d to %d) "
@@ -470,38 +494,155 @@ class ProjectionRunner:
                                "last_position": p.last})
         names = sorted({p.projection for p in stale})
         if names:
-            self._empty(names)
+            self._rebuild(names, stop=stop)
         return names
 
-    def _reread(self) -> None:
+    def _reread(self, stop: threading.Event | None = None) -> None:
         """Read the positions again, then rebuild what they passed over that this version knows
         (``recover``): another instance (an older version whose lock was just lost) may have
         moved them past such events, noting them in the same transaction, after this runner
-        last looked at the notes."""
+        last looked at the notes. A recovery failing on an event leaves those views as they
+        were (still going on with the log) and is tried again at the next reading."""
         self.refresh()
-        self.recover()
+        try:
+            self.recover(stop)
+        except PoisonEventError as exc:
+            for failure in exc.held:
+                self._unrecovered[failure.projection] = failure
+                self._failures[failure.projection] += 1
+                log.error("projection %s is not rebuilt: its handler fails at position %d (%s): "
+                          "%s; its view stays as it was", failure.projection, failure.position,
+                          failure.event, failure.error, exc_info=failure.error,
+                          extra={"projection": failure.projection,
+                                 "position": failure.position, "event_type": failure.event,
+                                 "failures": self._failures[failure.projection]})
 
-    def _empty(self, names: Sequence[str]) -> None:
-        """Empty these projections' views and forget their positions and what they passed over,
-        in one transaction (their next batches start from position zero)."""
-        with self._changed:  # from before the tables are emptied, no read is told they are
-            self._suspect = True  # current (it would find them empty)
-        with self.store.datastore.transaction(commit=True) as cur:
-            for projection, _ in self.projections:
-                if projection.name not in names:
-                    continue
-                for table in projection.tables:
-                    cur.execute(f"TRUNCATE {table}")
-                for table in (self.tracking.tracking_table_name, PASSED_OVER):
-                    cur.execute(f"DELETE FROM {table} WHERE application_name = %s",
-                                (projection.name,))
+    def _rebuild(self, names: Sequence[str], progress: Progress | None = None,
+                 stop: threading.Event | None = None) -> int:
+        """Rebuild these projections from position zero in ONE transaction (``_replay``), so
+        that other connections (the API pods reading the same tables) see the old complete
+        views until it commits, then the new ones, never empty or half-built ones, and wait
+        for nothing. This process goes on reading the old views meanwhile: its positions, and
+        its listeners, change only once the new views are committed. A handler failing on an
+        event rolls everything back: ``PoisonEventError``, naming the event (``_diagnose``)."""
+        try:
+            total, reached, unknown = self._replay(names, progress, stop)
+        except _ReplayError as exc:
+            raise PoisonEventError(self._diagnose(names, exc, stop)) from exc.error
         with self._changed:
+            self._positions.update(reached)
             for name in names:
-                self._positions[name] = 0
                 self._held.pop(name, None)
+                self._unrecovered.pop(name, None)
+            self._unknown.update(unknown)
             for listener in self.listeners:
                 listener.reset()
-            self._suspect = False
+            self._changed.notify_all()
+        return total
+
+    def _replay(self, names: Sequence[str], progress: Progress | None,
+                stop: threading.Event | None,
+                isolate_after: int | None = None) -> tuple[int, dict[str, int], Counter[str]]:
+        """One transaction: the views' rows, tracking rows and notes deleted (DELETE, not
+        TRUNCATE: readers keep their snapshot of the old rows instead of waiting for the
+        transaction), the log up to its head replayed page by page (the next one read on
+        another connection meanwhile, never the whole log in memory), the tracking rows put
+        back at the end. No savepoint per page: a transaction that long with that many
+        subtransactions would slow every other reader's snapshots. So a handler failing
+        raises ``_ReplayError`` and the whole rebuild rolls back; ``isolate_after``: the
+        position after which that page starts, applied range by range to find the event at
+        fault (``_diagnose``), and then never committed. Returns the events replayed, the
+        positions reached and the events of unknown types passed over, per projection."""
+        chosen = [(p, v) for p, v in self.projections if p.name in names]
+        positions = {p.name: 0 for p, _ in chosen}
+        unknown: Counter[str] = Counter()
+        head, total, position = self.store.head(), 0, 0
+        with self._transaction(stop) as cur, \
+                ThreadPoolExecutor(1, thread_name_prefix="prefetch") as pool:
+            self._forget(cur, chosen)
+            ahead = pool.submit(self.store.read, 0, self.batch_size)
+            while position < head:
+                batch = ahead.result()
+                if not batch:
+                    break
+                ahead = pool.submit(self.store.read, batch[-1].position, self.batch_size)
+                if stop is not None and stop.is_set():
+                    raise StoppedError("the runner was stopped: its rebuild is rolled back")
+                if position == isolate_after:
+                    raise PoisonEventError(self._isolated(cur, batch, chosen, positions))
+                try:
+                    outcome = _fold(cur, batch, _apply_all, chosen, positions)
+                except _HandlerError as exc:
+                    raise _ReplayError(position, exc) from exc
+                self._note_passed_over(cur, outcome)
+                positions.update(outcome.reached)
+                unknown.update({n: len(events) for n, events in outcome.passed.items()})
+                self._note_unknown(batch)
+                position = batch[-1].position
+                total += len(batch)
+                if progress is not None:
+                    progress(position, head)
+            if isolate_after is not None:  # the page did not fail this time: still no commit
+                raise PoisonEventError([])
+            self._put_back(cur, positions)
+        return total, positions, unknown
+
+    def _diagnose(self, names: Sequence[str], failed: _ReplayError,
+                  stop: threading.Event | None) -> list[Held]:
+        """The event a rebuild failed on, and who: the replay again up to the page that failed,
+        that page range by range, then rolled back. Only a failed rebuild pays for it."""
+        try:
+            self._replay(names, None, stop, isolate_after=failed.after)
+        except PoisonEventError as exc:
+            if exc.held:
+                return exc.held
+        except _ReplayError as exc:  # failing earlier this time (a handler not deterministic)
+            failed = exc
+        # the page's first event stands for the one at fault, which could not be told apart
+        first = failed.after + 1
+        return [Held(failed.error.projection, first, "unknown", failed.error.error)]
+
+    def _isolated(self, cur: Any, batch: Sequence[Recorded],
+                  chosen: Sequence[tuple[Projection, ViewFactory]],
+                  positions: dict[str, int]) -> list[Held]:
+        """Apply the page a rebuild failed on range by range (``_isolate``): who is held where."""
+        held: list[Held] = []
+
+        def isolating(cur: Any, projection: Projection, view: Any,
+                      todo: Sequence[Recorded]) -> int | None:
+            position, failure = self._isolate(cur, projection, view, todo, None)
+            if failure is not None:
+                held.append(failure)
+            return position
+
+        _fold(cur, batch, isolating, chosen, positions)
+        return held
+
+    def _forget(self, cur: Any, chosen: Sequence[tuple[Projection, ViewFactory]]) -> None:
+        """In a rebuild's transaction: delete these views' rows, tracking rows and notes. The
+        tables are locked against writes first, all at once (EXCLUSIVE still lets reads in):
+        another instance's batch waits for the rebuild, then finds its tracking moved and reads
+        it again, instead of adding rows the rebuild's delete did not see."""
+        tables = [table for projection, _ in chosen for table in projection.tables]
+        if tables:
+            cur.execute(f"LOCK TABLE {', '.join(tables)} IN EXCLUSIVE MODE")
+        for table in tables:
+            cur.execute(f"DELETE FROM {table}")
+        names = [projection.name for projection, _ in chosen]
+        for table in (self.tracking.tracking_table_name, PASSED_OVER):
+            cur.execute(f"DELETE FROM {table} WHERE application_name = ANY(%s)", (names,))
+
+    def _put_back(self, cur: Any, positions: dict[str, int]) -> None:
+        """In a rebuild's transaction: the tracking rows at the positions the replay reached."""
+        reached = {name: position for name, position in positions.items() if position}
+        if not reached:
+            return
+        table = self.tracking.tracking_table_name
+        cur.execute(f"INSERT INTO {table} (application_name, notification_id)"
+                    " SELECT * FROM unnest(%b::text[], %b::int8[])"
+                    " ON CONFLICT (application_name) DO UPDATE"
+                    " SET notification_id = excluded.notification_id",
+                    (list(reached), list(reached.values())))
 
     def wait_for(self, position: int, timeout: float) -> bool:
         """Wait until every projection reached ``position``: False past ``timeout``, or as soon
@@ -558,7 +699,7 @@ class ProjectionRunner:
             try:
                 read = self.run_once(stop)
                 if self._suspect:  # the positions were not read again after the failure
-                    self._reread()
+                    self._reread(stop)
                 failures = 0
                 if read == 0:
                     self.store.wait_head(self.position, timeout=1.0, stop=stop)
@@ -582,4 +723,4 @@ class ProjectionRunner:
                     "projections": self.names, "failures": failures, "retry_seconds": pause})
                 stop.wait(pause)
                 with contextlib.suppress(Exception):  # the database may still be away
-                    self._reread()
+                    self._reread(stop)
