@@ -45,6 +45,7 @@ Gauge = tuple[str, str, dict[str, str], float]
 RETRY_INITIAL, RETRY_MAX = 0.5, 5.0  # seconds between attempts at a failing batch (as the relay)
 CANCEL_WAIT = 5.0  # seconds a stop waits for the server to cancel a stopped batch's statement
 PASSED_OVER = "projection_passed_over"  # migration 0022
+REBUILD_LOCK_WAIT = 60  # seconds a rebuild waits to lock its views against other writers
 
 
 @dataclass(frozen=True)
@@ -624,7 +625,8 @@ class ProjectionRunner:
         another instance's batch waits for the rebuild, then finds its tracking moved and reads
         it again, instead of adding rows the rebuild's delete did not see."""
         tables = [table for projection, _ in chosen for table in projection.tables]
-        if tables:
+        if tables:  # a batch holds them for milliseconds; a session stuck holding them fails
+            cur.execute(f"SET LOCAL lock_timeout = '{REBUILD_LOCK_WAIT}s'")  # the rebuild
             cur.execute(f"LOCK TABLE {', '.join(tables)} IN EXCLUSIVE MODE")
         for table in tables:
             cur.execute(f"DELETE FROM {table}")

@@ -10,16 +10,49 @@ Each call builds its own ``Configuration``, so several clusters can be used side
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from types import TracebackType
+from typing import Any, Literal, Self
 
+import urllib3
 from kubernetes import config
 from kubernetes.client import ApiClient, Configuration
 from kubernetes.config.config_exception import ConfigException
+from urllib3.connectionpool import ConnectionPool
+from urllib3.exceptions import ConnectTimeoutError, NewConnectionError, ReadTimeoutError
+from urllib3.response import BaseHTTPResponse
 
 from context_service.config import Settings
 
 Mode = Literal["in-cluster", "kubeconfig", "local"]
 kube_config: Any = config  # the loaders are untyped
+
+
+class NoRetryOnTimeout(urllib3.Retry):
+    """urllib3's retries, except after a timeout: a server that did not answer within the
+    timeout is not asked again (by default a read is sent four times, so one call to a hung API
+    server took four timeouts); the caller's own retry or the request's deadline decides.
+    Refused connections and closed pooled connections are still retried."""
+
+    def increment(self, method: str | None = None, url: str | None = None,
+                  response: BaseHTTPResponse | None = None, error: Exception | None = None,
+                  _pool: ConnectionPool | None = None,
+                  _stacktrace: TracebackType | None = None) -> Self:
+        if _timed_out(error):
+            assert error is not None
+            raise error
+        return super().increment(method, url, response, error, _pool, _stacktrace)
+
+
+def _timed_out(error: Exception | None) -> bool:
+    """A read or connect that timed out (a refused connection is no timeout, though urllib3
+    derives its error from the connect timeout's)."""
+    return isinstance(error, ReadTimeoutError) or (
+        isinstance(error, ConnectTimeoutError) and not isinstance(error, NewConnectionError))
+
+
+def _client(configuration: Configuration) -> ApiClient:
+    configuration.retries = NoRetryOnTimeout(3)
+    return ApiClient(configuration)
 
 
 def close(api: Any) -> None:
@@ -46,7 +79,7 @@ def from_kubeconfig(path: Path | None = None) -> ApiClient:
         )
     except (ConfigException, OSError) as exc:
         raise KubeConfigError(f"cannot load kubeconfig {path or '(default)'}: {exc}") from exc
-    return ApiClient(configuration)
+    return _client(configuration)
 
 
 def in_cluster() -> ApiClient:
@@ -55,7 +88,7 @@ def in_cluster() -> ApiClient:
         kube_config.load_incluster_config(client_configuration=configuration)
     except ConfigException as exc:
         raise KubeConfigError(f"not running in a cluster: {exc}") from exc
-    return ApiClient(configuration)
+    return _client(configuration)
 
 
 def resolve_mode(settings: Settings) -> Mode:

@@ -2,13 +2,22 @@
 
 Every object is handled as the plain JSON the server speaks (camelCase dicts), core kinds and
 custom resources alike; failures become the port's ``ClusterError``. Watches stream JSON lines.
+
+An API server that hangs (accepts, never answers) or answers slowly must not stall the HTTP
+service. Calls made while serving an HTTP request (the drain marks each request's context, see
+``stop_signals``) therefore share one deadline per request, ``budget`` seconds from the
+request's first call, instead of ``timeout`` per call; and at most ``slots`` of them wait on
+the server at once, so the handler threads (40) never all hang there: past that a call is
+refused at once. Background work (reconciler, watches, adoption) keeps the per-call timeout.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import json
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -18,10 +27,31 @@ from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 
 from context_service.domain.cluster import UNAVAILABLE, ClusterError
+from context_service.stop_signals import abandonment
 
 JSON = dict[str, Any]
 MERGE_PATCH = "application/merge-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
+# One HTTP request's Kubernetes calls together end within this: well inside the patience of a
+# client or gateway (30-60 s), and a pool create of a dozen calls stays bounded as a whole.
+REQUEST_BUDGET = 10.0
+# Request-path calls waiting on the server at once: fewer than half the handler threads, far
+# more than a healthy server (milliseconds a call) ever has in flight.
+REQUEST_SLOTS = 16
+# How long a request-path call waits for a free slot: bursts on a healthy server pass, callers
+# of a hung one are refused before they pile up on the handler threads.
+SLOT_WAIT = 0.5
+
+# when the current request's Kubernetes calls must have ended (time.monotonic); set by the
+# first call in the request's context, which each handler thread runs in a copy of
+_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "kubernetes_deadline", default=None)
+_OUTSIDE_REQUESTS = contextvars.Context().run(abandonment)  # the marker's value off requests
+
+
+def serving_request() -> bool:
+    """Whether the current work answers an HTTP request (the drain marks each one)."""
+    return abandonment() is not _OUTSIDE_REQUESTS
 
 
 @dataclass(frozen=True)
@@ -79,11 +109,16 @@ def _error(exc: ApiException | Exception) -> ClusterError:
 
 
 class Rest:
-    """JSON requests through one ``ApiClient`` (thread-safe; urllib3 pools connections)."""
+    """JSON requests through one ``ApiClient`` (thread-safe; urllib3 pools connections);
+    ``budget`` and ``slots`` bound the calls of HTTP requests (module doc)."""
 
-    def __init__(self, api: ApiClient, timeout: float = 30.0) -> None:
+    def __init__(self, api: ApiClient, timeout: float = 30.0, budget: float = REQUEST_BUDGET,
+                 slots: int = REQUEST_SLOTS) -> None:
         self.api = api
         self.timeout = timeout
+        self.budget = budget
+        self._slots = threading.BoundedSemaphore(slots)
+        self._slot_count = slots
 
     def request(
         self,
@@ -98,6 +133,39 @@ class Rest:
     ) -> Any:
         """Send one request; answers the decoded JSON body, or the raw response when
         ``stream`` (the caller then reads and releases it)."""
+        if stream or not serving_request():
+            return self._send(method, path, query, body, content_type, timeout or self.timeout,
+                              stream)
+        if not self._slots.acquire(timeout=min(SLOT_WAIT, self._remaining())):
+            self._refuse_if_late()
+            raise ClusterError(503, UNAVAILABLE, f"Kubernetes API busy: {self._slot_count} "
+                               "requests already wait on it; retry shortly")
+        try:
+            self._refuse_if_late()
+            return self._send(method, path, query, body, content_type,
+                              _cut(timeout or self.timeout, self._remaining()), stream)
+        except ClusterError as exc:
+            if exc.status == 503:  # a timeout cut by the budget says so
+                self._refuse_if_late(exc)
+            raise
+        finally:
+            self._slots.release()
+
+    def _remaining(self) -> float:
+        """Seconds left of the current request's budget (started at its first call)."""
+        deadline = _deadline.get()
+        if deadline is None:
+            deadline = time.monotonic() + self.budget
+            _deadline.set(deadline)
+        return max(0.0, deadline - time.monotonic())
+
+    def _refuse_if_late(self, cause: Exception | None = None) -> None:
+        if self._remaining() <= 0:
+            raise ClusterError(503, UNAVAILABLE, "Kubernetes API did not answer within the "
+                               f"request's {self.budget:g}s") from cause
+
+    def _send(self, method: str, path: str, query: dict[str, str] | None, body: Any,
+              content_type: str, timeout: float | tuple[float, float], stream: bool) -> Any:
         headers = {"Accept": "application/json", "Content-Type": content_type}
         method_, url, headers_, body_, post = self.api.param_serialize(
             method=method,
@@ -109,7 +177,7 @@ class Rest:
         )
         try:
             response = self.api.call_api(
-                method_, url, headers_, body_, post, _request_timeout=timeout or self.timeout
+                method_, url, headers_, body_, post, _request_timeout=timeout
             )
         except (ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
             raise _error(exc) from exc
@@ -185,6 +253,13 @@ class Rest:
             query["labelSelector"] = selector
         raw = self.request("GET", path, query=query, timeout=(10.0, 70.0), stream=True)
         return WatchStream(raw)
+
+
+def _cut(timeout: float | tuple[float, float], left: float) -> float | tuple[float, float]:
+    """``timeout`` (seconds, or connect and read) shortened to ``left``."""
+    if isinstance(timeout, tuple):
+        return min(timeout[0], left), min(timeout[1], left)
+    return min(timeout, left)
 
 
 class WatchStream:

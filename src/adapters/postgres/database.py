@@ -5,8 +5,16 @@ from __future__ import annotations
 from eventsourcing.postgres import PostgresDatastore
 from psycopg.conninfo import conninfo_to_dict
 
+# How long a statement waits for a lock another session holds before it fails. An append holds
+# the event table's lock for milliseconds; a wait this long means a session took it and stopped
+# (a forgotten transaction), and without a bound every write, and the worker thread and pool
+# connection each one holds, would wait for as long as that session lives. Shorter than the
+# append connection's own answer timeout (10 s), so a write fails with the lock as its reason.
+LOCK_TIMEOUT_SECONDS = 5.0
 
-def open_datastore(url: str, pool_size: int = 8, max_overflow: int = 16) -> PostgresDatastore:
+
+def open_datastore(url: str, pool_size: int = 8, max_overflow: int = 16,
+                   lock_timeout: float = LOCK_TIMEOUT_SECONDS) -> PostgresDatastore:
     params = conninfo_to_dict(url)
     datastore = PostgresDatastore(
         dbname=str(params.get("dbname", "postgres")),
@@ -21,4 +29,13 @@ def open_datastore(url: str, pool_size: int = 8, max_overflow: int = 16) -> Post
         pool_open_timeout=None,
         enable_db_functions=False,
     )
+    _bound_lock_waits(datastore, lock_timeout)
     return datastore
+
+
+def _bound_lock_waits(datastore: PostgresDatastore, seconds: float) -> None:
+    """Every session of the pool, and every connection made like the pool's (the event loop's
+    append connection copies its parameters), starts with ``lock_timeout``."""
+    kwargs = datastore.pool.kwargs
+    assert isinstance(kwargs, dict)  # built by the datastore, never a callable here
+    kwargs["options"] = f"-c lock_timeout={int(seconds * 1000)}"

@@ -75,6 +75,10 @@ def migrate(datastore: PostgresDatastore, directory: Path = MIGRATIONS_DIR) -> l
     applied: list[str] = []
     for name, text in code.items():
         with datastore.transaction(commit=True) as cur:
+            # another instance may be migrating, and a migration's DDL waits for the readers
+            # of its tables: wait as long as it takes (the pool's sessions otherwise give up
+            # on a lock after database.LOCK_TIMEOUT_SECONDS)
+            cur.execute("SET LOCAL lock_timeout = 0")
             cur.execute("SELECT pg_advisory_xact_lock(7340021)")
             cur.execute("SELECT 1 FROM schema_migrations WHERE name = %s", (name,))
             if cur.fetchone() is not None:

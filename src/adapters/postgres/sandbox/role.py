@@ -56,6 +56,7 @@ def ensure_role(datastore: PostgresDatastore, password: str, role: str = ROLE) -
     may create roles; the embedded server's is a superuser)."""
     name = sql.Identifier(role)
     with datastore.transaction(commit=True) as cur:
+        cur.execute("SET LOCAL lock_timeout = 0")  # another instance may be doing the same
         cur.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK,))
         cur.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,))
         if cur.fetchone() is None:
