@@ -499,7 +499,8 @@ def services(container: Container) -> Services:
     ports = pack_ports(container, warm=True)
     failures = AuthFailures(container.settings.auth_failure_per_second,
                             container.settings.auth_failure_burst)
-    container.gauge_sources.extend([failures.gauges, container.access.gauges])
+    container.gauge_sources.extend([failures.gauges, container.access.gauges,
+                                    container.sandbox.cache_gauges])
     return Services(contexts=container.contexts, reads=reads, consistency=consistency,
                     query=QueryIndexReadsSql(container.datastore),
                     timeline=Timeline(container.store),

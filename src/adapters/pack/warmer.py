@@ -20,6 +20,13 @@ from context_service.domain.pack.text import token_ids, token_table_gauges
 
 log = logging.getLogger(__name__)
 VIEW = "agent_data"  # the projection writing ``agent_collections``
+# A freeze keeps whatever is alive out of the cyclic collector's sight, not only the corpora:
+# what an in-flight request held then and later left in a reference cycle is never collected.
+# So once the frozen objects have grown by this share since the last whole-heap collection,
+# the heap is unfrozen and collected whole (as the collector's own oldest generation waits for
+# a quarter more): the garbage frozen stays under that share of what lives, and the cost of
+# a whole pass is spread over as many objects frozen.
+WHOLE_PASS_GROWTH = 0.25
 
 
 class CorpusWarmer:
@@ -33,6 +40,7 @@ class CorpusWarmer:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._frozen_at = 0  # the loader's loads when objects were last frozen
+        self._frozen_whole = gc.get_freeze_count()  # frozen after the last whole collection
         self.dropped = 0  # indexes the last pass dropped from the caches
         self.complete = False  # at the last pass, every current index was held whole
 
@@ -129,12 +137,22 @@ class CorpusWarmer:
             # publication may load an index before this thread does). Cyclic garbage frozen
             # would never be collected: collect first (a pass over the objects not frozen yet).
             # A corpus holds no cycle, so one dropped later is freed by its reference counts.
-            gc.collect()
-            gc.freeze()
+            self._freeze()
             self._frozen_at = self.loader.loads
         if loaded:
             log.info("corpus cache warmed", extra={
                 "indexes": loaded, "seconds": round(time.monotonic() - started, 3)})
+
+    def _freeze(self) -> None:
+        """Collect, then freeze what lives; the whole heap is collected once the frozen
+        objects have grown by ``WHOLE_PASS_GROWTH`` since it last was."""
+        whole = gc.get_freeze_count() > self._frozen_whole * (1 + WHOLE_PASS_GROWTH)
+        if whole:
+            gc.unfreeze()
+        gc.collect()
+        gc.freeze()
+        if whole:
+            self._frozen_whole = gc.get_freeze_count()
 
     def stop(self) -> None:
         self._stop.set()

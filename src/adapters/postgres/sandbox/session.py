@@ -39,12 +39,18 @@ from context_service.adapters.postgres.sandbox.values import (
     register_bound,
 )
 from context_service.adapters.postgres.sandbox.watchdog import Watchdog
+from context_service.domain.bounded import BoundedCache, Gauge, MiB, text_bytes
 from context_service.domain.query_template.events import Parameter
 
 CANCEL_GRACE_MS = 1000
 CHECK_TIMEOUT_MS = 5000
 TIMEOUT = "57014"  # query_canceled: statement_timeout or our cancel
 LOST = "08006"  # connection_failure: the session ended without an error of the server
+# Column type names by (type oid, modifier): a template's author picks the modifiers
+# (``varchar(1)`` to ``varchar(10485760)``), so the names are kept for the most recently used
+# few only; a name dropped is asked of the server again.
+TYPE_NAMES = 1024
+_TYPE_NAME_ENTRY = 200  # the key tuple, its two ints and the table slot, beyond the name
 
 
 @dataclass
@@ -101,7 +107,9 @@ class TemplateSandbox:
         self._scopes = scopes
         self.admission = Admission(limits or RunLimits(sessions=4, wait_seconds=0.5,
                                                        per_workspace=2))
-        self._types: dict[tuple[int, int], str] = {}
+        self._types: BoundedCache[tuple[int, int], str] = BoundedCache(
+            "sandbox_type_names", MiB, lambda _, name: _TYPE_NAME_ENTRY + text_bytes(name),
+            max_entries=TYPE_NAMES)
         self._watchdog = Watchdog()
 
     def close(self, drain_s: float = DRAIN_TIMEOUT_S) -> None:
@@ -260,12 +268,17 @@ class TemplateSandbox:
         out = []
         for i in range(result.nfields):
             key = (result.ftype(i), result.fmod(i))
-            if key not in self._types:
-                self._types[key] = self._type_name(*key)
+            type_name = self._types.get(key)
+            if type_name is None:
+                type_name = self._types.keep(key, self._type_name(*key))
             name = result.fname(i)
             out.append({"name": name.decode() if name is not None else "",
-                        "type": self._types[key]})
+                        "type": type_name})
         return out
+
+    def cache_gauges(self) -> list[Gauge]:
+        """The column type names held (``cs_cache_*``, cache ``sandbox_type_names``)."""
+        return self._types.gauges()
 
     def _type_name(self, oid: int, modifier: int) -> str:
         with self.datastore.transaction(commit=False) as cur:
