@@ -252,3 +252,60 @@ def test_a_recovery_failing_on_a_poison_event_leaves_the_old_view_to_retry(
     runner.catch_up()
     assert projection.rows(idle_container) == [(p, 2) for p in logged(idle_container)]
     assert runner.blocked == {} and runner.passed_over() == []
+
+
+@pytest.mark.postgres
+def test_a_recovery_another_instance_finished_no_longer_shows_the_view_blocked(
+        idle_container: Container, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A runner whose recovery failed on an event shows the view blocked there
+    (``cs_projection_blocked``). Another instance (a fixed release that took the worker lock)
+    then recovers the view: its notes are gone, and once this runner reads its positions again
+    nothing is left to recover, so nothing is blocked. The failed recovery stayed in ``blocked``
+    for as long as the process lived: an alert no one could clear but by a restart."""
+    monkeypatch.setattr(mapper, "_decoders", {  # the newer event's class is this test's
+        name: decoder for name, decoder in mapper._decoders.items() if name != NEWER})
+    projection = Generations(idle_container)
+    newer, _ = upgraded_runner(idle_container, monkeypatch, projection)
+    projection.generation, projection.poison = 2, newer  # this release's handler fails on it
+    here = ProjectionRunner(idle_container.store, idle_container.tracking,
+                            [(projection, lambda cur: cur)])
+    here.catch_up()
+    assert here.blocked == {projection.name: newer}
+
+    projection.poison = 0  # the other instance's handler does not fail
+    elsewhere = ProjectionRunner(idle_container.store, idle_container.tracking,
+                                 [(projection, lambda cur: cur)])
+    elsewhere.catch_up()
+    assert elsewhere.blocked == {} and elsewhere.passed_over() == []
+
+    here.catch_up()  # reads its positions (and the notes) again
+    assert here.passed_over() == []
+    assert here.blocked == {}
+
+
+class Impatient(Generations):
+    """The test projection, whose batches give up on a lock at once (as every session of the
+    service does after ``database.LOCK_TIMEOUT_SECONDS``)."""
+
+    def apply(self, cur: Any, batch: Sequence[Recorded]) -> None:
+        cur.execute("SET LOCAL lock_timeout = '50ms'")
+        super().apply(cur, batch)
+
+
+@pytest.mark.postgres
+def test_a_batch_that_waits_past_the_lock_timeout_is_retried_not_held(
+        idle_container: Container) -> None:
+    """Another session holds the view's table (a rebuild in another process, a stuck script):
+    the batch gives up on the lock. That is no event's fault: the view is not held as at a
+    poison event (no ``cs_projection_blocked``), and once the lock is gone the batch applies."""
+    create(idle_container, "locked")
+    projection = Impatient(idle_container)
+    runner = ProjectionRunner(idle_container.store, idle_container.tracking,
+                              [(projection, lambda cur: cur)])
+    with idle_container.datastore.transaction(commit=False) as other:
+        other.execute(f"LOCK TABLE {projection.tables[0]} IN EXCLUSIVE MODE")
+        with pytest.raises(Exception, match="lock timeout"):
+            runner.catch_up()
+        assert runner.blocked == {}
+    runner.catch_up()
+    assert [p for p, _ in projection.rows(idle_container)] == logged(idle_container)

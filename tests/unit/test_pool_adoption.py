@@ -58,3 +58,31 @@ def test_a_group_without_a_positive_replica_count_is_reported() -> None:
     results = {p.name: p for p in group_pools(objects, "ns", NOW, "service:x")}
     assert results["bad"].event is None and "replica" in results["bad"].reason
     assert results["odd"].event is None
+
+
+def _warm_claim(pool: str, index: int, deleting: bool = False) -> SandboxClaimInfo:
+    return SandboxClaimInfo(namespace="ns", name=f"claim-{pool}-{index}", warm_pool="wp",
+                            ready=not deleting, deleting=deleting,
+                            labels={**MANAGED, P + "pool": pool})
+
+
+def _adopted_replicas(*claims: SandboxClaimInfo) -> int:
+    [found] = group_pools(PoolObjects(sandbox_claims=claims), "ns", NOW, "service:x")
+    assert found.event is not None, found.reason
+    return found.event.replicas
+
+
+def test_a_warm_pool_claim_being_replaced_does_not_shrink_the_adopted_pool() -> None:
+    """A pool of three claims, one of which an operator deleted to get a fresh sandbox (the old
+    installation's reconciler would have made it again): adopted with two replicas, the new
+    reconciler wants ``claim-p-0`` and ``claim-p-1`` and deletes ``claim-p-2``, a sandbox in
+    use. Only a group whose every object is being deleted is a release (docs/kubernetes.md)."""
+    assert _adopted_replicas(_warm_claim("p", 0, deleting=True), _warm_claim("p", 1),
+                             _warm_claim("p", 2)) == 3
+
+
+def test_a_warm_pool_claim_deleted_past_the_pool_s_size_is_not_made_again() -> None:
+    """The other half of the rule: a scale-down under way (the highest claim being deleted as an
+    extra) is adopted at its new size."""
+    assert _adopted_replicas(_warm_claim("p", 0), _warm_claim("p", 1),
+                             _warm_claim("p", 2, deleting=True)) == 2

@@ -31,6 +31,7 @@ from typing import Any, Protocol
 
 from eventsourcing.persistence import IntegrityError
 from eventsourcing.postgres import PostgresTrackingRecorder
+from psycopg.errors import LockNotAvailable
 
 from context_service.adapters.eventstore.store import EventStore
 from context_service.domain.events import UnknownEvent
@@ -127,6 +128,8 @@ def _apply_all(cur: Any, projection: Projection, view: Any,
                todo: Sequence[Recorded]) -> int | None:
     try:
         projection.apply(view, todo)
+    except LockNotAvailable:
+        raise  # the batch waited past lock_timeout (a rebuild, a stuck session): not the event's
     except Exception as exc:
         raise _HandlerError(projection.name, exc) from exc
     return None
@@ -145,6 +148,8 @@ def _attempt(cur: Any, projection: Projection, view: Any,
     cur.execute("SAVEPOINT isolate")
     try:
         projection.apply(view, events)
+    except LockNotAvailable:
+        raise  # no event is at fault: the whole batch is retried later
     except Exception as exc:
         cur.execute("ROLLBACK TO SAVEPOINT isolate")
         return exc
@@ -508,6 +513,7 @@ class ProjectionRunner:
         try:
             self.recover(stop)
         except PoisonEventError as exc:
+            self._unrecovered.clear()  # what fails now, not what was since done elsewhere
             for failure in exc.held:
                 self._unrecovered[failure.projection] = failure
                 self._failures[failure.projection] += 1
@@ -517,6 +523,8 @@ class ProjectionRunner:
                           extra={"projection": failure.projection,
                                  "position": failure.position, "event_type": failure.event,
                                  "failures": self._failures[failure.projection]})
+        else:  # nothing is left to recover: rebuilt here, or by another instance
+            self._unrecovered.clear()
 
     def _rebuild(self, names: Sequence[str], progress: Progress | None = None,
                  stop: threading.Event | None = None) -> int:

@@ -10,7 +10,12 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
-from context_service.domain.cluster import POOL_LABEL, REPLICAS_KEY, PoolObjects
+from context_service.domain.cluster import (
+    POOL_LABEL,
+    REPLICAS_KEY,
+    PoolObjects,
+    SandboxClaimInfo,
+)
 from context_service.domain.pool.events import SandboxPoolRequested, Workspace
 from context_service.domain.values import canonical_quantity, is_context_name, is_positive_quantity
 
@@ -66,13 +71,24 @@ def _group(staying: PoolObjects, live: set[str], namespace: str, name: str, now:
     return _one(staying, namespace, name, now, actor)
 
 
+def _warm_replicas(name: str, claims: list[SandboxClaimInfo]) -> int:
+    """A warm-pool pool's size: one past the highest index of its claims that stay
+    (``claim-<pool>-<i>``). One being deleted below it is being replaced, which the reconciler
+    makes again; counting only those that stay shrank the pool, and its reconciler then deleted
+    the claim of the highest index, a sandbox in use."""
+    indexes = [int(found[1]) for c in claims
+               if (found := re.fullmatch(rf"claim-{re.escape(name)}-(0|[1-9][0-9]*)", c.name))]
+    return max(len(claims), max(indexes, default=-1) + 1)
+
+
 def _one(objects: PoolObjects, namespace: str, name: str, now: datetime,
          actor: str) -> PoolImport:
     claims = [c for c in objects.sandbox_claims if c.labels.get(POOL_LABEL) == name]
     if claims:
         claim = sorted(claims, key=lambda c: c.name)[0]
         return PoolImport(name, SandboxPoolRequested(
-            at=now, actor=actor, name=name, replicas=len(claims), strategy="warm-pool",
+            at=now, actor=actor, name=name, replicas=_warm_replicas(name, claims),
+            strategy="warm-pool",
             workspace=Workspace(), warm_pool_ref=claim.warm_pool, namespace=namespace,
             adopted=True))
     sandboxes = sorted((s for s in objects.sandboxes if s.labels.get(POOL_LABEL) == name),

@@ -103,7 +103,7 @@ _CLOSE = (b"connection", b"close")  # the rest of a body left unread is no next 
 # one costs a pass through the transport (a ``ping`` or a listing takes no rate-limit token).
 BATCHING = "2025-03-26"
 MAX_BATCH = 20
-NO_BATCHES = ("Invalid Request: JSON-RPC batches are gone since protocol 2025-06-18;"
+NO_BATCHES = ("Invalid Request: JSON-RPC batches belong to protocol 2025-03-26 alone;"
               " POST each message alone")
 EMPTY_BATCH = "Invalid Request: an empty batch"
 LONG_BATCH = f"Invalid Request: a batch holds at most {MAX_BATCH} messages"
