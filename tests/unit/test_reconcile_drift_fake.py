@@ -143,7 +143,7 @@ def test_a_claim_of_another_size_is_reported_as_a_conflict_and_never_retried() -
         [conflict] = result.conflicts
         assert "pvc svc/docs-workspace" in conflict and "size 2Gi, not 1Gi" in conflict
     assert writes(fake, since) == []
-    assert len(passes.reported) == 1  # warned once
+    assert passes.reported == 1  # warned once
     spec = (fake.manifest(*WORKSPACE) or {})["spec"]
     assert spec["resources"]["requests"]["storage"] == "2Gi"
 
@@ -173,3 +173,23 @@ def test_the_listing_reports_the_edited_paths_of_the_wanted_objects_only() -> No
                                                 *wanted.claims.values()])
     assert found.drift == {("sandbox", "sandbox-docs-0"): (
         f"metadata.annotations.{REPLICAS_KEY}", "spec.podTemplate.spec.containers[0].image")}
+
+
+def test_conflicts_no_longer_found_are_forgotten_and_warned_again_if_they_return() -> None:
+    """The conflicts held are those of each namespace's last pass: a long-running reconciler
+    meeting ever new conflicts (sizes an operator keeps changing) holds no more than the current
+    ones, while ``reported`` counts every distinct warning (a counter never goes down)."""
+    fake = FakeCluster()
+    scope = Scope(namespace=NS, pools=(pool(),))
+    passes = converged(fake, scope)
+    for size in range(2, 12):  # ten distinct conflicts over time, one at a time
+        fake.edit(*WORKSPACE, {"spec": {"resources": {"requests": {"storage": f"{size}Gi"}}}})
+        [conflict] = passes.run(scope).conflicts
+        assert f"size {size}Gi" in conflict
+        assert passes.held() == 1
+    assert passes.reported == 10
+    fake.edit(*WORKSPACE, {"spec": {"resources": {"requests": {"storage": "1Gi"}}}})
+    assert passes.run(scope).conflicts == [] and passes.held() == 0
+    fake.edit(*WORKSPACE, {"spec": {"resources": {"requests": {"storage": "2Gi"}}}})
+    passes.run(scope)
+    assert passes.reported == 11  # a conflict that returns is warned of again

@@ -117,7 +117,7 @@ class Reconciler:
         out: list[tuple[str, str, dict[str, str], float]] = [
             ("cs_reconciler_active", "1 while this instance holds the lock.", {}, active)]
         out += [("cs_reconciler_total", "Reconciler passes, cluster changes, recorded "
-                 "observations, failures, resyncs and distinct conflicts reported.",
+                 "observations, failures, resyncs and conflicts warned of.",
                  {"what": k}, float(v))
                 for k, v in self.stats.items()]
         return out
@@ -221,7 +221,7 @@ class Reconciler:
         self.stats["actions"] += result.changed
         self.stats["recorded"] += result.recorded
         self.stats["errors"] += len(result.errors)
-        self.stats["conflicts"] = len(self.passes.reported)
+        self.stats["conflicts"] = self.passes.reported
 
     # --- triggers -----------------------------------------------------------------------------
 

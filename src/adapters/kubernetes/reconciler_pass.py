@@ -142,7 +142,11 @@ class NamespacePass:
         self.pools = pools
         self.executor = executor
         self.clock = clock
-        self.reported: set[str] = set()  # conflicts already logged as warnings
+        # each namespace's conflicts found by its last pass (warned of once while they last):
+        # only the current ones are held, or a long-running reconciler would keep every
+        # conflict it ever met; ``reported`` counts the warnings
+        self._current: dict[str, set[str]] = {}
+        self.reported = 0
 
     def run(self, scope: Scope) -> PassResult:
         result = PassResult()
@@ -158,15 +162,24 @@ class NamespacePass:
         result.conflicts += conflicts(scope, observed)
         self._carry_out(actions, result)
         self._record(scope, observed, result)
-        self._report(result.conflicts)
+        self._report(scope.namespace, result.conflicts)
         return result
 
-    def _report(self, found: list[str]) -> None:
-        """Warn once per conflict (a resync finds it again every time until it is resolved)."""
-        for conflict in found:
-            if conflict not in self.reported:
-                self.reported.add(conflict)
-                log.warning("reconcile conflict: %s", conflict)
+    def held(self) -> int:
+        """The conflicts the last passes of the namespaces found."""
+        return sum(len(found) for found in self._current.values())
+
+    def _report(self, namespace: str, found: list[str]) -> None:
+        """Warn once per conflict while it lasts (a resync finds it again every time until it is
+        resolved); one resolved and met again is warned of again."""
+        before = self._current.get(namespace, set())
+        for conflict in sorted(set(found) - before):
+            self.reported += 1
+            log.warning("reconcile conflict: %s", conflict)
+        if found:
+            self._current[namespace] = set(found)
+        else:
+            self._current.pop(namespace, None)
 
     def create_new(self, scope: Scope) -> PassResult:
         """Pools just requested: create their objects without looking first (every create is
