@@ -45,12 +45,18 @@ class Outcome(Generic[S]):
     position: int  # log position of the last event written; 0 when nothing was written
 
 
+# the events folded into the stream states one application keeps (with at most 4,096 states):
+# a context's state holds its grants, consumers and revisions, some hundreds of bytes each
+CACHE_EVENTS = 500_000
+
+
 class StreamApplication(Generic[S]):
     """Load/decide/append for one aggregate kind."""
 
     def __init__(self, store: EventStore, kind: str, initial: Callable[[], S],
                  evolve: Callable[[S, Event], S], decide: Callable[[Any, S, datetime], list[Event]],
-                 clock: Clock = utc_now, cache_size: int = 4096, retries: int = 50) -> None:
+                 clock: Clock = utc_now, cache_size: int = 4096,
+                 cache_events: int = CACHE_EVENTS, retries: int = 50) -> None:
         self.store = store
         self.kind = kind
         self.initial = initial
@@ -60,6 +66,9 @@ class StreamApplication(Generic[S]):
         self.retries = retries
         self._cache: OrderedDict[StreamRef, tuple[int, S]] = OrderedDict()
         self._cache_size = cache_size
+        # a state's size grows with the events folded into it (its version): the states held
+        # are bounded by their sum too, so that a few very long streams are not kept for ever
+        self._cache_events, self._held_events = cache_events, 0
         self._lock = threading.Lock()
         # Writers of one stream in this process take turns (striped locks), so they never
         # conflict with each other inside a shared group-commit batch.
@@ -145,14 +154,24 @@ class StreamApplication(Generic[S]):
         with self._lock:
             return self._cache.get(stream, (0, self.initial()))
 
+    def held_events(self) -> int:
+        """The events folded into the states held (what bounds them with their number)."""
+        with self._lock:
+            return self._held_events
+
     def _remember(self, stream: StreamRef, version: int, state: S) -> None:
+        if version > self._cache_events:  # served, never kept: it would push out all others
+            return
         with self._lock:
             cached = self._cache.get(stream)
             if cached is None or cached[0] < version:
+                self._held_events += version - (cached[0] if cached else 0)
                 self._cache[stream] = (version, state)
             self._cache.move_to_end(stream)
-            while len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
+            while (len(self._cache) > self._cache_size
+                   or self._held_events > self._cache_events):
+                _, (dropped, _) = self._cache.popitem(last=False)
+                self._held_events -= dropped
 
 
 class ContextApplication(StreamApplication[ContextState]):
