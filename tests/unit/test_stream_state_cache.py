@@ -47,3 +47,13 @@ def test_a_stream_longer_than_the_whole_bound_is_served_but_not_kept() -> None:
     assert app.cached(app.stream("ns", "long"))[0] == 0
     assert app.cached(app.stream("ns", "short"))[0] == 10  # nothing else let go for it
     assert app.held_events() == 10
+
+
+def test_a_stream_that_grows_past_the_bound_is_let_go_not_kept_stale() -> None:
+    streams = {"growing": 3_000}
+    app = application(streams, cache_events=3_500)
+    app.load_stream(app.stream("ns", "growing"))
+    assert app.cached(app.stream("ns", "growing"))[0] == 3_000
+    streams["growing"] = 4_000
+    assert app.load_stream(app.stream("ns", "growing"))[0] == 4_000
+    assert app.cached(app.stream("ns", "growing"))[0] == 0 and app.held_events() == 0

@@ -55,7 +55,7 @@ class StreamApplication(Generic[S]):
 
     def __init__(self, store: EventStore, kind: str, initial: Callable[[], S],
                  evolve: Callable[[S, Event], S], decide: Callable[[Any, S, datetime], list[Event]],
-                 clock: Clock = utc_now, cache_size: int = 4096,
+                 clock: Clock = utc_now, *, cache_size: int = 4096,
                  cache_events: int = CACHE_EVENTS, retries: int = 50) -> None:
         self.store = store
         self.kind = kind
@@ -160,9 +160,11 @@ class StreamApplication(Generic[S]):
             return self._held_events
 
     def _remember(self, stream: StreamRef, version: int, state: S) -> None:
-        if version > self._cache_events:  # served, never kept: it would push out all others
-            return
         with self._lock:
+            if version > self._cache_events:  # served, never kept: it would push out all others
+                dropped = self._cache.pop(stream, None)  # nor an older state of it (stale)
+                self._held_events -= dropped[0] if dropped else 0
+                return
             cached = self._cache.get(stream)
             if cached is None or cached[0] < version:
                 self._held_events += version - (cached[0] if cached else 0)
@@ -177,8 +179,8 @@ class StreamApplication(Generic[S]):
 class ContextApplication(StreamApplication[ContextState]):
     def __init__(self, store: EventStore, clock: Clock = utc_now, cache_size: int = 4096,
                  retries: int = 50) -> None:
-        super().__init__(store, "context", ContextState, evolve, decide, clock, cache_size,
-                         retries)
+        super().__init__(store, "context", ContextState, evolve, decide, clock,
+                         cache_size=cache_size, retries=retries)
 
     def load(self, namespace: str, name: str) -> tuple[int, ContextState]:
         return self.load_stream(context_stream(namespace, name))

@@ -162,24 +162,27 @@ class NamespacePass:
         result.conflicts += conflicts(scope, observed)
         self._carry_out(actions, result)
         self._record(scope, observed, result)
-        self._report(scope.namespace, result.conflicts)
+        self._report(scope, result.conflicts)
         return result
 
     def held(self) -> int:
         """The conflicts the last passes of the namespaces found."""
         return sum(len(found) for found in self._current.values())
 
-    def _report(self, namespace: str, found: list[str]) -> None:
+    def _report(self, scope: Scope, found: list[str]) -> None:
         """Warn once per conflict while it lasts (a resync finds it again every time until it is
-        resolved); one resolved and met again is warned of again."""
-        before = self._current.get(namespace, set())
+        resolved); one resolved and met again is warned of again. A pass over some of the
+        namespace's pools cannot find the others' conflicts: only a pass over the whole
+        namespace (each resync) forgets those it no longer finds."""
+        before = self._current.get(scope.namespace, set())
         for conflict in sorted(set(found) - before):
             self.reported += 1
             log.warning("reconcile conflict: %s", conflict)
-        if found:
-            self._current[namespace] = set(found)
+        current = set(found) if scope.whole else before | set(found)
+        if current:
+            self._current[scope.namespace] = current
         else:
-            self._current.pop(namespace, None)
+            self._current.pop(scope.namespace, None)
 
     def create_new(self, scope: Scope) -> PassResult:
         """Pools just requested: create their objects without looking first (every create is

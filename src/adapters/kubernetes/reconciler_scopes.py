@@ -111,4 +111,5 @@ def scopes_for(keys: Sequence[Key], desired: LogDesired,
         contexts = tuple(c for (n, name), c in sorted(desired.contexts.items())
                          if n == namespace and (whole or ("context", n, name) in wanted))
         if pools or contexts:
-            yield grouped, Scope(namespace=namespace, pools=pools, contexts=contexts)
+            yield grouped, Scope(namespace=namespace, pools=pools, contexts=contexts,
+                                 whole=whole)

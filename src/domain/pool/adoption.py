@@ -86,8 +86,12 @@ def _one(objects: PoolObjects, namespace: str, name: str, now: datetime,
     claims = [c for c in objects.sandbox_claims if c.labels.get(POOL_LABEL) == name]
     if claims:
         claim = sorted(claims, key=lambda c: c.name)[0]
+        size = _warm_replicas(name, claims)
+        if size > MAX_REPLICAS:  # a claim of a high index, or too many claims
+            return PoolImport(name, None, f"replica count {size} (by its claims' names) is "
+                              f"more than {MAX_REPLICAS}")
         return PoolImport(name, SandboxPoolRequested(
-            at=now, actor=actor, name=name, replicas=_warm_replicas(name, claims),
+            at=now, actor=actor, name=name, replicas=size,
             strategy="warm-pool",
             workspace=Workspace(), warm_pool_ref=claim.warm_pool, namespace=namespace,
             adopted=True))

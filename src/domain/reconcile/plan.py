@@ -57,11 +57,13 @@ from context_service.domain.values import canonical_quantity, is_positive_quanti
 
 
 class Scope(msgspec.Struct, frozen=True, kw_only=True):
-    """Recorded contexts and pools of one namespace (live, deleted or released)."""
+    """Recorded contexts and pools of one namespace (live, deleted or released); ``whole``:
+    all of the namespace's, not only those due for a pass."""
 
     namespace: str
     pools: tuple[PoolState, ...] = ()
     contexts: tuple[ContextState, ...] = ()
+    whole: bool = True
 
 
 class Observed(msgspec.Struct, frozen=True, kw_only=True):
