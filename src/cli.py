@@ -88,6 +88,7 @@ def _serve(settings: Settings) -> int:
 
         from context_service import bootstrap
         from context_service.adapters.embedding.wordllama_model import ModelUnavailable
+        from context_service.http import connections
         from context_service.http.shutdown import Drain, Server
 
         try:
@@ -107,7 +108,10 @@ def _serve(settings: Settings) -> int:
                                 log_config=None,  # uvicorn's lines pass the log's redaction
                                 proxy_headers=False,  # no trusted proxy in front
                                 ws="none",  # no WebSocket route: its protocol is not imported
-                                server_header=False)
+                                server_header=False,
+                                # a head deadline, a head size bound and a bound on open
+                                # connections, none of which uvicorn's own protocol has
+                                http=connections.bounded(connections.connection_bound()))
         server = Server(config, drain, settings.shutdown_grace)
         _settle_heap()
         signals.check()

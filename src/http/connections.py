@@ -1,0 +1,172 @@
+"""Bounds on the connections the HTTP server holds, below the ASGI app: uvicorn's HTTP protocol
+(httptools) has none of them, so a client that opens connections and sends nothing, or part of
+a request head and then nothing, held a descriptor for ever, and a head of endless header lines
+was kept whole in memory.
+
+- The request head (request line and headers) must arrive within ``HEAD_SECONDS`` (the API's
+  header timeout, context-service-api.md §1.1.1), counted from the connection's start or from
+  the first byte of a next request; past it the connection is closed. An idle keep-alive
+  connection is closed by uvicorn's own ``timeout_keep_alive``.
+- A head larger than ``MAX_HEAD`` bytes is answered ``400 request head too large`` in the body
+  style of its path's family and the connection closed: no more of it is kept.
+- At most ``max_connections`` are open at once, so a flood cannot take the descriptors the
+  database, NATS and the index files need. A connection past the bound makes room by closing
+  the one that has waited longest for a head; when every open connection is running a request,
+  the new one is answered ``503`` and closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import resource
+import time
+from typing import Any
+
+import msgspec
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+HEAD_SECONDS = 5.0
+MAX_HEAD = 64 * 1024  # bytes of request line and headers; h11's default is 16 KiB
+# open connections at most (and at most half the files the process may open)
+MAX_CONNECTIONS = 10_000
+HEAD_TOO_LARGE = "request head too large"
+MALFORMED = "malformed HTTP request"
+BUSY = "the service has too many open connections; retry shortly"
+_enc = msgspec.json.Encoder()
+
+
+def connection_bound() -> int:
+    """The bound on open connections for this process: half the files it may open at most, the
+    rest kept for everything else it opens."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return MAX_CONNECTIONS
+    return max(1, min(MAX_CONNECTIONS, soft // 2))
+
+
+def answer(status: int, code: str, message: str, api: bool) -> bytes:
+    """A whole response that closes the connection, in the body style of the path's family."""
+    reason = {400: b"Bad Request", 503: b"Service Unavailable"}[status]
+    if api:
+        body = _enc.encode({"code": code.upper(), "message": message})
+        extra = b"cache-control: no-store\r\n"
+    else:
+        body = _enc.encode({"error": code, "message": message})
+        extra = b""
+    return (b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\n"
+            b"%sconnection: close\r\n\r\n%s" % (status, reason, len(body), extra, body))
+
+
+class BoundedHttp(HttpToolsProtocol):
+    """uvicorn's httptools protocol with a head deadline, a head size bound and a bound on open
+    connections (set on a subclass by ``bounded``)."""
+
+    head_seconds = HEAD_SECONDS
+    max_head = MAX_HEAD
+    max_connections = MAX_CONNECTIONS
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.url = b""
+        self.head_timer: asyncio.TimerHandle | None = None
+        self.head_bytes = 0  # of the head being read, as far as it came
+        self.heads = 0  # heads read whole on this connection
+        self.waiting_since = time.monotonic()  # for a head; None while a request runs
+        self.reading: bool = True
+
+    # the connection's life
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        room = len(self.connections) < self.max_connections or self._make_room()
+        super().connection_made(transport)
+        if not room:
+            self._refuse(503, "unavailable", BUSY)
+            return
+        self._arm_head_timer()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm_head_timer()
+        super().connection_lost(exc)
+
+    def _make_room(self) -> bool:
+        """Close the connection that has waited longest for a head; False when none waits."""
+        waiting = [c for c in self.connections
+                   if isinstance(c, BoundedHttp) and c.idle and not c.transport.is_closing()]
+        if not waiting:
+            return False
+        oldest = min(waiting, key=lambda c: c.waiting_since)
+        oldest.transport.close()
+        self.connections.discard(oldest)  # out of the count now, not on the loop's next turn
+        return True
+
+    @property
+    def idle(self) -> bool:
+        """Waiting for a head (or for the first byte of one): no request of it runs."""
+        return self.cycle is None or (self.cycle.response_complete and not self.pipeline)
+
+    # the head
+
+    def data_received(self, data: bytes) -> None:
+        if self.idle:
+            self._arm_head_timer()  # what arrives starts a head (or is one's leading junk)
+        before = self.heads
+        super().data_received(data)
+        if self.transport.is_closing() or not self.reading:
+            return
+        if self.heads == before:  # the whole chunk was head, still not complete
+            self.head_bytes += len(data)
+        if self.head_bytes > self.max_head:
+            self._refuse(400, "invalid_request", HEAD_TOO_LARGE)
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self.reading = True
+        self.head_bytes = 0
+        self._arm_head_timer()
+
+    def on_headers_complete(self) -> None:
+        self.reading = False
+        self.heads += 1
+        self._disarm_head_timer()
+        super().on_headers_complete()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self.waiting_since = time.monotonic()
+
+    def send_400_response(self, msg: str) -> None:
+        """A malformed request, in the documented error body rather than uvicorn's text."""
+        self._refuse(400, "invalid_request", MALFORMED)
+
+    def _arm_head_timer(self) -> None:
+        if self.head_timer is None:
+            self.head_timer = self.loop.call_later(self.head_seconds, self._head_late)
+
+    def _disarm_head_timer(self) -> None:
+        if self.head_timer is not None:
+            self.head_timer.cancel()
+            self.head_timer = None
+
+    def _head_late(self) -> None:
+        """No whole head within the deadline: the connection goes (after the answer under way,
+        when a pipelined head is the late one)."""
+        self.head_timer = None
+        if self.cycle is not None and not self.cycle.response_complete:
+            self.cycle.keep_alive = False
+            return
+        if not self.transport.is_closing():
+            self.transport.close()
+
+    def _refuse(self, status: int, code: str, message: str) -> None:
+        self._disarm_head_timer()
+        if not self.transport.is_closing():
+            self.transport.write(answer(status, code, message, self.url.startswith(b"/api/")))
+            self.transport.close()
+
+
+def bounded(max_connections: int, head_seconds: float = HEAD_SECONDS,
+            max_head: int = MAX_HEAD) -> type[BoundedHttp]:
+    """The protocol class for uvicorn's ``http`` setting, with these bounds."""
+    return type("BoundedHttp", (BoundedHttp,), {
+        "max_connections": max_connections, "head_seconds": head_seconds,
+        "max_head": max_head})
