@@ -12,7 +12,9 @@ was kept whole in memory.
 - At most ``max_connections`` are open at once, so a flood cannot take the descriptors the
   database, NATS and the index files need. A connection past the bound makes room by closing
   the one that has waited longest for a head; when every open connection is running a request,
-  the new one is answered ``503`` and closed.
+  the new one's request is answered ``503`` and the connection closed, unless it is a probe
+  (``/healthz``, ``/readyz``): those are answered on up to ``PROBE_ROOM`` connections past the
+  bound, or a Pod that is only busy fails its liveness probe and is restarted.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ MAX_CONNECTIONS = 10_000
 HEAD_TOO_LARGE = "request head too large"
 MALFORMED = "malformed HTTP request"
 BUSY = "the service has too many open connections; retry shortly"
+PROBES = (b"/healthz", b"/readyz")  # answered past the bound: the kubelet's, on the event loop
+PROBE_ROOM = 64  # connections past the bound, for probes (each is answered and closed at once)
 _enc = msgspec.json.Encoder()
 
 
@@ -47,14 +51,33 @@ def connection_bound() -> int:
 def answer(status: int, code: str, message: str, api: bool) -> bytes:
     """A whole response that closes the connection, in the body style of the path's family."""
     reason = {400: b"Bad Request", 503: b"Service Unavailable"}[status]
-    if api:
-        body = _enc.encode({"code": code.upper(), "message": message})
-        extra = b"cache-control: no-store\r\n"
-    else:
-        body = _enc.encode({"error": code, "message": message})
-        extra = b""
+    body = _body(code, message, api)
+    extra = b"cache-control: no-store\r\n" if api else b""
     return (b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\n"
             b"%sconnection: close\r\n\r\n%s" % (status, reason, len(body), extra, body))
+
+
+def _body(code: str, message: str, api: bool) -> bytes:
+    if api:
+        return _enc.encode({"code": code.upper(), "message": message})
+    return _enc.encode({"error": code, "message": message})
+
+
+def refusal(status: int, code: str, message: str) -> Any:
+    """An app in place of the service's for a head read whole: it answers ``answer``'s response
+    (the connection is closed after it)."""
+
+    async def refuse(scope: Any, receive: Any, send: Any) -> None:
+        api = scope["path"].startswith("/api/")
+        body = _body(code, message, api)
+        headers = [(b"content-type", b"application/json"),
+                   (b"content-length", b"%d" % len(body)), (b"connection", b"close")]
+        if api:
+            headers.append((b"cache-control", b"no-store"))
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    return refuse
 
 
 class BoundedHttp(HttpToolsProtocol):
@@ -71,15 +94,17 @@ class BoundedHttp(HttpToolsProtocol):
         self.head_timer: asyncio.TimerHandle | None = None
         self.head_bytes = 0  # of the head being read, as far as it came
         self.heads = 0  # heads read whole on this connection
-        self.waiting_since = time.monotonic()  # for a head; None while a request runs
+        self.waiting_since = time.monotonic()  # since its last response (or its start)
         self.reading: bool = True
+        self.past_bound = False  # opened when every connection ran a request: probes only
 
     # the connection's life
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         room = len(self.connections) < self.max_connections or self._make_room()
         super().connection_made(transport)
-        if not room:
+        self.past_bound = not room
+        if self.past_bound and len(self.connections) > self.max_connections + PROBE_ROOM:
             self._refuse(503, "unavailable", BUSY)
             return
         self._arm_head_timer()
@@ -110,10 +135,11 @@ class BoundedHttp(HttpToolsProtocol):
         if self.idle:
             self._arm_head_timer()  # what arrives starts a head (or is one's leading junk)
         before = self.heads
+        begun = self.reading  # a head was being read when this chunk came (none of it body)
         super().data_received(data)
         if self.transport.is_closing() or not self.reading:
             return
-        if self.heads == before:  # the whole chunk was head, still not complete
+        if self.heads == before and begun:  # the whole chunk was head, still not complete
             self.head_bytes += len(data)
         if self.head_bytes > self.max_head:
             self._refuse(400, "invalid_request", HEAD_TOO_LARGE)
@@ -128,7 +154,16 @@ class BoundedHttp(HttpToolsProtocol):
         self.reading = False
         self.heads += 1
         self._disarm_head_timer()
+        # uvicorn runs ``self.app`` for the head just read
+        if self._head_size() > self.max_head:  # the read that ended it was not counted
+            self.app = refusal(400, "invalid_request", HEAD_TOO_LARGE)
+        elif self.past_bound and self.url.split(b"?", 1)[0] not in PROBES:
+            self.app = refusal(503, "unavailable", BUSY)
         super().on_headers_complete()
+
+    def _head_size(self) -> int:
+        """The bytes of the head just read, short of its method, version and separators."""
+        return len(self.url) + sum(len(name) + len(value) + 4 for name, value in self.headers)
 
     def on_response_complete(self) -> None:
         super().on_response_complete()

@@ -162,8 +162,8 @@ class StreamApplication(Generic[S]):
     def _remember(self, stream: StreamRef, version: int, state: S) -> None:
         with self._lock:
             if version > self._cache_events:  # served, never kept: it would push out all others
-                dropped = self._cache.pop(stream, None)  # nor an older state of it (stale)
-                self._held_events -= dropped[0] if dropped else 0
+                stale = self._cache.pop(stream, None)  # nor an older state of it
+                self._held_events -= stale[0] if stale else 0
                 return
             cached = self._cache.get(stream)
             if cached is None or cached[0] < version:

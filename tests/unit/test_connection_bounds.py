@@ -1,0 +1,169 @@
+"""The bounded HTTP connection protocol (src/http/connections.py) driven byte by byte over a
+transport held in memory: what it writes for what arrives, and in which chunks it arrives (the
+kernel decides those)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import uvicorn
+from uvicorn.server import ServerState
+
+from context_service.http import connections
+
+
+class Transport(asyncio.Transport):
+    """What the protocol wrote, and whether it closed the connection."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.written = bytearray()
+        self.closed = False
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        self.written += data
+
+    def close(self) -> None:
+        self.closed = True
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return {"sockname": ("127.0.0.1", 8000), "peername": ("127.0.0.1", 50000)}.get(
+            name, default)
+
+
+async def ok(scope: Any, receive: Any, send: Any) -> None:
+    """Reads the whole body, then answers ``200 ok``."""
+    while (await receive()).get("more_body", False):
+        pass
+    await send({"type": "http.response.start", "status": 200,
+                "headers": [(b"content-length", b"2")]})
+    await send({"type": "http.response.body", "body": b"ok"})
+
+
+async def settle() -> None:
+    for _ in range(20):
+        await asyncio.sleep(0)
+
+
+async def connected() -> tuple[connections.BoundedHttp, Transport]:
+    config = uvicorn.Config(ok, lifespan="off", log_config=None)
+    protocol = connections.bounded(100)(config, ServerState(), {},
+                                        _loop=asyncio.get_running_loop())
+    transport = Transport()
+    protocol.connection_made(transport)
+    return protocol, transport
+
+
+BODY = 200 * 1024  # a body larger than the head bound (an upload, a large query)
+POST = b"POST /v1/upload HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % BODY
+NEXT = b"GET /healthz HTTP/1.1\r\nHost: x\r\n"
+
+
+def test_a_body_read_with_the_start_of_the_next_head_is_not_counted_as_head() -> None:
+    """A request's body, then the next request on the kept-alive connection: the kernel may hand
+    the body's last bytes and the next head's first ones over in one read. Only the head's bytes
+    count towards ``MAX_HEAD``: the next request is answered, not refused ``request head too
+    large`` (nor is that answer written into the connection among the first one's)."""
+
+    async def exchange() -> bytes:
+        protocol, transport = await connected()
+        protocol.data_received(POST + b"a" * 1024)
+        protocol.data_received(b"a" * (BODY - 1024) + NEXT)  # one read: body tail, next head
+        await settle()
+        protocol.data_received(b"Connection: close\r\n\r\n")
+        await settle()
+        protocol.connection_lost(None)
+        return bytes(transport.written)
+
+    written = asyncio.run(exchange())
+    assert connections.HEAD_TOO_LARGE.encode() not in written
+    assert written.count(b"HTTP/1.1 200 OK") == 2
+
+
+def test_a_head_without_end_after_a_body_is_still_refused() -> None:
+    """The other side of the bound: past the body, a next head that never ends is refused once
+    its own bytes pass ``MAX_HEAD``."""
+
+    async def exchange() -> bytes:
+        protocol, transport = await connected()
+        protocol.data_received(POST + b"a" * BODY + NEXT)
+        await settle()
+        line = b"X-Filler: " + b"a" * 1000 + b"\r\n"
+        for _ in range(2 * connections.MAX_HEAD // len(line)):
+            if transport.closed:
+                break
+            protocol.data_received(line)
+        await settle()
+        return bytes(transport.written)
+
+    written = asyncio.run(exchange())
+    assert written.startswith(b"HTTP/1.1 200 OK")
+    assert connections.HEAD_TOO_LARGE.encode() in written
+
+
+def test_the_probes_are_answered_when_every_connection_runs_a_request() -> None:
+    """At the bound, with every connection running a request (a burst of reads waiting for
+    their views, each of them under way): the kubelet's ``/healthz`` probe on a new connection
+    is answered 200 as docs/operations.md promises (it runs on the event loop), not 503, or
+    three missed probes restart a Pod that is only busy. Another request is still answered 503
+    in the documented body."""
+    release = asyncio.Event()
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if scope["path"] == "/slow":
+            await release.wait()
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-length", b"2")]})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    async def exchange() -> tuple[bytes, bytes]:
+        config = uvicorn.Config(app, lifespan="off", log_config=None)
+        state, loop = ServerState(), asyncio.get_running_loop()
+        protocol = connections.bounded(1)
+        busy = protocol(config, state, {}, _loop=loop)
+        busy.connection_made(Transport())
+        busy.data_received(b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+        await settle()
+        probe, other = protocol(config, state, {}, _loop=loop), protocol(config, state, {},
+                                                                           _loop=loop)
+        probe_transport, other_transport = Transport(), Transport()
+        probe.connection_made(probe_transport)
+        probe.data_received(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        other.connection_made(other_transport)
+        other.data_received(b"GET /v1/contexts HTTP/1.1\r\nHost: x\r\n\r\n")
+        await settle()
+        release.set()
+        await settle()
+        return bytes(probe_transport.written), bytes(other_transport.written)
+
+    probe, other = asyncio.run(exchange())
+    assert probe.startswith(b"HTTP/1.1 200 ")
+    assert other.startswith(b"HTTP/1.1 503 ") and connections.BUSY.encode() in other
+
+
+def test_a_head_over_the_bound_that_arrives_in_one_read_is_refused() -> None:
+    """docs/operations.md: a head over 64 KiB is answered ``400 request head too large``. A
+    client that writes its 100 KiB head at once hands it over in one read (the event loop reads
+    up to 256 KiB): it is refused like one that arrives in pieces, not served."""
+
+    async def exchange() -> bytes:
+        protocol, transport = await connected()
+        filler = b"X-Filler: " + b"a" * (100 * 1024) + b"\r\n"
+        protocol.data_received(b"GET /api/agent/v1/packs HTTP/1.1\r\nHost: x\r\n" + filler
+                               + b"\r\n")
+        await settle()
+        return bytes(transport.written)
+
+    written = asyncio.run(exchange())
+    assert written.startswith(b"HTTP/1.1 400 ")
+    assert b'{"code":"INVALID_REQUEST","message":"request head too large"}' in written
