@@ -384,7 +384,8 @@ def build(settings: Settings, url: str | None = None, pool_size: int = 8) -> Con
     owned = url is None and not settings.database_url
     url = url or database_url(settings)
     try:
-        datastore = open_datastore(url, pool_size=pool_size)
+        datastore = open_datastore(url, pool_size=pool_size,
+                                   lock_timeout=settings.lock_wait_seconds)
         try:
             store = EventStore(datastore)
             tracking = PostgresTrackingRecorder(datastore, tracking_table_name=TRACKING_TABLE)

@@ -155,6 +155,8 @@ class Settings:
     kube_mode: str = "auto"  # auto | local | kubeconfig | in-cluster | off
     workers: tuple[str, ...] = KNOWN_WORKERS
     read_wait_seconds: float = 5.0
+    # how long a database session waits for a lock another holds (0: no bound)
+    lock_wait_seconds: float = 5.0
     # how long a shutdown lets requests in flight finish before answering them 503
     shutdown_grace: float = 20.0
     log_format: str = "auto"  # auto | json | text
@@ -226,6 +228,7 @@ class Settings:
             kube_mode=_choice(env, "CS_KUBE", KUBE_MODES, "auto"),
             workers=_workers(env),
             read_wait_seconds=_seconds(env, "CS_READ_WAIT_SECONDS", 5.0),
+            lock_wait_seconds=_seconds(env, "CS_LOCK_WAIT_SECONDS", 5.0),
             shutdown_grace=_seconds(env, "CS_SHUTDOWN_GRACE", 20.0),
             log_format=_choice(env, "CS_LOG_FORMAT", LOG_FORMATS, "auto", fold_case=True),
             settings_dev_subject=_flag(env, "CS_SETTINGS_DEV_SUBJECT"),

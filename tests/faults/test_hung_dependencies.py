@@ -154,7 +154,8 @@ def service(tmp_path: Path, database_url: str, apiserver: ApiServer) -> Iterator
         "users": [{"name": "tarpit", "user": {"token": "t"}}],
         "contexts": [{"name": "tarpit", "context": {"cluster": "tarpit", "user": "tarpit"}}]}))
     proc = ServerProcess(tmp_path, env={"CS_WORKERS": "projections", "CS_KUBE": "kubeconfig",
-                                        "KUBECONFIG": str(kubeconfig)})
+                                        "KUBECONFIG": str(kubeconfig),
+                                        "CS_LOCK_WAIT_SECONDS": "1"})  # the bound, sooner
     proc.env["CS_DATABASE_URL"] = database_url
     proc.start()
     yield proc

@@ -18,11 +18,29 @@ def test_shutdown_grace_reads_seconds(raw: str, seconds: float) -> None:
 
 
 @pytest.mark.parametrize("raw", ["soon", "-1", "nan", "inf", "20s"])
-@pytest.mark.parametrize("key", ["CS_SHUTDOWN_GRACE", "CS_READ_WAIT_SECONDS"])
+@pytest.mark.parametrize("key", ["CS_SHUTDOWN_GRACE", "CS_READ_WAIT_SECONDS",
+                                 "CS_LOCK_WAIT_SECONDS"])
 def test_invalid_seconds_are_refused_with_the_setting_named(key: str, raw: str) -> None:
     with pytest.raises(SettingsError) as caught:
         Settings.from_env({key: raw})
     assert str(caught.value) == f"{key} must be a number of seconds (0 or more), got {raw!r}"
+
+
+def test_the_lock_wait_is_read_in_seconds_and_reaches_every_database_session() -> None:
+    from context_service.adapters.postgres.database import _bound_lock_waits
+
+    assert Settings.from_env({}).lock_wait_seconds == 5.0
+    assert Settings.from_env({"CS_LOCK_WAIT_SECONDS": "0.5"}).lock_wait_seconds == 0.5
+
+    class Pool:
+        kwargs: dict[str, str] = {}
+
+    class Datastore:
+        pool = Pool()
+
+    for seconds, millis in ((5.0, 5000), (0.0001, 1), (0, 0)):  # 0: no bound
+        _bound_lock_waits(Datastore(), seconds)  # type: ignore[arg-type]
+        assert Pool.kwargs["options"] == f"-c lock_timeout={millis}"
 
 
 def test_the_pack_corpus_cache_bound_is_read_in_mib() -> None:

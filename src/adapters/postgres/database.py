@@ -38,4 +38,5 @@ def _bound_lock_waits(datastore: PostgresDatastore, seconds: float) -> None:
     append connection copies its parameters), starts with ``lock_timeout``."""
     kwargs = datastore.pool.kwargs
     assert isinstance(kwargs, dict)  # built by the datastore, never a callable here
-    kwargs["options"] = f"-c lock_timeout={int(seconds * 1000)}"
+    millis = max(1, round(seconds * 1000)) if seconds > 0 else 0  # 0: PostgreSQL's "no bound"
+    kwargs["options"] = f"-c lock_timeout={millis}"
