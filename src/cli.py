@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import socket
 import sys
 import time
@@ -230,11 +229,10 @@ def _progress(*columns: Any) -> Progress:
     from rich.console import Console
     from rich.progress import Progress
 
-    # FORCE_COLOR (set by CI services) makes rich take a file for a terminal: only
-    # TTY_COMPATIBLE=1 says a file is one
+    from context_service.terminal import draws_bars
+
     err = Console(stderr=True)
-    terminal = sys.stderr.isatty() or os.environ.get("TTY_COMPATIBLE") == "1"
-    return Progress(*columns, console=err, disable=not (err.is_terminal and terminal),
+    return Progress(*columns, console=err, disable=not draws_bars(err),
                     redirect_stdout=sys.stdout.isatty(), redirect_stderr=False)
 
 

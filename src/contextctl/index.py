@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import IO, Any
@@ -26,6 +25,7 @@ from context_service.contextctl.client import CommandError, context_path
 from context_service.contextctl.contexts import context_argument
 from context_service.contextctl.options import App, group, namespace_option, pass_app
 from context_service.contextctl.upload import MAX_BODY, IndexUpload, sender_for
+from context_service.terminal import draws_bars
 
 group_ = group("index", "Query indexes of memory and knowledge contexts.")
 
@@ -35,19 +35,8 @@ def progress_bar(show: bool) -> Iterator[Progress]:
     columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(),
                DownloadColumn(), TransferSpeedColumn())
     err = output.console(stderr=True)
-    with Progress(*columns, console=err, disable=not (show and _on_a_terminal(err))) as bar:
+    with Progress(*columns, console=err, disable=not (show and draws_bars(err))) as bar:
         yield bar
-
-
-def _on_a_terminal(err: Any) -> bool:
-    """Whether standard error is a terminal: ``FORCE_COLOR`` (set by CI services) makes ``rich``
-    take any file for one, and a bar redrawn ten times a second would fill a log; only
-    ``TTY_COMPATIBLE=1`` says a file is one."""
-    try:
-        return bool(err.is_terminal and (sys.stderr.isatty()
-                                         or os.environ.get("TTY_COMPATIBLE") == "1"))
-    except ValueError:  # closed
-        return False
 
 
 def read_records(stream: IO[bytes], context: dict[str, Any], revision: str,

@@ -630,8 +630,9 @@ class ProjectionRunner:
     def _forget(self, cur: Any, chosen: Sequence[tuple[Projection, ViewFactory]]) -> None:
         """In a rebuild's transaction: delete these views' rows, tracking rows and notes. The
         tables are locked against writes first, all at once (EXCLUSIVE still lets reads in):
-        another instance's batch waits for the rebuild, then finds its tracking moved and reads
-        it again, instead of adding rows the rebuild's delete did not see."""
+        another instance's batch gives up on the lock (its session's lock timeout) and is
+        retried until the rebuild has committed, then finds its tracking moved and reads it
+        again, instead of adding rows the rebuild's delete did not see."""
         tables = [table for projection, _ in chosen for table in projection.tables]
         if tables:  # a batch holds them for milliseconds; a session stuck holding them fails
             cur.execute(f"SET LOCAL lock_timeout = '{REBUILD_LOCK_WAIT}s'")  # the rebuild
