@@ -51,16 +51,21 @@ def connection_bound() -> int:
 def answer(status: int, code: str, message: str, api: bool) -> bytes:
     """A whole response that closes the connection, in the body style of the path's family."""
     reason = {400: b"Bad Request", 503: b"Service Unavailable"}[status]
-    body = _body(code, message, api)
-    extra = b"cache-control: no-store\r\n" if api else b""
-    return (b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\n"
-            b"%sconnection: close\r\n\r\n%s" % (status, reason, len(body), extra, body))
+    body, headers = _refused(code, message, api)
+    head = b"".join(b"%s: %s\r\n" % header for header in headers)
+    return b"HTTP/1.1 %d %s\r\n%s\r\n%s" % (status, reason, head, body)
 
 
-def _body(code: str, message: str, api: bool) -> bytes:
+def _refused(code: str, message: str, api: bool) -> tuple[bytes, list[tuple[bytes, bytes]]]:
+    """The body and headers of a refusal, in the body style of the path's family (``/api/``:
+    the agent API's, never stored)."""
+    body = _enc.encode({"code": code.upper(), "message": message} if api
+                       else {"error": code, "message": message})
+    headers = [(b"content-type", b"application/json"),
+               (b"content-length", b"%d" % len(body)), (b"connection", b"close")]
     if api:
-        return _enc.encode({"code": code.upper(), "message": message})
-    return _enc.encode({"error": code, "message": message})
+        headers.append((b"cache-control", b"no-store"))
+    return body, headers
 
 
 def refusal(status: int, code: str, message: str) -> Any:
@@ -68,12 +73,7 @@ def refusal(status: int, code: str, message: str) -> Any:
     (the connection is closed after it)."""
 
     async def refuse(scope: Any, receive: Any, send: Any) -> None:
-        api = scope["path"].startswith("/api/")
-        body = _body(code, message, api)
-        headers = [(b"content-type", b"application/json"),
-                   (b"content-length", b"%d" % len(body)), (b"connection", b"close")]
-        if api:
-            headers.append((b"cache-control", b"no-store"))
+        body, headers = _refused(code, message, scope["path"].startswith("/api/"))
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
 
