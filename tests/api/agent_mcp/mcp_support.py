@@ -9,10 +9,13 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx2
+import pytest
 from litestar import Litestar
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from context_service import bootstrap
+from context_service.http.app import create_app
 from tests.api.agent.packs_corpus import FACTS, NOTES, seed_corpus
 from tests.api.agent.templates_support import approve, registered
 from tests.api.conftest import Api
@@ -59,3 +62,16 @@ async def connected(app: Litestar, bearer: str | None,
 def structured(result: Any) -> Any:
     assert not result.is_error, result.content
     return result.structured_content
+
+
+# Module-scoped stand-ins for the conftest's per-test fixtures, for modules whose tests share
+# one service (``shared_service``): such a module imports them, and they take the same names.
+@pytest.fixture(scope="module", name="workspace")
+def module_workspace(module_api: Api) -> Workspace:
+    return Workspace(module_api)
+
+
+@pytest.fixture(scope="module", name="mcp_app")
+def module_mcp_app(module_container: bootstrap.Container) -> Litestar:
+    """A second application over the module's services (its own MCP lifespan)."""
+    return create_app(bootstrap.services(module_container))

@@ -34,16 +34,14 @@ from context_service.contract import agent as c
 from context_service.http.agent.ratelimit import RateLimiter
 from tests.api.agent.packs_corpus import FACTS, TASK, VALID
 from tests.api.agent.packs_support import module_settings as module_settings  # the fixture
-from tests.api.agent_mcp.mcp_support import Workspace
+from tests.api.agent_mcp.mcp_support import (
+    Workspace,
+)
+from tests.api.agent_mcp.mcp_support import module_workspace as module_workspace  # the fixture
 from tests.api.conftest import Api
 
 pytestmark = [pytest.mark.postgres, pytest.mark.shared_service]
 REQUEST = PackRequest(task=TASK, budget=Budget(max_tokens=2000), as_of=c.AsOf(valid_time=VALID))
-
-
-@pytest.fixture(scope="module")
-def workspace(module_api: Api) -> Workspace:
-    return Workspace(module_api)
 
 
 @pytest.fixture

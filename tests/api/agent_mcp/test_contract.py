@@ -16,17 +16,14 @@ from context_service.contract import agent as c
 from context_service.contract import tools as catalogue
 from tests.api.agent.packs_corpus import TASK, pack_body
 from tests.api.agent.packs_support import module_settings as module_settings  # the fixture
-from tests.api.agent_mcp.mcp_support import Workspace
+from tests.api.agent_mcp.mcp_support import (
+    Workspace,
+)
+from tests.api.agent_mcp.mcp_support import module_workspace as module_workspace  # the fixture
 from tests.api.agent_mcp.test_mcp_tools import CALLS
-from tests.api.conftest import Api
 
 pytestmark = [pytest.mark.postgres, pytest.mark.shared_service]
 AGENT = "/api/agent/v1"
-
-
-@pytest.fixture(scope="module")
-def workspace(module_api: Api) -> Workspace:
-    return Workspace(module_api)
 
 
 def _same(body: bytes, answer_type: Any) -> Any:

@@ -14,29 +14,18 @@ import mcp_types as types
 import pytest
 from litestar import Litestar
 
-from context_service import bootstrap
 from context_service.contract import tools as catalogue
-from context_service.http.app import create_app
 from tests.api.agent.packs_corpus import VALID
 from tests.api.agent.packs_support import create_context, publish, record
 from tests.api.agent.packs_support import module_settings as module_settings  # the fixture
 from tests.api.agent_mcp.mcp_support import Workspace, http
-from tests.api.conftest import Api
+from tests.api.agent_mcp.mcp_support import module_mcp_app as module_mcp_app  # the fixture
+from tests.api.agent_mcp.mcp_support import module_workspace as module_workspace  # the fixture
 
 pytestmark = [pytest.mark.postgres, pytest.mark.shared_service]
 MODERN = "2026-07-28"  # the SDK's per-request protocol: one self-contained POST per call
 LEGACY = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
           "MCP-Protocol-Version": "2025-06-18"}
-
-
-@pytest.fixture(scope="module")
-def workspace(module_api: Api) -> Workspace:
-    return Workspace(module_api)
-
-
-@pytest.fixture(scope="module")
-def mcp_app(module_container: bootstrap.Container) -> Litestar:
-    return create_app(bootstrap.services(module_container))
 
 
 def _modern(name: str, arguments_json: str, request_id: int = 1) -> tuple[bytes, dict[str, str]]:

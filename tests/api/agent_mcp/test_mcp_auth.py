@@ -19,8 +19,13 @@ from mcp import MCPError
 
 from context_service.http.agent.ratelimit import AuthFailures, RateLimiter
 from tests.api.agent.packs_support import module_settings as module_settings  # the fixture
-from tests.api.agent_mcp.mcp_support import BASE, Workspace, connected, http
-from tests.api.conftest import Api
+from tests.api.agent_mcp.mcp_support import (
+    BASE,
+    Workspace,
+    connected,
+    http,
+)
+from tests.api.agent_mcp.mcp_support import module_workspace as module_workspace  # the fixture
 from tests.api.sets_support import CREDENTIALS, MEMBERS, token
 
 pytestmark = [pytest.mark.postgres, pytest.mark.shared_service]
@@ -29,11 +34,6 @@ HEADERS = {"Accept": "application/json, text/event-stream",
            "MCP-Protocol-Version": "2025-06-18"}
 METADATA = BASE + "/.well-known/oauth-protected-resource/mcp"
 NOT_VALID = {"code": "UNAUTHORIZED", "message": "agent credential is not valid"}
-
-
-@pytest.fixture(scope="module")
-def workspace(module_api: Api) -> Workspace:
-    return Workspace(module_api)
 
 
 def _post(app: Litestar, headers: dict[str, str]) -> Any:

@@ -12,27 +12,20 @@ from typing import Any
 import pytest
 from litestar import Litestar
 
-from context_service import bootstrap
-from context_service.http.app import create_app
 from context_service.http.limits import MAX_BODY
 from tests.api.agent.packs_support import module_settings as module_settings  # the fixture
-from tests.api.agent_mcp.mcp_support import Workspace, connected, http
-from tests.api.conftest import Api
+from tests.api.agent_mcp.mcp_support import (
+    Workspace,
+    connected,
+    http,
+)
+from tests.api.agent_mcp.mcp_support import module_mcp_app as module_mcp_app  # the fixture
+from tests.api.agent_mcp.mcp_support import module_workspace as module_workspace  # the fixture
 
 pytestmark = [pytest.mark.postgres, pytest.mark.shared_service]
 # what a client of protocol 2025-06-18 sends (the TypeScript SDK opens this stream after
 # initializing, and takes a 405 as "no stream here")
 SSE = {"Accept": "text/event-stream", "MCP-Protocol-Version": "2025-06-18"}
-
-
-@pytest.fixture(scope="module")
-def workspace(module_api: Api) -> Workspace:
-    return Workspace(module_api)
-
-
-@pytest.fixture(scope="module")
-def mcp_app(module_container: bootstrap.Container) -> Litestar:
-    return create_app(bootstrap.services(module_container))
 
 
 @pytest.mark.parametrize("method", ["GET", "DELETE", "PUT"])

@@ -16,19 +16,17 @@ from litestar import Litestar
 
 from context_service.http.mcp.endpoint import McpEndpoint
 from tests.api.agent.packs_support import module_settings as module_settings  # the fixture
-from tests.api.agent_mcp.mcp_support import Workspace, http
-from tests.api.conftest import Api
+from tests.api.agent_mcp.mcp_support import (
+    Workspace,
+    http,
+)
+from tests.api.agent_mcp.mcp_support import module_workspace as module_workspace  # the fixture
 from tests.support.fresh import loaded_packages
 
 pytestmark = [pytest.mark.postgres, pytest.mark.shared_service]
 LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
 HEADERS = {"Accept": "application/json, text/event-stream",
            "MCP-Protocol-Version": "2025-06-18"}
-
-
-@pytest.fixture(scope="module")
-def workspace(module_api: Api) -> Workspace:
-    return Workspace(module_api)
 
 
 def test_building_the_application_loads_no_mcp_sdk() -> None:

@@ -16,29 +16,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 from litestar import Litestar
 
-from context_service import bootstrap
 from context_service.http.agent import late_body
-from context_service.http.app import create_app
 from context_service.http.limits import MAX_BODY
 from context_service.http.mcp import dispatch
 from tests.api.agent.packs_support import module_settings as module_settings  # the fixture
 from tests.api.agent_mcp.mcp_support import Workspace, http
-from tests.api.conftest import Api
+from tests.api.agent_mcp.mcp_support import module_mcp_app as module_mcp_app  # the fixture
+from tests.api.agent_mcp.mcp_support import module_workspace as module_workspace  # the fixture
 
 MODERN = "2026-07-28"
 JSON_ONLY = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 LEGACY = {**JSON_ONLY, "MCP-Protocol-Version": "2025-06-18"}
 LOOKUP = "/api/agent/v1/definitions/lookup"
-
-
-@pytest.fixture(scope="module")
-def workspace(module_api: Api) -> Workspace:
-    return Workspace(module_api)
-
-
-@pytest.fixture(scope="module")
-def mcp_app(module_container: bootstrap.Container) -> Litestar:
-    return create_app(bootstrap.services(module_container))
 
 
 def _call(name: str, arguments_json: str, modern: bool) -> tuple[bytes, dict[str, str]]:

@@ -15,13 +15,18 @@ import mcp_types as types
 import pytest
 from litestar import Litestar
 
-from context_service import bootstrap
 from context_service.http.agent import late_body
-from context_service.http.app import create_app
 from context_service.http.limits import MAX_BODY
 from tests.api.agent.packs_corpus import pack_body
 from tests.api.agent.packs_support import module_settings as module_settings  # the fixture
-from tests.api.agent_mcp.mcp_support import Workspace, connected, http, structured
+from tests.api.agent_mcp.mcp_support import (
+    Workspace,
+    connected,
+    http,
+    structured,
+)
+from tests.api.agent_mcp.mcp_support import module_mcp_app as module_mcp_app  # the fixture
+from tests.api.agent_mcp.mcp_support import module_workspace as module_workspace  # the fixture
 from tests.api.conftest import Api
 from tests.api.namespaced import namespaced
 from tests.api.sets_namespaced import seed_workspace
@@ -34,16 +39,6 @@ META = {types.PROTOCOL_VERSION_META_KEY: MODERN, types.CLIENT_CAPABILITIES_META_
 JSON_ONLY = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 LEGACY = {**JSON_ONLY, "MCP-Protocol-Version": "2025-06-18"}
 INVALID_REQUEST = -32600
-
-
-@pytest.fixture(scope="module")
-def workspace(module_api: Api) -> Workspace:
-    return Workspace(module_api)
-
-
-@pytest.fixture(scope="module")
-def mcp_app(module_container: bootstrap.Container) -> Litestar:
-    return create_app(bootstrap.services(module_container))
 
 
 def _listing(request_id: str, modern: bool = False) -> tuple[bytes, dict[str, str]]:

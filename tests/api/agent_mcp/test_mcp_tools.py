@@ -12,14 +12,17 @@ import msgspec
 import pytest
 from litestar import Litestar
 
-from context_service import bootstrap
 from context_service.contract import agent as c
 from context_service.contract import tools as catalogue
-from context_service.http.app import create_app
 from tests.api.agent.packs_corpus import FACTS, TASK, pack_body
 from tests.api.agent.packs_support import module_settings as module_settings  # the fixture
-from tests.api.agent_mcp.mcp_support import Workspace, connected, structured
-from tests.api.conftest import Api
+from tests.api.agent_mcp.mcp_support import (
+    Workspace,
+    connected,
+    structured,
+)
+from tests.api.agent_mcp.mcp_support import module_mcp_app as module_mcp_app  # the fixture
+from tests.api.agent_mcp.mcp_support import module_workspace as module_workspace  # the fixture
 
 # one service and one seeded workspace for the module: its tests only read the workspace (a
 # pack or replay they release is their own; no test counts them)
@@ -37,16 +40,6 @@ CALLS: dict[str, tuple[str, dict[str, Any]]] = {  # a call of each read-only too
     "run_query_template": ("/query-templates/run", {"templateId": "passages",
                                                     "contextSetId": "finance"}),
 }
-
-
-@pytest.fixture(scope="module")
-def workspace(module_api: Api) -> Workspace:
-    return Workspace(module_api)
-
-
-@pytest.fixture(scope="module")
-def mcp_app(module_container: bootstrap.Container) -> Litestar:
-    return create_app(bootstrap.services(module_container))
 
 
 def _http(workspace: Workspace, bearer: str, path: str, body: dict[str, Any]) -> Any:
