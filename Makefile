@@ -20,8 +20,8 @@ unexport PYTHONDONTWRITEBYTECODE
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv --without-pip $(VENV)
 	$(PYTHON) -m pip --python $(BIN)/python install --quiet uv
-	$(BIN)/uv pip install --quiet --python $(BIN)/python pip -e '.[embedded,dev]' \
-	  || $(PYTHON) -m pip --python $(BIN)/python install --quiet pip -e '.[embedded,dev]'
+	$(BIN)/uv pip install --quiet --python $(BIN)/python pip -e '.[embedded,dev,s3]' \
+	  || $(PYTHON) -m pip --python $(BIN)/python install --quiet pip -e '.[embedded,dev,s3]'
 	touch $(STAMP)
 
 # local use without a gateway: the settings pages (/settings) let you type the subject

@@ -16,10 +16,12 @@ from context_service.contextctl import (
     history,
     index,
     ingest,
+    local_commands,
     mcp,
     pools,
     query,
     snapshots,
+    sync,
 )
 from context_service.contextctl.client import CommandError
 from context_service.contextctl.options import AliasedGroup, App
@@ -34,6 +36,9 @@ Environment:
   CS_NAMESPACE      namespace of context commands (default serverless-harness)
   CS_STORAGE_CLASS  default storage class of create commands
   CS_AGENT_TOKEN    agent credential (bdk_...) for the agent API
+  CS_CONTEXT_HOME   local contexts of the local commands (default ~/.contexts)
+  CS_S3_ENDPOINT    S3 endpoint of ctx sync push --to s3://... (default AWS)
+  CS_S3_REGION      its region (default AWS_REGION, else us-east-1)
 """
 
 
@@ -82,9 +87,10 @@ def help_command(ctx: click.Context, command: tuple[str, ...]) -> None:
 
 for _command in (*pools.TOP_LEVEL, pools.storage_class, pools.sandbox_pool, contexts.ctx,
                  index.group_, ingest.ingest_command, query.query, snapshots.snapshot,
-                 history.history, agent.agent, mcp.mcp_command, completion.completion):
+                 history.history, local_commands.local, agent.agent, mcp.mcp_command,
+                 completion.completion):
     cli.add_command(_command)
-for _command in (access.grants, *access.COMMANDS):
+for _command in (access.grants, *access.COMMANDS, sync.sync):
     contexts.ctx.add_command(_command)
 cli.add_command(help_command)  # last in the listing
 

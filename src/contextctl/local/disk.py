@@ -1,0 +1,88 @@
+"""Writing the store's metadata so that a crash never leaves half a file, and the lock that
+serializes the operations changing a context."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data``: a reader sees the old file or the new one, never part."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
+        raise
+
+
+def create_exclusive(path: Path, data: bytes) -> bool:
+    """Write ``path`` whole unless it exists (False then); a link is atomic and refuses an
+    existing name, so two creators cannot both win."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.link(temp, path)
+    except FileExistsError:
+        return False
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
+    return True
+
+
+def json_bytes(document: Any) -> bytes:
+    return (json.dumps(document, ensure_ascii=False, indent=2) + "\n").encode()
+
+
+def json_lines(documents: Iterable[Any]) -> bytes:
+    return b"".join(json.dumps(d, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+                    for d in documents)
+
+
+class ContextLock:
+    """An exclusive ``fcntl`` lock on one context, re-entrant within one object (a restore
+    snapshots and publishes under the lock it already holds: a second ``flock`` on another
+    descriptor of the same file would wait for itself)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._depth = 0
+        self._fd = -1
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        if self._depth == 0:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            except BaseException:
+                os.close(fd)
+                raise
+            self._fd = fd
+        self._depth += 1
+        try:
+            yield
+        finally:
+            self._depth -= 1
+            if self._depth == 0:
+                fd, self._fd = self._fd, -1
+                os.close(fd)  # closing the descriptor releases the lock

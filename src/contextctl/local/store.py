@@ -1,0 +1,195 @@
+"""The local filesystem store of contexts (spec 7.3): one directory per context under
+``CS_CONTEXT_HOME`` holding the portable roots, and beside them ``.context/`` with what the store
+knows about the context (its type, revision history and snapshots). The metadata lies outside the
+portable roots, so it never changes a revision id (spec 4.2)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from context_service.contextctl.contexts import TYPES
+from context_service.contextctl.local import history, snapshots
+from context_service.contextctl.local.content import PORTABLE_ROOTS, Content, content_of
+from context_service.contextctl.local.disk import ContextLock, create_exclusive, json_bytes
+from context_service.contextctl.local.errors import LocalStoreError
+from context_service.contextctl.local.records import knowledge_records, memory_records
+
+DEFAULT_HOME = "~/.contexts"
+METADATA = ".context"
+_NAME = re.compile(r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?")
+NAME_MESSAGE = "name must be a lowercase Kubernetes name no longer than 50 characters"
+
+
+def is_context_name(name: str) -> bool:
+    """The service's rule for context names (spec 2.1.1): a local context can be pushed under
+    its own name. It also keeps every name a single directory under the home."""
+    return len(name) <= 50 and _NAME.fullmatch(name) is not None
+
+
+class LocalContext:
+    """One context directory. ``root`` holds the portable roots ``harnesses/``, ``memory/``,
+    ``knowledge/`` and ``artifacts/``."""
+
+    def __init__(self, name: str, type: str, root: Path) -> None:
+        self.name = name
+        self.type = type
+        self.root = root
+        self._lock = ContextLock(self._metadata / "lock")
+
+    def __repr__(self) -> str:
+        return f"LocalContext({self.name!r}, {self.type!r}, {str(self.root)!r})"
+
+    @property
+    def _metadata(self) -> Path:
+        return self.root / METADATA
+
+    @property
+    def _revisions(self) -> Path:
+        return self._metadata / "revisions.jsonl"
+
+    @property
+    def _snapshots(self) -> Path:
+        return self._metadata / "snapshots"
+
+    def content(self) -> Content:
+        """The portable files as they are now and their revision id (spec 4.2)."""
+        return content_of(self.root, self.type)
+
+    def history(self) -> list[dict[str, Any]]:
+        """The published revisions, oldest first, in the service's revision shape."""
+        return history.read(self._revisions)
+
+    def current_revision(self) -> str:
+        """The id published last ("" when none): a local publish always appends or reuses the
+        last entry, so the last entry is the current revision."""
+        entries = self.history()
+        return str(entries[-1]["id"]) if entries else ""
+
+    def publish(self, operation: str, producer: str = "contextctl",
+                parameters: Mapping[str, str] | None = None,
+                sources: Sequence[Mapping[str, str]] = ()) -> tuple[dict[str, Any], bool]:
+        """Record the files as they are now as a revision (spec 4.2 "Publishing locally"):
+        ``(entry, True)`` when appended, ``(last entry, False)`` when the content is the current
+        revision's."""
+        with self._lock.held():
+            content = self.content()
+            entry = history.entry(content, operation, producer, parameters or {}, sources)
+            entries = self.history()
+            if entries and entries[-1].get("id") == content.revision:
+                return entries[-1], False
+            history.append(self._revisions, entries, entry)
+            return entry, True
+
+    def records(self) -> list[dict[str, Any]] | None:
+        """The query records of the files as they are now (spec 5.5); None when the context's
+        record source does not exist (it is then unavailable to a query, spec 5.3)."""
+        if self.type == "memory":
+            revision = self.content().revision
+            return memory_records(self.root, self.name, revision,
+                                  self._derivation_source(revision))
+        if self.type == "knowledge":
+            return knowledge_records(self.root, self.name, self.type, self.content().revision)
+        return []
+
+    def _derivation_source(self, revision: str) -> dict[str, str]:
+        """The current revision's first source when it names one, else the memory itself."""
+        entries = self.history()
+        sources = entries[-1].get("sources") if entries else None
+        first = sources[0] if isinstance(sources, list) and sources else None
+        if isinstance(first, dict) and first.get("context"):
+            return {"context": str(first.get("context", "")), "type": str(first.get("type", "")),
+                    "revision": str(first.get("revision", ""))}
+        return {"context": self.name, "type": self.type, "revision": revision}
+
+    def snapshot(self, name: str | None = None, *, protected: bool = False,
+                 labels: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """Copy the portable files as they are now; returns the snapshot's document."""
+        chosen_labels = dict(labels or {})
+        with self._lock.held():
+            chosen = name or snapshots.free_name(self._snapshots, "snapshot")
+            snapshots.check_name(chosen)
+            content = self.content()
+            document: dict[str, Any] = {"name": chosen, "contextName": self.name}
+            if current := self.current_revision():
+                document["revision"] = current
+            document.update({"contentRevision": content.revision, "files": len(content.files),
+                             "bytes": content.bytes, "createdAt": history.now_text()})
+            if snapshots.is_protected(protected, chosen_labels):
+                document["protected"] = True
+            if chosen_labels:
+                document["labels"] = chosen_labels
+            snapshots.take(self.root, self._snapshots, document)
+            return document
+
+    def snapshots(self) -> list[dict[str, Any]]:
+        """The snapshots, oldest first."""
+        return snapshots.listing(self._snapshots)
+
+    def restore(self, snapshot: str) -> dict[str, Any]:
+        """Replace the portable files by the snapshot's, in place (spec 6.6), after keeping the
+        current ones as a protected safety snapshot; the result is published as a revision."""
+        with self._lock.held():
+            if not any(s.get("name") == snapshot for s in self.snapshots()):
+                raise LocalStoreError(f"local snapshot not found: {snapshot}")
+            safety = self.snapshot(snapshots.free_name(self._snapshots, "pre-restore"),
+                                   protected=True, labels={"restore": snapshot})
+            try:
+                snapshots.restore_files(self.root, self._snapshots / snapshot,
+                                        self._metadata / "work")
+            except OSError as exc:
+                raise LocalStoreError(f"restore of {snapshot} failed, the files are as they "
+                                      f"were (safety snapshot {safety['name']}): {exc}") from exc
+            entry, _ = self.publish("restore", parameters={"snapshot": snapshot})
+            return {"restored": snapshot, "safetySnapshot": safety["name"],
+                    "revision": entry["id"]}
+
+
+class LocalStore:
+    """The contexts under one home directory."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str] = os.environ) -> LocalStore:
+        """``CS_CONTEXT_HOME`` (default ``~/.contexts``), ``~`` expanded."""
+        return cls(Path(environ.get("CS_CONTEXT_HOME") or DEFAULT_HOME).expanduser().absolute())
+
+    def create(self, name: str, type: str) -> LocalContext:
+        """A new context of ``type``; a directory already holding files may become one."""
+        if not is_context_name(name):
+            raise LocalStoreError(NAME_MESSAGE)
+        if type not in TYPES:
+            raise LocalStoreError("type must be workspace, state, memory, knowledge, or "
+                                  "artifacts")
+        root = self.home / name
+        for portable in PORTABLE_ROOTS:  # empty directories never count in a revision id
+            (root / portable).mkdir(parents=True, exist_ok=True)
+        document = {"name": name, "type": type, "createdAt": history.now_text()}
+        if not create_exclusive(root / METADATA / "context.json", json_bytes(document)):
+            raise LocalStoreError(f"local context already exists: {name}")
+        return LocalContext(name, type, root)
+
+    def open(self, name: str) -> LocalContext:
+        path = self.home / name / METADATA / "context.json"
+        if not is_context_name(name) or not path.is_file():
+            raise LocalStoreError(f"local context not found: {name}")
+        try:
+            document = json.loads(path.read_bytes())
+            type_ = str(document["type"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise LocalStoreError(f"{path} is not a context description: {exc}") from None
+        return LocalContext(name, type_, self.home / name)
+
+    def contexts(self) -> list[LocalContext]:
+        """Every context under the home, by name."""
+        if not self.home.is_dir():
+            return []
+        names = sorted(p.name for p in self.home.iterdir()
+                       if is_context_name(p.name) and (p / METADATA / "context.json").is_file())
+        return [self.open(name) for name in names]

@@ -1,0 +1,127 @@
+"""S3 synchronization (spec §7.3): a context's portable roots travel as one bundle, a gzipped
+tar named by the revision it holds (``<prefix>/<revision>.tar.gz``), and ``<prefix>/current``
+then names that revision. The bundle is written first, so a reader that follows ``current``
+always finds a whole bundle; a bundle already there under its revision is not sent again (the
+name addresses the content). The bundle is reproducible: entries by path, no owners, no times.
+
+The endpoint is ``CS_S3_ENDPOINT`` (empty: AWS), the region ``CS_S3_REGION`` or ``AWS_REGION``
+(default ``us-east-1``); credentials come from the usual AWS sources (environment, profile).
+boto3 is an optional dependency: ``pip install 'context-service[s3]'``."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import tarfile
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from context_service.contextctl.client import CommandError
+from context_service.contextctl.local.content import portable_files, relative_name
+
+SCHEME = "s3://"
+DEFAULT_REGION = "us-east-1"
+CURRENT = "current"
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    bucket: str
+    prefix: str  # without a trailing "/"; may be empty
+
+    @classmethod
+    def parse(cls, url: str) -> Location:
+        bucket, _, prefix = url[len(SCHEME):].partition("/")
+        if not url.startswith(SCHEME) or not bucket:
+            raise CommandError(f"{url!r} is not s3://BUCKET/PREFIX")
+        return cls(bucket, prefix.strip("/"))
+
+    def key(self, name: str) -> str:
+        return f"{self.prefix}/{name}" if self.prefix else name
+
+    def __str__(self) -> str:
+        return f"{SCHEME}{self.bucket}/{self.prefix}" if self.prefix else f"{SCHEME}{self.bucket}"
+
+
+def is_s3(destination: str) -> bool:
+    return destination.startswith(SCHEME)
+
+
+@contextmanager
+def bundle(root: Path) -> Iterator[Path]:
+    """The files of the portable roots under ``root`` (spec 4.2: the files a revision id
+    addresses, by path) as a reproducible ``.tar.gz`` in a temporary file."""
+    handle, name = tempfile.mkstemp(prefix="context-bundle-", suffix=".tar.gz")
+    os.close(handle)
+    try:
+        with open(name, "wb") as raw, gzip.GzipFile(
+                filename="", fileobj=raw, mode="wb", mtime=0) as packed, \
+                tarfile.open(fileobj=packed, mode="w", format=tarfile.PAX_FORMAT) as tar:
+            for path in sorted(portable_files(root), key=lambda p: relative_name(
+                    root, p).encode()):
+                info = tar.gettarinfo(str(path), relative_name(root, path))
+                info.uid = info.gid = 0
+                info.uname = info.gname = ""
+                info.mtime = 0
+                info.mode = 0o644
+                with path.open("rb") as data:
+                    tar.addfile(info, data)
+        yield Path(name)
+    finally:
+        os.unlink(name)
+
+
+def client(environ: Mapping[str, str] = os.environ) -> Any:
+    try:
+        import boto3  # an optional dependency: only S3 synchronization needs it
+    except ImportError as exc:
+        raise CommandError("S3 synchronization needs boto3: pip install "
+                           "'context-service[s3]'") from exc
+    from botocore.config import Config
+
+    region = environ.get("CS_S3_REGION") or environ.get("AWS_REGION") or DEFAULT_REGION
+    return boto3.client("s3", endpoint_url=environ.get("CS_S3_ENDPOINT") or None,
+                        region_name=region, config=Config(
+                            connect_timeout=10, read_timeout=30,  # as contextctl's HTTP timeout
+                            retries={"mode": "standard", "max_attempts": 3}))
+
+
+def _exists(s3: Any, location: Location, key: str) -> bool:
+    from botocore.exceptions import ClientError
+
+    try:
+        s3.head_object(Bucket=location.bucket, Key=key)
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+            return False
+        raise
+    return True
+
+
+def push(location: Location, root: Path, revision: str,
+         progress: Callable[[int | None], Callable[[int], None]],
+         environ: Mapping[str, str] = os.environ) -> bool:
+    """Sends the bundle of ``revision`` unless it is there already, then points ``current`` at
+    it; whether a bundle was sent. Any S3 failure is a ``CommandError`` naming the location."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    s3 = client(environ)
+    key = location.key(f"{revision}.tar.gz")
+    try:
+        sent = not _exists(s3, location, key)
+        if sent:
+            with bundle(root) as path:
+                advance = progress(path.stat().st_size)
+                s3.upload_file(str(path), location.bucket, key, Callback=advance,
+                               ExtraArgs={"ContentType": "application/gzip",
+                                          "Metadata": {"revision": revision}})
+        s3.put_object(Bucket=location.bucket, Key=location.key(CURRENT),
+                      Body=io.BytesIO(revision.encode()), ContentType="text/plain")
+    except (BotoCoreError, ClientError) as exc:
+        raise CommandError(f"S3 synchronization to {location} failed: {exc}") from exc
+    return sent
