@@ -28,6 +28,12 @@ def redacted(url: str) -> str:
     return ",".join(one(text) for text in _urls(url))
 
 
+def servers(text: str) -> list[str]:
+    """The URLs of a comma-separated list (``CS_NATS_URL`` naming a cluster's servers, as the
+    NATS tools take them), each trimmed: a password holding a comma stays in its URL."""
+    return [url.strip(" ,") for url in _urls(text) if url.strip(" ,")]
+
+
 def credentials(url: str) -> tuple[str, ...]:
     """The secrets ``url`` carries, as a text could quote them: its user information
     (``user:password`` or a token), the password alone, both also percent-decoded, and a

@@ -94,3 +94,21 @@ def test_stop_before_any_event_and_unreachable_nats(nats_stream: StreamSpec) -> 
     relay.stop()
     assert time.monotonic() - started < 2
     assert relay.stats.last_position == 0 and not relay.stats.connected
+
+
+def test_a_list_of_servers_is_a_cluster_not_one_url(
+    nats_server: NatsServerHandle, nats_stream: StreamSpec
+) -> None:
+    """``CS_NATS_URL`` may list a cluster's servers, comma-separated (as the NATS tools take
+    them): one that does not answer is passed over for the next."""
+    events = make_events(50)
+    down = f"nats://127.0.0.1:{free_port()}"
+    for url in (f"{down},{nats_server.url}", f"{nats_server.url}, {down}"):
+        relay = Relay(MemoryFeed(events), MemoryPositionStore(),
+                      RelaySettings(url=url, stream=nats_stream, backoff_initial=0.01))
+        relay.start()
+        try:
+            wait_until(lambda r=relay: r.stats.last_position == 50, what="publishing")  # type: ignore[misc]
+        finally:
+            relay.stop()
+    assert positions_of(read_stream(nats_server.url, nats_stream)) == list(range(1, 51))

@@ -83,3 +83,14 @@ def test_unreachable_nats_and_foreign_subjects_are_clear_errors(
     _publish(nats_server.url, nats_stream, MemoryFeed(make_events(1)), 1)
     with pytest.raises(TailError, match="cannot consume"):
         tail(nats_server.url, "elsewhere.>", "x", io.StringIO(), limit=1, stream=nats_stream.name)
+
+
+def test_tail_takes_a_list_of_servers(
+    nats_server: NatsServerHandle, nats_stream: StreamSpec
+) -> None:
+    _publish(nats_server.url, nats_stream, MemoryFeed(make_events(5)), 5)
+    out = io.StringIO()
+    cluster = f"nats://127.0.0.1:{free_port()}, {nats_server.url}"
+    assert tail(cluster, f"{nats_stream.subject_prefix}.>", "listed", out, limit=5,
+                stream=nats_stream.name) == 5
+    assert [json.loads(line)["position"] for line in out.getvalue().splitlines()] == [1, 2, 3, 4, 5]

@@ -28,7 +28,7 @@ from psycopg.conninfo import make_conninfo
 
 from context_service import logs
 from context_service.adapters.nats.server import find_binary
-from context_service.urls import credentials, redacted
+from context_service.urls import credentials, redacted, servers
 from tests.e2e.server import ServerProcess, free_port
 from tests.support.services import Databases
 
@@ -74,6 +74,12 @@ def test_a_url_password_holding_a_separator_is_hidden(password: str) -> None:
         assert "ss-Xy9" not in shown and "pa" not in shown.replace("/api", ""), shown
         assert shown.endswith(("127.0.0.1:4222", "gw.example/api", "127.0.0.1:5432")), shown
         assert password in credentials(url)
+
+
+def test_a_list_of_servers_keeps_a_password_holding_a_comma_in_its_url() -> None:
+    assert servers("nats://u:pa,ss@a:1, nats://v:p2@b:2,") == [
+        "nats://u:pa,ss@a:1", "nats://v:p2@b:2"]
+    assert servers("nats://a:1") == ["nats://a:1"]
 
 
 def test_a_url_without_credentials_is_shown_as_it_is() -> None:

@@ -49,7 +49,7 @@ from context_service.adapters.nats.stream import (
 )
 from context_service.domain.registry import EVENTS
 from context_service.projections.outbox import EventFeed, PositionStore
-from context_service.urls import redacted
+from context_service.urls import redacted, servers
 
 log = logging.getLogger(__name__)
 
@@ -265,7 +265,7 @@ class Relay:
         watchdog: asyncio.Task[None] | None = None
         try:
             await nc.connect(
-                servers=[settings.url],
+                servers=servers(settings.url),
                 name=settings.client_name,
                 allow_reconnect=False,  # a lost connection ends the session; see the docstring
                 max_reconnect_attempts=1,  # with no wait: nats-py otherwise retries for minutes

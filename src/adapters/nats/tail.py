@@ -24,7 +24,7 @@ from nats.js.errors import APIError, NotFoundError
 
 from context_service.adapters.nats.envelope import SUBJECT_PREFIX, decode
 from context_service.adapters.nats.stream import STREAM_NAME, covers
-from context_service.urls import redacted
+from context_service.urls import redacted, servers
 
 DEFAULT_DURABLE = "context-service-tail"
 
@@ -96,7 +96,7 @@ async def _connect(url: str, connect_wait: float) -> Client:
     try:
         await asyncio.wait_for(
             nc.connect(
-                servers=[url],
+                servers=servers(url),
                 name="context-service-tail",
                 max_reconnect_attempts=-1,
                 reconnect_time_wait=1,
