@@ -587,7 +587,8 @@ def connect_cluster(container: Container) -> None:
         container.servers["kubernetes"] = plane.stop
     api = client.api_client(settings, mode)
     container.closers.append(lambda: client.close(api))
-    container.cluster = KubernetesCluster(Rest(api), pool_namespace=settings.namespace)
+    rest = Rest(api, budget=settings.kube_request_budget_seconds)
+    container.cluster = KubernetesCluster(rest, pool_namespace=settings.namespace)
     log.info("kubernetes connected", extra={"mode": mode})
 
 

@@ -77,6 +77,14 @@ def _seconds(env: Mapping[str, str], key: str, default: float) -> float:
     return value
 
 
+def _positive_seconds(env: Mapping[str, str], key: str, default: float) -> float:
+    """A number of seconds above 0, at most a day (a bound of 0 would refuse everything)."""
+    value = _seconds(env, key, default)
+    if value == 0:
+        raise SettingsError(f"{key} must be more than 0 seconds, got {env[key].strip()!r}")
+    return value
+
+
 def _rate(env: Mapping[str, str], key: str, what: str, default: float) -> float:
     """A finite, non-negative number of ``what`` per second; 0 turns its limit off."""
     raw = env.get(key, "").strip()
@@ -153,6 +161,8 @@ class Settings:
     nats_url: str | None = None
     nats_listen: str = "127.0.0.1:4222"
     kube_mode: str = "auto"  # auto | local | kubeconfig | in-cluster | off
+    # how long one HTTP request's Kubernetes calls may take together (adapters.kubernetes.rest)
+    kube_request_budget_seconds: float = 10.0
     workers: tuple[str, ...] = KNOWN_WORKERS
     read_wait_seconds: float = 5.0
     # how long a database session waits for a lock another holds (0: no bound)
@@ -226,6 +236,8 @@ class Settings:
             nats_url=env.get("CS_NATS_URL", "").strip() or None,
             nats_listen=env.get("CS_NATS_LISTEN", "").strip() or "127.0.0.1:4222",
             kube_mode=_choice(env, "CS_KUBE", KUBE_MODES, "auto"),
+            kube_request_budget_seconds=_positive_seconds(env, "CS_KUBE_REQUEST_BUDGET_SECONDS",
+                                                          10.0),
             workers=_workers(env),
             read_wait_seconds=_seconds(env, "CS_READ_WAIT_SECONDS", 5.0),
             lock_wait_seconds=_seconds(env, "CS_LOCK_WAIT_SECONDS", 5.0),

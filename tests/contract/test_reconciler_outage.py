@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from context_service import bootstrap
-from context_service.adapters.kubernetes.client import close
+from context_service.adapters.kubernetes.client import close, from_kubeconfig
 from context_service.adapters.kubernetes.cluster import KubernetesCluster
 from context_service.adapters.kubernetes.reconciler import Reconciler
 from context_service.adapters.kubernetes.rest import Rest
@@ -35,7 +35,10 @@ def plane(kube_bin_dir: pathlib.Path, tmp_path: pathlib.Path) -> Iterator[Contro
 
 @pytest.fixture
 def cluster(plane: ControlPlane) -> Iterator[KubernetesCluster]:
-    api = plane.api_client()
+    """The service's own client (its retries never sleep a 503's Retry-After, which a
+    restarted apiserver sends while it serves its CRDs again): the reconciler's own backoff,
+    this test's subject, is what retries then."""
+    api = from_kubeconfig(plane.kubeconfig)
     found = KubernetesCluster(Rest(api, timeout=1.0))
     found.ensure_namespace(NS)
     yield found

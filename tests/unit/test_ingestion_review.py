@@ -99,20 +99,25 @@ def test_markdown_parsed_in_slices_gives_the_blocks_of_one_parse(parts: list[str
     assert sliced == whole
 
 
+CHAPTERS = 2_000  # of some 100 bytes each
+
+
 def test_a_large_markdown_file_is_parsed_in_bounded_memory(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    # slices of 32 KiB over 0.85 MB stand for the service's 256 KiB over megabytes (tracing
-    # every allocation makes the real sizes cost the suite half a minute)
-    monkeypatch.setattr(markdown, "SLICE", 1 << 15)
+    # slices of 8 KiB over 0.2 MB stand for the service's 256 KiB over megabytes (tracing
+    # every allocation makes the real sizes cost the suite half a minute): the peak's share of
+    # the file depends on how many slices it takes, not on their size (as traced, 19 times the
+    # file in 26 slices of 8 KiB or of 32 KiB, and 93 times in one parse of either file)
+    monkeypatch.setattr(markdown, "SLICE", 1 << 13)
     text = "".join(f"## Chapter {n}\n\nThe ledger entry {n} records a transfer.\n\n"
-                   f"- item one {n}\n- item two\n\n```\ncode {n}\n```\n\n" for n in range(8_000))
+                   f"- item one {n}\n- item two\n\n```\ncode {n}\n```\n\n" for n in range(CHAPTERS))
     tracemalloc.start()
     try:
         document = markdown.parse(text, "big.md")
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert len(document.blocks) == 4 * 8_000
+    assert len(document.blocks) == 4 * CHAPTERS
     # one parse of the whole file took some 90 times its size (as traced); a slice at a time
     # it takes the document's blocks (8 times) and one slice's tokens
     assert peak < 25 * len(text), (peak, len(text))

@@ -19,7 +19,7 @@ def test_shutdown_grace_reads_seconds(raw: str, seconds: float) -> None:
 
 @pytest.mark.parametrize("raw", ["soon", "-1", "nan", "inf", "20s"])
 @pytest.mark.parametrize("key", ["CS_SHUTDOWN_GRACE", "CS_READ_WAIT_SECONDS",
-                                 "CS_LOCK_WAIT_SECONDS"])
+                                 "CS_LOCK_WAIT_SECONDS", "CS_KUBE_REQUEST_BUDGET_SECONDS"])
 def test_invalid_seconds_are_refused_with_the_setting_named(key: str, raw: str) -> None:
     with pytest.raises(SettingsError) as caught:
         Settings.from_env({key: raw})
@@ -41,6 +41,16 @@ def test_the_lock_wait_is_read_in_seconds_and_reaches_every_database_session() -
     for seconds, millis in ((5.0, 5000), (0.0001, 1), (0, 0)):  # 0: no bound
         _bound_lock_waits(Datastore(), seconds)  # type: ignore[arg-type]
         assert Pool.kwargs["options"] == f"-c lock_timeout={millis}"
+
+
+def test_the_kube_request_budget_is_read_in_seconds_and_never_zero() -> None:
+    assert Settings.from_env({}).kube_request_budget_seconds == 10.0
+    budget = Settings.from_env({"CS_KUBE_REQUEST_BUDGET_SECONDS": "2.5"})
+    assert budget.kube_request_budget_seconds == 2.5
+    with pytest.raises(SettingsError) as caught:  # it would refuse every request's first call
+        Settings.from_env({"CS_KUBE_REQUEST_BUDGET_SECONDS": "0"})
+    assert str(caught.value) == ("CS_KUBE_REQUEST_BUDGET_SECONDS must be more than 0 seconds, "
+                                 "got '0'")
 
 
 def test_the_pack_corpus_cache_bound_is_read_in_mib() -> None:

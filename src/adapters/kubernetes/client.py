@@ -51,7 +51,10 @@ def _timed_out(error: Exception | None) -> bool:
 
 
 def _client(configuration: Configuration) -> ApiClient:
-    configuration.retries = NoRetryOnTimeout(3)
+    # a 503's Retry-After (10 s and more from a starting kube-apiserver) is not slept inside the
+    # call, where neither its timeout nor the request's budget bounds it: the caller's own retry
+    # or the request's deadline decides
+    configuration.retries = NoRetryOnTimeout(3, respect_retry_after_header=False)
     return ApiClient(configuration)
 
 

@@ -33,7 +33,8 @@ JSON = dict[str, Any]
 MERGE_PATCH = "application/merge-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
 # One HTTP request's Kubernetes calls together end within this: well inside the patience of a
-# client or gateway (30-60 s), and a pool create of a dozen calls stays bounded as a whole.
+# client or gateway (30-60 s), and a pool create of a dozen calls stays bounded as a whole. The
+# service's default; CS_KUBE_REQUEST_BUDGET_SECONDS sets it (the composition root passes it).
 REQUEST_BUDGET = 10.0
 # Request-path calls waiting on the server at once: fewer than half the handler threads, far
 # more than a healthy server (milliseconds a call) ever has in flight.
