@@ -11,13 +11,36 @@ from click.shell_completion import CompletionItem
 
 from context_service.contextctl import output
 from context_service.contextctl.contexts import TYPES, print_revisions
-from context_service.contextctl.local import LocalContext, LocalStore, search
+from context_service.contextctl.local import LocalContext, LocalStore, LocalStoreError, search
 from context_service.contextctl.local.records import KNOWLEDGE_FILE, MEMORY_FILE
-from context_service.contextctl.options import group, output_options
-from context_service.contextctl.query import print_results
+from context_service.contextctl.options import AliasedGroup, output_options
+from context_service.contextctl.query import print_results, query_arguments
 
-local = group("local", "The local context store: revisions, records, query, restore.",
-              aliases={"ls": "list"})
+
+class StoreGroup(AliasedGroup):
+    """A group whose commands read and write files: an ``OSError`` (a full disk, a permission,
+    a file where a directory belongs) ends the command like any other error, in one line with
+    exit code 1, instead of a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except OSError as exc:
+            raise LocalStoreError(file_error(exc)) from exc
+
+
+def file_error(exc: OSError) -> str:
+    reason = exc.strerror or str(exc)
+    return f"{reason}: {exc.filename}" if exc.filename else reason
+
+
+def store_group(name: str, help_text: str, aliases: dict[str, str] | None = None) -> StoreGroup:
+    return StoreGroup(name=name, help=help_text, aliases=aliases,
+                      context_settings={"help_option_names": ["-h", "--help"]})
+
+
+local = store_group("local", "The local context store: revisions, records, query, restore.",
+                    aliases={"ls": "list"})
 
 
 def store() -> LocalStore:
@@ -167,26 +190,17 @@ def records(name: str) -> None:
 @local.command(short_help="Query local memory and knowledge records.",
                help='Query the local memory and knowledge contexts as the service would: '
                'contextctl local query "release schedule".')
-@click.argument("text", required=False)
-@click.option("--id", "ids", multiple=True, metavar="ID", help="Exact record id (repeatable).")
-@click.option("--context", "contexts", multiple=True, metavar="NAME",
-              help="Only these contexts (repeatable).")
-@click.option("--type", "types", multiple=True, type=click.Choice(["memory", "knowledge"]),
-              help="Only records of this type (repeatable).")
-@click.option("--source-context", "source_contexts", multiple=True, metavar="NAME",
-              help="Only records derived from this context (repeatable).")
-@click.option("--revision", "revisions_", multiple=True, metavar="ID",
-              help="Only records of this revision (repeatable).")
+@query_arguments
 @click.option("--limit", type=click.IntRange(1, 100), default=20, show_default=True,
               help="Results (1-100).")
 @output_options
 def query(text: str | None, ids: tuple[str, ...], contexts: tuple[str, ...],
           types: tuple[str, ...], source_contexts: tuple[str, ...],
-          revisions_: tuple[str, ...], limit: int, fmt: str) -> None:
+          revisions: tuple[str, ...], limit: int, fmt: str) -> None:
     if not (text and text.strip()) and not ids:
         raise click.UsageError("query text or --id is required")
     items, unavailable = search(store(), text or "", contexts, types, source_contexts,
-                                revisions_, ids, limit)
+                                revisions, ids, limit)
     data: dict[str, Any] = {"items": items}
     if unavailable:
         data["unavailable"] = unavailable

@@ -8,7 +8,7 @@ import click
 
 from context_service.contextctl import output
 from context_service.contextctl.client import segment
-from context_service.contextctl.options import App, namespace_option, output_options, pass_app
+from context_service.contextctl.options import App, F, namespace_option, output_options, pass_app
 
 SNIPPET = 80
 
@@ -30,18 +30,30 @@ def print_results(data: dict[str, Any]) -> None:
         output.note(f"more results: --cursor {data['nextCursor']} (or --all)")
 
 
+def query_arguments(func: F) -> F:
+    """The query text and the record filters (spec 2.4), shared by ``query`` and
+    ``local query``; passes ``text``, ``ids``, ``contexts``, ``types``, ``source_contexts``
+    and ``revisions``."""
+    for option in reversed((
+            click.argument("text", required=False),
+            click.option("--id", "ids", multiple=True, metavar="ID",
+                         help="Exact record id (repeatable)."),
+            click.option("--context", "contexts", multiple=True, metavar="NAME",
+                         help="Only these contexts (repeatable)."),
+            click.option("--type", "types", multiple=True,
+                         type=click.Choice(["memory", "knowledge"]),
+                         help="Only records of this type (repeatable)."),
+            click.option("--source-context", "source_contexts", multiple=True, metavar="NAME",
+                         help="Only records derived from this context (repeatable)."),
+            click.option("--revision", "revisions", multiple=True, metavar="ID",
+                         help="Only records of this revision (repeatable)."))):
+        func = option(func)
+    return func
+
+
 @click.command(short_help="Query memory and knowledge records.",
                help='Query memory and knowledge: contextctl query "release schedule".')
-@click.argument("text", required=False)
-@click.option("--id", "ids", multiple=True, metavar="ID", help="Exact record id (repeatable).")
-@click.option("--context", "contexts", multiple=True, metavar="NAME",
-              help="Only these contexts (repeatable).")
-@click.option("--type", "types", multiple=True, type=click.Choice(["memory", "knowledge"]),
-              help="Only records of this type (repeatable).")
-@click.option("--source-context", "source_contexts", multiple=True, metavar="NAME",
-              help="Only records derived from this context (repeatable).")
-@click.option("--revision", "revisions", multiple=True, metavar="ID",
-              help="Only records of this revision (repeatable).")
+@query_arguments
 @click.option("--limit", type=click.IntRange(1, 100), default=None,
               help="Results per page (1-100, service default 20).")
 @click.option("--cursor", default=None, help="Continue from a previous page's nextCursor.")

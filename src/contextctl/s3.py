@@ -11,6 +11,7 @@ boto3 is an optional dependency: ``pip install 'context-service[s3]'``."""
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
 import os
 import tarfile
@@ -19,9 +20,10 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from context_service.contextctl.client import CommandError
+from context_service.contextctl.ingestion.revision import FileEntry, digest
 from context_service.contextctl.local.content import portable_files, relative_name
 
 SCHEME = "s3://"
@@ -53,27 +55,62 @@ def is_s3(destination: str) -> bool:
 
 
 @contextmanager
-def bundle(root: Path) -> Iterator[Path]:
+def bundle(root: Path, context_type: str, revision: str) -> Iterator[Path]:
     """The files of the portable roots under ``root`` (spec 4.2: the files a revision id
-    addresses, by path) as a reproducible ``.tar.gz`` in a temporary file."""
+    addresses, by path) as a reproducible ``.tar.gz`` in a temporary file. What it holds is
+    addressed as it is written and must be ``revision``: a bundle is named by its revision, so
+    a file written meanwhile must not go out under that name."""
     handle, name = tempfile.mkstemp(prefix="context-bundle-", suffix=".tar.gz")
     os.close(handle)
     try:
+        entries = []
         with open(name, "wb") as raw, gzip.GzipFile(
                 filename="", fileobj=raw, mode="wb", mtime=0) as packed, \
                 tarfile.open(fileobj=packed, mode="w", format=tarfile.PAX_FORMAT) as tar:
             for path in sorted(portable_files(root), key=lambda p: relative_name(
                     root, p).encode()):
-                info = tar.gettarinfo(str(path), relative_name(root, path))
-                info.uid = info.gid = 0
-                info.uname = info.gname = ""
-                info.mtime = 0
-                info.mode = 0o644
-                with path.open("rb") as data:
-                    tar.addfile(info, data)
+                entries.append(_add(tar, path, relative_name(root, path), revision))
+        if digest(context_type, {}, entries) != revision:
+            raise _changed(revision)
         yield Path(name)
     finally:
         os.unlink(name)
+
+
+def _add(tar: tarfile.TarFile, path: Path, name: str, revision: str) -> FileEntry:
+    """One file, with no owner, time or mode of its own; its entry as the bundle holds it."""
+    info = tar.gettarinfo(str(path), name)
+    info.uid = info.gid = 0
+    info.uname = info.gname = ""
+    info.mtime = 0
+    info.mode = 0o644
+    with path.open("rb") as data:
+        hashing = _Hashing(data)
+        try:
+            tar.addfile(info, hashing)
+        except OSError as exc:  # the file shrank after its size was read
+            raise _changed(revision) from exc
+    return FileEntry(name, hashing.hasher.hexdigest(), hashing.size)
+
+
+def _changed(revision: str) -> CommandError:
+    return CommandError(f"the files changed while the bundle was made (they are no longer "
+                        f"revision {revision[:12]}): push again")
+
+
+class _Hashing:
+    """A reader that hashes what is read through it."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self.stream = stream
+        self.hasher = hashlib.sha256()
+        self.size = 0
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.stream.read(size)
+        self.hasher.update(data)
+        self.size += len(data)
+        return data
 
 
 def client(environ: Mapping[str, str] = os.environ) -> Any:
@@ -103,11 +140,25 @@ def _exists(s3: Any, location: Location, key: str) -> bool:
     return True
 
 
-def push(location: Location, root: Path, revision: str,
+def _current(s3: Any, location: Location) -> str:
+    """The revision ``current`` names ("" when there is none yet)."""
+    from botocore.exceptions import ClientError
+
+    try:
+        body = s3.get_object(Bucket=location.bucket, Key=location.key(CURRENT))["Body"].read()
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+            return ""
+        raise
+    return bytes(body).decode(errors="replace")
+
+
+def push(location: Location, root: Path, context_type: str, revision: str,
          progress: Callable[[int | None], Callable[[int], None]],
          environ: Mapping[str, str] = os.environ) -> bool:
     """Sends the bundle of ``revision`` unless it is there already, then points ``current`` at
     it; whether a bundle was sent. Any S3 failure is a ``CommandError`` naming the location."""
+    from boto3.exceptions import Boto3Error  # upload_file's own errors (S3UploadFailedError)
     from botocore.exceptions import BotoCoreError, ClientError
 
     s3 = client(environ)
@@ -115,13 +166,14 @@ def push(location: Location, root: Path, revision: str,
     try:
         sent = not _exists(s3, location, key)
         if sent:
-            with bundle(root) as path:
+            with bundle(root, context_type, revision) as path:
                 advance = progress(path.stat().st_size)
                 s3.upload_file(str(path), location.bucket, key, Callback=advance,
                                ExtraArgs={"ContentType": "application/gzip",
                                           "Metadata": {"revision": revision}})
-        s3.put_object(Bucket=location.bucket, Key=location.key(CURRENT),
-                      Body=io.BytesIO(revision.encode()), ContentType="text/plain")
-    except (BotoCoreError, ClientError) as exc:
+        if _current(s3, location) != revision:  # unchanged files write nothing
+            s3.put_object(Bucket=location.bucket, Key=location.key(CURRENT),
+                          Body=io.BytesIO(revision.encode()), ContentType="text/plain")
+    except (Boto3Error, BotoCoreError, ClientError) as exc:
         raise CommandError(f"S3 synchronization to {location} failed: {exc}") from exc
     return sent

@@ -6,66 +6,32 @@ nothing."""
 
 from __future__ import annotations
 
-import os
-import secrets
-import shutil
+import json
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import click
 
-from context_service.contextctl import output, s3
-from context_service.contextctl.client import CommandError, context_path
+from context_service.contextctl import output, s3, volume
+from context_service.contextctl.client import Client, CommandError, context_path, segment
 from context_service.contextctl.contexts import context_argument
 from context_service.contextctl.index import progress_bar
 from context_service.contextctl.ingestion import service
 from context_service.contextctl.local import (
-    PORTABLE_ROOTS,
     LocalContext,
     LocalStore,
-    LocalStoreError,
-    content_of,
 )
-from context_service.contextctl.local_commands import key_values
-from context_service.contextctl.options import App, group, namespace_option, pass_app
+from context_service.contextctl.local_commands import key_values, store_group
+from context_service.contextctl.options import App, namespace_option, pass_app
 from context_service.contextctl.upload import MAX_BODY
 
 OPERATION = "sync"
 PRODUCER = "contextctl"
+QUERY_LIMIT = 100  # the service's largest query page (spec 2.9)
 
-sync = group("sync", "Move contexts of the local store (CS_CONTEXT_HOME) to the service.")
-
-
-def mirror(local: LocalContext, destination: Path, revision: str) -> None:
-    """Makes the portable roots under ``destination`` exactly the local context's. Each root is
-    copied beside its place first and then swapped in by two renames, so a reader of the volume
-    sees a root's old or its new files, never a half copy; what lies outside the roots is left
-    alone. The copy is then addressed again (§4.2) and must give the pushed revision."""
-    if not destination.is_dir():
-        raise CommandError(f"{destination} is not a directory: mount the context's volume there "
-                           "first")
-    token = secrets.token_hex(4)
-    for root in PORTABLE_ROOTS:
-        source, target = local.root / root, destination / root
-        incoming = destination / f".{root}.incoming-{token}"
-        outgoing = destination / f".{root}.outgoing-{token}"
-        try:
-            if source.is_dir():
-                shutil.copytree(source, incoming, symlinks=True)
-            if target.exists() or target.is_symlink():
-                os.rename(target, outgoing)
-            if incoming.exists():
-                os.rename(incoming, target)
-        finally:
-            shutil.rmtree(incoming, ignore_errors=True)
-            shutil.rmtree(outgoing, ignore_errors=True)
-    try:
-        copied = content_of(destination, local.type).revision
-    except LocalStoreError as exc:
-        raise CommandError(f"the copy at {destination} cannot be addressed: {exc}") from exc
-    if copied != revision:
-        raise CommandError(f"the copy at {destination} has revision {copied[:12]}, not "
-                           f"{revision[:12]}: a file changed while it was copied; push again")
+sync = store_group("sync", "Move contexts of the local store (CS_CONTEXT_HOME) to the service.")
 
 
 @sync.command(name="push", help="Push a context of the local store to the named context of the "
@@ -98,15 +64,19 @@ def push(app: App, name: str, destination: str | None, publish_only: bool,
          progress: bool, as_json: bool, namespace: str | None) -> None:
     if (destination is None) == (not publish_only):
         raise click.UsageError("pass exactly one of --to DIR and --publish-only")
+    if destination is not None and not destination.strip():
+        # an unset variable (--to "$MOUNT") must not make the working directory the volume
+        raise click.BadParameter("--to must name a directory or s3://BUCKET/PREFIX",
+                                 param_hint="--to")
+    parameters = key_values(params, "--param")
     ns = app.namespace(namespace)
     local = LocalStore.from_environment().open(local_name or name)
     remote: dict[str, Any] = app.client.get(context_path(ns, name)).data
     if remote.get("type") != local.type:
         raise CommandError(f"{name} is a {remote.get('type')} context and the local "
                            f"{local.name} a {local.type} one: a push keeps its type")
-    parameters = key_values(params, "--param")
     revision = local.content().revision
-    records = local.records() if local.type in service.INDEXED_TYPES else None
+    records = local.records(revision) if local.type in service.INDEXED_TYPES else None
     sender = (None if records is None else
               service.index_sender(ns, name, revision, records, part_size))
     if destination is not None:
@@ -119,10 +89,8 @@ def push(app: App, name: str, destination: str | None, publish_only: bool,
     if published:
         service.publish_revision(app.client, ns, name, entry)
     indexed = False
-    if sender is not None and records is not None and (published or not records or not
-                                                       service.index_current(
-                                                           app.client, ns, name,
-                                                           str(records[0]["id"]))):
+    if sender is not None and records is not None and (
+            published or not records or not index_holds(app.client, ns, name, records)):
         http = service.PositionClient(app.client)
         with progress_bar(progress) as bar:
             service.send_index(http, sender, lambda total: _advance(bar, total))
@@ -138,13 +106,51 @@ def push(app: App, name: str, destination: str | None, publish_only: bool,
     output.emit_data(report, output.JSON if as_json else output.TEXT, _print)
 
 
+def index_holds(client: Client, namespace: str, name: str,
+                records: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether the index the service uses for the context (one of its current revision) holds
+    exactly these records: each asked for by id, compared field by field. Its first id alone
+    would not do: an index published for the revision by another hand (``index push`` of
+    other records) may share it. An index holding further records under other ids cannot be
+    seen through the query route."""
+    wanted = Counter(_served_form(r) for r in records)
+    found: Counter[str] = Counter()
+    ids = sorted({str(r.get("id", "")) for r in records})
+    for start in range(0, len(ids), QUERY_LIMIT):
+        body: dict[str, Any] = {"contexts": [name], "ids": ids[start:start + QUERY_LIMIT],
+                                "limit": QUERY_LIMIT}
+        while True:
+            page = client.post(f"/v1/namespaces/{segment(namespace)}/query", body).data
+            if name in (page.get("unavailable") or []):
+                return False
+            found.update(_served_form(item.get("record") or {})
+                         for item in page.get("items") or [])
+            if not page.get("nextCursor"):
+                break
+            body["cursor"] = page["nextCursor"]
+    return found == wanted
+
+
+def _served_form(record: Mapping[str, Any]) -> str:
+    """A record's fields of spec 1.7, compared as the service serves them (an empty field and
+    a missing one alike)."""
+    source = record.get("source") or {}
+    return json.dumps({
+        "id": record.get("id") or "", "context": record.get("context") or "",
+        "type": record.get("type") or "", "revision": record.get("revision") or "",
+        "title": record.get("title") or "", "text": record.get("text") or "",
+        "keywords": list(record.get("keywords") or []), "file": record.get("file") or "",
+        "source": {key: source.get(key) or "" for key in ("context", "type", "revision")},
+    }, sort_keys=True, ensure_ascii=False)
+
+
 def transfer(local: LocalContext, destination: str, revision: str, progress: bool) -> None:
     if not s3.is_s3(destination):
-        mirror(local, Path(destination), revision)
+        volume.mirror(local, Path(destination), revision)
         return
     location = s3.Location.parse(destination)
     with progress_bar(progress) as bar:
-        s3.push(location, local.root, revision, lambda total: _advance(
+        s3.push(location, local.root, local.type, revision, lambda total: _advance(
             bar, total, "sending the bundle"))
 
 

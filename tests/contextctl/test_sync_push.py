@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from context_service.contextctl import sync
+from context_service.contextctl import volume as volume_copy
 from tests.contextctl.conftest import Cli
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres]
@@ -168,7 +168,7 @@ def test_a_copy_that_does_not_match_its_revision_publishes_nothing(
     (home / "moving" / "harnesses").mkdir(parents=True, exist_ok=True)
     (home / "moving" / "harnesses" / "run.log").write_text("step 1\n")
     assert cli("ctx", "create", "moving", "--type", "state", *NS).code == 0
-    copy = sync.shutil.copytree
+    copy = volume_copy.shutil.copytree
 
     def copy_then_write(source: Any, target: Any, **kwargs: Any) -> Any:
         done = copy(source, target, **kwargs)
@@ -176,7 +176,7 @@ def test_a_copy_that_does_not_match_its_revision_publishes_nothing(
             (Path(target) / "run.log").write_text("step 1\nstep 2\n")  # written meanwhile
         return done
 
-    monkeypatch.setattr(sync.shutil, "copytree", copy_then_write)
+    monkeypatch.setattr(volume_copy.shutil, "copytree", copy_then_write)
     volume = tmp_path / "volume"
     volume.mkdir()
     failed = push(cli, home, "moving", "--to", str(volume))

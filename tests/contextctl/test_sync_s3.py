@@ -96,14 +96,10 @@ def test_a_context_travels_as_a_bundle_named_by_its_revision(
     got = cli("ctx", "get", "docs", "--json", *NS)
     assert json.loads(got.out)["currentRevision"] == revision
 
-    sent = bucket.head_object(Bucket="contexts", Key=f"team/docs/{revision}.tar.gz")
-    time.sleep(1.1)  # S3 times have whole seconds: a second upload would show a later one
     again = cli("ctx", "sync", "push", "docs", "--to", "s3://contexts/team/docs", "--json",
-                *NS, **env)
+                *NS, **env)  # nothing is written again: test_sync_review's versioned bucket
     assert again.code == 0, again.err
     assert json.loads(again.out)["revisionPublished"] is False
-    assert bucket.head_object(Bucket="contexts", Key=f"team/docs/{revision}.tar.gz")[
-        "LastModified"] == sent["LastModified"]
 
     (root / "artifacts" / "data.bin").unlink()
     changed = cli("ctx", "sync", "push", "docs", "--to", "s3://contexts/team/docs", "--json",

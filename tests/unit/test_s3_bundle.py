@@ -12,6 +12,7 @@ import pytest
 
 from context_service.contextctl import s3
 from context_service.contextctl.client import CommandError
+from context_service.contextctl.local import content_of
 
 
 @pytest.mark.parametrize(("url", "bucket", "prefix", "key"), [
@@ -45,13 +46,29 @@ def make_tree(root: Path, stamp: int) -> None:
 def test_a_bundle_is_reproducible_and_holds_only_the_portable_roots(tmp_path: Path) -> None:
     make_tree(tmp_path / "one", 1_000_000)
     make_tree(tmp_path / "two", 2_000_000)
-    with s3.bundle(tmp_path / "one") as first, s3.bundle(tmp_path / "two") as second:
+    revision = content_of(tmp_path / "one", "memory").revision
+    assert content_of(tmp_path / "two", "memory").revision == revision
+    with s3.bundle(tmp_path / "one", "memory", revision) as first, \
+            s3.bundle(tmp_path / "two", "memory", revision) as second:
         assert first.read_bytes() == second.read_bytes()
         with tarfile.open(first, "r:gz") as tar:
             names = tar.getnames()
             assert all(m.mtime == 0 and m.uid == 0 and not m.uname for m in tar.getmembers())
     assert names == ["artifacts/a.txt", "artifacts/b/x.bin", "memory/MEMORY.md"]
     assert not first.exists()  # the temporary file is gone afterwards
+
+
+def test_a_bundle_that_does_not_hold_its_revision_is_refused(tmp_path: Path) -> None:
+    """Named by its revision: files changed since it was addressed must not go out under it."""
+    make_tree(tmp_path / "one", 1_000_000)
+    revision = content_of(tmp_path / "one", "memory").revision
+    (tmp_path / "one" / "memory" / "MEMORY.md").write_text("- written meanwhile\n")
+    with pytest.raises(CommandError, match="the files changed while the bundle was made"), \
+            s3.bundle(tmp_path / "one", "memory", revision):
+        pass
+    with pytest.raises(CommandError, match="the files changed while the bundle was made"), \
+            s3.bundle(tmp_path / "one", "state", content_of(tmp_path / "one", "memory").revision):
+        pass  # the type is part of the id
 
 
 def test_without_boto3_the_error_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,8 +13,10 @@ from pathlib import Path
 from typing import Any
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data``: a reader sees the old file or the new one, never part."""
+@contextlib.contextmanager
+def _written(path: Path, data: bytes) -> Iterator[str]:
+    """``data`` in a synced temporary file beside ``path``, removed afterwards unless the caller
+    renamed it into place."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -22,29 +24,26 @@ def write_atomic(path: Path, data: bytes) -> None:
             stream.write(data)
             stream.flush()
             os.fsync(stream.fileno())
-        os.replace(temp, path)
-    except BaseException:
+        yield temp
+    finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp)
-        raise
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data``: a reader sees the old file or the new one, never part."""
+    with _written(path, data) as temp:
+        os.replace(temp, path)
 
 
 def create_exclusive(path: Path, data: bytes) -> bool:
     """Write ``path`` whole unless it exists (False then); a link is atomic and refuses an
     existing name, so two creators cannot both win."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.link(temp, path)
-    except FileExistsError:
-        return False
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp)
+    with _written(path, data) as temp:
+        try:
+            os.link(temp, path)
+        except FileExistsError:
+            return False
     return True
 
 
@@ -66,6 +65,11 @@ class ContextLock:
         self.path = path
         self._depth = 0
         self._fd = -1
+
+    @property
+    def depth(self) -> int:
+        """How many ``held`` blocks of this object are open (1: the outermost)."""
+        return self._depth
 
     @contextlib.contextmanager
     def held(self) -> Iterator[None]:

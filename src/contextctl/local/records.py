@@ -13,8 +13,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from context_service.contextctl.client import CommandError
-from context_service.contextctl.index import read_records
 from context_service.contextctl.local.errors import LocalStoreError
 
 MEMORY_FILE = "memory/MEMORY.md"
@@ -54,16 +52,48 @@ def memory_record_id(context: str, revision: str, text: str) -> str:
 def knowledge_records(root: Path, context: str, context_type: str,
                       revision: str) -> list[dict[str, Any]] | None:
     """The generator's records.jsonl, with context, type and revision filled in where a record
-    leaves them out, exactly as ``index push`` reads it."""
-    path = root / KNOWLEDGE_FILE
+    leaves them out, as ``index push`` reads it; a record the service would refuse (spec 1.7) is
+    an error naming its line, found before a push publishes anything."""
     try:
-        stream = path.open("rb")
+        raw = (root / KNOWLEDGE_FILE).read_bytes()
     except FileNotFoundError:
         return None
-    with stream:
+    identity = {"context": context, "type": context_type, "revision": revision}
+    records = []
+    for number, line in enumerate(raw.split(b"\n"), start=1):  # as index push reads it
+        if not line.strip():
+            continue
         try:
-            lines = read_records(stream, {"name": context, "type": context_type}, revision,
-                                 lambda _: None)
-        except CommandError as exc:
-            raise LocalStoreError(f"{KNOWLEDGE_FILE} {exc}") from None
-    return [json.loads(line) for line in lines]
+            record = json.loads(line)
+        except ValueError as exc:
+            raise LocalStoreError(f"{KNOWLEDGE_FILE} line {number} is not JSON: {exc}") from None
+        if not isinstance(record, dict):
+            raise LocalStoreError(f"{KNOWLEDGE_FILE} line {number} is not a JSON object")
+        for key, value in identity.items():
+            record.setdefault(key, value)
+        if problem := record_problem(record, identity):
+            raise LocalStoreError(f"{KNOWLEDGE_FILE} line {number}: {problem}")
+        records.append(record)
+    return records
+
+
+def record_problem(record: Mapping[str, Any], identity: Mapping[str, str]) -> str | None:
+    """Why the service would refuse ``record`` in the index of ``identity`` (spec 1.7: the
+    QueryRecord's field types, then its checks in order), or None. As the service decodes it,
+    ``null`` is a field left out."""
+    for key in ("id", "context", "type", "revision", "title", "text", "file"):
+        if record.get(key) is not None and not isinstance(record[key], str):
+            return f"{key} must be a string"
+    keywords = record.get("keywords") or []
+    if not isinstance(keywords, list) or not all(isinstance(k, str) for k in keywords):
+        return "keywords must be an array of strings"
+    source = record.get("source") or {}
+    if not isinstance(source, dict) or not all(
+            v is None or isinstance(v, str) for v in source.values()):
+        return "source must be an object of strings"
+    if not record.get("id") or not str(record.get("text") or "").strip():
+        return "query records require id and text"
+    if any(record[key] != value for key, value in identity.items()):
+        return (f"record identity does not match its context ({identity['context']}, "
+                f"{identity['type']}, this revision)")
+    return None

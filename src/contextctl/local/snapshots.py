@@ -21,12 +21,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from context_service.contextctl.local.content import PORTABLE_ROOTS, portable_files
+from context_service.contextctl.local.content import PORTABLE_ROOTS, content_of, portable_files
 from context_service.contextctl.local.disk import json_bytes
 from context_service.contextctl.local.errors import LocalStoreError
 
 DOCUMENT = "snapshot.json"
 FILES = "files"
+RESTORING, DONE = "restore-", "done-"  # a restore's staging under work/, before and after
+INCOMING, OUTGOING = "new", "old"
 _LABEL = re.compile(r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?")
 
 
@@ -52,8 +54,11 @@ def is_protected(protected: bool, labels: Mapping[str, str]) -> bool:
     return protected or labels.get("protected", "").lower() == "true"
 
 
-def take(root: Path, directory: Path, document: Mapping[str, Any]) -> None:
-    """Copy the portable files of ``root`` into the snapshot ``document["name"]``."""
+def take(root: Path, directory: Path, document: Mapping[str, Any],
+         context_type: str) -> dict[str, Any]:
+    """Copy the portable files of ``root`` into the snapshot ``document["name"]``; the document
+    as written, with the copy's own revision, files and bytes (a file written while it was
+    copied is described as the snapshot holds it)."""
     name = str(document["name"])
     if (directory / name).exists():
         raise LocalStoreError(f"local snapshot already exists: {name}")
@@ -64,11 +69,15 @@ def take(root: Path, directory: Path, document: Mapping[str, Any]) -> None:
             target = staging / FILES / path.relative_to(root)
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(path, target)
-        (staging / DOCUMENT).write_bytes(json_bytes(dict(document)))
+        copied = content_of(staging / FILES, context_type)
+        written = {**document, "contentRevision": copied.revision, "files": len(copied.files),
+                   "bytes": copied.bytes}
+        (staging / DOCUMENT).write_bytes(json_bytes(written))
         os.rename(staging, directory / name)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+    return written
 
 
 def listing(directory: Path) -> list[dict[str, Any]]:
@@ -79,64 +88,89 @@ def listing(directory: Path) -> list[dict[str, Any]]:
             if item.name.startswith("."):
                 continue  # one being assembled, or left by a crash
             try:
-                found.append(json.loads((item / DOCUMENT).read_bytes()))
+                document = json.loads((item / DOCUMENT).read_bytes())
             except FileNotFoundError:
                 continue
             except ValueError as exc:
                 raise LocalStoreError(f"{item / DOCUMENT} is not JSON: {exc}") from None
+            if not isinstance(document, dict):
+                raise LocalStoreError(f"{item / DOCUMENT} is not a snapshot")
+            # the directory is the snapshot: a restore reads the files under its name
+            found.append({**document, "name": item.name})
     return sorted(found, key=lambda s: (str(s.get("createdAt", "")), str(s.get("name", ""))))
 
 
 def restore_files(root: Path, snapshot: Path, work: Path) -> None:
     """Replace the portable roots of ``root`` by the snapshot's; on failure leave them as they
-    were (``work`` is a directory inside the context where the copy is staged)."""
+    were (``work`` is a directory inside the context where the copy is staged).
+
+    Every root is made to exist on both sides before the swap (an empty root holds no content),
+    so the swap is the same two renames for each root and the state of a swap cut short by a
+    killed process can be read from the disk alone: ``recover`` undoes it."""
     work.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=work, prefix="restore-"))
-    incoming, outgoing = staging / "new", staging / "old"
+    staging = Path(tempfile.mkdtemp(dir=work, prefix=RESTORING))
+    incoming, outgoing = staging / INCOMING, staging / OUTGOING
     try:
         if (snapshot / FILES).is_dir():
             shutil.copytree(snapshot / FILES, incoming, symlinks=True)
-        else:
-            incoming.mkdir()  # a snapshot of a context without files
-        outgoing.mkdir()
+        for name in PORTABLE_ROOTS:
+            (incoming / name).mkdir(parents=True, exist_ok=True)
+            (root / name).mkdir(exist_ok=True)
+        outgoing.mkdir()  # from here on the swap may have begun
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    _swap(root, incoming, outgoing, staging)
-    shutil.rmtree(staging, ignore_errors=True)  # the old roots; a leftover is harmless
-    for name in PORTABLE_ROOTS:  # as a new context has them (empty ones hold no content)
-        (root / name).mkdir(exist_ok=True)
+    _swap(root, staging)
+    done = work / f"{DONE}{staging.name}"
+    os.rename(staging, done)  # the old roots: never to be put back once the swap is complete
+    shutil.rmtree(done, ignore_errors=True)
 
 
-def _swap(root: Path, incoming: Path, outgoing: Path, staging: Path) -> None:
-    done: list[tuple[str, bool, bool]] = []  # (root name, moved aside, snapshot's put in)
+def _swap(root: Path, staging: Path) -> None:
     try:
         for name in PORTABLE_ROOTS:
-            current = root / name
-            aside = os.path.lexists(current)
-            if aside:
-                os.replace(current, outgoing / name)
-            done.append((name, aside, False))
-            if os.path.lexists(incoming / name):
-                os.replace(incoming / name, current)
-                done[-1] = (name, aside, True)
+            os.replace(root / name, staging / OUTGOING / name)
+            os.replace(staging / INCOMING / name, root / name)
     except BaseException:
         try:
-            _undo(root, incoming, outgoing, done)
+            _roll_back(root, staging)
         except OSError as exc:
-            # nothing is lost: the previous roots wait in the staging directory
+            # nothing is lost: the previous roots wait in the staging directory, and the next
+            # command on this context tries again
             raise LocalStoreError(
                 f"restore failed and could not be undone ({exc}): the previous files are in "
-                f"{outgoing}") from exc
+                f"{staging / OUTGOING}") from exc
         shutil.rmtree(staging, ignore_errors=True)
         raise
 
 
-def _undo(root: Path, incoming: Path, outgoing: Path,
-          done: list[tuple[str, bool, bool]]) -> None:
-    for name, aside, put_in in reversed(done):
-        current = root / name
-        if put_in:
-            os.replace(current, incoming / name)
-        if aside:
-            os.replace(outgoing / name, current)
+def _roll_back(root: Path, staging: Path) -> None:
+    """Put back every root the swap moved aside (a root in its place then is the snapshot's)."""
+    for name in PORTABLE_ROOTS:
+        previous = staging / OUTGOING / name
+        if not os.path.lexists(previous):
+            continue
+        if os.path.lexists(root / name):
+            os.replace(root / name, staging / INCOMING / name)
+        os.replace(previous, root / name)
+
+
+def leftovers(directory: Path, work: Path) -> bool:
+    """Whether a killed command left anything behind (a quick look, without the lock)."""
+    return ((work.is_dir() and any(work.iterdir()))
+            or (directory.is_dir() and any(p.name.startswith(".") for p in directory.iterdir())))
+
+
+def recover(root: Path, directory: Path, work: Path) -> None:
+    """Undo what a killed command left, under the context's lock: a restore's swap is rolled
+    back (the context is as before it; its safety snapshot stays), a restore that had
+    completed loses its staging, and a snapshot never renamed into place is deleted."""
+    if work.is_dir():
+        for staging in sorted(work.iterdir()):
+            if staging.name.startswith(RESTORING) and (staging / OUTGOING).is_dir():
+                _roll_back(root, staging)
+            shutil.rmtree(staging)
+    if directory.is_dir():
+        for item in directory.iterdir():
+            if item.name.startswith("."):
+                shutil.rmtree(item)

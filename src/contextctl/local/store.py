@@ -5,10 +5,11 @@ portable roots, so it never changes a revision id (spec 4.2)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,27 @@ class LocalContext:
     def _snapshots(self) -> Path:
         return self._metadata / "snapshots"
 
+    @property
+    def _work(self) -> Path:
+        return self._metadata / "work"
+
+    @contextlib.contextmanager
+    def _changing(self) -> Iterator[None]:
+        """The context's lock, and first the repair of what a killed command left (only when
+        the lock is taken, not again by a nested block: a restore snapshots and publishes
+        under the lock it holds, its own staging is no leftover)."""
+        with self._lock.held():
+            if self._lock.depth == 1:
+                snapshots.recover(self.root, self._snapshots, self._work)
+            yield
+
+    def recover(self) -> None:
+        """Repair what a killed command left (a restore cut short is rolled back), so that no
+        command sees half a restore; a quick look first, the lock only when there is work."""
+        if snapshots.leftovers(self._snapshots, self._work):
+            with self._changing():
+                pass
+
     def content(self) -> Content:
         """The portable files as they are now and their revision id (spec 4.2)."""
         return content_of(self.root, self.type)
@@ -76,7 +98,7 @@ class LocalContext:
         """Record the files as they are now as a revision (spec 4.2 "Publishing locally"):
         ``(entry, True)`` when appended, ``(last entry, False)`` when the content is the current
         revision's."""
-        with self._lock.held():
+        with self._changing():
             content = self.content()
             entry = history.entry(content, operation, producer, parameters or {}, sources)
             entries = self.history()
@@ -85,22 +107,26 @@ class LocalContext:
             history.append(self._revisions, entries, entry)
             return entry, True
 
-    def records(self) -> list[dict[str, Any]] | None:
-        """The query records of the files as they are now (spec 5.5); None when the context's
-        record source does not exist (it is then unavailable to a query, spec 5.3)."""
+    def records(self, revision: str | None = None) -> list[dict[str, Any]] | None:
+        """The query records of the files as they are now (spec 5.5), of ``revision`` (default:
+        the files' own, addressed again); None when the context's record source does not exist
+        (it is then unavailable to a query, spec 5.3). A push passes the revision it publishes,
+        so that its index cannot name another one (the service would refuse it)."""
+        if self.type not in ("memory", "knowledge"):
+            return []
+        revision = revision or self.content().revision
         if self.type == "memory":
-            revision = self.content().revision
             return memory_records(self.root, self.name, revision,
                                   self._derivation_source(revision))
-        if self.type == "knowledge":
-            return knowledge_records(self.root, self.name, self.type, self.content().revision)
-        return []
+        return knowledge_records(self.root, self.name, self.type, revision)
 
     def _derivation_source(self, revision: str) -> dict[str, str]:
-        """The current revision's first source when it names one, else the memory itself."""
-        entries = self.history()
-        sources = entries[-1].get("sources") if entries else None
-        first = sources[0] if isinstance(sources, list) and sources else None
+        """The first source of the memory's latest derivation (the last revision that names
+        sources), else the memory itself. Not the last revision's: a capture or a push records
+        none, and the records of one revision must not change when it is recorded."""
+        sources = next((e["sources"] for e in reversed(self.history())
+                        if isinstance(e.get("sources"), list) and e["sources"]), None)
+        first = sources[0] if sources else None
         if isinstance(first, dict) and first.get("context"):
             return {"context": str(first.get("context", "")), "type": str(first.get("type", "")),
                     "revision": str(first.get("revision", ""))}
@@ -110,21 +136,20 @@ class LocalContext:
                  labels: Mapping[str, str] | None = None) -> dict[str, Any]:
         """Copy the portable files as they are now; returns the snapshot's document."""
         chosen_labels = dict(labels or {})
-        with self._lock.held():
-            chosen = name or snapshots.free_name(self._snapshots, "snapshot")
+        with self._changing():
+            chosen = snapshots.free_name(self._snapshots, "snapshot") if name is None else name
             snapshots.check_name(chosen)
-            content = self.content()
             document: dict[str, Any] = {"name": chosen, "contextName": self.name}
             if current := self.current_revision():
                 document["revision"] = current
-            document.update({"contentRevision": content.revision, "files": len(content.files),
-                             "bytes": content.bytes, "createdAt": history.now_text()})
+            # what the copy holds, filled in once it is made (a file may change meanwhile)
+            document.update({"contentRevision": "", "files": 0, "bytes": 0,
+                             "createdAt": history.now_text()})
             if snapshots.is_protected(protected, chosen_labels):
                 document["protected"] = True
             if chosen_labels:
                 document["labels"] = chosen_labels
-            snapshots.take(self.root, self._snapshots, document)
-            return document
+            return snapshots.take(self.root, self._snapshots, document, self.type)
 
     def snapshots(self) -> list[dict[str, Any]]:
         """The snapshots, oldest first."""
@@ -133,14 +158,14 @@ class LocalContext:
     def restore(self, snapshot: str) -> dict[str, Any]:
         """Replace the portable files by the snapshot's, in place (spec 6.6), after keeping the
         current ones as a protected safety snapshot; the result is published as a revision."""
-        with self._lock.held():
+        snapshots.check_name(snapshot)
+        with self._changing():
             if not any(s.get("name") == snapshot for s in self.snapshots()):
                 raise LocalStoreError(f"local snapshot not found: {snapshot}")
             safety = self.snapshot(snapshots.free_name(self._snapshots, "pre-restore"),
                                    protected=True, labels={"restore": snapshot})
             try:
-                snapshots.restore_files(self.root, self._snapshots / snapshot,
-                                        self._metadata / "work")
+                snapshots.restore_files(self.root, self._snapshots / snapshot, self._work)
             except OSError as exc:
                 raise LocalStoreError(f"restore of {snapshot} failed, the files are as they "
                                       f"were (safety snapshot {safety['name']}): {exc}") from exc
@@ -184,7 +209,9 @@ class LocalStore:
             type_ = str(document["type"])
         except (ValueError, KeyError, TypeError) as exc:
             raise LocalStoreError(f"{path} is not a context description: {exc}") from None
-        return LocalContext(name, type_, self.home / name)
+        context = LocalContext(name, type_, self.home / name)
+        context.recover()
+        return context
 
     def contexts(self) -> list[LocalContext]:
         """Every context under the home, by name."""
