@@ -61,6 +61,7 @@ import httpx
 from bench.bench_packs import ADMIN, cache_complete
 from bench.bench_query import NS, OWNER
 from bench.harness import percentile, postgres, served
+from context_service.lexical import tokenize  # spec 5.2's tokenizer, as the lexical list's
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "benchmarks"
@@ -254,27 +255,6 @@ def limited(questions: list[Question], limit: int | None) -> list[Question]:
 
 
 # --- plain BM25 ----------------------------------------------------------------------------------
-
-
-RUN = re.compile(r"[^\W_]+")
-
-
-def tokenize(text: str) -> list[str]:
-    """Lowercase, then maximal runs of Unicode letters (L*) and decimal digits (Nd)."""
-    out: list[str] = []
-    for run in RUN.findall(text.lower()):
-        if run.isascii():
-            out.append(run)
-            continue
-        start = 0
-        for i, char in enumerate(run):
-            if not (char.isalpha() or char.isdecimal()):
-                if i > start:
-                    out.append(run[start:i])
-                start = i + 1
-        if start < len(run):
-            out.append(run[start:])
-    return out
 
 
 class Bm25:
