@@ -4,6 +4,10 @@ then names that revision. The bundle is written first, so a reader that follows 
 always finds a whole bundle; a bundle already there under its revision is not sent again (the
 name addresses the content). The bundle is reproducible: entries by path, no owners, no times.
 
+A pull (``fetch``) downloads the bundle named by the revision the service calls current, never
+the one ``current`` names: the service is the authority, ``current`` only a convenience for
+readers without it.
+
 The endpoint is ``CS_S3_ENDPOINT`` (empty: AWS), the region ``CS_S3_REGION`` or ``AWS_REGION``
 (default ``us-east-1``); credentials come from the usual AWS sources (environment, profile).
 boto3 is an optional dependency: ``pip install 'context-service[s3]'``."""
@@ -129,15 +133,19 @@ def client(environ: Mapping[str, str] = os.environ) -> Any:
 
 
 def _exists(s3: Any, location: Location, key: str) -> bool:
+    return _head(s3, location, key) is not None
+
+
+def _head(s3: Any, location: Location, key: str) -> dict[str, Any] | None:
+    """The object's metadata, None when there is no such object."""
     from botocore.exceptions import ClientError
 
     try:
-        s3.head_object(Bucket=location.bucket, Key=key)
+        return dict(s3.head_object(Bucket=location.bucket, Key=key))
     except ClientError as exc:
         if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
-            return False
+            return None
         raise
-    return True
 
 
 def _current(s3: Any, location: Location) -> str:
@@ -177,3 +185,25 @@ def push(location: Location, root: Path, context_type: str, revision: str,
     except (Boto3Error, BotoCoreError, ClientError) as exc:
         raise CommandError(f"S3 synchronization to {location} failed: {exc}") from exc
     return sent
+
+
+def fetch(location: Location, revision: str, target: Path,
+          progress: Callable[[int | None], Callable[[int], None]],
+          environ: Mapping[str, str] = os.environ) -> None:
+    """Downloads the bundle of ``revision`` (the one named by it, whatever ``current`` says:
+    the service decides which revision is pulled) to ``target``. Any S3 failure is a
+    ``CommandError`` naming the location."""
+    from boto3.exceptions import Boto3Error
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    s3 = client(environ)
+    key = location.key(f"{revision}.tar.gz")
+    try:
+        found = _head(s3, location, key)
+        if found is None:
+            raise CommandError(f"{location} holds no bundle of revision {revision}: push it "
+                               "there first")
+        s3.download_file(location.bucket, key, str(target),
+                         Callback=progress(found.get("ContentLength")))
+    except (Boto3Error, BotoCoreError, ClientError) as exc:
+        raise CommandError(f"S3 synchronization from {location} failed: {exc}") from exc

@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from context_service.contextctl import output, s3, volume
+from context_service.contextctl import pull as pulling
 from context_service.contextctl.client import Client, CommandError, context_path, segment
 from context_service.contextctl.contexts import context_argument
 from context_service.contextctl.index import progress_bar
@@ -31,7 +32,8 @@ OPERATION = "sync"
 PRODUCER = "contextctl"
 QUERY_LIMIT = 100  # the service's largest query page (spec 2.9)
 
-sync = store_group("sync", "Move contexts of the local store (CS_CONTEXT_HOME) to the service.")
+sync = store_group("sync", "Move contexts between the local store (CS_CONTEXT_HOME) and the "
+                   "service.")
 
 
 @sync.command(name="push", help="Push a context of the local store to the named context of the "
@@ -142,6 +144,106 @@ def _served_form(record: Mapping[str, Any]) -> str:
         "keywords": list(record.get("keywords") or []), "file": record.get("file") or "",
         "source": {key: source.get(key) or "" for key in ("context", "type", "revision")},
     }, sort_keys=True, ensure_ascii=False)
+
+
+@sync.command(name="pull", help="Pull the named context's current revision into the local "
+              "context of the same name (created when absent): its files from the directory "
+              "where its volume is mounted or from the S3 bundle of that revision, staged in "
+              "the local store, addressed and swapped in; the previous files are kept as a "
+              "protected pre-pull snapshot and the revision recorded (operation sync).")
+@context_argument
+@click.option("--from", "source", required=True, metavar="DIR|s3://BUCKET/PREFIX",
+              help="Where the files are: the directory where the context's volume is mounted, "
+              "or the S3 prefix pushed to (the bundle of the service's current revision is "
+              "read, whatever PREFIX/current names).")
+@click.option("--local", "local_name", default=None, metavar="NAME",
+              help="The local context to pull into (default: the same name).")
+@click.option("--force", is_flag=True, help="Replace files not captured as a revision (they are "
+              "kept as a protected pre-pull snapshot).")
+@click.option("--progress/--no-progress", default=True, show_default=True,
+              help="A progress bar on a terminal.")
+@click.option("--json", "as_json", is_flag=True, help="Print what was done as JSON.")
+@namespace_option
+@pass_app
+def pull(app: App, name: str, source: str, local_name: str | None, force: bool,
+         progress: bool, as_json: bool, namespace: str | None) -> None:
+    if not source.strip():  # an unset variable must not make the working directory the volume
+        raise click.BadParameter("--from must name a directory or s3://BUCKET/PREFIX",
+                                 param_hint="--from")
+    ns = app.namespace(namespace)
+    remote: dict[str, Any] = app.client.get(context_path(ns, name)).data
+    revision, kind = str(remote.get("currentRevision") or ""), str(remote.get("type"))
+    if not revision:
+        raise CommandError(f"{ns}/{name} has no published revision: there is nothing to pull")
+    store, target = LocalStore.from_environment(), local_name or name
+    local = store.open(target) if store.exists(target) else None
+    report = {"context": name, "namespace": ns, "type": kind, "local": target,
+              "revision": revision, "transferred": source, "created": local is None}
+    if local is not None and _check_local(local, name, kind, revision, force):
+        entry = local.history()[-1]
+        output.emit_data({**report, "files": entry.get("files", 0),
+                          "bytes": entry.get("bytes", 0), "recorded": False, "changed": False,
+                          "safetySnapshot": None},
+                         output.JSON if as_json else output.TEXT, _print_pull)
+        return
+    posted = _entry(app.client, ns, name, revision)
+    provenance = _provenance(posted)
+    with store.staging(target) as staging:
+        with progress_bar(progress) as bar:
+            files = pulling.stage(source, staging, kind, revision, lambda total: _advance(
+                bar, total, "receiving the bundle"), pulling.Declared.of(posted))
+        local = local or store.create(target, kind)
+        done = local.pull(files, revision, force=force, **provenance)
+    entry = done["revision"]
+    report.update({"files": entry.get("files", 0), "bytes": entry.get("bytes", 0),
+                   "recorded": done["recorded"], "changed": True,
+                   "safetySnapshot": done["safetySnapshot"]})
+    output.emit_data(report, output.JSON if as_json else output.TEXT, _print_pull)
+
+
+def _check_local(local: LocalContext, name: str, kind: str, revision: str, force: bool) -> bool:
+    """Whether the local context holds ``revision`` already (its files and its current
+    revision); the refusals known before anything is fetched (the pull checks again, locked)."""
+    if local.type != kind:
+        raise CommandError(f"{name} is a {kind} context and the local {local.name} a "
+                           f"{local.type} one: a pull keeps its type")
+    content = local.content()
+    if content.revision == revision == local.current_revision():
+        return True
+    if not force and content.revision != revision and local.uncaptured(content):
+        raise CommandError(f"{local.name} has files not captured as a revision: capture them, "
+                           "or pull with --force to keep them as a protected snapshot")
+    return False
+
+
+def _entry(client: Client, namespace: str, name: str, revision: str) -> dict[str, Any] | None:
+    """The service's last history entry for ``revision`` (normally there: a current revision
+    was posted)."""
+    items = client.get(context_path(namespace, name, "revisions")).data.get("items") or []
+    return next((e for e in reversed(items) if e.get("id") == revision), None)
+
+
+def _provenance(entry: dict[str, Any] | None) -> dict[str, Any]:
+    """The producer, parameters and sources of the pulled revision's entry (contextctl's when
+    the service has none)."""
+    if entry is None:
+        return {"producer": PRODUCER}
+    return {"producer": str(entry.get("producer") or ""),
+            "parameters": dict(entry.get("parameters") or {}),
+            "sources": list(entry.get("sources") or [])}
+
+
+def _print_pull(report: dict[str, Any]) -> None:
+    revision = str(report["revision"])[:12]
+    where = f"{report['namespace']}/{report['context']}"
+    if not report["changed"]:
+        output.line(f"{report['local']} already holds revision {revision} of {where}: nothing "
+                    "changed")
+        return
+    output.line(f"pulled {where} into {report['local']}: revision {revision} "
+                f"({report['files']} files, {report['bytes']} bytes) from {report['transferred']}")
+    if report["safetySnapshot"]:
+        output.line(f"the previous files are in snapshot {report['safetySnapshot']}")
 
 
 def transfer(local: LocalContext, destination: str, revision: str, progress: bool) -> None:

@@ -531,3 +531,74 @@ def test_a_restore_that_cannot_be_undone_says_where_the_previous_files_are(
     monkeypatch.undo()
     kept = Path(str(raised.value).rsplit("the previous files are in ", 1)[1])
     assert (kept / "memory" / "MEMORY.md").read_bytes() == before["memory/MEMORY.md"]
+
+
+# --- a pull's swap (ctx sync pull) ---------------------------------------------------------------
+
+
+def staged(store: LocalStore, files: dict[str, bytes]) -> tuple[Path, str]:
+    """Files staged in the home as a pull stages them, and their revision."""
+    staging = store.home / ".incoming-ctx-test" / "files"
+    for relative, data in files.items():
+        (staging / relative).parent.mkdir(parents=True, exist_ok=True)
+        (staging / relative).write_bytes(data)
+    return staging, spec_id("memory", files)
+
+
+def test_a_pull_keeps_the_files_as_a_protected_snapshot_and_records_the_revision(
+        store: LocalStore) -> None:
+    context = filled(store)
+    captured, _ = context.publish("capture")
+    files, revision = staged(store, {"memory/MEMORY.md": b"pulled\n"})
+    done = context.pull(files, revision, producer="harness", parameters={"run": "7"})
+    assert tree(context.root) == {"memory/MEMORY.md": b"pulled\n"}
+    [safety] = context.snapshots()
+    assert (safety["name"], safety["protected"], safety["contentRevision"]) == (
+        done["safetySnapshot"], True, captured["id"])
+    assert [(e["id"], e["operation"], e.get("producer"), e.get("parameters"))
+            for e in context.history()] == [(captured["id"], "capture", "contextctl", None),
+                                            (revision, "sync", "harness", {"run": "7"})]
+    assert not files.exists()  # moved in, not copied
+
+
+def test_a_pull_refuses_uncaptured_work_under_the_lock_unless_forced(store: LocalStore) -> None:
+    context = filled(store)  # files, never captured
+    files, revision = staged(store, {"memory/MEMORY.md": b"pulled\n"})
+    before = tree(context.root)
+    with pytest.raises(LocalStoreError, match=r"not captured as a revision.*--force"):
+        context.pull(files, revision)
+    assert tree(context.root) == before and context.snapshots() == []
+    done = context.pull(files, revision, force=True)
+    assert done["safetySnapshot"] and tree(context.root) == {"memory/MEMORY.md": b"pulled\n"}
+
+
+def test_an_empty_context_is_no_uncaptured_work(store: LocalStore) -> None:
+    context = store.create("ctx", "memory")
+    assert not context.uncaptured()
+    files, revision = staged(store, {"memory/MEMORY.md": b"pulled\n"})
+    done = context.pull(files, revision)
+    assert done["safetySnapshot"] is None and context.snapshots() == []
+    assert context.current_revision() == revision and not context.uncaptured()
+
+
+def test_a_pull_failing_half_way_leaves_the_files_as_they_were(
+        store: LocalStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    context = filled(store)
+    context.publish("capture")
+    before, history = tree(context.root), context.history()
+    files, revision = staged(store, {"memory/MEMORY.md": b"pulled\n",
+                                     "artifacts/a.bin": b"a"})
+    real_replace = os.replace
+
+    def failing(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+        if Path(dst) == context.root / "memory" and Path(src).parent.name == "new":
+            raise OSError("injected failure")
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", failing)
+    with pytest.raises(LocalStoreError, match=r"pull of revision .* failed, the files are as"):
+        context.pull(files, revision)
+    monkeypatch.undo()
+    assert tree(context.root) == before and context.history() == history
+    assert list((context.root / ".context" / "work").iterdir()) == []
+    assert [s["protected"] for s in context.snapshots()] == [True]

@@ -100,9 +100,11 @@ def listing(directory: Path) -> list[dict[str, Any]]:
     return sorted(found, key=lambda s: (str(s.get("createdAt", "")), str(s.get("name", ""))))
 
 
-def restore_files(root: Path, snapshot: Path, work: Path) -> None:
-    """Replace the portable roots of ``root`` by the snapshot's; on failure leave them as they
-    were (``work`` is a directory inside the context where the copy is staged).
+def restore_files(root: Path, files: Path, work: Path, *, move: bool = False) -> None:
+    """Replace the portable roots of ``root`` by those under ``files`` (a snapshot's copy, or
+    files a pull staged and verified); on failure leave them as they were (``work`` is a
+    directory inside the context where they are staged). ``move``: ``files`` is a staging of
+    the caller's, moved rather than copied (a rename within the store's file system).
 
     Every root is made to exist on both sides before the swap (an empty root holds no content),
     so the swap is the same two renames for each root and the state of a swap cut short by a
@@ -111,8 +113,10 @@ def restore_files(root: Path, snapshot: Path, work: Path) -> None:
     staging = Path(tempfile.mkdtemp(dir=work, prefix=RESTORING))
     incoming, outgoing = staging / INCOMING, staging / OUTGOING
     try:
-        if (snapshot / FILES).is_dir():
-            shutil.copytree(snapshot / FILES, incoming, symlinks=True)
+        if files.is_dir() and move:
+            shutil.move(files, incoming)
+        elif files.is_dir():
+            shutil.copytree(files, incoming, symlinks=True)
         for name in PORTABLE_ROOTS:
             (incoming / name).mkdir(parents=True, exist_ok=True)
             (root / name).mkdir(exist_ok=True)

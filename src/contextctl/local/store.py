@@ -9,6 +9,8 @@ import contextlib
 import json
 import os
 import re
+import shutil
+import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -165,13 +167,55 @@ class LocalContext:
             safety = self.snapshot(snapshots.free_name(self._snapshots, "pre-restore"),
                                    protected=True, labels={"restore": snapshot})
             try:
-                snapshots.restore_files(self.root, self._snapshots / snapshot, self._work)
+                snapshots.restore_files(self.root, self._snapshots / snapshot / snapshots.FILES,
+                                        self._work)
             except OSError as exc:
                 raise LocalStoreError(f"restore of {snapshot} failed, the files are as they "
                                       f"were (safety snapshot {safety['name']}): {exc}") from exc
             entry, _ = self.publish("restore", parameters={"snapshot": snapshot})
             return {"restored": snapshot, "safetySnapshot": safety["name"],
                     "revision": entry["id"]}
+
+    def uncaptured(self, content: Content | None = None) -> bool:
+        """Whether the files (``content``, when the caller addressed them already) differ from
+        the last captured revision: work a replacement of the files would lose."""
+        return _uncaptured(content or self.content(), self.current_revision())
+
+    def pull(self, files: Path, revision: str, *, force: bool = False,
+             producer: str = "contextctl", parameters: Mapping[str, str] | None = None,
+             sources: Sequence[Mapping[str, str]] = ()) -> dict[str, Any]:
+        """Replace the portable files by those staged under ``files`` (inside the store, already
+        addressed as ``revision`` by the caller) and record them (operation ``sync``, with the
+        provenance given). Uncaptured work is refused unless ``force``; files with content are
+        first kept as a protected ``pre-pull-…`` snapshot; the swap is the restore's, so a
+        failed or killed pull leaves the files as they were."""
+        with self._changing():
+            content, safety = self.content(), None
+            if content.revision != revision:
+                if _uncaptured(content, self.current_revision()) and not force:
+                    raise LocalStoreError(
+                        f"{self.name} has files not captured as a revision (they are "
+                        f"{content.revision[:12]}): capture them, or pull with --force to keep "
+                        "them as a protected snapshot")
+                if content.files:
+                    safety = self.snapshot(snapshots.free_name(self._snapshots, "pre-pull"),
+                                           protected=True, labels={"pull": revision[:12]})
+                try:
+                    snapshots.restore_files(self.root, files, self._work, move=True)
+                except OSError as exc:
+                    raise LocalStoreError(f"pull of revision {revision[:12]} failed, the files "
+                                          f"are as they were: {exc}") from exc
+            entry, recorded = self.publish("sync", producer, parameters, sources)
+            if entry["id"] != revision:
+                raise LocalStoreError(f"the files of {self.name} changed during the pull (now "
+                                      f"{entry['id'][:12]}): pull again")
+            return {"revision": entry, "recorded": recorded,
+                    "safetySnapshot": safety["name"] if safety else None}
+
+
+def _uncaptured(content: Content, current: str) -> bool:
+    """Files that differ from the current revision; an empty context never captured has none."""
+    return content.revision != current and bool(current or content.files)
 
 
 class LocalStore:
@@ -199,6 +243,21 @@ class LocalStore:
         if not create_exclusive(root / METADATA / "context.json", json_bytes(document)):
             raise LocalStoreError(f"local context already exists: {name}")
         return LocalContext(name, type, root)
+
+    def exists(self, name: str) -> bool:
+        return is_context_name(name) and (self.home / name / METADATA / "context.json").is_file()
+
+    @contextlib.contextmanager
+    def staging(self, name: str) -> Iterator[Path]:
+        """A scratch directory inside the home for files on their way into the context ``name``
+        (the same file system, so they move in by renames), deleted afterwards. Its name starts
+        with a dot: never a context."""
+        self.home.mkdir(parents=True, exist_ok=True)
+        path = Path(tempfile.mkdtemp(dir=self.home, prefix=f".incoming-{name}-"))
+        try:
+            yield path
+        finally:
+            shutil.rmtree(path, ignore_errors=True)
 
     def open(self, name: str) -> LocalContext:
         path = self.home / name / METADATA / "context.json"
