@@ -117,12 +117,25 @@ class _Hashing:
         return data
 
 
-def client(environ: Mapping[str, str] = os.environ) -> Any:
+def check(destination: str) -> None:
+    """For an ``s3://`` destination: its form, and boto3 present; checked before anything is
+    asked of the service or written."""
+    if is_s3(destination):
+        Location.parse(destination)
+        _boto3()
+
+
+def _boto3() -> Any:
     try:
         import boto3  # an optional dependency: only S3 synchronization needs it
     except ImportError as exc:
         raise CommandError("S3 synchronization needs boto3: pip install "
                            "'context-service[s3]'") from exc
+    return boto3
+
+
+def client(environ: Mapping[str, str] = os.environ) -> Any:
+    boto3 = _boto3()
     from botocore.config import Config
 
     region = environ.get("CS_S3_REGION") or environ.get("AWS_REGION") or DEFAULT_REGION

@@ -71,6 +71,8 @@ def push(app: App, name: str, destination: str | None, publish_only: bool,
         raise click.BadParameter("--to must name a directory or s3://BUCKET/PREFIX",
                                  param_hint="--to")
     parameters = key_values(params, "--param")
+    if destination is not None:
+        s3.check(destination)
     ns = app.namespace(namespace)
     local = LocalStore.from_environment().open(local_name or name)
     remote: dict[str, Any] = app.client.get(context_path(ns, name)).data
@@ -170,6 +172,7 @@ def pull(app: App, name: str, source: str, local_name: str | None, force: bool,
     if not source.strip():  # an unset variable must not make the working directory the volume
         raise click.BadParameter("--from must name a directory or s3://BUCKET/PREFIX",
                                  param_hint="--from")
+    s3.check(source)
     ns = app.namespace(namespace)
     remote: dict[str, Any] = app.client.get(context_path(ns, name)).data
     revision, kind = str(remote.get("currentRevision") or ""), str(remote.get("type"))

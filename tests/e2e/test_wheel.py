@@ -9,6 +9,7 @@ test)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -191,3 +192,26 @@ def test_with_the_embedded_extra_it_migrates_and_serves_outside_the_checkout(
         assert await_no_processes(data_dir, timeout=2) == []
     finally:
         server.cleanup()
+
+
+def test_contextctl_keeps_a_local_store_from_the_wheel_and_names_the_s3_extra(
+        installed: Installed, tmp_path: Path) -> None:
+    """The local store runs from the wheel alone (its search rules ship in the package); S3
+    synchronization without the ``s3`` extra says what to install, before asking the service
+    (there is none here) anything."""
+    ctl = (str(installed.venv / "bin" / "contextctl"),)
+    env = {**clean_env(dict(os.environ)), "CS_CONTEXT_HOME": str(tmp_path / "home"),
+           "CS_URL": "http://127.0.0.1:9"}
+    where = installed.outside
+    run(*ctl, "local", "init", "notes", "--type", "memory", cwd=where, env=env)
+    (tmp_path / "home" / "notes" / "memory" / "MEMORY.md").write_text("- release on Friday\n")
+    found = json.loads(run(*ctl, "local", "query", "release", "--json", cwd=where,
+                           env=env).stdout)
+    assert [(i["score"], i["record"]["text"]) for i in found["items"]] == [
+        (4, "release on Friday")]  # 3 for the title (its first 80 characters), 1 for the text
+    for args in (("push", "notes", "--to", "s3://bucket/notes"),
+                 ("pull", "notes", "--from", "s3://bucket/notes")):
+        refused = attempt(ctl, "ctx", "sync", *args, env=env, cwd=where)
+        assert refused.returncode == 1, refused.stderr
+        assert "pip install 'context-service[s3]'" in refused.stderr
+        assert "Traceback" not in refused.stderr and "127.0.0.1:9" not in refused.stderr
