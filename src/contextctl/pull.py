@@ -55,17 +55,21 @@ def stage(source: str, staging: Path, context_type: str, revision: str,
         unpack(bundle, files, declared)
         bundle.unlink()
     else:
-        copy_roots(Path(source), files)
+        copy_roots(Path(source), files, declared)
     verify(files, context_type, revision, source)
     return files
 
 
-def copy_roots(source: Path, target: Path) -> None:
+def copy_roots(source: Path, target: Path, declared: Declared | None = None) -> None:
     """The portable roots under ``source`` copied to ``target``: regular files only (a link, a
-    fifo or a socket under a root is an error, as when addressing)."""
+    fifo or a socket under a root is an error, as when addressing), and no more files or bytes
+    than ``declared``: a volume holding a file the revision never had (a core dump, a runaway
+    log) must not fill the local disk before the address check refuses it."""
     if not source.is_dir():
         raise CommandError(f"{source} is not a directory: mount the context's volume there first")
+    within = _Within(declared, str(source))
     for path in portable_files(source):
+        within.add(path.lstat().st_size)  # counted before it is copied
         copied = target / path.relative_to(source)
         copied.parent.mkdir(parents=True, exist_ok=True)
         # a file swapped for a link meanwhile is copied as a link, and addressing then refuses it
@@ -78,20 +82,30 @@ def unpack(bundle: Path, target: Path, declared: Declared | None = None) -> None
     check would never see (it addresses the roots only)."""
     try:
         with tarfile.open(bundle, "r:gz") as tar:
-            members, size = [], 0
+            members, within = [], _Within(declared, "the bundle")
             for member in tar:  # read one header at a time: a bomb is stopped at its bound
                 _check(member)
                 members.append(member)
-                size += member.size
-                if declared is not None and (len(members) > declared.files
-                                             or size > declared.bytes):
-                    raise CommandError(
-                        f"the bundle holds more than the {declared.files} files and "
-                        f"{declared.bytes} bytes its revision declares: refused, nothing was "
-                        "pulled")
+                within.add(member.size)
             tar.extractall(target, members=members, filter="data")
     except (tarfile.TarError, gzip.BadGzipFile, EOFError, zlib.error) as exc:
         raise CommandError(f"the bundle cannot be unpacked: {exc}") from exc
+
+
+class _Within:
+    """The files and bytes of a source counted as they come, against the revision's totals."""
+
+    def __init__(self, declared: Declared | None, source: str) -> None:
+        self.declared, self.source = declared, source
+        self.files = self.bytes = 0
+
+    def add(self, size: int) -> None:
+        self.files, self.bytes = self.files + 1, self.bytes + size
+        declared = self.declared
+        if declared is not None and (self.files > declared.files or self.bytes > declared.bytes):
+            raise CommandError(
+                f"{self.source} holds more than the {declared.files} files and "
+                f"{declared.bytes} bytes its revision declares: refused, nothing was pulled")
 
 
 def _check(member: tarfile.TarInfo) -> None:

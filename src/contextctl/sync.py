@@ -23,7 +23,11 @@ from context_service.contextctl.ingestion import service
 from context_service.contextctl.local import (
     LocalContext,
     LocalStore,
+    LocalStoreError,
+    content_of,
 )
+from context_service.contextctl.local.errors import FilesChanged
+from context_service.contextctl.local.store import NAME_MESSAGE, is_context_name
 from context_service.contextctl.local_commands import key_values, store_group
 from context_service.contextctl.options import App, namespace_option, pass_app
 from context_service.contextctl.upload import MAX_BODY
@@ -86,9 +90,11 @@ def push(app: App, name: str, destination: str | None, publish_only: bool,
     if destination is not None:
         transfer(local, destination, revision, progress)
     # recorded in the local store only once the files arrived, and only as they were sent
-    entry, recorded = local.publish(OPERATION, producer, parameters)
-    if entry["id"] != revision:
-        raise CommandError(f"the files of {local.name} changed during the push: push again")
+    try:
+        entry, recorded = local.publish(OPERATION, producer, parameters, expected=revision)
+    except FilesChanged:
+        raise CommandError(f"the files of {local.name} changed during the push: push "
+                           "again") from None
     published = remote.get("currentRevision") != revision
     if published:
         service.publish_revision(app.client, ns, name, entry)
@@ -173,13 +179,18 @@ def pull(app: App, name: str, source: str, local_name: str | None, force: bool,
         raise click.BadParameter("--from must name a directory or s3://BUCKET/PREFIX",
                                  param_hint="--from")
     s3.check(source)
+    target = local_name or name
+    if not is_context_name(target):  # before anything is fetched, and never a path
+        raise LocalStoreError(NAME_MESSAGE)
     ns = app.namespace(namespace)
     remote: dict[str, Any] = app.client.get(context_path(ns, name)).data
     revision, kind = str(remote.get("currentRevision") or ""), str(remote.get("type"))
     if not revision:
         raise CommandError(f"{ns}/{name} has no published revision: there is nothing to pull")
-    store, target = LocalStore.from_environment(), local_name or name
+    store = LocalStore.from_environment()
     local = store.open(target) if store.exists(target) else None
+    if local is None and not force:
+        _check_unregistered(store.home / target, kind)
     report = {"context": name, "namespace": ns, "type": kind, "local": target,
               "revision": revision, "transferred": source, "created": local is None}
     if local is not None and _check_local(local, name, kind, revision, force):
@@ -217,6 +228,16 @@ def _check_local(local: LocalContext, name: str, kind: str, revision: str, force
         raise CommandError(f"{local.name} has files not captured as a revision: capture them, "
                            "or pull with --force to keep them as a protected snapshot")
     return False
+
+
+def _check_unregistered(root: Path, kind: str) -> None:
+    """A directory of the home that is no local context yet but holds files: the pull would
+    make it one and replace them, so it needs ``--force`` as uncaptured work does (refused
+    before anything is fetched or created)."""
+    if content_of(root, kind).files:
+        raise CommandError(f"{root} holds files but is no local context: pull with --force to "
+                           "keep them as a protected snapshot, or make it one (local init) and "
+                           "capture them first")
 
 
 def _entry(client: Client, namespace: str, name: str, revision: str) -> dict[str, Any] | None:

@@ -6,6 +6,7 @@ portable roots, so it never changes a revision id (spec 4.2)."""
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import re
@@ -19,11 +20,12 @@ from context_service.contextctl.contexts import TYPES
 from context_service.contextctl.local import history, snapshots
 from context_service.contextctl.local.content import PORTABLE_ROOTS, Content, content_of
 from context_service.contextctl.local.disk import ContextLock, create_exclusive, json_bytes
-from context_service.contextctl.local.errors import LocalStoreError
+from context_service.contextctl.local.errors import FilesChanged, LocalStoreError
 from context_service.contextctl.local.records import knowledge_records, memory_records
 
 DEFAULT_HOME = "~/.contexts"
 METADATA = ".context"
+INCOMING = ".incoming-"  # the prefix of a pull's staging directories in the home
 _NAME = re.compile(r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?")
 NAME_MESSAGE = "name must be a lowercase Kubernetes name no longer than 50 characters"
 
@@ -96,12 +98,17 @@ class LocalContext:
 
     def publish(self, operation: str, producer: str = "contextctl",
                 parameters: Mapping[str, str] | None = None,
-                sources: Sequence[Mapping[str, str]] = ()) -> tuple[dict[str, Any], bool]:
+                sources: Sequence[Mapping[str, str]] = (), *,
+                expected: str | None = None) -> tuple[dict[str, Any], bool]:
         """Record the files as they are now as a revision (spec 4.2 "Publishing locally"):
         ``(entry, True)`` when appended, ``(last entry, False)`` when the content is the current
-        revision's."""
+        revision's. ``expected``: the revision a push sent or a pull received; files that are no
+        longer it are not recorded (``FilesChanged``), since the entry would describe them with
+        the provenance of other files."""
         with self._changing():
             content = self.content()
+            if expected is not None and content.revision != expected:
+                raise FilesChanged(self.name, content.revision)
             entry = history.entry(content, operation, producer, parameters or {}, sources)
             entries = self.history()
             if entries and entries[-1].get("id") == content.revision:
@@ -205,10 +212,12 @@ class LocalContext:
                 except OSError as exc:
                     raise LocalStoreError(f"pull of revision {revision[:12]} failed, the files "
                                           f"are as they were: {exc}") from exc
-            entry, recorded = self.publish("sync", producer, parameters, sources)
-            if entry["id"] != revision:
+            try:
+                entry, recorded = self.publish("sync", producer, parameters, sources,
+                                               expected=revision)
+            except FilesChanged as exc:
                 raise LocalStoreError(f"the files of {self.name} changed during the pull (now "
-                                      f"{entry['id'][:12]}): pull again")
+                                      f"{exc.revision[:12]}): pull again") from None
             return {"revision": entry, "recorded": recorded,
                     "safetySnapshot": safety["name"] if safety else None}
 
@@ -216,6 +225,41 @@ class LocalContext:
 def _uncaptured(content: Content, current: str) -> bool:
     """Files that differ from the current revision; an empty context never captured has none."""
     return content.revision != current and bool(current or content.files)
+
+
+def _claimed_staging(home: Path, prefix: str) -> tuple[Path, int]:
+    """A new staging directory and the descriptor holding its lock. Another pull's clearing
+    may take a directory in the instant before its lock is held: then another is made."""
+    while True:
+        path = Path(tempfile.mkdtemp(dir=home, prefix=prefix))
+        try:
+            held = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            continue
+        fcntl.flock(held, fcntl.LOCK_EX)
+        if os.fstat(held).st_nlink > 0:  # still there: not deleted while it was being locked
+            return path, held
+        os.close(held)
+
+
+def _clear_abandoned(home: Path, own: Path) -> None:
+    """Delete the stagings whose pull is gone (no lock held on them)."""
+    for path in home.glob(f"{INCOMING}*"):
+        if path == own or path.is_symlink() or not path.is_dir():
+            continue
+        try:
+            held = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            continue  # cleared by another pull meanwhile
+        try:
+            fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(held)
+            continue  # in use
+        try:
+            shutil.rmtree(path, ignore_errors=True)
+        finally:
+            os.close(held)
 
 
 class LocalStore:
@@ -251,13 +295,18 @@ class LocalStore:
     def staging(self, name: str) -> Iterator[Path]:
         """A scratch directory inside the home for files on their way into the context ``name``
         (the same file system, so they move in by renames), deleted afterwards. Its name starts
-        with a dot: never a context."""
+        with a dot: never a context. It is locked while in use, so that the staging a killed
+        pull left (a whole bundle, perhaps) is found unlocked and deleted by the next one."""
+        if not is_context_name(name):
+            raise LocalStoreError(NAME_MESSAGE)
         self.home.mkdir(parents=True, exist_ok=True)
-        path = Path(tempfile.mkdtemp(dir=self.home, prefix=f".incoming-{name}-"))
+        path, held = _claimed_staging(self.home, f"{INCOMING}{name}-")
         try:
+            _clear_abandoned(self.home, path)
             yield path
         finally:
             shutil.rmtree(path, ignore_errors=True)
+            os.close(held)
 
     def open(self, name: str) -> LocalContext:
         path = self.home / name / METADATA / "context.json"
