@@ -1,9 +1,10 @@
 """Watch threads that turn Kubernetes watch events into the port's ``Change`` notices.
 
 One daemon thread per resource: list for a resourceVersion, then watch; relist on 410 Gone,
-back off on errors, and poll discovery slowly while a custom resource is not installed. Every
-relist after a watch broke off (410 or any other failure) is followed by a notice without a
-name: changes in the gap were never streamed, so the reconciler resyncs what the watch covers.
+back off on errors (a wait doubling from ``retry_seconds`` to 30 s, as the reconciler's), and
+poll discovery slowly while a custom resource is not installed. Every relist after a watch broke
+off (410 or any other failure) is followed by a notice without a name: changes in the gap were
+never streamed, so the reconciler resyncs what the watch covers.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from context_service.adapters.kubernetes.rest import JSON, Resource, Rest, Watch
 from context_service.domain.cluster import Change, ClusterError
 
 log = logging.getLogger(__name__)
+MAX_RETRY_SECONDS = 30.0  # the longest wait between failed attempts (it doubles up to it)
 
 
 class ClusterWatch:
@@ -70,6 +72,7 @@ class ClusterWatch:
     def _run(self, res: Resource) -> None:
         version = ""
         broken = False  # a watch broke off: what changed until the relist was never streamed
+        failures = 0  # in a row: the wait doubles (a starting API server is not asked every second)
         while not self._stop.is_set():
             try:
                 if not version:
@@ -82,13 +85,16 @@ class ClusterWatch:
                         self._notify(Change(kind=res.plural,
                                             namespace=self._namespace_of(res) or "", name=""))
                 version = self._follow(res, version)
+                failures = 0
             except ClusterError as exc:
                 broken = broken or bool(version)
                 version = ""
                 if exc.status == 410:
                     continue  # too old: relist at once
                 log.warning("watch of %s failed: %s", res.plural, exc)
-                self._stop.wait(self.retry_seconds)
+                failures += 1
+                self._stop.wait(min(MAX_RETRY_SECONDS,
+                                    self.retry_seconds * 2 ** min(failures - 1, 16)))
 
     def _list_version(self, res: Resource) -> str:
         try:
