@@ -26,6 +26,7 @@ BENCHES = {
     "recall": "planted-passage recall of packs, hybrid vs lexical (own words and synonyms)",
     "retrieval": "LoCoMo evidence recall and Cranfield nDCG@10 of packs vs a plain BM25",
     "ingest": "contextctl ingest MB/s (Markdown, PDF) to a searchable index; outside calls",
+    "local": "contextctl's local store: capture MB/s vs hashing alone; local query vs the raw read",
     "mcp": "a context pack through MCP (SDK client, JSON-RPC) vs the same pack over HTTP",
     "templates": "template run overhead vs the same SQL on the service connection; timeout",
     "fields": "fields/query over 10,000 documents (list, grouped aggregate) vs hand-written SQL",
