@@ -60,13 +60,24 @@ def rank(records: Iterable[dict[str, Any]], query: str, types: Sequence[str] = (
     for record in records:
         if not _passes(record, types, source_contexts, revisions, ids):
             continue
-        value = score(weighted_terms(_text(record.get("title")), _strings(record.get("keywords")),
-                                     _text(record.get("text"))), terms)
+        title, keywords, text = (_text(record.get("title")), _strings(record.get("keywords")),
+                                 _text(record.get("text")))
+        if terms and not _may_match(terms, title, keywords, text):
+            continue  # scores 0: no term is even part of its lowercased fields
+        value = score(weighted_terms(title, keywords, text), terms)
         if value > 0:
             scored.append((order_key(value, _text(record.get("context")),
                                      _text(record.get("id"))), value, record))
     scored.sort(key=lambda item: item[0])  # stable: equal keys keep the contexts' order
     return [{"score": value, "record": record} for _, value, record in scored]
+
+
+def _may_match(terms: Iterable[str], title: str, keywords: list[str], text: str) -> bool:
+    """Whether some term occurs in the lowercased fields at all: a token of them is a substring
+    of them (the tokenizer lowercases, then splits), so a record failing this scores 0, and
+    most records of a large context are passed over without being tokenized."""
+    fields = "\n".join((title, " ".join(keywords), text)).lower()
+    return any(term in fields for term in terms)
 
 
 def _passes(record: dict[str, Any], types: Sequence[str], source_contexts: Sequence[str],
