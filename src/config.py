@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from context_service.domain.values import is_dns_label, parse_duration_ns
+from context_service.urls import redacted, servers
 
 
 class SettingsError(ValueError):
@@ -127,6 +128,15 @@ def _address(key: str, raw: str) -> tuple[str, int]:
     return (host or "0.0.0.0", int(port))
 
 
+def _nats_url(env: Mapping[str, str]) -> str | None:
+    """A NATS server, or a cluster's servers comma-separated; a value naming none (``,``) is
+    refused here rather than retried for ever by the relay."""
+    raw = env.get("CS_NATS_URL", "").strip()
+    if raw and not servers(raw):
+        raise SettingsError(f"CS_NATS_URL names no server, got {redacted(raw)!r}")
+    return raw or None
+
+
 def _workers(env: Mapping[str, str]) -> tuple[str, ...]:
     raw = env.get("CS_WORKERS")
     if raw is None:
@@ -233,7 +243,7 @@ class Settings:
             sandbox_service_account=env.get("CS_SANDBOX_SERVICE_ACCOUNT", "").strip(),
             require_subject=_flag(env, "CS_REQUIRE_SUBJECT"),
             mirror_query_index=_flag(env, "CS_MIRROR_QUERY_INDEX"),
-            nats_url=env.get("CS_NATS_URL", "").strip() or None,
+            nats_url=_nats_url(env),
             nats_listen=env.get("CS_NATS_LISTEN", "").strip() or "127.0.0.1:4222",
             kube_mode=_choice(env, "CS_KUBE", KUBE_MODES, "auto"),
             kube_request_budget_seconds=_positive_seconds(env, "CS_KUBE_REQUEST_BUDGET_SECONDS",

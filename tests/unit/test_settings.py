@@ -82,3 +82,13 @@ def test_the_relay_creates_its_stream_with_the_settings() -> None:
     worker = RelayWorker(settings, None, None)  # type: ignore[arg-type]  # not started
     config = worker.relay._settings.stream.config()
     assert (config.duplicate_window, config.max_age) == (30.0, 3600.0)
+
+
+def test_a_nats_url_naming_no_server_is_refused_and_a_list_is_kept() -> None:
+    for raw in (",", " , ,"):
+        with pytest.raises(SettingsError) as caught:
+            Settings.from_env({"CS_NATS_URL": raw})
+        assert str(caught.value).startswith("CS_NATS_URL names no server")
+    listed = "nats://u:pw@a:4222,nats://b:4222"
+    assert Settings.from_env({"CS_NATS_URL": f" {listed} "}).nats_url == listed
+    assert Settings.from_env({"CS_NATS_URL": " "}).nats_url is None
