@@ -23,6 +23,7 @@ from rich.progress import (
 from context_service.contextctl import output
 from context_service.contextctl.client import CommandError, context_path
 from context_service.contextctl.contexts import context_argument
+from context_service.contextctl.local.records import record_line
 from context_service.contextctl.options import App, group, namespace_option, pass_app
 from context_service.contextctl.upload import MAX_BODY, IndexUpload, sender_for
 from context_service.terminal import draws_bars
@@ -43,21 +44,15 @@ def read_records(stream: IO[bytes], context: dict[str, Any], revision: str,
                  advance: Any) -> list[bytes]:
     """One record per non-empty line; ``context``, ``type`` and ``revision`` are filled in
     where a record leaves them out."""
+    identity = {"context": context.get("name"), "type": context.get("type"),
+                "revision": revision}
     records: list[bytes] = []
     for number, raw in enumerate(stream, start=1):
         advance(len(raw))
-        if not raw.strip():
-            continue
-        try:
-            record = json.loads(raw)
-        except ValueError as exc:
-            raise CommandError(f"line {number} is not JSON: {exc}") from exc
-        if not isinstance(record, dict):
-            raise CommandError(f"line {number} is not a JSON object")
-        record.setdefault("context", context.get("name"))
-        record.setdefault("type", context.get("type"))
-        record.setdefault("revision", revision)
-        records.append(json.dumps(record, separators=(",", ":"), ensure_ascii=False).encode())
+        record = record_line(number, raw, identity)
+        if record is not None:
+            records.append(json.dumps(record, separators=(",", ":"),
+                                      ensure_ascii=False).encode())
     return records
 
 

@@ -15,19 +15,14 @@ import pytest
 
 from context_service.contextctl import volume as volume_copy
 from context_service.contextctl.client import CommandError
-from context_service.contextctl.local import LocalContext, LocalStore, LocalStoreError
+from context_service.contextctl.local import LocalStore, LocalStoreError
 from context_service.contextctl.main import main
+from tests.support.local_store import write
 
 
 @pytest.fixture
 def store(tmp_path: Path) -> LocalStore:
     return LocalStore(tmp_path / "home")
-
-
-def write(context: LocalContext, relative: str, data: bytes) -> None:
-    path = context.root / relative
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
 
 
 def tree(root: Path) -> dict[str, bytes]:

@@ -17,8 +17,7 @@ import pytest
 from context_service.contextctl.local import LocalContext, LocalStore, LocalStoreError
 from context_service.contextctl.local import history as local_history
 from context_service.contextctl.local import snapshots as local_snapshots
-
-DIGEST = re.compile(r"[0-9a-f]{64}")
+from tests.support.local_store import write
 
 
 @pytest.fixture
@@ -26,10 +25,7 @@ def store(tmp_path: Path) -> LocalStore:
     return LocalStore(tmp_path / "home")
 
 
-def write(context: LocalContext, relative: str, data: bytes) -> None:
-    path = context.root / relative
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
+DIGEST = re.compile(r"[0-9a-f]{64}")
 
 
 def spec_id(context_type: str, files: dict[str, bytes]) -> str:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from context_service.contextctl.client import CommandError
 from context_service.contextctl.local.errors import LocalStoreError
 
 MEMORY_FILE = "memory/MEMORY.md"
@@ -61,20 +62,34 @@ def knowledge_records(root: Path, context: str, context_type: str,
     identity = {"context": context, "type": context_type, "revision": revision}
     records = []
     for number, line in enumerate(raw.split(b"\n"), start=1):  # as index push reads it
-        if not line.strip():
-            continue
         try:
-            record = json.loads(line)
-        except ValueError as exc:
-            raise LocalStoreError(f"{KNOWLEDGE_FILE} line {number} is not JSON: {exc}") from None
-        if not isinstance(record, dict):
-            raise LocalStoreError(f"{KNOWLEDGE_FILE} line {number} is not a JSON object")
-        for key, value in identity.items():
-            record.setdefault(key, value)
+            record = record_line(number, line, identity, f"{KNOWLEDGE_FILE} ")
+        except CommandError as exc:
+            raise LocalStoreError(str(exc)) from None
+        if record is None:
+            continue
         if problem := record_problem(record, identity):
             raise LocalStoreError(f"{KNOWLEDGE_FILE} line {number}: {problem}")
         records.append(record)
     return records
+
+
+def record_line(number: int, raw: bytes, identity: Mapping[str, Any],
+                where: str = "") -> dict[str, Any] | None:
+    """One line of a ``records.jsonl``: None when blank, else its record with ``context``,
+    ``type`` and ``revision`` filled in from ``identity`` where it leaves them out; a line that
+    is no JSON object is a ``CommandError`` naming it (``where`` names the file)."""
+    if not raw.strip():
+        return None
+    try:
+        record = json.loads(raw)
+    except ValueError as exc:
+        raise CommandError(f"{where}line {number} is not JSON: {exc}") from None
+    if not isinstance(record, dict):
+        raise CommandError(f"{where}line {number} is not a JSON object")
+    for key, value in identity.items():
+        record.setdefault(key, value)
+    return record
 
 
 def record_problem(record: Mapping[str, Any], identity: Mapping[str, str]) -> str | None:
