@@ -3,6 +3,9 @@ tar named by the revision it holds (``<prefix>/<revision>.tar.gz``), and ``<pref
 then names that revision. The bundle is written first, so a reader that follows ``current``
 always finds a whole bundle; a bundle already there under its revision is not sent again (the
 name addresses the content). The bundle is reproducible: entries by path, no owners, no times.
+Only object permissions are needed (s3:PutObject to push, s3:GetObject to pull): a 403 on a
+read tells nothing of the key (S3 answers a missing key so to a caller that may not list the
+bucket), so a push then writes the bundle and ``current`` as if they were not there.
 
 A pull (``fetch``) downloads the bundle named by the revision the service calls current, never
 the one ``current`` names: the service is the authority, ``current`` only a convenience for
@@ -21,7 +24,7 @@ import os
 import tarfile
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -33,6 +36,8 @@ from context_service.contextctl.local.content import portable_files, relative_na
 SCHEME = "s3://"
 DEFAULT_REGION = "us-east-1"
 CURRENT = "current"
+NOT_FOUND = ("404", "NoSuchKey", "NotFound")  # the error codes of a key that is not there
+CHUNK = 1 << 20  # a download is written as it arrives, a MiB at a time
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,37 +144,51 @@ def client(environ: Mapping[str, str] = os.environ) -> Any:
     from botocore.config import Config
 
     region = environ.get("CS_S3_REGION") or environ.get("AWS_REGION") or DEFAULT_REGION
-    return boto3.client("s3", endpoint_url=environ.get("CS_S3_ENDPOINT") or None,
-                        region_name=region, config=Config(
-                            connect_timeout=10, read_timeout=30,  # as contextctl's HTTP timeout
-                            retries={"mode": "standard", "max_attempts": 3}))
+    # a session of its own: boto3's default one keeps the first credentials it found, and a
+    # process that synchronizes twice (a test run, a tool calling contextctl) would sign with them
+    session = boto3.session.Session()
+    return session.client("s3", endpoint_url=environ.get("CS_S3_ENDPOINT") or None,
+                          region_name=region, config=Config(
+                              connect_timeout=10, read_timeout=30,  # as contextctl's HTTP timeout
+                              retries={"mode": "standard", "max_attempts": 3}))
 
 
-def _exists(s3: Any, location: Location, key: str) -> bool:
-    return _head(s3, location, key) is not None
+def _status(exc: Any) -> int:
+    return int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
 
 
-def _head(s3: Any, location: Location, key: str) -> dict[str, Any] | None:
-    """The object's metadata, None when there is no such object."""
+def _missing(exc: Any) -> bool:
+    return exc.response.get("Error", {}).get("Code") in NOT_FOUND
+
+
+def _sent_already(s3: Any, location: Location, key: str) -> bool:
+    """Whether the object is known to be there. A 403 tells nothing: S3 answers a read of a
+    missing key so when the caller may not list the bucket (a policy granting s3:GetObject and
+    s3:PutObject on a prefix), and a writer may not read at all (s3:PutObject alone); the key
+    names its content, so sending it again is harmless."""
     from botocore.exceptions import ClientError
 
     try:
-        return dict(s3.head_object(Bucket=location.bucket, Key=key))
+        s3.head_object(Bucket=location.bucket, Key=key)
     except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
-            return None
+        if _missing(exc) or _status(exc) == 403:
+            return False
         raise
+    return True
 
 
-def _current(s3: Any, location: Location) -> str:
-    """The revision ``current`` names ("" when there is none yet)."""
+def _current(s3: Any, location: Location) -> str | None:
+    """The revision ``current`` names: "" when there is none yet, None when it may not be read
+    (a 403, as for the bundle: then it is written whatever it names)."""
     from botocore.exceptions import ClientError
 
     try:
         body = s3.get_object(Bucket=location.bucket, Key=location.key(CURRENT))["Body"].read()
     except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+        if _missing(exc):
             return ""
+        if _status(exc) == 403:
+            return None
         raise
     return bytes(body).decode(errors="replace")
 
@@ -185,14 +204,14 @@ def push(location: Location, root: Path, context_type: str, revision: str,
     s3 = client(environ)
     key = location.key(f"{revision}.tar.gz")
     try:
-        sent = not _exists(s3, location, key)
+        sent = not _sent_already(s3, location, key)
         if sent:
             with bundle(root, context_type, revision) as path:
                 advance = progress(path.stat().st_size)
                 s3.upload_file(str(path), location.bucket, key, Callback=advance,
                                ExtraArgs={"ContentType": "application/gzip",
                                           "Metadata": {"revision": revision}})
-        if _current(s3, location) != revision:  # unchanged files write nothing
+        if _current(s3, location) != revision:  # unchanged files write nothing, if readable
             s3.put_object(Bucket=location.bucket, Key=location.key(CURRENT),
                           Body=io.BytesIO(revision.encode()), ContentType="text/plain")
     except (Boto3Error, BotoCoreError, ClientError) as exc:
@@ -210,13 +229,39 @@ def fetch(location: Location, revision: str, target: Path,
     from botocore.exceptions import BotoCoreError, ClientError
 
     s3 = client(environ)
-    key = location.key(f"{revision}.tar.gz")
     try:
-        found = _head(s3, location, key)
-        if found is None:
-            raise CommandError(f"{location} holds no bundle of revision {revision}: push it "
-                               "there first")
-        s3.download_file(location.bucket, key, str(target),
-                         Callback=progress(found.get("ContentLength")))
+        got = _bundle_object(s3, location, revision)
+        advance = progress(got.get("ContentLength"))
+        with closing(got["Body"]) as body, target.open("wb") as out:
+            for chunk in body.iter_chunks(CHUNK):
+                out.write(chunk)
+                advance(len(chunk))
     except (Boto3Error, BotoCoreError, ClientError) as exc:
         raise CommandError(f"S3 synchronization from {location} failed: {exc}") from exc
+
+
+def _bundle_object(s3: Any, location: Location, revision: str) -> dict[str, Any]:
+    """The GET response of the bundle of ``revision``, its body still to read. One GET and no
+    HEAD: a reader is granted s3:GetObject, which moto, the tests' server, does not take for a
+    HEAD. A 403 is named for both things it may mean: S3 answers a missing key so to a caller
+    that may not list the bucket."""
+    from botocore.exceptions import ClientError
+
+    key = location.key(f"{revision}.tar.gz")
+    try:
+        return dict(s3.get_object(Bucket=location.bucket, Key=key))
+    except ClientError as exc:
+        if _missing(exc):
+            raise CommandError(f"{location} holds no bundle of revision {revision}: push it "
+                               "there first") from exc
+        if _status(exc) == 403:
+            raise CommandError(
+                f"{SCHEME}{location.bucket}/{key} is not found or not readable with these "
+                f"credentials (S3 answered 403 {_code(exc)}; without s3:ListBucket it answers "
+                "a missing key so): push the revision there first, or pull with credentials "
+                "granted s3:GetObject on it") from exc
+        raise
+
+
+def _code(exc: Any) -> str:
+    return str(exc.response.get("Error", {}).get("Code") or "")
