@@ -15,17 +15,26 @@ was kept whole in memory.
   the new one's request is answered ``503`` and the connection closed, unless it is a probe
   (``/healthz``, ``/readyz``): those are answered on up to ``PROBE_ROOM`` connections past the
   bound, or a Pod that is only busy fails its liveness probe and is restarted.
+- When a connection is lost, its requests whose answer is not complete are cancelled: uvicorn
+  only marks them disconnected and lets them run, so a job still waiting in the handlers' thread
+  pool ran for nobody, ahead of every other caller's (a client that sends requests and closes
+  each connection at once is held by no bound). Cancelled, a job not started yet is dropped; one
+  already running finishes in its thread and its answer goes nowhere. Work after a complete
+  answer (a background task) is left to finish.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import resource
 import time
 from typing import Any
 
 import msgspec
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
+
+log = logging.getLogger(__name__)
 
 HEAD_SECONDS = 5.0
 MAX_HEAD = 64 * 1024  # bytes of request line and headers; h11's default is 16 KiB
@@ -82,7 +91,8 @@ def refusal(status: int, code: str, message: str) -> Any:
 
 class BoundedHttp(HttpToolsProtocol):
     """uvicorn's httptools protocol with a head deadline, a head size bound and a bound on open
-    connections (set on a subclass by ``bounded``)."""
+    connections (set on a subclass by ``bounded``), whose requests are cancelled when their
+    client goes before the answer."""
 
     head_seconds = HEAD_SECONDS
     max_head = MAX_HEAD
@@ -97,6 +107,11 @@ class BoundedHttp(HttpToolsProtocol):
         self.waiting_since = time.monotonic()  # since its last response (or its start)
         self.reading: bool = True
         self.past_bound = False  # opened when every connection ran a request: probes only
+        self.lost = False
+        # this connection's request tasks (uvicorn's ``self.tasks`` is the server's, shared by
+        # every connection), each with its cycle, and those cancelled as their client went
+        self.answering: dict[asyncio.Task[Any], RequestResponseCycle] = {}
+        self.abandoned: set[asyncio.Task[Any]] = set()
 
     # the connection's life
 
@@ -112,6 +127,8 @@ class BoundedHttp(HttpToolsProtocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm_head_timer()
         super().connection_lost(exc)
+        self.lost = True
+        self._abandon()
 
     def _make_room(self) -> bool:
         """Close the connection that has waited longest for a head; False when none waits."""
@@ -128,6 +145,48 @@ class BoundedHttp(HttpToolsProtocol):
     def idle(self) -> bool:
         """Waiting for a head (or for the first byte of one): no request of it runs."""
         return self.cycle is None or (self.cycle.response_complete and not self.pipeline)
+
+    # requests whose client is gone
+
+    def _start_asgi_task(self, cycle: RequestResponseCycle, app: Any) -> None:
+        # uvicorn's: makes the task that runs ``app`` for ``cycle`` (a head read whole, or the
+        # next pipelined one) and adds it to the server's tasks; the wrapper notes it as ours
+        super()._start_asgi_task(cycle, self._abandonable(cycle, app))
+
+    def _abandonable(self, cycle: RequestResponseCycle, app: Any) -> Any:
+        """``app`` for ``cycle``, in a task ``_abandon`` may cancel: that cancellation ends it
+        quietly (uvicorn's ``run_asgi`` would log any exception as the app's failure)."""
+
+        async def run(scope: Any, receive: Any, send: Any) -> None:
+            if self.lost:  # gone before the task's first step
+                cycle.disconnected = True
+                return
+            task = asyncio.current_task()
+            assert task is not None
+            self.answering[task] = cycle
+            try:
+                await app(scope, receive, send)
+            except asyncio.CancelledError:
+                # another's cancel too (the server's, at shutdown) goes on as it did
+                if task not in self.abandoned or task.uncancel() > 0:
+                    raise
+                log.debug("request abandoned: its client closed the connection before the "
+                          "answer", extra={"path": scope.get("path")})
+            finally:
+                del self.answering[task]
+                self.abandoned.discard(task)
+
+        return run
+
+    def _abandon(self) -> None:
+        """Cancel this connection's requests whose answer is not complete. Each cycle is marked
+        disconnected (uvicorn marks only the last one read), so that ``run_asgi`` takes the
+        app's quiet end for a client gone, not for an app that never answered."""
+        for task, cycle in self.answering.items():
+            if not cycle.response_complete and task not in self.abandoned:
+                cycle.disconnected = True
+                self.abandoned.add(task)
+                task.cancel()
 
     # the head
 

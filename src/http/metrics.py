@@ -5,6 +5,7 @@ Prometheus server does), the classic text format otherwise."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 import time
@@ -28,6 +29,9 @@ Gauges = Callable[[], list[tuple[str, str, dict[str, str], float]]]
 Series = tuple[str, tuple[tuple[str, str], ...]]  # a metric's name and label pairs
 # the method label's values besides "other": what a client sends cannot add a series
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+# the status of a request cancelled before its answer began because its client closed the
+# connection (nginx's "client closed request"): no failure of the service's
+CLIENT_GONE = 499
 
 # No ``_created`` series: they double the output and no dashboard of ours reads them.
 prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
@@ -131,16 +135,20 @@ def middleware(metrics: RequestMetrics) -> Callable[[ASGIApp], ASGIApp]:
                 await app(scope, receive, send)
                 return
             started = time.perf_counter()
-            status = 500
+            status, answered = 500, False
 
             async def capture(message: Message) -> None:
-                nonlocal status
+                nonlocal status, answered
                 if message["type"] == "http.response.start":
-                    status = message["status"]
+                    status, answered = message["status"], True
                 await send(message)
 
             try:
                 await app(scope, receive, capture)
+            except asyncio.CancelledError:
+                if not answered:
+                    status = CLIENT_GONE
+                raise
             finally:
                 handler: Any = scope.get("route_handler")
                 route = routes.get(id(handler))
