@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -13,6 +14,7 @@ import msgspec
 from litestar import Request, Response
 
 from context_service.domain.events import Subject
+from context_service.http import connections
 from context_service.http.errors import HttpError
 from context_service.http.ports import Services
 from context_service.http.subject import request_subject
@@ -98,6 +100,16 @@ def threaded(fn: Callable[P, Response[R]]) -> Callable[P, Awaitable[Response[R]]
 
 
 async def in_thread(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-    """Run a blocking call on the handlers' thread pool, with the caller's context."""
+    """Run a blocking call on the handlers' thread pool, with the caller's context. Cancelled as
+    its client went, a job not started yet is dropped; one already running is waited for, so
+    the request stays in flight (shutdown waits for it) while its thread works; a further
+    cancel (the drain's at the grace's end) ends that wait."""
     call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
-    return await asyncio.get_running_loop().run_in_executor(_HANDLERS, call)
+    job = _HANDLERS.submit(call)
+    try:
+        return await asyncio.wrap_future(job)
+    except asyncio.CancelledError:
+        if not job.cancel() and connections.abandoned_by_client(asyncio.current_task()):
+            with contextlib.suppress(Exception):  # its answer goes nowhere
+                await asyncio.wrap_future(job)
+        raise

@@ -29,6 +29,7 @@ import asyncio
 import logging
 import resource
 import time
+import weakref
 from typing import Any
 
 import msgspec
@@ -46,6 +47,15 @@ BUSY = "the service has too many open connections; retry shortly"
 PROBES = (b"/healthz", b"/readyz")  # answered past the bound: the kubelet's, on the event loop
 PROBE_ROOM = 64  # connections past the bound, for probes (each is answered and closed at once)
 _enc = msgspec.json.Encoder()
+# request tasks cancelled because their client went, each with how many cancellations it had
+# been asked before (a task handles those on its own, as the drain does for a stream it cuts)
+_ABANDONED: weakref.WeakKeyDictionary[asyncio.Task[Any], int] = weakref.WeakKeyDictionary()
+
+
+def abandoned_by_client(task: asyncio.Task[Any] | None) -> bool:
+    """Whether ``task`` (a request's) was cancelled because its client closed the connection
+    before the answer: no other cancellation of it (the drain's, the server's at shutdown)."""
+    return task is not None and task in _ABANDONED
 
 
 def connection_bound() -> int:
@@ -109,9 +119,8 @@ class BoundedHttp(HttpToolsProtocol):
         self.past_bound = False  # opened when every connection ran a request: probes only
         self.lost = False
         # this connection's request tasks (uvicorn's ``self.tasks`` is the server's, shared by
-        # every connection), each with its cycle, and those cancelled as their client went
+        # every connection), each with its cycle
         self.answering: dict[asyncio.Task[Any], RequestResponseCycle] = {}
-        self.abandoned: set[asyncio.Task[Any]] = set()
 
     # the connection's life
 
@@ -167,14 +176,14 @@ class BoundedHttp(HttpToolsProtocol):
             try:
                 await app(scope, receive, send)
             except asyncio.CancelledError:
-                # another's cancel too (the server's, at shutdown) goes on as it did
-                if task not in self.abandoned or task.uncancel() > 0:
+                # another's cancel since ours (the server's, at shutdown) goes on as it did
+                if task not in _ABANDONED or task.uncancel() > _ABANDONED[task]:
                     raise
                 log.debug("request abandoned: its client closed the connection before the "
                           "answer", extra={"path": scope.get("path")})
             finally:
                 del self.answering[task]
-                self.abandoned.discard(task)
+                _ABANDONED.pop(task, None)
 
         return run
 
@@ -183,9 +192,9 @@ class BoundedHttp(HttpToolsProtocol):
         disconnected (uvicorn marks only the last one read), so that ``run_asgi`` takes the
         app's quiet end for a client gone, not for an app that never answered."""
         for task, cycle in self.answering.items():
-            if not cycle.response_complete and task not in self.abandoned:
+            if not cycle.response_complete and task not in _ABANDONED:
                 cycle.disconnected = True
-                self.abandoned.add(task)
+                _ABANDONED[task] = task.cancelling()
                 task.cancel()
 
     # the head

@@ -21,6 +21,7 @@ from prometheus_client.exposition import choose_encoder
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from context_service.http import connections
 from context_service.http.common import threaded
 
 log = logging.getLogger(__name__)
@@ -146,7 +147,8 @@ def middleware(metrics: RequestMetrics) -> Callable[[ASGIApp], ASGIApp]:
             try:
                 await app(scope, receive, capture)
             except asyncio.CancelledError:
-                if not answered:
+                # the drain's cancel (it answered 503 itself) or the server's is no client's
+                if not answered and connections.abandoned_by_client(asyncio.current_task()):
                     status = CLIENT_GONE
                 raise
             finally:
