@@ -176,8 +176,11 @@ def test_a_transaction_a_writer_still_waits_for_commits(log: Log) -> None:
     backend = log.pool.backend
     first = Writer(log.group, "first")
     backend.until_running("first")  # holds the committer: the next two share a transaction
-    abandoned, waiting = Writer(log.group, "abandoned"), Writer(log.group, "waiting")
     queued, pause = lambda: len(log.group._queue), threading.Event()
+    abandoned = Writer(log.group, "abandoned")
+    while queued() < 1:  # queued first: the shared statement is "abandoned+waiting" (two
+        pause.wait(0.005)  # threads started at once may queue in either order on a busy machine)
+    waiting = Writer(log.group, "waiting")
     while queued() < 2:  # both wait behind "first", to be taken at once
         pause.wait(0.005)
     backend.finish("first")
