@@ -20,7 +20,7 @@ import psycopg
 import pytest
 
 from tests.e2e.server import ServerProcess
-from tests.support.event_table import waiting_for_the_lock
+from tests.support.event_table import mentions, waiting_for_the_lock
 
 HANDLERS = 40  # the handlers' thread pool (``http.common``): every thread is held
 ABANDONED = 400  # requests whose client is gone before their answer
@@ -60,15 +60,6 @@ def loop_turns(port: int, rounds: int = 3) -> None:
     for _ in range(rounds):
         assert status(sent(port, b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                                  b"Connection: close\r\n\r\n")) == 200
-
-
-def mentions(database_url: str, text: str) -> int:
-    """Events of the log whose state holds ``text``."""
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        row = conn.execute("SELECT count(*) FROM stored_events"
-                           " WHERE position(%s::bytea in state) > 0", (text.encode(),)).fetchone()
-    assert row is not None
-    return int(row[0])
 
 
 @pytest.fixture

@@ -28,7 +28,7 @@ from context_service.http.common import wait_for_views
 from context_service.http.errors import HttpError
 from context_service.stop_signals import RequestAbandoned, abandonable
 from tests.e2e.server import ServerProcess
-from tests.support.event_table import waiting_for_the_lock
+from tests.support.event_table import mentions, waiting_for_the_lock
 
 OWNER = Subject("user", "owner")
 FOREVER = 3600.0  # a read wait no test outlives: only the runner's stop can end it
@@ -180,14 +180,6 @@ def test_a_blocking_write_abandoned_while_its_transaction_waits_is_cancelled(
     appends_blocked.rollback()  # the lock goes: a transaction still running would commit now
     create(idle_container, "after")
     assert (logged(idle_container, "abandoned"), logged(idle_container, "after")) == (0, 1)
-
-
-def mentions(database_url: str, text: str) -> int:
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        row = conn.execute("SELECT count(*) FROM stored_events"
-                           " WHERE position(%s::bytea in state) > 0", (text.encode(),)).fetchone()
-    assert row is not None
-    return int(row[0])
 
 
 @pytest.mark.e2e

@@ -174,6 +174,23 @@ def test_a_pipelined_request_is_cancelled_with_its_connection_not_before() -> No
     assert let_go == ["/second"]
 
 
+async def gone_while_running(job: Any, running: threading.Event) -> tuple[Drain, ServerState]:
+    """A request whose handler runs ``job`` on a handler thread; its client goes once the job
+    runs. The drain and the server's state, for what follows."""
+
+    async def handler(scope: Any, receive: Any, send: Any) -> None:
+        await common.in_thread(job)
+
+    state = ServerState()
+    drain = Drain(handler)
+    protocol, _ = await connected(drain, state)
+    protocol.data_received(GET)
+    assert await asyncio.get_running_loop().run_in_executor(None, running.wait, 30.0)
+    protocol.connection_lost(None)
+    await turns()
+    return drain, state
+
+
 def test_a_request_whose_job_runs_stays_in_flight_until_the_job_ends() -> None:
     running, release, finished = threading.Event(), threading.Event(), []
 
@@ -182,18 +199,8 @@ def test_a_request_whose_job_runs_stays_in_flight_until_the_job_ends() -> None:
         release.wait(30.0)
         finished.append(True)
 
-    async def handler(scope: Any, receive: Any, send: Any) -> None:
-        await common.in_thread(job)
-
     async def scenario() -> None:
-        state = ServerState()
-        drain = Drain(handler)
-        protocol, _ = await connected(drain, state)
-        protocol.data_received(GET)
-        loop = asyncio.get_running_loop()
-        assert await loop.run_in_executor(None, running.wait, 30.0)
-        protocol.connection_lost(None)
-        await turns()
+        drain, state = await gone_while_running(job, running)
         in_flight = drain.in_flight
         release.set()
         await ended(state)
@@ -211,18 +218,8 @@ def test_the_drains_cancel_still_ends_the_wait_for_a_running_job() -> None:
         running.set()
         release.wait(30.0)
 
-    async def handler(scope: Any, receive: Any, send: Any) -> None:
-        await common.in_thread(job)
-
     async def scenario() -> None:
-        state = ServerState()
-        drain = Drain(handler)
-        protocol, _ = await connected(drain, state)
-        protocol.data_received(GET)
-        loop = asyncio.get_running_loop()
-        assert await loop.run_in_executor(None, running.wait, 30.0)
-        protocol.connection_lost(None)
-        await turns()
+        drain, state = await gone_while_running(job, running)
         assert drain.in_flight == 1
         assert await drain.expire() == 1
         await ended(state)
