@@ -54,8 +54,10 @@ class EventStore:
 
     async def append_async(self, stream: StreamRef, after_version: int,
                            events: Sequence[Event]) -> int:
-        """``append`` for an event loop: awaits the group commit without blocking a thread (a
-        writer cancelled as its request is abandoned is never written, see ``loopcommit``)."""
+        """``append`` for an event loop: awaits the group commit without blocking a thread. A
+        writer cancelled (its request abandoned, or its client gone) is left out of a batch not
+        yet sent; once its batch is sent it is written with the batch's other writers, unless
+        every one of them was cancelled (then the transaction is cancelled; see ``loopcommit``)."""
         group = self._loop_group()
         return self._appended(await group.append(self._stored(stream, after_version, events)))
 
