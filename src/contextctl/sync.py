@@ -27,6 +27,7 @@ from context_service.contextctl.local import (
     content_of,
 )
 from context_service.contextctl.local.errors import FilesChanged
+from context_service.contextctl.local.records import INDEXED_TYPES
 from context_service.contextctl.local.store import NAME_MESSAGE, is_context_name
 from context_service.contextctl.local_commands import key_values, store_group
 from context_service.contextctl.options import App, namespace_option, pass_app
@@ -84,7 +85,7 @@ def push(app: App, name: str, destination: str | None, publish_only: bool,
         raise CommandError(f"{name} is a {remote.get('type')} context and the local "
                            f"{local.name} a {local.type} one: a push keeps its type")
     revision = local.content().revision
-    records = local.records(revision) if local.type in service.INDEXED_TYPES else None
+    records = local.records(revision) if local.type in INDEXED_TYPES else None
     sender = (None if records is None else
               service.index_sender(ns, name, revision, records, part_size))
     if destination is not None:

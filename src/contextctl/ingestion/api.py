@@ -23,6 +23,7 @@ from context_service.contextctl.ingestion.report import (
     IngestReport,
 )
 from context_service.contextctl.ingestion.tokens import TOKENIZER_NAME, counter
+from context_service.contextctl.local.records import INDEXED_TYPES
 from context_service.contextctl.settings import Settings
 from context_service.contextctl.upload import Sender
 
@@ -81,7 +82,7 @@ def ingest(paths: Sequence[str | os.PathLike[str]], *, context: str,
     and ``skip_bad`` is false, ``CommandError`` (``ServiceError``) when the service refuses."""
     if not MIN_TOKENS <= max_tokens <= MAX_TOKENS:
         raise CommandError(f"max_tokens must be between {MIN_TOKENS} and {MAX_TOKENS}")
-    if context_type is not None and context_type not in service.INDEXED_TYPES:
+    if context_type is not None and context_type not in INDEXED_TYPES:
         raise CommandError("the context type must be knowledge or memory")
     progress = progress or NoProgress()
     found = discover(paths)

@@ -10,10 +10,10 @@ from typing import Any
 
 from context_service.contextctl.client import Client, CommandError, Reply, ServiceError, segment
 from context_service.contextctl.client import context_path as path_of
+from context_service.contextctl.local.records import INDEXED_TYPES
 from context_service.contextctl.upload import IndexUpload, MultiPart, Sender, sender_for
 from context_service.contract.query import MAX_PARTS
 
-INDEXED_TYPES = ("knowledge", "memory")
 DEFAULT_TYPE = "knowledge"
 
 

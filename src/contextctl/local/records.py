@@ -16,6 +16,7 @@ from typing import Any
 from context_service.contextctl.client import CommandError
 from context_service.contextctl.local.errors import LocalStoreError
 
+INDEXED_TYPES = ("knowledge", "memory")  # the types that carry records and a query index
 MEMORY_FILE = "memory/MEMORY.md"
 KNOWLEDGE_FILE = "knowledge/records.jsonl"
 TITLE_LENGTH = 80

@@ -11,10 +11,10 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from context_service.contextctl.local.errors import LocalStoreError
+from context_service.contextctl.local.records import INDEXED_TYPES
 from context_service.contextctl.local.store import LocalContext, LocalStore
 from context_service.lexical import order_key, query_terms, score, weighted_terms
 
-SEARCHED_TYPES = ("memory", "knowledge")
 MAX_LIMIT = 100
 
 
@@ -32,7 +32,7 @@ def search(store: LocalStore, query: str, contexts: Sequence[str] = (),
     candidates: list[dict[str, Any]] = []
     unavailable: list[str] = []
     for context in chosen:
-        if context.type not in SEARCHED_TYPES:
+        if context.type not in INDEXED_TYPES:
             continue  # neither searched nor unavailable
         records = context.records()
         if records is None:

@@ -21,7 +21,11 @@ from context_service.contextctl.local import history, snapshots
 from context_service.contextctl.local.content import PORTABLE_ROOTS, Content, content_of
 from context_service.contextctl.local.disk import ContextLock, create_exclusive, json_bytes
 from context_service.contextctl.local.errors import FilesChanged, LocalStoreError
-from context_service.contextctl.local.records import knowledge_records, memory_records
+from context_service.contextctl.local.records import (
+    INDEXED_TYPES,
+    knowledge_records,
+    memory_records,
+)
 
 DEFAULT_HOME = "~/.contexts"
 METADATA = ".context"
@@ -121,7 +125,7 @@ class LocalContext:
         the files' own, addressed again); None when the context's record source does not exist
         (it is then unavailable to a query, spec 5.3). A push passes the revision it publishes,
         so that its index cannot name another one (the service would refuse it)."""
-        if self.type not in ("memory", "knowledge"):
+        if self.type not in INDEXED_TYPES:
             return []
         revision = revision or self.content().revision
         if self.type == "memory":
