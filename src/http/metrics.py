@@ -21,7 +21,7 @@ from prometheus_client.exposition import choose_encoder
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from context_service.http import connections
+from context_service.http import connections, shutdown
 from context_service.http.common import threaded
 
 log = logging.getLogger(__name__)
@@ -147,11 +147,13 @@ def middleware(metrics: RequestMetrics) -> Callable[[ASGIApp], ASGIApp]:
             try:
                 await app(scope, receive, capture)
             except asyncio.CancelledError:
-                # the drain's cancel (it answered 503 itself) or the server's is no client's
+                # the drain's cancel (counted as its 503, below) or the server's is no client's
                 if not answered and connections.abandoned_by_client(asyncio.current_task()):
                     status = CLIENT_GONE
                 raise
             finally:
+                if shutdown.answered_unavailable(asyncio.current_task()):
+                    status = 503  # what the client got, not what its handler said after
                 handler: Any = scope.get("route_handler")
                 route = routes.get(id(handler))
                 if route is None:

@@ -18,6 +18,7 @@ import contextlib
 import logging
 import socket
 import time
+import weakref
 from collections.abc import Iterator
 
 import uvicorn
@@ -45,6 +46,14 @@ API_UNAVAILABLE = (b'{"code":"SERVICE_UNAVAILABLE","message":"the service is shu
 # how a response of this type that has started ends when the drain cuts it: an ndjson pack
 # stream with its error line, the only line that says it failed (agent-context-api.md §7.14)
 ENDINGS = {b"application/x-ndjson": stream_error_line(SHUTTING_DOWN)}
+# request tasks the drain answered 503 before their response started: what their clients got,
+# whatever their handlers then send (it goes nowhere)
+_UNAVAILABLE: weakref.WeakSet[asyncio.Task[object]] = weakref.WeakSet()
+
+
+def answered_unavailable(task: asyncio.Task[object] | None) -> bool:
+    """Whether the drain answered ``task``'s request 503 before its response started."""
+    return task is not None and task in _UNAVAILABLE
 
 
 def _ending(start: HTTPResponseStartEvent) -> bytes | None:
@@ -103,6 +112,8 @@ class _InFlight:
                                          "headers": headers}
         body: HTTPResponseBodyEvent = {"type": "http.response.body", "body": answer,
                                        "more_body": False}
+        if self.task is not None:
+            _UNAVAILABLE.add(self.task)
         await self.send(start)
         await self.send(body)
         if self.task is not None:

@@ -118,3 +118,57 @@ def test_lifespan_and_other_scopes_are_not_drained() -> None:
         assert seen == ["lifespan"]
 
     asyncio.run(scenario())
+
+
+def _counted(requests: Any) -> dict[str, float]:
+    """The request counter's samples by status."""
+    return {sample.labels["status"]: sample.value
+            for metric in requests.registry.collect() if metric.name == "cs_http_requests"
+            for sample in metric.samples if sample.name == "cs_http_requests_total"}
+
+
+def test_the_drains_503_is_counted_503_not_500() -> None:
+    """The request counter sits inside the drain: a request the drain answers 503 at the
+    grace's end was counted as a service failure (500), and one whose handler then answered
+    anyway was counted with the answer its client never got."""
+    from context_service.http.metrics import RequestMetrics, middleware
+
+    async def scenario() -> None:
+        requests = RequestMetrics()
+        never = asyncio.Event()
+        drain = Drain(middleware(requests)(app_answering(never)))
+        sent = Sent()
+        request = asyncio.create_task(drain(SCOPE, receive, sent))
+        await asyncio.sleep(0.01)
+        assert await drain.expire() == 1
+        await asyncio.wait_for(request, 1)
+        assert sent.status == 503
+        assert _counted(requests) == {"503": 1.0}
+
+    asyncio.run(scenario())
+
+
+def test_an_answer_the_drain_dropped_is_counted_as_the_503_sent() -> None:
+    """A handler that answers after the drain answered 503 (a threaded one finishing while its
+    task is being cancelled) is counted with what its client got."""
+    from context_service.http.metrics import RequestMetrics, middleware
+
+    async def late(scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:  # answers anyway, as a finishing thread's result would
+            await send({"type": "http.response.start", "status": 201, "headers": []})
+            await send({"type": "http.response.body", "body": b'{"ok":true}'})
+
+    async def scenario() -> None:
+        requests = RequestMetrics()
+        drain = Drain(middleware(requests)(late))
+        sent = Sent()
+        request = asyncio.create_task(drain(SCOPE, receive, sent))
+        await asyncio.sleep(0.01)
+        assert await drain.expire() == 1
+        await asyncio.wait_for(request, 1)
+        assert (sent.status, len(sent.messages)) == (503, 2)
+        assert _counted(requests) == {"503": 1.0}
+
+    asyncio.run(scenario())
