@@ -136,8 +136,9 @@ def print_status(item: dict[str, Any]) -> None:
 @output_options
 def status(name: str, fmt: str) -> None:
     context = store().open(name)
-    content = context.content()
-    item = describe(context)
+    with context.reading():  # the files and the history as one command left them
+        content = context.content()
+        item = describe(context)
     item.update({"contentRevision": content.revision,
                  "changed": content.revision != item.get("currentRevision"),
                  "files": len(content.files), "bytes": content.bytes})

@@ -3,12 +3,15 @@ publishing, memory and knowledge records (5.5), snapshots and in-place restore (
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import json
 import os
 import re
 import shutil
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -258,6 +261,70 @@ def test_publishing_snapshotting_and_restoring_hold_the_contexts_lock(
     context.restore("s1")
     assert seen == [("append", True), ("take", True), ("take", True), ("restore", True)]
     assert not locked_by_another(context)  # released afterwards
+
+
+@contextlib.contextmanager
+def held_by_another(context: LocalContext) -> Iterator[None]:
+    """The context's lock taken exclusively on another open file description, as another
+    process's restore, pull or capture would hold it."""
+    fd = os.open(context.root / ".context" / "lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def test_reads_share_the_contexts_lock_and_keep_changes_out(store: LocalStore) -> None:
+    context = store.create("shared", "memory")
+    write(context, "memory/MEMORY.md", b"- a\n")
+    with context.reading():
+        assert locked_by_another(context)  # a change waits for the read
+        fd = os.open(context.root / ".context" / "lock", os.O_RDWR)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # another read does not
+        finally:
+            os.close(fd)
+        assert context.content().revision == context.records()[0]["revision"]  # nested reads
+        with pytest.raises(RuntimeError, match="a change inside a read"):
+            context.publish("capture")
+    assert not locked_by_another(context)
+
+
+def test_a_read_waits_for_a_change_under_way_in_another_process(store: LocalStore) -> None:
+    """A restore swaps the roots by renames: a ``local status`` or ``query`` run meanwhile
+    read the files with a root moved aside (a revision that never existed, records missing)."""
+    context = store.create("swapping", "memory")
+    write(context, "memory/MEMORY.md", b"- kept\n")
+    write(context, "artifacts/out.bin", b"\x00")
+    whole = context.content().revision
+    reader = store.open("swapping")
+    aside = store.home / "aside"
+    seen: list[str] = []
+    with held_by_another(context):
+        (context.root / "memory").rename(aside)  # half a swap, as another process does it
+        thread = threading.Thread(target=lambda: seen.append(reader.content().revision))
+        thread.start()
+        thread.join(0.3)  # read at once before the fix: it saw the half
+        aside.rename(context.root / "memory")
+    thread.join(10)
+    assert seen == [whole]
+
+
+def test_a_read_repairs_what_a_command_killed_while_it_waited_left(store: LocalStore) -> None:
+    context = store.create("killed", "workspace")
+    write(context, "artifacts/a", b"a")
+    reader = store.open("killed")
+    seen: list[str] = []
+    leftover = context.root / ".context" / "snapshots" / ".s1.taking"
+    with held_by_another(context):
+        thread = threading.Thread(target=lambda: seen.append(reader.content().revision))
+        thread.start()
+        thread.join(0.3)
+        leftover.mkdir(parents=True)  # a snapshot never renamed into place, then killed
+    thread.join(10)
+    assert seen == [context.content().revision]
+    assert not leftover.exists()
 
 
 # --- the store -----------------------------------------------------------------------------------

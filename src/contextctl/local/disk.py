@@ -1,5 +1,5 @@
 """Writing the store's metadata so that a crash never leaves half a file, and the lock that
-serializes the operations changing a context."""
+serializes the operations changing a context (and keeps readers out while one runs)."""
 
 from __future__ import annotations
 
@@ -57,31 +57,45 @@ def json_lines(documents: Iterable[Any]) -> bytes:
 
 
 class ContextLock:
-    """An exclusive ``fcntl`` lock on one context, re-entrant within one object (a restore
-    snapshots and publishes under the lock it already holds: a second ``flock`` on another
-    descriptor of the same file would wait for itself)."""
+    """An ``fcntl`` lock on one context: exclusive for a command changing it, shared for one
+    reading it (readers run together, never beside a change). Re-entrant within one object (a
+    restore snapshots and publishes under the lock it already holds: a second ``flock`` on
+    another descriptor of the same file would wait for itself); a block inside another holds
+    the outer block's lock, which must then be exclusive if the inner one changes."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._depth = 0
         self._fd = -1
+        self._shared = False
 
     @property
     def depth(self) -> int:
         """How many ``held`` blocks of this object are open (1: the outermost)."""
         return self._depth
 
+    def _open(self, shared: bool) -> int:
+        """The lock file, made if it is missing; a reader opens it read-only (a store on a
+        read-only mount can be read)."""
+        if shared:
+            with contextlib.suppress(FileNotFoundError):
+                return os.open(self.path, os.O_RDONLY)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+
     @contextlib.contextmanager
-    def held(self) -> Iterator[None]:
+    def held(self, shared: bool = False) -> Iterator[None]:
         if self._depth == 0:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = self._open(shared)
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
+                fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
             except BaseException:
                 os.close(fd)
                 raise
-            self._fd = fd
+            self._fd, self._shared = fd, shared
+        elif self._shared and not shared:
+            # taking it over would let another reader's change in between: a caller's mistake
+            raise RuntimeError("a change inside a read of the same context")
         self._depth += 1
         try:
             yield

@@ -79,6 +79,28 @@ class LocalContext:
                 snapshots.recover(self.root, self._snapshots, self._work)
             yield
 
+    def lock_file(self) -> None:
+        """Make the lock file if it is missing."""
+        with self._lock.held():
+            pass
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[None]:
+        """The context's files and metadata as one command left them: a shared lock, so that
+        a read waits for a restore, pull or capture under way in another process (and they for
+        it), and first the repair of what a killed one left. Reads inside a block of this
+        object's own hold its lock already."""
+        if self._lock.depth:
+            with self._lock.held(shared=True):
+                yield
+            return
+        while True:
+            with self._lock.held(shared=True):
+                if not snapshots.leftovers(self._snapshots, self._work):
+                    yield
+                    return
+            self.recover()  # a command killed while this one waited for the lock
+
     def recover(self) -> None:
         """Repair what a killed command left (a restore cut short is rolled back), so that no
         command sees half a restore; a quick look first, the lock only when there is work."""
@@ -88,11 +110,13 @@ class LocalContext:
 
     def content(self) -> Content:
         """The portable files as they are now and their revision id (spec 4.2)."""
-        return content_of(self.root, self.type)
+        with self.reading():
+            return content_of(self.root, self.type)
 
     def history(self) -> list[dict[str, Any]]:
         """The published revisions, oldest first, in the service's revision shape."""
-        return history.read(self._revisions)
+        with self.reading():
+            return history.read(self._revisions)
 
     def current_revision(self) -> str:
         """The id published last ("" when none): a local publish always appends or reuses the
@@ -127,11 +151,12 @@ class LocalContext:
         so that its index cannot name another one (the service would refuse it)."""
         if self.type not in INDEXED_TYPES:
             return []
-        revision = revision or self.content().revision
-        if self.type == "memory":
-            return memory_records(self.root, self.name, revision,
-                                  self._derivation_source(revision))
-        return knowledge_records(self.root, self.name, self.type, revision)
+        with self.reading():
+            revision = revision or self.content().revision
+            if self.type == "memory":
+                return memory_records(self.root, self.name, revision,
+                                      self._derivation_source(revision))
+            return knowledge_records(self.root, self.name, self.type, revision)
 
     def _derivation_source(self, revision: str) -> dict[str, str]:
         """The first source of the memory's latest derivation (the last revision that names
@@ -166,7 +191,8 @@ class LocalContext:
 
     def snapshots(self) -> list[dict[str, Any]]:
         """The snapshots, oldest first."""
-        return snapshots.listing(self._snapshots)
+        with self.reading():
+            return snapshots.listing(self._snapshots)
 
     def restore(self, snapshot: str) -> dict[str, Any]:
         """Replace the portable files by the snapshot's, in place (spec 6.6), after keeping the
@@ -290,7 +316,9 @@ class LocalStore:
         document = {"name": name, "type": type, "createdAt": history.now_text()}
         if not create_exclusive(root / METADATA / "context.json", json_bytes(document)):
             raise LocalStoreError(f"local context already exists: {name}")
-        return LocalContext(name, type, root)
+        context = LocalContext(name, type, root)
+        context.lock_file()  # made now, so a reader never has to make it
+        return context
 
     def exists(self, name: str) -> bool:
         return is_context_name(name) and (self.home / name / METADATA / "context.json").is_file()
