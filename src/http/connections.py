@@ -28,12 +28,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import resource
-import time
 import weakref
+from collections import OrderedDict
 from typing import Any
 
 import msgspec
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
+from uvicorn.server import ServerState
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +51,13 @@ _enc = msgspec.json.Encoder()
 # request tasks cancelled because their client went, each with how many cancellations it had
 # been asked before (a task handles those on its own, as the drain does for a stream it cuts)
 _ABANDONED: weakref.WeakKeyDictionary[asyncio.Task[Any], int] = weakref.WeakKeyDictionary()
+
+
+# each server's connections (by its state) in the order they last began to wait for a head: the
+# first one still waiting is the one that has waited longest. One that runs a request meanwhile
+# is dropped when reached, and comes back at the end when its answer is complete.
+_WAITING: weakref.WeakKeyDictionary[ServerState, OrderedDict[BoundedHttp, None]] = (
+    weakref.WeakKeyDictionary())
 
 
 def abandoned_by_client(task: asyncio.Task[Any] | None) -> bool:
@@ -114,7 +122,6 @@ class BoundedHttp(HttpToolsProtocol):
         self.head_timer: asyncio.TimerHandle | None = None
         self.head_bytes = 0  # of the head being read, as far as it came
         self.heads = 0  # heads read whole on this connection
-        self.waiting_since = time.monotonic()  # since its last response (or its start)
         self.reading: bool = True
         self.past_bound = False  # opened when every connection ran a request: probes only
         self.lost = False
@@ -127,6 +134,7 @@ class BoundedHttp(HttpToolsProtocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         room = len(self.connections) < self.max_connections or self._make_room()
         super().connection_made(transport)
+        self._waiting()
         self.past_bound = not room
         if self.past_bound and len(self.connections) > self.max_connections + PROBE_ROOM:
             self._refuse(503, "unavailable", BUSY)
@@ -138,17 +146,34 @@ class BoundedHttp(HttpToolsProtocol):
         super().connection_lost(exc)
         self.lost = True
         self._abandon()
+        self._in_line().pop(self, None)
+
+    def _in_line(self) -> OrderedDict[BoundedHttp, None]:
+        """This server's connections in the order they began to wait (``_WAITING``)."""
+        line = _WAITING.get(self.server_state)
+        if line is None:
+            line = _WAITING[self.server_state] = OrderedDict()
+        return line
+
+    def _waiting(self) -> None:
+        """This connection waits for a head from now: last in line."""
+        line = self._in_line()
+        line[self] = None
+        line.move_to_end(self)
 
     def _make_room(self) -> bool:
-        """Close the connection that has waited longest for a head; False when none waits."""
-        waiting = [c for c in self.connections
-                   if isinstance(c, BoundedHttp) and c.idle and not c.transport.is_closing()]
-        if not waiting:
-            return False
-        oldest = min(waiting, key=lambda c: c.waiting_since)
-        oldest.transport.close()
-        self.connections.discard(oldest)  # out of the count now, not on the loop's next turn
-        return True
+        """Close the connection that has waited longest for a head; False when none waits.
+        The first in line that still waits (each passed over leaves the line), so a flood of
+        new connections at the bound costs a few steps each, not a look at every one open."""
+        line = self._in_line()
+        while line:
+            oldest, _ = line.popitem(last=False)
+            if (oldest.idle and not oldest.transport.is_closing()
+                    and oldest in self.connections):
+                oldest.transport.close()
+                self.connections.discard(oldest)  # out of the count now, not on the next turn
+                return True
+        return False
 
     @property
     def idle(self) -> bool:
@@ -235,7 +260,7 @@ class BoundedHttp(HttpToolsProtocol):
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
-        self.waiting_since = time.monotonic()
+        self._waiting()  # from its last response (or its start)
 
     def send_400_response(self, msg: str) -> None:
         """A malformed request, in the documented error body rather than uvicorn's text."""

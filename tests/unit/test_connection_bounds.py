@@ -167,3 +167,69 @@ def test_a_head_over_the_bound_that_arrives_in_one_read_is_refused() -> None:
     written = asyncio.run(exchange())
     assert written.startswith(b"HTTP/1.1 400 ")
     assert b'{"code":"INVALID_REQUEST","message":"request head too large"}' in written
+
+
+def test_past_the_bound_each_new_connection_closes_the_oldest_waiting_in_constant_time(
+        monkeypatch: Any) -> None:
+    """At the bound, each new connection closes the one that has waited longest for a head.
+    Found by looking at every open connection (up to 10,000) for each new one, a flood of new
+    connections at the bound cost the event loop a scan of them all per connection; now the
+    connections waiting are kept in the order they began to wait, and the oldest is the first
+    of them. Also: one running a request is never closed for room, and one whose answer is
+    complete waits again from then (it is closed after those waiting longer)."""
+    looked = 0
+    idle = connections.BoundedHttp.idle
+
+    def counted(self: connections.BoundedHttp) -> bool:
+        nonlocal looked
+        looked += 1
+        return idle.fget(self)  # type: ignore[attr-defined,no-any-return]
+
+    monkeypatch.setattr(connections.BoundedHttp, "idle", property(counted))
+    release = asyncio.Event()
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if scope["path"] == "/slow":
+            await release.wait()
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-length", b"2")]})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    async def flood() -> tuple[list[Transport], list[Transport], int]:
+        nonlocal looked
+        config = uvicorn.Config(app, lifespan="off", log_config=None)
+        state, loop = ServerState(), asyncio.get_running_loop()
+        protocol = connections.bounded(1000)
+        opened: list[Transport] = []
+
+        def connect() -> connections.BoundedHttp:
+            made, transport = protocol(config, state, {}, _loop=loop), Transport()
+            made.connection_made(transport)
+            opened.append(transport)
+            return made
+
+        busy = connect()  # the oldest, running a request: never closed for room
+        busy.data_received(b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+        answered = connect()  # answered once, so waiting again from then: after the others
+        answered.data_received(b"GET /fast HTTP/1.1\r\nHost: x\r\n\r\n")
+        for _ in range(998):
+            connect()
+        await settle()
+        answered_at = len(opened)
+        answered.data_received(b"GET /fast HTTP/1.1\r\nHost: x\r\n\r\n")
+        await settle()
+        looked = 0
+        for _ in range(2000):
+            connect()
+        release.set()
+        await settle()
+        return opened, [opened[1]], answered_at
+
+    opened, answered, answered_at = asyncio.run(flood())
+    assert not opened[0].closed  # running a request
+    # the 998 that waited from the start went first, then the one answered again, then the
+    # first 1,001 of the flood; the last 999 of the flood remain
+    assert all(t.closed for t in opened[2:answered_at])
+    assert answered[0].closed
+    assert [t.closed for t in opened[answered_at:]] == [True] * 1001 + [False] * 999
+    assert looked <= 3 * 2000  # a few connections looked at per new one, not all of them
