@@ -51,7 +51,9 @@ def stage(source: str, staging: Path, context_type: str, revision: str,
     files.mkdir()
     if s3.is_s3(source):
         bundle = staging / BUNDLE
-        s3.fetch(s3.Location.parse(source), revision, bundle, progress)
+        # bounded by the declared totals, if any (a clone's entry declares none: not bounded)
+        largest = None if declared is None else s3.largest_bundle(declared.files, declared.bytes)
+        s3.fetch(s3.Location.parse(source), revision, bundle, progress, largest=largest)
         unpack(bundle, files, declared)
         bundle.unlink()
     else:
