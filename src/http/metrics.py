@@ -152,8 +152,10 @@ def middleware(metrics: RequestMetrics) -> Callable[[ASGIApp], ASGIApp]:
                     status = CLIENT_GONE
                 raise
             finally:
-                if shutdown.answered_unavailable(asyncio.current_task()):
-                    status = 503  # what the client got, not what its handler said after
+                # what the client got, not what its handler said after; unless it had gone
+                # before the 503 (it got nothing: its 499 stands)
+                if status != CLIENT_GONE and shutdown.answered_unavailable(asyncio.current_task()):
+                    status = 503
                 handler: Any = scope.get("route_handler")
                 route = routes.get(id(handler))
                 if route is None:

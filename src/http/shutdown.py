@@ -67,7 +67,8 @@ def _ending(start: HTTPResponseStartEvent) -> bytes | None:
 class _InFlight:
     """One request: answered by the app, or by the drain once the grace is over."""
 
-    __slots__ = ("answered", "api", "ending", "finished", "send", "started", "task")
+    __slots__ = ("answered", "api", "ended", "ending", "finished", "replied", "send",
+                 "started", "task")
 
     def __init__(self, send: Send, task: asyncio.Task[object] | None, api: bool) -> None:
         self.send = send
@@ -77,6 +78,16 @@ class _InFlight:
         self.finished = False  # its last body was sent
         self.ending: bytes | None = None  # how the drain ends it once started (a stream)
         self.answered = False
+        self.replied: asyncio.Event | None = None  # set once the drain's 503 is sent
+        self.ended = False  # the app returned
+
+    def answer_unavailable(self) -> None:
+        """The drain answers this request 503 from now: what its client gets, and what it is
+        counted as, whatever its handler still sends."""
+        self.answered = True
+        self.replied = asyncio.Event()
+        if self.task is not None:
+            _UNAVAILABLE.add(self.task)
 
     async def forward(self, message: Message) -> None:
         if self.answered:
@@ -112,11 +123,13 @@ class _InFlight:
                                          "headers": headers}
         body: HTTPResponseBodyEvent = {"type": "http.response.body", "body": answer,
                                        "more_body": False}
-        if self.task is not None:
-            _UNAVAILABLE.add(self.task)
-        await self.send(start)
-        await self.send(body)
-        if self.task is not None:
+        try:
+            await self.send(start)
+            await self.send(body)
+        finally:
+            if self.replied is not None:
+                self.replied.set()
+        if self.task is not None and not self.ended:
             self.task.cancel()
 
 
@@ -149,10 +162,17 @@ class Drain:
         self._in_flight[key] = call
         try:
             await self._answer(call, scope, receive)
+            call.ended = True
             if call.answered and call.cut:
                 await call.end()
+            elif call.replied is not None:
+                # a handler that ended as the grace did: its task waits for the drain's 503,
+                # as the server would answer 500 for a task ended with no response started
+                await call.replied.wait()
         finally:
             del self._in_flight[key]
+            if call.task is not None:  # counted by now; the task may run another request
+                _UNAVAILABLE.discard(call.task)
 
     async def _answer(self, call: _InFlight, scope: Scope, receive: Receive) -> None:
         """Run the app for ``call``; a handler the drain abandoned just stops."""
@@ -171,7 +191,9 @@ class Drain:
         calls = [c for c in self._in_flight.values() if not c.answered]
         late = [c for c in calls if not c.started]
         cut = [c for c in calls if c.cut]
-        for call in (*late, *cut):
+        for call in late:
+            call.answer_unavailable()
+        for call in cut:
             call.answered = True
         for call in cut:
             if call.task is not None:

@@ -4,6 +4,7 @@ serializes the operations changing a context (and keeps readers out while one ru
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -11,6 +12,11 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
+
+# what making a file answers in a store this process may not write (a read-only mount, a
+# directory of another user's)
+_UNWRITABLE = (errno.EROFS, errno.EACCES, errno.EPERM)
+_UNLOCKED = -1  # the descriptor of a read that could take no lock
 
 
 @contextlib.contextmanager
@@ -76,19 +82,27 @@ class ContextLock:
 
     def _open(self, shared: bool) -> int:
         """The lock file, made if it is missing; a reader opens it read-only (a store on a
-        read-only mount can be read)."""
+        read-only mount can be read). A reader that cannot make it (a context made before it
+        existed, never changed since, in a store this process may not write) reads unlocked,
+        as every read did before: ``_UNLOCKED``."""
         if shared:
             with contextlib.suppress(FileNotFoundError):
                 return os.open(self.path, os.O_RDONLY)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        return os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            return os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            if shared and exc.errno in _UNWRITABLE:
+                return _UNLOCKED
+            raise
 
     @contextlib.contextmanager
     def held(self, shared: bool = False) -> Iterator[None]:
         if self._depth == 0:
             fd = self._open(shared)
             try:
-                fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+                if fd != _UNLOCKED:
+                    fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
             except BaseException:
                 os.close(fd)
                 raise
@@ -103,4 +117,5 @@ class ContextLock:
             self._depth -= 1
             if self._depth == 0:
                 fd, self._fd = self._fd, -1
-                os.close(fd)  # closing the descriptor releases the lock
+                if fd != _UNLOCKED:
+                    os.close(fd)  # closing the descriptor releases the lock
