@@ -15,6 +15,10 @@ was kept whole in memory.
   the new one's request is answered ``503`` and the connection closed, unless it is a probe
   (``/healthz``, ``/readyz``): those are answered on up to ``PROBE_ROOM`` connections past the
   bound, or a Pod that is only busy fails its liveness probe and is restarted.
+- An answer its client takes nothing of for ``WRITE_SECONDS`` (the bytes waiting in the
+  connection's buffer do not go down) ends the connection, its buffer dropped: uvicorn has no
+  write timeout, and a client that never reads held its request, its connection and its whole
+  answer in memory until shutdown. A client that reads slowly but steadily gets all of it.
 - When a connection is lost, its requests whose answer is not complete are cancelled: uvicorn
   only marks them disconnected and lets them run, so a job still waiting in the handlers' thread
   pool ran for nobody, ahead of every other caller's (a client that sends requests and closes
@@ -26,8 +30,12 @@ was kept whole in memory.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
 import logging
 import resource
+import sys
+import termios
 import weakref
 from collections import OrderedDict
 from typing import Any
@@ -39,6 +47,9 @@ from uvicorn.server import ServerState
 log = logging.getLogger(__name__)
 
 HEAD_SECONDS = 5.0
+# the socket's unsent bytes (Linux's SIOCOUTQ, which is TIOCOUTQ); None elsewhere
+_OUTQ: int | None = getattr(termios, "TIOCOUTQ", None) if sys.platform == "linux" else None
+WRITE_SECONDS = 30.0  # an answer waiting this long with none of it taken ends its connection
 MAX_HEAD = 64 * 1024  # bytes of request line and headers; h11's default is 16 KiB
 # open connections at most (and at most half the files the process may open)
 MAX_CONNECTIONS = 10_000
@@ -113,6 +124,7 @@ class BoundedHttp(HttpToolsProtocol):
     client goes before the answer."""
 
     head_seconds = HEAD_SECONDS
+    write_seconds = WRITE_SECONDS
     max_head = MAX_HEAD
     max_connections = MAX_CONNECTIONS
 
@@ -120,6 +132,7 @@ class BoundedHttp(HttpToolsProtocol):
         super().__init__(*args, **kwargs)
         self.url = b""
         self.head_timer: asyncio.TimerHandle | None = None
+        self.write_timer: asyncio.TimerHandle | None = None  # while writing is paused
         self.head_bytes = 0  # of the head being read, as far as it came
         self.heads = 0  # heads read whole on this connection
         self.reading: bool = True
@@ -143,6 +156,7 @@ class BoundedHttp(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm_head_timer()
+        self._disarm_write_timer()
         super().connection_lost(exc)
         self.lost = True
         self._abandon()
@@ -285,6 +299,58 @@ class BoundedHttp(HttpToolsProtocol):
         if not self.transport.is_closing():
             self.transport.close()
 
+    # an answer its client does not take
+
+    def pause_writing(self) -> None:
+        """The connection's buffer is over its high-water mark: the client has not taken what
+        was written so far. From now on it must take some of it every ``write_seconds``."""
+        super().pause_writing()
+        if self.write_timer is None:
+            self._arm_write_timer(self._unsent())
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        self._disarm_write_timer()
+
+    def _unsent(self) -> int:
+        """The bytes of answers written and not yet taken by the client: those in the
+        connection's buffer and, where the system says (Linux), those in the socket's send
+        queue. The kernel takes from the buffer only once its queue has room for a good part of
+        it (megabytes, on a fast link), so the buffer alone can stand still for seconds while
+        a client reads steadily."""
+        unsent = self.transport.get_write_buffer_size()
+        sock = self.transport.get_extra_info("socket")
+        if sock is not None and _OUTQ is not None:
+            with contextlib.suppress(OSError, ValueError):
+                unsent += int.from_bytes(fcntl.ioctl(sock.fileno(), _OUTQ, bytes(4)),
+                                         sys.byteorder, signed=True)
+        return unsent
+
+    def _arm_write_timer(self, waiting: int) -> None:
+        self.write_timer = self.loop.call_later(self.write_seconds, self._write_late, waiting)
+
+    def _disarm_write_timer(self) -> None:
+        if self.write_timer is not None:
+            self.write_timer.cancel()
+            self.write_timer = None
+
+    def _write_late(self, waiting: int) -> None:
+        """``waiting`` bytes were unsent ``write_seconds`` ago: fewer now is progress (a large
+        answer is written whole, so the buffer stays over its mark while a slow client reads
+        it); as many, and the client took nothing meanwhile: the connection is aborted, its
+        buffer dropped (a close would wait to send it), and its request ends."""
+        self.write_timer = None
+        if self.transport.is_closing():
+            return
+        left = self._unsent()
+        if left < waiting:
+            self._arm_write_timer(left)
+            return
+        log.info("connection closed: its client took none of the answer",
+                 extra={"path": self.url.split(b"?", 1)[0].decode("latin-1"),
+                        "seconds": self.write_seconds, "waiting_bytes": left})
+        self.transport.abort()
+
     def _refuse(self, status: int, code: str, message: str) -> None:
         self._disarm_head_timer()
         if not self.transport.is_closing():
@@ -293,8 +359,9 @@ class BoundedHttp(HttpToolsProtocol):
 
 
 def bounded(max_connections: int, head_seconds: float = HEAD_SECONDS,
-            max_head: int = MAX_HEAD) -> type[BoundedHttp]:
+            max_head: int = MAX_HEAD, write_seconds: float = WRITE_SECONDS
+            ) -> type[BoundedHttp]:
     """The protocol class for uvicorn's ``http`` setting, with these bounds."""
     return type("BoundedHttp", (BoundedHttp,), {
         "max_connections": max_connections, "head_seconds": head_seconds,
-        "max_head": max_head})
+        "max_head": max_head, "write_seconds": write_seconds})
