@@ -50,7 +50,16 @@ def _timed_out(error: Exception | None) -> bool:
         isinstance(error, ConnectTimeoutError) and not isinstance(error, NewConnectionError))
 
 
+# connections kept open to the API server: one for each of the HTTP requests' calls at once
+# (rest.REQUEST_SLOTS, 16), each watch (5) and the reconcilers' and mirror's threads, with
+# room. The client's default is 5 a core: with more callers at once than that, each
+# connection beyond it was closed after its call (a new one for the next call) and logged
+# "Connection pool is full, discarding connection" as a warning.
+POOL_CONNECTIONS = 32
+
+
 def _client(configuration: Configuration) -> ApiClient:
+    configuration.connection_pool_maxsize = POOL_CONNECTIONS
     # a 503's Retry-After (10 s and more from a starting kube-apiserver) is not slept inside the
     # call, where neither its timeout nor the request's budget bounds it: the caller's own retry
     # or the request's deadline decides
