@@ -87,7 +87,11 @@ def _member_segment(request: Request[Any, Any, Any]) -> Subject | None:
     segment = parts[2] if found and len(parts) == 3 and parts[1] == b"members" else b""
     if b"/" in segment or not segment:
         raise HttpError(404, "not_found", "route not found")
-    kind, sep, name = unquote_to_bytes(segment).decode("utf-8", errors="replace").partition(":")
+    try:  # bytes that are no UTF-8 name no subject (replaced, they named another one)
+        text = unquote_to_bytes(segment).decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    kind, sep, name = text.partition(":")
     subject = Subject(kind, name)
     return subject if sep and valid_subject(subject) else None
 
