@@ -475,7 +475,7 @@ def agent_services(container: Container) -> AgentServices:
     return AgentServices(
         workspaces=container.workspaces, credentials=container.credentials,
         directory=container.access, reads=AccessReadsSql(container.datastore),
-        catalog=container.catalog,
+        catalog=container.catalog, admission=AdmittedContextsSql(container.datastore),
         key=credential_key(container.datastore, settings.credential_key),
         limiter=limiter,
         clock=utc_now, context_sets=container.context_sets)

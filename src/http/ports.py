@@ -118,6 +118,12 @@ class CatalogLookup(Protocol):
     def listed(self, namespace: str) -> Listed: ...
 
 
+class AdmissionLookup(Protocol):
+    def admitted_at(self, namespace: str, position: int) -> frozenset[str]:
+        """The collections whose generation that lived at log ``position`` may reach agents
+        (agent-context-api §3.4 rule 5), deleted ones included."""
+
+
 class AccessReads(AccessLookups, Protocol):
     def credentials(self, namespace: str) -> list[Credential]: ...
 
@@ -198,6 +204,8 @@ class AgentServices:
     # the live contexts of a workspace (``ContextReads.list`` without a subject), kept in
     # memory while this process's runner maintains the catalog, read from the view otherwise
     catalog: CatalogLookup
+    # rule 5 at a time-travel point, for the bootstrap administrator's deleted collections
+    admission: AdmissionLookup
     context_sets: ContextSetLookup = field(default_factory=NoContextSets)
 
 

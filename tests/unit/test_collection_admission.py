@@ -30,6 +30,7 @@ from context_service.domain.workspace.admission import (
     Origin,
     SetInForce,
     admitted,
+    admitted_at,
     admitted_names,
     created_by_member,
 )
@@ -57,6 +58,22 @@ def test_a_strangers_creation_needs_a_set_version_recorded_after_it() -> None:
     # named before it existed: the name was reserved for another generation, or none yet
     assert not admitted("notes", origin, [SetInForce(9, ("notes",))])
     assert admitted("notes", origin, [SetInForce(9, ("notes",)), SetInForce(12, ("notes",))])
+
+
+def test_at_a_point_in_the_log_the_generation_that_lived_then_is_judged() -> None:
+    members, strangers = Origin(10, by_member=True, deleted=20), Origin(10, False, deleted=20)
+    assert admitted_at("notes", members, [], 15)
+    assert not admitted_at("notes", members, [], 9)  # not created yet
+    assert not admitted_at("notes", members, [], 20)  # deleted by then
+    assert not admitted_at("notes", strangers, [], 15)
+    # a set names the generation living when its version was recorded
+    assert admitted_at("notes", strangers, [SetInForce(12, ("notes",))], 15)
+    assert not admitted_at("notes", strangers, [SetInForce(25, ("notes",))], 15)
+    assert not admitted_at("notes", strangers, [SetInForce(8, ("notes",))], 15)
+    # the name taken again at 30: the generation that lived at 15 is not known, so refused
+    assert not admitted_at("notes", Origin(30, by_member=True), [], 15)
+    assert admitted_at("notes", Origin(30, by_member=True), [], 31)
+    assert not admitted_at("notes", None, [SetInForce(12, ("notes",))], 15)
 
 
 def test_nothing_recorded_is_nothing_admitted() -> None:
@@ -90,20 +107,19 @@ def test_the_names_are_those_the_rule_admits_one_by_one(
 class MemoryView:
     def __init__(self) -> None:
         self.held: set[MemberKey] = set()
-        self.origins: dict[tuple[str, str], Origin] = {}
+        self.stored: dict[tuple[str, str], Origin] = {}
         self.sets: dict[tuple[str, str], SetInForce] = {}
 
     def members(self, keys: Collection[MemberKey]) -> set[MemberKey]:
         return {k for k in keys if k in self.held}
 
+    def origins(self, keys: Collection[tuple[str, str]]) -> dict[tuple[str, str], Origin]:
+        return {k: self.stored[k] for k in keys if k in self.stored}
+
     def save(self, changes: AdmissionChanges) -> None:
         for key, held in changes.members.items():
             (self.held.add if held else self.held.discard)(key)
-        for k, origin in changes.origins.items():
-            if origin is None:
-                self.origins.pop(k, None)
-            else:
-                self.origins[k] = origin
+        self.stored.update(changes.origins)
         for k, version in changes.sets.items():
             if version is None:
                 self.sets.pop(k, None)
@@ -157,7 +173,7 @@ def test_membership_is_read_at_each_creations_place_in_the_log() -> None:
         view = MemoryView()
         apply(view, log.records[:cut])
         apply(view, log.records[cut:])
-        assert view.origins == {("acme", "before"): Origin(first, True),
+        assert view.stored == {("acme", "before"): Origin(first, True),
                                 ("acme", "after"): Origin(second, False),
                                 ("globex", "elsewhere"): Origin(5, False)}
         assert view.held == set()
@@ -165,8 +181,9 @@ def test_membership_is_read_at_each_creations_place_in_the_log() -> None:
 
 def test_deletion_adoption_and_archive() -> None:
     log = Log()
-    log.create("notes", ALICE)
-    log.add("context", "notes", ContextDeleted(at=AT, actor=ALICE.key, force=False))
+    log.member(ALICE, "member")
+    created = log.create("notes", ALICE)
+    deleted = log.add("context", "notes", ContextDeleted(at=AT, actor=ALICE.key, force=False))
     adopted = log.add("context", "old", ContextAdopted(
         at=AT, actor="service:context-service", namespace="acme", name="old",
         type="knowledge", storage=Storage("pvc", "1Gi", "ReadWriteOnce"), phase="Bound",
@@ -176,9 +193,13 @@ def test_deletion_adoption_and_archive() -> None:
     log.add("context_set", "hr", ContextSetArchived(at=AT, actor=ALICE.key, id="hr",
                                                     version=1))
     replaced = log.version("finance", "notes", replaced=True)
-    view = MemoryView()
-    apply(view, log.records)
-    assert view.origins == {("acme", "old"): Origin(adopted, False)}
+    for cut in range(len(log.records) + 1):  # any batch boundary gives the same view
+        view = MemoryView()
+        apply(view, log.records[:cut])
+        apply(view, log.records[cut:])
+        # a deleted collection's origin is kept, with where it ended (time travel reads it)
+        assert view.stored == {("acme", "notes"): Origin(created, True, deleted),
+                               ("acme", "old"): Origin(adopted, False)}
     assert view.sets == {("acme", "finance"): SetInForce(replaced, ("notes",))}
 
 

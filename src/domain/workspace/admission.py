@@ -15,11 +15,14 @@ from context_service.domain.events import ADMIN, Subject
 
 
 class Origin(msgspec.Struct, frozen=True):
-    """The creation of a collection's current generation: where the log recorded it, and
-    whether its creator held a role in the workspace then."""
+    """The creation of a collection's latest generation: where the log recorded it, whether
+    its creator held a role in the workspace then, and where it was deleted (None while it
+    lives): the bootstrap administrator's time travel reads deleted collections, and rule 5
+    holds for them too."""
 
     position: int
     by_member: bool
+    deleted: int | None = None
 
 
 class SetInForce(msgspec.Struct, frozen=True):
@@ -56,3 +59,22 @@ def admitted_names(origins: Mapping[str, Origin | None],
             latest[name] = max(latest.get(name, 0), s.position)
     return frozenset(name for name, origin in origins.items() if origin is not None and (
         origin.by_member or latest.get(name, 0) > origin.position))
+
+
+def admitted_at(name: str, origin: Origin | None, sets: Iterable[SetInForce],
+                position: int) -> bool:
+    """Whether the generation of collection ``name`` that lived at log ``position`` may reach
+    agents (a time-travel read of the bootstrap administrator's, who reads deleted collections
+    too). Only the latest generation of a name is known: when it was created after
+    ``position`` (the name was deleted and taken again since), the one that lived then is not,
+    and is refused. A set names the generation that lived when the set's version was recorded:
+    one recorded after its deletion names another one."""
+    if origin is None or origin.position > position:
+        return False
+    if origin.deleted is not None and origin.deleted <= position:
+        return False
+    if origin.by_member:
+        return True
+    return any(origin.position < s.position
+               and (origin.deleted is None or s.position < origin.deleted)
+               and name in s.collections for s in sets)

@@ -205,8 +205,12 @@ def build_pack(packs: PackServices, access: Access, request: PackRequest,
     started = time.monotonic()
     ports = packs.configured()
     ns = ports.inputs.namespace_at(access.caller.workspace, as_of.position)
-    readable = named_readable(access.readable(), lambda name: (
-        (c := ns.collections.get(name)) is not None and c.type in PACKABLE_TYPES))
+    now = access.readable()
+    # the administrator reads collections deleted since P: rule 5 is judged for the ones at P
+    admitted = (agent_services(access.request).admission.admitted_at(
+        access.caller.workspace, as_of.position) if now.names is None else frozenset[str]())
+    readable = named_readable(now, lambda name: (
+        (c := ns.collections.get(name)) is not None and c.type in PACKABLE_TYPES), admitted)
     scope = scope_of(ns, request, active, readable)
     if scope.not_found:
         raise collection_not_found(scope.not_found)

@@ -22,6 +22,7 @@ from context_service.projections.collection_admission.view import (
     AdmissionChanges,
     AdmissionView,
     MemberKey,
+    NameKey,
 )
 
 EVENTS = (WorkspaceMemberSet, WorkspaceMemberRemoved, ContextCreated, ContextAdopted,
@@ -40,15 +41,19 @@ class CollectionAdmission:
         creators = {(r.stream.namespace, r.event.owner.key) for r in relevant
                     if isinstance(r.event, ContextCreated)}
         before = view.members(creators) if creators else set()
+        deleted = {(r.stream.namespace, r.stream.key) for r in relevant
+                   if isinstance(r.event, ContextDeleted)}
+        stored = view.origins(deleted) if deleted else {}
         changes = AdmissionChanges()
         for recorded in relevant:
-            fold(changes, before, recorded)
+            fold(changes, before, stored, recorded)
         view.save(changes)
 
 
-def fold(changes: AdmissionChanges, before: set[MemberKey], recorded: Recorded) -> None:
+def fold(changes: AdmissionChanges, before: set[MemberKey],
+         stored: dict[NameKey, Origin], recorded: Recorded) -> None:
     """Apply one event to the batch's changes (``before``: creators holding a role when the
-    batch began)."""
+    batch began; ``stored``: the origins of the batch's deleted collections when it began)."""
     namespace, event = recorded.stream.namespace, recorded.event
     match event:
         case WorkspaceMemberSet():
@@ -63,8 +68,12 @@ def fold(changes: AdmissionChanges, before: set[MemberKey], recorded: Recorded) 
         case ContextAdopted():  # imported from the cluster: its creator is unknown
             changes.origins[(namespace, recorded.stream.key)] = Origin(
                 recorded.position, created_by_member(None, False))
-        case ContextDeleted():
-            changes.origins[(namespace, recorded.stream.key)] = None
+        case ContextDeleted():  # kept, with where it ended: time travel still reads it
+            key = (namespace, recorded.stream.key)
+            origin = changes.origins.get(key) or stored.get(key)
+            if origin is not None:
+                changes.origins[key] = Origin(origin.position, origin.by_member,
+                                              recorded.position)
         case ContextSetCreated() | ContextSetReplaced():
             changes.sets[(namespace, event.id)] = SetInForce(recorded.position,
                                                              event.collections)

@@ -15,11 +15,11 @@ NameKey = tuple[str, str]  # (workspace, collection name or set id)
 @dataclass
 class AdmissionChanges:
     """The last change of each key in a batch (log order): a member who holds a role (True) or
-    no longer does (False); a collection's new origin, or None once deleted; a set's version in
-    force, or None once archived."""
+    no longer does (False); a collection's origin (its deletion noted in it); a set's version
+    in force, or None once archived."""
 
     members: dict[MemberKey, bool] = field(default_factory=dict)
-    origins: dict[NameKey, Origin | None] = field(default_factory=dict)
+    origins: dict[NameKey, Origin] = field(default_factory=dict)
     sets: dict[NameKey, SetInForce | None] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
@@ -29,5 +29,8 @@ class AdmissionChanges:
 class AdmissionView(Protocol):
     def members(self, keys: Collection[MemberKey]) -> set[MemberKey]:
         """Which of ``keys`` hold a role in their workspace, as of the view."""
+
+    def origins(self, keys: Collection[NameKey]) -> dict[NameKey, Origin]:
+        """The recorded origins of ``keys`` (those the view holds), as of the view."""
 
     def save(self, changes: AdmissionChanges) -> None: ...

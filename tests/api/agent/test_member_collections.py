@@ -9,6 +9,7 @@ own."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -183,3 +184,74 @@ def test_membership_is_judged_when_the_collection_was_created(planted: Namespace
     # ...but what it creates as a member is admitted
     plant(planted, "mallory-notes")
     assert pack(agent, filters={"collectionIds": ["mallory-notes"]}).status_code == 200
+
+
+ADMIN = "service:context-service-admin"
+
+
+def at(api: Namespaced, agent: Agent) -> str:
+    """A system time after everything ``api`` recorded so far, and before what comes next."""
+    found = pack(agent, CFO_TASK)
+    assert found.status_code == 200, found.text
+    time.sleep(1.1)  # what is recorded next carries a later system time
+    return str(found.json()["asOf"]["systemTime"])
+
+
+def back_to(system_time: str) -> dict[str, Any]:
+    return {"asOf": {"validTime": "2025-01-01T00:00:00Z", "systemTime": system_time}}
+
+
+def delete(api: Namespaced, name: str, owner: str) -> None:
+    resp = api.as_(owner).delete(f"/v1/namespaces/{api.ns}/contexts/{name}")
+    assert resp.status_code == 204, resp.text
+
+
+def test_time_travel_keeps_a_deleted_non_members_collection_from_the_administrator(
+        planted: Namespaced) -> None:
+    """The administrator's credentials read contexts deleted since the pack's point (rule 2),
+    but rule 5 holds there too: once the stranger deleted its collection, a pack back to when
+    it lived carried the planted text, named or not."""
+    agent = Agent(planted, token(planted, creator=ADMIN))
+    then = at(planted, agent)
+    delete(planted, PLANTED, STRANGER)
+    unnamed = pack(agent, **back_to(then))
+    assert unnamed.status_code == 200, unnamed.text
+    assert INJECTION not in unnamed.text
+    named = pack(agent, filters={"collectionIds": [PLANTED]}, **back_to(then))
+    assert named.status_code == 404, named.text
+    # a member's collection deleted since is read back there, as rule 2 says
+    facts = pack(agent, CFO_TASK, filters={"collectionIds": [FACTS]}, **back_to(then))
+    delete(planted, FACTS, "user:alice")
+    gone = pack(agent, CFO_TASK, filters={"collectionIds": [FACTS]}, **back_to(then))
+    assert gone.status_code == 200, gone.text
+    assert [i["source"] for i in gone.json()["items"]] == [
+        i["source"] for i in facts.json()["items"]] != []
+
+
+def test_time_travel_reads_the_generation_that_lived_then_not_the_name(
+        planted: Namespaced) -> None:
+    """The stranger's collection deleted, a member takes its name: the name is a member's
+    collection now, but back then it held the stranger's text."""
+    agent = Agent(planted, token(planted, creator=ADMIN))
+    then = at(planted, agent)
+    delete(planted, PLANTED, STRANGER)
+    create_context(planted, PLANTED, ws=planted.ns)
+    publish(planted, PLANTED, "6" * 64, [record("note", PLANTED, "6" * 64, "Nothing to wire.")],
+            ws=planted.ns)
+    assert pack(agent, filters={"collectionIds": [PLANTED]}).status_code == 200  # now: hers
+    past = pack(agent, **back_to(then))
+    assert past.status_code == 200, past.text
+    assert INJECTION not in past.text
+    assert pack(agent, filters={"collectionIds": [PLANTED]},
+                **back_to(then)).status_code == 404
+
+
+def test_a_collection_admitted_while_it_lived_is_read_back_after_its_deletion(
+        planted: Namespaced) -> None:
+    agent = Agent(planted, token(planted, creator=ADMIN))
+    put_set(planted, [FACTS, PLANTED], "admitted")  # a version after its creation
+    then = at(planted, agent)
+    delete(planted, PLANTED, STRANGER)
+    named = pack(agent, filters={"collectionIds": [PLANTED]}, **back_to(then))
+    assert named.status_code == 200, named.text
+    assert INJECTION in named.text

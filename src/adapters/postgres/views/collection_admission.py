@@ -11,14 +11,27 @@ from eventsourcing.postgres import PostgresDatastore
 
 from context_service.domain.context.state import ContextState
 from context_service.domain.events import Subject
-from context_service.domain.workspace.admission import Origin, SetInForce, admitted_names
-from context_service.projections.collection_admission.view import AdmissionChanges, MemberKey
+from context_service.domain.workspace.admission import (
+    Origin,
+    SetInForce,
+    admitted_at,
+    admitted_names,
+)
+from context_service.projections.collection_admission.view import (
+    AdmissionChanges,
+    MemberKey,
+    NameKey,
+)
 
 _state = msgspec.json.Decoder(ContextState)
 
 
 def _bytes(text: str) -> bytes:
     return text.encode("utf-8", "surrogatepass")
+
+
+def _origin(row: Any) -> Origin:
+    return Origin(row["created_position"], bool(row["member_created"]), row["deleted_position"])
 
 
 class CollectionAdmissionSql:
@@ -34,6 +47,16 @@ class CollectionAdmissionSql:
             ([_bytes(ns) for ns, _ in pairs], [_bytes(s) for _, s in pairs]))
         found = {(bytes(r["namespace"]), bytes(r["subject"])) for r in self.cur.fetchall()}
         return {k for k in pairs if (_bytes(k[0]), _bytes(k[1])) in found}
+
+    def origins(self, keys: Collection[NameKey]) -> dict[NameKey, Origin]:
+        pairs = list(keys)
+        self.cur.execute(
+            "SELECT o.namespace, o.name, o.created_position, o.member_created,"
+            " o.deleted_position FROM collection_origins o"
+            " JOIN unnest(%b::text[], %b::text[]) AS t(ns, n)"
+            " ON o.namespace = t.ns AND o.name = t.n",
+            ([k[0] for k in pairs], [k[1] for k in pairs]))
+        return {(r["namespace"], r["name"]): _origin(r) for r in self.cur.fetchall()}
 
     def save(self, changes: AdmissionChanges) -> None:
         self._members(changes.members)
@@ -64,14 +87,14 @@ class CollectionAdmissionSql:
             "DELETE FROM collection_origins o USING unnest(%b::text[], %b::text[]) AS t(ns, n)"
             " WHERE o.namespace = t.ns AND o.name = t.n",
             ([k[0] for k in keys], [k[1] for k in keys]))
-        kept = [(k, o) for k, o in changes.origins.items() if o is not None]
-        if kept:
-            self.cur.execute(
-                "INSERT INTO collection_origins (namespace, name, created_position,"
-                " member_created) SELECT * FROM unnest(%b::text[], %b::text[], %b::int8[],"
-                " %b::bool[])",
-                ([k[0] for k, _ in kept], [k[1] for k, _ in kept],
-                 [o.position for _, o in kept], [o.by_member for _, o in kept]))
+        kept = list(changes.origins.items())
+        self.cur.execute(
+            "INSERT INTO collection_origins (namespace, name, created_position,"
+            " member_created, deleted_position) SELECT * FROM unnest(%b::text[], %b::text[],"
+            " %b::int8[], %b::bool[], %b::int8[])",
+            ([k[0] for k, _ in kept], [k[1] for k, _ in kept],
+             [o.position for _, o in kept], [o.by_member for _, o in kept],
+             [o.deleted for _, o in kept]))
 
     def _sets(self, changes: AdmissionChanges) -> None:
         if not changes.sets:
@@ -108,6 +131,27 @@ class AdmittedContextsSql:
         bootstrap administrator's credentials, which read any name, are kept from."""
         states, names = self._judged(namespace)
         return frozenset(s.name for s in states if s.name not in names)
+
+    def admitted_at(self, namespace: str, position: int) -> frozenset[str]:
+        """The collections of the namespace whose generation that lived at log ``position``
+        may reach agents (``admitted_at``): a time-travel read of the bootstrap
+        administrator's, deleted collections included."""
+        if "\x00" in namespace:
+            return frozenset()
+        with self.datastore.transaction(commit=False) as cur:
+            cur.execute(
+                "SELECT 0 AS part, o.name, o.created_position, o.member_created,"
+                " o.deleted_position, NULL::bigint AS position, NULL::text[] AS collections"
+                " FROM collection_origins o WHERE o.namespace = %s AND o.created_position <= %s"
+                " AND (o.deleted_position IS NULL OR o.deleted_position > %s)"
+                " UNION ALL SELECT 1, NULL, NULL, NULL, NULL, s.position, s.collections"
+                " FROM collection_admission_sets s WHERE s.namespace = %s",
+                (namespace, position, position, _bytes(namespace)), prepare=True)
+            rows = cur.fetchall()
+        sets = [SetInForce(r["position"], tuple(r["collections"]))
+                for r in rows if r["part"] == 1]
+        return frozenset(r["name"] for r in rows if r["part"] == 0
+                         and admitted_at(r["name"], _origin(r), sets, position))
 
     def _judged(self, namespace: str) -> tuple[Sequence[ContextState], frozenset[str]]:
         if "\x00" in namespace:  # no context can live there
