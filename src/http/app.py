@@ -139,17 +139,27 @@ def _on_any(request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
                   {"X-Request-Id": request_id})
 
 
-def _trailing_slash(request: Request[Any, Any, Any]) -> bool:
+def _raw_path(request: Request[Any, Any, Any]) -> bytes:
     raw = request.scope.get("raw_path") or request.scope.get("path", "").encode()
-    path = raw.split(b"?", 1)[0]
+    return bytes(raw.split(b"?", 1)[0])
+
+
+def _trailing_slash(request: Request[Any, Any, Any]) -> bool:
+    path = _raw_path(request)
     return len(path) > 1 and path.endswith(b"/")
+
+
+def _empty_segment(request: Request[Any, Any, Any]) -> bool:
+    """``//`` in the path: Litestar collapses it, so a path of another shape reached a route
+    (spec §1.2 of the agent API: paths match exactly)."""
+    return b"//" in _raw_path(request)
 
 
 async def _exact_paths(request: Request[Any, Any, Any]) -> Response[bytes] | None:
     """A trailing slash names a different, unknown path (Litestar would otherwise strip it);
     OPTIONS is not a method of the API (Litestar would answer it itself). Async, so Litestar
     does not hand every request to a worker thread just to run this check."""
-    if _trailing_slash(request):
+    if _trailing_slash(request) or _empty_segment(request):
         return _error(request, 404, "not_found", "route not found")
     if request.method == "OPTIONS":
         methods: set[str] = set()

@@ -220,6 +220,19 @@ def test_unknown_paths_answer_route_not_found(ctx: Namespaced) -> None:
         ctx.post(path, ctx.context_body()), 404, "not_found", "route not found"))
 
 
+def test_an_empty_segment_names_no_route(ctx: Namespaced) -> None:
+    """Paths match exactly: the server collapsed ``//`` into ``/``, so a path of another shape
+    reached a route."""
+    ns = f"/v1/namespaces/{ctx.ns}"
+    paths = [f"/v1//namespaces/{ctx.ns}/contexts", ns + "//contexts", ns + "/contexts//",
+             ctx.context.replace("/contexts/", "/contexts//"), "/healthz//"]
+    each(paths, lambda path: assert_error(ctx.get(path), 404, "not_found", "route not found"))
+    assert ctx.get(ns + "/contexts").status_code == 200
+    agent = ctx.post("/api/agent/v1//context-sets/list", {})  # in the agent API's body
+    assert (agent.status_code, agent.json()) == (404, {"code": "NOT_FOUND",
+                                                       "message": "route not found"})
+
+
 def test_known_path_with_other_method_is_405(ctx: Namespaced) -> None:
     def probe(case: tuple[str, str, str]) -> None:
         method, path, allow = case
