@@ -50,6 +50,19 @@ async def ok(scope: Any, receive: Any, send: Any) -> None:
     await send({"type": "http.response.body", "body": b"ok"})
 
 
+def slow_until(release: asyncio.Event) -> Any:
+    """An app answering ``200 ok``; ``/slow`` only once ``release`` is set."""
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if scope["path"] == "/slow":
+            await release.wait()
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-length", b"2")]})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    return app
+
+
 async def settle() -> None:
     for _ in range(20):
         await asyncio.sleep(0)
@@ -118,13 +131,7 @@ def test_the_probes_are_answered_when_every_connection_runs_a_request() -> None:
     three missed probes restart a Pod that is only busy. Another request is still answered 503
     in the documented body."""
     release = asyncio.Event()
-
-    async def app(scope: Any, receive: Any, send: Any) -> None:
-        if scope["path"] == "/slow":
-            await release.wait()
-        await send({"type": "http.response.start", "status": 200,
-                    "headers": [(b"content-length", b"2")]})
-        await send({"type": "http.response.body", "body": b"ok"})
+    app = slow_until(release)
 
     async def exchange() -> tuple[bytes, bytes]:
         config = uvicorn.Config(app, lifespan="off", log_config=None)
@@ -187,13 +194,7 @@ def test_past_the_bound_each_new_connection_closes_the_oldest_waiting_in_constan
 
     monkeypatch.setattr(connections.BoundedHttp, "idle", property(counted))
     release = asyncio.Event()
-
-    async def app(scope: Any, receive: Any, send: Any) -> None:
-        if scope["path"] == "/slow":
-            await release.wait()
-        await send({"type": "http.response.start", "status": 200,
-                    "headers": [(b"content-length", b"2")]})
-        await send({"type": "http.response.body", "body": b"ok"})
+    app = slow_until(release)
 
     async def flood() -> tuple[list[Transport], list[Transport], int]:
         nonlocal looked
