@@ -338,9 +338,12 @@ class BoundedHttp(HttpToolsProtocol):
         """``waiting`` bytes were unsent ``write_seconds`` ago: fewer now is progress (a large
         answer is written whole, so the buffer stays over its mark while a slow client reads
         it); as many, and the client took nothing meanwhile: the connection is aborted, its
-        buffer dropped (a close would wait to send it), and its request ends."""
+        buffer dropped (a close would wait to send it), and its request ends. A connection
+        already closing is no exception: uvicorn closes it after an answer to ``Connection:
+        close`` and once its keep-alive timeout (5 s) passed, and the close waits for the
+        client to take the buffer."""
         self.write_timer = None
-        if self.transport.is_closing():
+        if self.lost:
             return
         left = self._unsent()
         if left < waiting:

@@ -51,11 +51,13 @@ def _timed_out(error: Exception | None) -> bool:
 
 
 # connections kept open to the API server: one for each of the HTTP requests' calls at once
-# (rest.REQUEST_SLOTS, 16), each watch (5) and the reconcilers' and mirror's threads, with
-# room. The client's default is 5 a core: with more callers at once than that, each
-# connection beyond it was closed after its call (a new one for the next call) and logged
-# "Connection pool is full, discarding connection" as a warning.
-POOL_CONNECTIONS = 32
+# (rest.REQUEST_SLOTS, 16), each watch (5 resources, watched by the context reconciler and by
+# the snapshot reconciler: 10), the reconciler's parallel passes (4) and the loops of the
+# reconciler, the snapshot reconciler and the query mirror (33 in a process running every
+# worker), with room. The client's default is 5 a core: with more callers at once than that,
+# each connection beyond it was closed after its call (a new one for the next call) and
+# logged "Connection pool is full, discarding connection" as a warning.
+POOL_CONNECTIONS = 48
 
 
 def _client(configuration: Configuration) -> ApiClient:

@@ -67,16 +67,17 @@ def readable_collections(creator: Subject, contexts: Iterable[ContextState], bou
 
 
 def named_readable(readable: Readable, at_p: Callable[[str], bool],
-                   admitted_at_p: frozenset[str] = frozenset()) -> Callable[[str], bool]:
+                   admitted_at_p: frozenset[str]) -> Callable[[str], bool]:
     """Whether a collection a request names is readable now (§3.4, §7.2 step 9). The
     administrator reads every collection, deleted ones included (``at_p``: a memory or knowledge
     context at the pack's position, for time travel), but not every name: one that is neither a
     live collection now nor a collection at P answers like an absent one, as for anyone. Rule 5
-    holds at P too: a collection at P is read only when the generation that lived then is
-    admitted (``admitted_at_p``), or a non-member's collection, deleted since, or whose name a
-    member took again, would reach the administrator's agents by time travel."""
+    holds at P too, for every credential: a collection at P is read only when the generation
+    that lived then is admitted (``admitted_at_p``), or a non-member's collection, deleted
+    since, or whose name a member took again, would reach agents by time travel (readable now
+    by its name, the member's collection)."""
     if readable.names is not None:
-        return readable.__contains__
+        return lambda name: name in readable and (not at_p(name) or name in admitted_at_p)
     return lambda name: name in readable and (
         name in admitted_at_p if at_p(name) else name in readable.live)
 

@@ -100,6 +100,8 @@ def _at(request: Request[Any, Any, Any], caller: AgentCaller, session: FieldSess
     position, _ = ports.inputs.resolve(caller.workspace, pack_services(request).head(),
                                        shapes.known_at_end(known))
     at = ports.inputs.namespace_at(caller.workspace, position).collections.get(name)
+    if name not in agent_services(request).admission.admitted_at(caller.workspace, position):
+        at = None  # §3.4 rule 5 for the generation that lived then (a name taken again since)
     if at is None or not at.live or at.type not in COLLECTION_TYPES or not at.usable:
         return MemorySource(name, ()), LiveCitations(lambda: _texts(request, name, current))
     if at.publication == current.publication:

@@ -206,9 +206,10 @@ def build_pack(packs: PackServices, access: Access, request: PackRequest,
     ports = packs.configured()
     ns = ports.inputs.namespace_at(access.caller.workspace, as_of.position)
     now = access.readable()
-    # the administrator reads collections deleted since P: rule 5 is judged for the ones at P
-    admitted = (agent_services(access.request).admission.admitted_at(
-        access.caller.workspace, as_of.position) if now.names is None else frozenset[str]())
+    # rule 5 is judged for the generation that lived at P: the administrator reads collections
+    # deleted since, and anyone reads a name a member took again since by its name
+    admitted = agent_services(access.request).admission.admitted_at(
+        access.caller.workspace, as_of.position)
     readable = named_readable(now, lambda name: (
         (c := ns.collections.get(name)) is not None and c.type in PACKABLE_TYPES), admitted)
     scope = scope_of(ns, request, active, readable)

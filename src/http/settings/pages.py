@@ -160,13 +160,15 @@ def _error_page(request: Request[Any, Any, Any], status: int,
 
 
 async def _exact_paths(request: Request[Any, Any, Any]) -> Response[Any] | None:
-    """``/settings/...`` with a trailing slash is sent to the path without it. The location
-    starts with one ``/``: a path the router matched despite more leading slashes
+    """``/settings/...`` with a trailing slash or an empty segment (the router collapses
+    ``//``, so a path of another shape reached the page) is sent to the path without them.
+    The location starts with one ``/``: a path the router matched despite more leading slashes
     (``//settings/``) must not become a protocol-relative address (the host ``settings``)."""
     raw = (request.scope.get("raw_path") or b"").split(b"?", 1)[0].decode("latin-1")
-    if len(raw) > 1 and raw.endswith("/"):
+    canonical = "/" + "/".join(part for part in raw.lstrip("/\\").split("/") if part)
+    if len(raw) > 1 and raw != canonical:
         query = f"?{request.url.query}" if request.url.query else ""
-        return Redirect(path="/" + raw.lstrip("/\\").rstrip("/") + query, status_code=308)
+        return Redirect(path=canonical + query, status_code=308)
     return None
 
 
