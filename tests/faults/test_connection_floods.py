@@ -23,6 +23,7 @@ import uvicorn
 
 from context_service.http import connections
 from tests.e2e.server import ServerProcess, free_port
+from tests.support.inprocess_server import serving
 from tests.support.services import Databases, _with_db
 
 HEAD = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n"
@@ -209,18 +210,9 @@ def bounded_server() -> Iterator[tuple[int, list[str]]]:
     port = free_port()
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, lifespan="off",
                             http=connections.bounded(BOUND))
-    server = uvicorn.Server(config)
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_until_complete, args=(server.serve(),),
-                              daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.01)
-    yield port, began
-    loop.call_soon_threadsafe(release.set)
-    server.should_exit = True
-    thread.join(10)
-    loop.close()
+    with serving(config) as (_, loop):
+        yield port, began
+        loop.call_soon_threadsafe(release.set)
 
 
 def get(sock: socket.socket, path: str) -> None:

@@ -10,7 +10,6 @@ it; no test measures how long anything took.
 
 from __future__ import annotations
 
-import asyncio
 import socket
 import threading
 import time
@@ -22,6 +21,7 @@ import uvicorn
 
 from context_service.http import connections
 from tests.e2e.server import free_port
+from tests.support.inprocess_server import all_closed, serving
 
 pytestmark = pytest.mark.slow  # seconds of waiting for clients that do not read
 
@@ -37,12 +37,8 @@ class Served:
         self.server: uvicorn.Server | None = None
 
     def all_closed(self) -> bool:
-        """Wait until the server holds no connection (or ``GIVE_UP`` passed)."""
         assert self.server is not None
-        deadline = time.monotonic() + GIVE_UP
-        while self.server.server_state.connections and time.monotonic() < deadline:
-            time.sleep(0.05)
-        return not self.server.server_state.connections
+        return all_closed(self.server, GIVE_UP)
 
     def ending(self, path: str) -> threading.Event:
         return self.ended.setdefault(path, threading.Event())
@@ -74,17 +70,8 @@ def served() -> Iterator[Served]:
     config = uvicorn.Config(app, host="127.0.0.1", port=state.port, log_config=None,
                             lifespan="off",
                             http=connections.bounded(100, write_seconds=WRITE_SECONDS))
-    server = state.server = uvicorn.Server(config)
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_until_complete, args=(server.serve(),),
-                              daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.01)
-    yield state
-    server.should_exit = True
-    thread.join(10)
-    loop.close()
+    with serving(config) as (state.server, _):
+        yield state
 
 
 def request(port: int, path: str, buffer: int = 4096) -> socket.socket:

@@ -9,7 +9,7 @@ it; no test measures how long anything took.
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import socket
 import threading
 import time
@@ -21,6 +21,7 @@ import uvicorn
 
 from context_service.http import connections
 from tests.e2e.server import free_port
+from tests.support.inprocess_server import all_closed, serving
 
 pytestmark = pytest.mark.slow  # seconds of waiting for clients that do not read
 
@@ -51,35 +52,19 @@ Serve = Callable[..., tuple[uvicorn.Server, Big]]
 def serve() -> Iterator[Serve]:
     """Start uvicorn with the bounded protocol and ``big`` for every path, with these
     settings; each one started is stopped after the test."""
-    running: list[tuple[uvicorn.Server, threading.Thread, asyncio.AbstractEventLoop]] = []
+    with contextlib.ExitStack() as running:
 
-    def start(port: int, write_seconds: float, keep_alive: float) -> tuple[uvicorn.Server, Big]:
-        app = Big()
-        config = uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None,
-                                lifespan="off", timeout_keep_alive=keep_alive,  # type: ignore[arg-type]
-                                http=connections.bounded(100, write_seconds=write_seconds))
-        server = uvicorn.Server(config)
-        loop = asyncio.new_event_loop()
-        thread = threading.Thread(target=loop.run_until_complete, args=(server.serve(),),
-                                  daemon=True)
-        thread.start()
-        running.append((server, thread, loop))
-        while not server.started:
-            time.sleep(0.01)
-        return server, app
+        def start(port: int, write_seconds: float,
+                  keep_alive: float) -> tuple[uvicorn.Server, Big]:
+            app = Big()
+            config = uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None,
+                                    lifespan="off",
+                                    timeout_keep_alive=keep_alive,  # type: ignore[arg-type]
+                                    http=connections.bounded(100, write_seconds=write_seconds))
+            server, _ = running.enter_context(serving(config))
+            return server, app
 
-    yield start
-    for server, thread, loop in running:
-        server.should_exit = True
-        thread.join(10)
-        loop.close()
-
-
-def all_closed(server: uvicorn.Server) -> bool:
-    deadline = time.monotonic() + GIVE_UP
-    while server.server_state.connections and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return not server.server_state.connections
+        yield start
 
 
 def unread(port: int, head: bytes, buffer: int = 4096) -> socket.socket:
@@ -100,7 +85,7 @@ def test_an_unread_answer_to_connection_close_is_dropped(serve: Serve) -> None:
     server, app = serve(port, write_seconds=1.0, keep_alive=5)
     with unread(port, b"GET /export HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"):
         assert app.answered.wait(GIVE_UP)
-        assert all_closed(server), "the connection still holds the answer"
+        assert all_closed(server, GIVE_UP), "the connection still holds the answer"
 
 
 def test_an_unread_answer_outlasting_the_keep_alive_timeout_is_dropped(serve: Serve) -> None:
@@ -110,7 +95,7 @@ def test_an_unread_answer_outlasting_the_keep_alive_timeout_is_dropped(serve: Se
     server, app = serve(port, write_seconds=2.0, keep_alive=0.5)
     with unread(port, b"GET /export HTTP/1.1\r\nHost: x\r\n\r\n"):
         assert app.answered.wait(GIVE_UP)
-        assert all_closed(server), "the connection still holds the answer"
+        assert all_closed(server, GIVE_UP), "the connection still holds the answer"
 
 
 def test_a_client_reading_steadily_gets_a_whole_answer_to_connection_close(
@@ -130,4 +115,4 @@ def test_a_client_reading_steadily_gets_a_whole_answer_to_connection_close(
             body += len(chunk)
             time.sleep(0.05)
         assert body == BIG
-    assert all_closed(server)
+    assert all_closed(server, GIVE_UP)

@@ -38,6 +38,11 @@ class Readable(msgspec.Struct, frozen=True):
     refused: frozenset[str] = frozenset()
     live: frozenset[str] = frozenset()  # the live collections now (the administrator's only)
 
+    def admitted_now(self) -> frozenset[str]:
+        """The collections admitted to agents now among those this holds (§3.4 rule 5): what
+        lived at a pack's point when that point is now."""
+        return self.names if self.names is not None else self.live - self.refused
+
     def __contains__(self, name: object) -> bool:
         if not isinstance(name, str):
             return False

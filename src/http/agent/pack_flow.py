@@ -197,7 +197,8 @@ class ReleaseAccess:
 def build_pack(packs: PackServices, access: Access, request: PackRequest,
                active: ContextSetState | None, as_of: AsOf, timings: Timings,
                deadline: float, at_release: ReleaseAccess,
-               scope_of: Callable[..., PackScope] = pack_scope) -> tuple[Pack, int]:
+               scope_of: Callable[..., PackScope] = pack_scope,
+               at_head: bool = False) -> tuple[Pack, int]:
     """Steps 9-11 at ``as_of``: scope and named collections (``scope_of``: a recompute's is
     ``recompute_scope``), retrieval and packing under the deadline (a monotonic instant), the
     release check against access read again at the end (``at_release``). Returns the pack and
@@ -207,9 +208,12 @@ def build_pack(packs: PackServices, access: Access, request: PackRequest,
     ns = ports.inputs.namespace_at(access.caller.workspace, as_of.position)
     now = access.readable()
     # rule 5 is judged for the generation that lived at P: the administrator reads collections
-    # deleted since, and anyone reads a name a member took again since by its name
-    admitted = agent_services(access.request).admission.admitted_at(
-        access.caller.workspace, as_of.position)
+    # deleted since, and anyone reads a name a member took again since by its name. At the
+    # log's head (``at_head``: no ``systemTime``) that is what is admitted now, held in
+    # memory; before it, the view is asked (a database round trip: 5 ms of a 12 ms pack)
+    admitted = now.admitted_now() if at_head else \
+        agent_services(access.request).admission.admitted_at(access.caller.workspace,
+                                                             as_of.position)
     readable = named_readable(now, lambda name: (
         (c := ns.collections.get(name)) is not None and c.type in PACKABLE_TYPES), admitted)
     scope = scope_of(ns, request, active, readable)
@@ -282,7 +286,7 @@ def release(request: Request[Any, Any, Any], raw: bytes | PendingBody) -> Releas
     deadline = timings.started + pack_request.max_latency_ms / 1000
     at_release = ReleaseAccess(access)
     pack, set_version = build_pack(packs, access, pack_request, active, as_of, timings,
-                                   deadline, at_release)
+                                   deadline, at_release, at_head=checked.system_time is None)
     at_release.settle()  # a revocation during retrieval is seen here
     recheck(request, caller, SCOPE)
     if pack.refused:
