@@ -305,10 +305,12 @@ def test_a_server_that_ignores_ranges_sends_the_whole_object_again(
 
 @pytest.mark.slow  # the backoff between its five attempts: 3.75 s
 def test_a_link_that_keeps_dropping_gives_up_naming_the_location_and_the_bytes(
-        bucket: Any, proxy: Proxy, tmp_path: Path) -> None:
+        bucket: Any, proxy: Proxy, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     put(bucket, "r2", os.urandom(SIZE))
     proxy.cuts = [100_000] * 10
     target = tmp_path / "bundle.tar.gz"
+    waits: list[float] = []  # the backoff between attempts, asked for, not slept here
+    monkeypatch.setattr(s3.time, "sleep", waits.append)
 
     with pytest.raises(CommandError) as failed:
         fetch(proxy, "r2", target, Progress())
@@ -318,6 +320,7 @@ def test_a_link_that_keeps_dropping_gives_up_naming_the_location_and_the_bytes(
     assert [s.headers.get("range") for s in proxy.bundle_gets()] == [
         None, *(f"bytes={n * 100_000}-" for n in range(1, 5))]
     assert not target.exists()  # no partial bundle left behind
+    assert waits == [0.25, 0.5, 1.0, 2.0]  # doubling between the five attempts
 
 
 def test_a_bundle_replaced_at_each_resume_fails_clearly(
