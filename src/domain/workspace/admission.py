@@ -64,17 +64,14 @@ def admitted_names(origins: Mapping[str, Origin | None],
 def admitted_at(name: str, origin: Origin | None, sets: Iterable[SetInForce],
                 position: int) -> bool:
     """Whether the generation of collection ``name`` that lived at log ``position`` may reach
-    agents (a time-travel read of the bootstrap administrator's, who reads deleted collections
-    too). Only the latest generation of a name is known: when it was created after
-    ``position`` (the name was deleted and taken again since), the one that lived then is not,
-    and is refused. A set names the generation that lived when the set's version was recorded:
-    one recorded after its deletion names another one."""
+    agents (a pack or field query at an earlier point: the administrator reads collections
+    deleted since, anyone a name a member took again since). ``admitted`` for that
+    generation, with the set versions recorded while it lived: one recorded after its deletion
+    names another one. Only the latest generation of a name is known: when it was created after
+    ``position``, the one that lived then is not, and is refused."""
     if origin is None or origin.position > position:
         return False
-    if origin.deleted is not None and origin.deleted <= position:
-        return False
-    if origin.by_member:
-        return True
-    return any(origin.position < s.position
-               and (origin.deleted is None or s.position < origin.deleted)
-               and name in s.collections for s in sets)
+    if origin.deleted is None:
+        return admitted(name, origin, sets)
+    return origin.deleted > position and admitted(
+        name, origin, [s for s in sets if s.position < origin.deleted])

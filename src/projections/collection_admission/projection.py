@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import msgspec
+
 from context_service.domain.context.events import ContextAdopted, ContextCreated, ContextDeleted
 from context_service.domain.context_set.events import (
     ContextSetArchived,
@@ -72,8 +74,7 @@ def fold(changes: AdmissionChanges, before: set[MemberKey],
             key = (namespace, recorded.stream.key)
             origin = changes.origins.get(key) or stored.get(key)
             if origin is not None:
-                changes.origins[key] = Origin(origin.position, origin.by_member,
-                                              recorded.position)
+                changes.origins[key] = msgspec.structs.replace(origin, deleted=recorded.position)
         case ContextSetCreated() | ContextSetReplaced():
             changes.sets[(namespace, event.id)] = SetInForce(recorded.position,
                                                              event.collections)

@@ -134,8 +134,8 @@ class AdmittedContextsSql:
 
     def admitted_at(self, namespace: str, position: int) -> frozenset[str]:
         """The collections of the namespace whose generation that lived at log ``position``
-        may reach agents (``admitted_at``): a time-travel read of the bootstrap
-        administrator's, deleted collections included."""
+        may reach agents (``admitted_at``), deleted ones included: a pack or field query at an
+        earlier point."""
         if "\x00" in namespace:
             return frozenset()
         with self.datastore.transaction(commit=False) as cur:
