@@ -30,6 +30,15 @@ async def waits_for_ever(scope: Any, receive: Any, send: Any) -> None:
     await asyncio.Event().wait()
 
 
+async def waiting(requests: metrics.RequestMetrics) -> tuple[Any, ServerState]:
+    """A connection whose GET, counted by ``requests``, is under way and never answers."""
+    state = ServerState()
+    protocol, _ = await connected(metrics.middleware(requests)(waits_for_ever), state)
+    protocol.data_received(GET)
+    await turns()
+    return protocol, state
+
+
 def test_a_request_the_drain_answers_503_is_not_counted_as_the_clients_doing() -> None:
     """The grace is over: the drain answers a request that has not begun its answer ``503``
     and cancels its handler. The client is still there and got a 503: no ``499``."""
@@ -62,10 +71,7 @@ def test_a_request_the_server_cancels_is_not_counted_as_the_clients_doing() -> N
     requests = metrics.RequestMetrics()
 
     async def scenario() -> None:
-        state = ServerState()
-        protocol, _ = await connected(metrics.middleware(requests)(waits_for_ever), state)
-        protocol.data_received(GET)
-        await turns()
+        _, state = await waiting(requests)
         for task in state.tasks:
             task.cancel()
         await asyncio.wait(set(state.tasks), timeout=30.0)
@@ -78,10 +84,7 @@ def test_a_request_whose_client_goes_before_its_answer_is_counted_499() -> None:
     requests = metrics.RequestMetrics()
 
     async def scenario() -> None:
-        state = ServerState()
-        protocol, _ = await connected(metrics.middleware(requests)(waits_for_ever), state)
-        protocol.data_received(GET)
-        await turns()
+        protocol, state = await waiting(requests)
         protocol.connection_lost(None)
         await ended(state)
 
