@@ -28,11 +28,11 @@ $(STAMP): pyproject.toml setup.py
 run: $(STAMP)
 	CS_SETTINGS_DEV_SUBJECT=true $(BIN)/context-service serve
 
-# one pytest-xdist worker per core and one more (the suite waits on processes and servers about
-# a quarter of the time: on 2 cores, 3 workers took 7 min 33 s where 2 took 8 min 14 s), each
+# one pytest-xdist worker per core and two more (the suite waits on processes and servers for part
+# of its time: on 2 cores, 4 workers took 268 s where 3 took 294 s and 5 took 267 s), each
 # with servers of its own; a module stays on one worker (module-scoped services, tests in file
 # order); see docs/testing.md
-TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
+TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 2 )))
 test: $(STAMP) browser-deps
 	$(BIN)/pytest -q --durations=20 -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
