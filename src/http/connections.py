@@ -15,10 +15,11 @@ was kept whole in memory.
   the new one's request is answered ``503`` and the connection closed, unless it is a probe
   (``/healthz``, ``/readyz``): those are answered on up to ``PROBE_ROOM`` connections past the
   bound, or a Pod that is only busy fails its liveness probe and is restarted.
-- An answer its client takes nothing of for ``WRITE_SECONDS`` (the bytes waiting in the
-  connection's buffer do not go down) ends the connection, its buffer dropped: uvicorn has no
-  write timeout, and a client that never reads held its request, its connection and its whole
-  answer in memory until shutdown. A client that reads slowly but steadily gets all of it.
+- An answer its client takes less than ``MIN_RATE`` bytes a second of, over any
+  ``WRITE_SECONDS`` (the bytes waiting for it do not go down by that much), ends the
+  connection, its buffer dropped: uvicorn has no write timeout, and a client that never reads,
+  or reads a trickle, held its request, its connection and its whole answer in memory until
+  shutdown. A client that reads slowly but steadily gets all of it.
 - When a connection is lost, its requests whose answer is not complete are cancelled: uvicorn
   only marks them disconnected and lets them run, so a job still waiting in the handlers' thread
   pool ran for nobody, ahead of every other caller's (a client that sends requests and closes
@@ -50,6 +51,9 @@ HEAD_SECONDS = 5.0
 # the socket's unsent bytes (Linux's SIOCOUTQ, which is TIOCOUTQ); None elsewhere
 _OUTQ: int | None = getattr(termios, "TIOCOUTQ", None) if sys.platform == "linux" else None
 WRITE_SECONDS = 30.0  # an answer waiting this long with none of it taken ends its connection
+# bytes a second a client must take of an answer waiting for it, counted over each WRITE_SECONDS
+# (as Kestrel's MinResponseDataRate, 240 bytes a second)
+MIN_RATE = 240
 MAX_HEAD = 64 * 1024  # bytes of request line and headers; h11's default is 16 KiB
 # open connections at most (and at most half the files the process may open)
 MAX_CONNECTIONS = 10_000
@@ -125,6 +129,7 @@ class BoundedHttp(HttpToolsProtocol):
 
     head_seconds = HEAD_SECONDS
     write_seconds = WRITE_SECONDS
+    min_rate = MIN_RATE
     max_head = MAX_HEAD
     max_connections = MAX_CONNECTIONS
 
@@ -303,7 +308,8 @@ class BoundedHttp(HttpToolsProtocol):
 
     def pause_writing(self) -> None:
         """The connection's buffer is over its high-water mark: the client has not taken what
-        was written so far. From now on it must take some of it every ``write_seconds``."""
+        was written so far. From now on it must take ``min_rate`` bytes a second of it, in
+        every ``write_seconds``."""
         super().pause_writing()
         if self.write_timer is None:
             self._arm_write_timer(self._unsent())
@@ -335,10 +341,12 @@ class BoundedHttp(HttpToolsProtocol):
             self.write_timer = None
 
     def _write_late(self, waiting: int) -> None:
-        """``waiting`` bytes were unsent ``write_seconds`` ago: fewer now is progress (a large
-        answer is written whole, so the buffer stays over its mark while a slow client reads
-        it); as many, and the client took nothing meanwhile: the connection is aborted, its
-        buffer dropped (a close would wait to send it), and its request ends. A connection
+        """``waiting`` bytes were unsent ``write_seconds`` ago: ``min_rate`` bytes a second
+        fewer now (or none left) is progress enough (a large answer is written whole, so the
+        buffer stays over its mark while a slow client reads it); less, and the client took
+        nothing or a trickle meanwhile (a slow-read attack holds a connection with a few bytes
+        a window): the connection is aborted, its buffer dropped (a close would wait to send
+        it), and its request ends. A connection
         already closing is no exception: uvicorn closes it after an answer to ``Connection:
         close`` and once its keep-alive timeout (5 s) passed, and the close waits for the
         client to take the buffer."""
@@ -346,12 +354,13 @@ class BoundedHttp(HttpToolsProtocol):
         if self.lost:
             return
         left = self._unsent()
-        if left < waiting:
+        if waiting - left >= min(waiting, self.min_rate * self.write_seconds):
             self._arm_write_timer(left)
             return
-        log.info("connection closed: its client took none of the answer",
+        log.info("connection closed: its client took too little of the answer",
                  extra={"path": self.url.split(b"?", 1)[0].decode("latin-1"),
-                        "seconds": self.write_seconds, "waiting_bytes": left})
+                        "seconds": self.write_seconds, "waiting_bytes": left,
+                        "taken_bytes": max(0, waiting - left)})
         self.transport.abort()
 
     def _refuse(self, status: int, code: str, message: str) -> None:
@@ -362,9 +371,9 @@ class BoundedHttp(HttpToolsProtocol):
 
 
 def bounded(max_connections: int, head_seconds: float = HEAD_SECONDS,
-            max_head: int = MAX_HEAD, write_seconds: float = WRITE_SECONDS
-            ) -> type[BoundedHttp]:
+            max_head: int = MAX_HEAD, write_seconds: float = WRITE_SECONDS,
+            min_rate: int = MIN_RATE) -> type[BoundedHttp]:
     """The protocol class for uvicorn's ``http`` setting, with these bounds."""
     return type("BoundedHttp", (BoundedHttp,), {
         "max_connections": max_connections, "head_seconds": head_seconds,
-        "max_head": max_head, "write_seconds": write_seconds})
+        "max_head": max_head, "write_seconds": write_seconds, "min_rate": min_rate})

@@ -27,6 +27,7 @@ pytestmark = pytest.mark.slow  # seconds of waiting for clients that do not read
 
 BIG = 4 * 1024 * 1024  # an answer far larger than the buffers on the way (a large export)
 WRITE_SECONDS = 1.0  # the bound on a write that makes no progress, for these tests
+MIN_RATE = 192 * 1024  # bytes a second a client must take of a waiting answer, for these tests
 GIVE_UP = 20.0
 
 
@@ -69,7 +70,8 @@ def served() -> Iterator[Served]:
 
     config = uvicorn.Config(app, host="127.0.0.1", port=state.port, log_config=None,
                             lifespan="off",
-                            http=connections.bounded(100, write_seconds=WRITE_SECONDS))
+                            http=connections.bounded(100, write_seconds=WRITE_SECONDS,
+                                                     min_rate=MIN_RATE))
     with serving(config) as (state.server, _):
         yield state
 
@@ -104,9 +106,9 @@ def test_an_answer_its_client_never_reads_is_dropped_and_its_request_ends(
 @pytest.mark.parametrize("path", ["/big", "/stream"])
 def test_a_client_reading_slowly_but_steadily_gets_the_whole_answer(
         served: Served, path: str) -> None:
-    """The bound is on a write that makes no progress, not on the whole answer: this client
-    reads 64 KiB at a time, a twentieth of a second apart (over 3 s for the answer, three times
-    the bound), and gets all of it."""
+    """The bound is on a write that makes too little progress (``MIN_RATE``), not on the whole
+    answer: this client reads 64 KiB at a time, a twentieth of a second apart (over 3 s for the
+    answer, three times the bound; seven times the rate), and gets all of it."""
     with request(served.port, path, buffer=65536) as sock:
         data = b""
         while b"\r\n\r\n" not in data:

@@ -234,3 +234,71 @@ def test_past_the_bound_each_new_connection_closes_the_oldest_waiting_in_constan
     assert answered[0].closed
     assert [t.closed for t in opened[answered_at:]] == [True] * 1001 + [False] * 999
     assert looked <= 3 * 2000  # a few connections looked at per new one, not all of them
+
+
+class Buffered(Transport):
+    """A transport whose buffer the test empties, as a client taking the answer would."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size = size
+        self.aborted = False
+
+    def get_write_buffer_size(self) -> int:
+        return self.size
+
+    def abort(self) -> None:
+        self.aborted = self.closed = True
+
+
+WINDOW = 30.0  # the bound on a write (its checks are run by the tests)
+RATE = 100  # bytes a second to take: 3,000 in each window
+
+
+async def paused(size: int) -> tuple[connections.BoundedHttp, Buffered]:
+    """A connection with ``size`` bytes of answer waiting for its client."""
+    config = uvicorn.Config(ok, lifespan="off", log_config=None)
+    protocol = connections.bounded(100, write_seconds=WINDOW, min_rate=RATE)(
+        config, ServerState(), {}, _loop=asyncio.get_running_loop())
+    transport = Buffered(size)
+    protocol.connection_made(transport)
+    protocol.pause_writing()
+    return protocol, transport
+
+
+def windows_until_cut(taken: list[int], size: int = 100_000) -> int | None:
+    """In which window the connection was cut, its client taking ``taken[i]`` bytes in window
+    ``i`` (None: it never was). Each window's check is run at once rather than waited for."""
+
+    async def run() -> int | None:
+        protocol, transport = await paused(size)
+        for window, took in enumerate(taken):
+            assert protocol.write_timer is not None  # the check of this window is due
+            protocol.write_timer.cancel()
+            waiting = transport.size
+            transport.size -= took
+            protocol._write_late(waiting)
+            if transport.aborted:
+                return window
+        protocol.connection_lost(None)
+        return None
+
+    return asyncio.run(run())
+
+
+def test_a_client_must_take_the_rate_in_every_window() -> None:
+    """A client taking a trickle of its answer made progress, so it held the connection, the
+    answer and its request as long as it liked (a slow-read attack). It must now take
+    ``min_rate`` bytes a second, counted in each ``write_seconds``: the rate or more keeps the
+    connection, a byte less in any window ends it, as does nothing."""
+    assert windows_until_cut([3_000, 5_000, 3_000]) is None
+    assert windows_until_cut([3_000, 2_999]) == 1
+    assert windows_until_cut([1]) == 0
+    assert windows_until_cut([0]) == 0
+
+
+def test_less_waiting_than_a_windows_rate_must_all_be_taken() -> None:
+    """What is left may be less than a window's worth: then all of it must go (a client that
+    takes the last bytes slowly holds the connection no longer than one that takes the rate)."""
+    assert windows_until_cut([600], size=600) is None
+    assert windows_until_cut([599], size=600) == 0
