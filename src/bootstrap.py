@@ -46,6 +46,7 @@ from context_service.adapters.postgres.lock import LeaderWorker
 from context_service.adapters.postgres.migrations import migrate, schema_problem
 from context_service.adapters.postgres.sandbox.session import TemplateSandbox
 from context_service.adapters.postgres.sandbox.setup import open_sandbox, prepare_role
+from context_service.adapters.postgres.turns import AdvisoryTurns
 from context_service.adapters.postgres.views.agent_access import (
     AccessReadsSql,
     CredentialsSql,
@@ -528,6 +529,7 @@ def services(container: Container) -> Services:
                     settings_ui=SettingsUi(WorkspacesSql(container.datastore),
                                            dev_subject=container.settings.settings_dev_subject),
                     name_guard=guard,
+                    source_turn=AdvisoryTurns(container.url),
                     readiness=functools.partial(schema_problem, container.url),
                     gauges=container.gauges,
                     # the event loop's append connection closes with the loop

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -230,6 +231,9 @@ class Services:
     # refuses a context name whose claim exists in the cluster, or would be a live recorded
     # pool's workspace claim in CS_NAMESPACE; None without Kubernetes
     name_guard: Callable[[str, str], None] | None = None
+    # clones of a context and its GC runs take turns across replicas (spec 6.6 step 4): entered
+    # with (namespace, source context); None: only this process's turns
+    source_turn: Callable[[str, str], AbstractContextManager[None]] | None = None
     readiness: Callable[[], str | None] | None = None  # the schema problem, if any
     gauges: Callable[[], list[Gauge]] = list  # scrape-time gauges for /metrics
     on_shutdown: list[Callable[[], Any]] = field(default_factory=list)

@@ -27,7 +27,9 @@ def revision(r: Revision) -> Json:
     if r.producer:
         out["producer"] = r.producer
     if r.parameters:
-        out["parameters"] = dict(r.parameters)
+        # by key, code point order: the views keep the map as jsonb, which loses the order
+        # sent, so every route (the publish answer, revisions, get, list) writes this one
+        out["parameters"] = dict(sorted(r.parameters.items()))
     if r.sources:
         out["sources"] = [source(s) for s in r.sources]
     out["files"] = r.files

@@ -46,7 +46,10 @@ def _grant(api: Namespaced, name: str, *perms: str) -> None:
 
 
 def _cursor(fields: dict[str, Any]) -> str:
-    return base64.urlsafe_b64encode(json.dumps(fields).encode()).decode().rstrip("=")
+    """``fields`` spelt as the routes spell a cursor (compact JSON, unpadded base64url): a
+    cursor spelt otherwise is refused before its fields are looked at."""
+    compact = json.dumps(fields, separators=(",", ":"))
+    return base64.urlsafe_b64encode(compact.encode()).decode().rstrip("=")
 
 
 def _fields(cursor: str) -> dict[str, Any]:
@@ -79,6 +82,20 @@ def test_a_history_cursor_beyond_any_log_position_is_the_documented_400(
     forged = _cursor({**fields, "p": position(fields["g"])})
     r = alice.get(alice.context + "/history?cursor=" + forged)
     assert (r.status_code, r.json()) == (400, BAD_HISTORY_CURSOR)
+
+
+def test_a_history_cursor_in_another_spelling_is_the_documented_400(alice: Namespaced) -> None:
+    """A history cursor is the route's own bytes: the same fields with padding, a character the
+    base64 decoder skips, a line feed or JSON with spaces are refused, as audit cursors are."""
+    _grant(alice, "a")
+    _grant(alice, "b")
+    positions, good = _positions(alice, "?limit=1")
+    assert good is not None
+    spaced = base64.urlsafe_b64encode(json.dumps(_fields(good)).encode()).decode().rstrip("=")
+    for form in (good + "==", "%21" + good, good[:4] + "%21" + good[4:], good + "%0A", spaced):
+        r = alice.get(alice.context + "/history?cursor=" + form)
+        assert (r.status_code, r.json()) == (400, BAD_HISTORY_CURSOR), form
+    assert _positions(alice, "?cursor=" + good)[0][0] > positions[-1]
 
 
 @pytest.mark.parametrize("position", FORGED)

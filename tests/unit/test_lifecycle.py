@@ -279,7 +279,7 @@ def test_a_clone_is_created_from_the_snapshot_with_a_one_entry_history() -> None
     assert event == ContextCreated(
         at=now, actor=BOB.key, namespace=NAMESPACE, name="copy", type="memory",
         storage=Storage("pvc", "1Gi", "ReadWriteMany", "fast"), owner=BOB,
-        clone_of=CloneSource(NAME, "s1", REV),
+        clone_of=CloneSource(NAME, "s1", REV, f"context-{NAME}-s1"),
         revision=Revision(REV, now, "clone", "context-service",
                           sources=(SourceRef(NAME, "memory", REV),)))
     state = evolve(ContextState(), event)
@@ -291,7 +291,8 @@ def test_a_clone_of_a_snapshot_without_revision_has_no_history() -> None:
     state = apply(live(revision=""), record("s1"))
     [event] = decide(clone(state.snapshots[0]), ContextState(), EPOCH)
     assert isinstance(event, ContextCreated)
-    assert (event.revision, event.clone_of) == (None, CloneSource(NAME, "s1", ""))
+    assert (event.revision, event.clone_of) == (
+        None, CloneSource(NAME, "s1", "", f"context-{NAME}-s1"))
 
 
 def test_a_clone_target_must_be_a_free_context_name() -> None:

@@ -4,6 +4,7 @@ a stream that already exists (even a deleted context's) is skipped."""
 
 from __future__ import annotations
 
+import functools
 import logging
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -137,7 +138,8 @@ def adopt(cluster: Cluster, store: EventStore, pool_namespace: str,
             continue
         (report.contexts if recorded else report.skipped).append(label)
     objects = cluster.list_pool_objects(pool_namespace, None)
-    for found in group_pools(objects, pool_namespace, now, ACTOR):
+    claim_of = functools.partial(cluster.get_claim, pool_namespace)
+    for found in group_pools(objects, pool_namespace, now, ACTOR, claim_of):
         if found.event is None:
             report.not_imported.append(f"pool {found.name}: {found.reason}")
         elif (why := _unrecordable([found.event])):

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from context_service.domain.cluster import (
+    MANAGED_BY,
+    MANAGER,
     NAME_LABEL,
     SNAPSHOT_LABEL,
     Change,
@@ -172,13 +174,31 @@ class SnapshotReconciler:
 
     def _create(self, row: SnapshotObject, report: PassReport) -> None:
         try:
-            report.created += int(self.cluster.ensure_snapshot(row.desired))
+            created = self.cluster.ensure_snapshot(row.desired)
         except ClusterError as exc:
             if exc.status not in REFUSED:
                 raise  # unreachable, throttled, forbidden for now: the next pass retries
             # e.g. labels beyond what annotations hold: failed, rather than creating for ever
             error = f"VolumeSnapshot {quote(row.object_name)} was refused: {exc.message}"
             self._observe(row, "failed", recordable_error(error), report=report)
+            return
+        if created:
+            report.created += 1
+            return
+        self._occupied(row, report)
+
+    def _occupied(self, row: SnapshotObject, report: PassReport) -> None:
+        """The name was free in the managed listing, yet the create met an object: one without
+        our labels (not listed) took it since the snapshot was recorded. It is never ours to
+        report, clone from or delete, and no pass could create the row's own: failed, rather
+        than ``creating`` for ever. One that is ours after all (made meanwhile) is observed."""
+        seen = self.cluster.get_snapshot(row.namespace, row.object_name)
+        if seen is None:
+            return  # gone again: the next pass creates it
+        if seen.labels.get(MANAGED_BY) == MANAGER and belongs(row, seen):
+            self._observe(row, *observed_status(seen), report=report)
+        else:
+            self._taken(row, report)
 
     def _observe(self, row: SnapshotObject, status: str, error: str, *,
                  report: PassReport) -> None:

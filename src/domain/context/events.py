@@ -101,6 +101,9 @@ class CloneSource(msgspec.Struct, frozen=True):
     context: str
     snapshot: str
     revision: str = ""
+    # the snapshot's VolumeSnapshot, the clone's dataSource (spec 6.3): an adopted snapshot
+    # keeps its object's own name; "" (older events, adopted clones) means the computed one
+    object_name: str = ""
 
 
 class SnapshotRecord(msgspec.Struct, frozen=True, kw_only=True):

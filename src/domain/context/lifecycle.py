@@ -206,4 +206,5 @@ def _clone(command: CreateClone, state: ContextState, now: datetime) -> ContextC
     return ContextCreated(
         at=now, actor=command.actor.key, namespace=command.namespace, name=command.name,
         type=snap.type, storage=storage, owner=command.actor,
-        clone_of=CloneSource(command.source, snap.name, snap.revision), revision=revision)
+        clone_of=CloneSource(command.source, snap.name, snap.revision, snap.object_name),
+        revision=revision)

@@ -7,12 +7,14 @@ reconciler could never converge it. So is a group whose every object is being de
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
 from context_service.domain.cluster import (
     POOL_LABEL,
     REPLICAS_KEY,
+    ClaimInfo,
     PoolObjects,
     SandboxClaimInfo,
 )
@@ -38,11 +40,20 @@ def _positive(raw: str | None) -> int | None:
     return int(raw) if 1 <= int(raw) <= MAX_REPLICAS else None
 
 
-def group_pools(objects: PoolObjects, namespace: str, now: datetime,
-                actor: str) -> list[PoolImport]:
+ClaimLookup = Callable[[str], ClaimInfo | None]
+
+
+def _no_claim(_name: str) -> ClaimInfo | None:
+    return None
+
+
+def group_pools(objects: PoolObjects, namespace: str, now: datetime, actor: str,
+                claim_of: ClaimLookup = _no_claim) -> list[PoolImport]:
+    """``claim_of`` reads an existing claim of ``namespace`` by name (the caller's PVC carries
+    no pool label, so ``objects`` cannot hold it): its size, mode and class are the workspace."""
     staying = _not_deleting(objects)
     live = _names(staying)
-    return [_group(staying, live, namespace, name, now, actor)
+    return [_group(staying, live, namespace, name, now, actor, claim_of)
             for name in sorted(_names(objects))]
 
 
@@ -62,13 +73,13 @@ def _not_deleting(objects: PoolObjects) -> PoolObjects:
 
 
 def _group(staying: PoolObjects, live: set[str], namespace: str, name: str, now: datetime,
-           actor: str) -> PoolImport:
+           actor: str, claim_of: ClaimLookup) -> PoolImport:
     if not is_context_name(name):
         return PoolImport(name, None, "pool name is not a lowercase Kubernetes name no longer "
                           "than 50 characters")
     if name not in live:
         return PoolImport(name, None, "its objects are being deleted")
-    return _one(staying, namespace, name, now, actor)
+    return _one(staying, namespace, name, now, actor, claim_of)
 
 
 def _warm_replicas(name: str, claims: list[SandboxClaimInfo]) -> int:
@@ -82,7 +93,7 @@ def _warm_replicas(name: str, claims: list[SandboxClaimInfo]) -> int:
 
 
 def _one(objects: PoolObjects, namespace: str, name: str, now: datetime,
-         actor: str) -> PoolImport:
+         actor: str, claim_of: ClaimLookup) -> PoolImport:
     claims = [c for c in objects.sandbox_claims if c.labels.get(POOL_LABEL) == name]
     if claims:
         claim = sorted(claims, key=lambda c: c.name)[0]
@@ -111,8 +122,8 @@ def _one(objects: PoolObjects, namespace: str, name: str, now: datetime,
     claim_name = notes.get(PREFIX + "workspace-claim", "")
     if claim_name:
         strategy = "existing-claim"
-        workspace = Workspace(claim_name=claim_name,
-                              read_only=notes.get(PREFIX + "workspace-read-only") == "true")
+        workspace = _claimed(claim_name, notes.get(PREFIX + "workspace-read-only") == "true",
+                             claim_of(claim_name))
     elif not pvcs:  # the managed workspace's PVCs are gone, and its size and mode with them:
         # the pool would ask for a PVC the API server refuses on every pass
         return PoolImport(name, None, "no workspace PVC and no existing claim named")
@@ -129,3 +140,13 @@ def _one(objects: PoolObjects, namespace: str, name: str, now: datetime,
         at=now, actor=actor, name=name, replicas=replicas, strategy=strategy,
         workspace=workspace, sandbox_profile=notes.get(PREFIX + "sandbox-profile", ""),
         namespace=namespace, adopted=True))
+
+
+def _claimed(name: str, read_only: bool, claim: ClaimInfo | None) -> Workspace:
+    """The existing-PVC workspace (spec 6.10: size, mode and class from the claim, as a create
+    reads it, spec 1.12); without the claim, only its name until the reconciler observes it."""
+    if claim is None:
+        return Workspace(claim_name=name, read_only=read_only)
+    size = canonical_quantity(claim.size) if is_positive_quantity(claim.size) else claim.size
+    return Workspace(size=size, access_mode=claim.access_modes[0] if claim.access_modes else "",
+                     storage_class=claim.storage_class, claim_name=name, read_only=read_only)

@@ -74,7 +74,7 @@ def context_claim(state: ContextState) -> ContextClaim:
         annotations[SOURCE_CONTEXT_ANNOTATION] = clone.context
         annotations[SOURCE_SNAPSHOT_ANNOTATION] = clone.snapshot
         annotations[SOURCE_REVISION_ANNOTATION] = clone.revision
-        source = snapshot_object_name(clone.context, clone.snapshot)
+        source = clone.object_name or snapshot_object_name(clone.context, clone.snapshot)
     return ContextClaim(
         namespace=state.namespace, context=state.name, type=state.type, size=state.storage.size,
         access_mode=state.storage.access_mode, storage_class=state.storage.storage_class,

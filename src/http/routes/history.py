@@ -26,9 +26,11 @@ from context_service.http.common import CATALOG, caller, json, services, threade
 from context_service.http.refusals import refusals
 from context_service.http.routes.timeline import issued_position, visible
 from context_service.http.sent import NOTHING, Sent, SentBody
+from context_service.projections.reads import ContextReads
 
 PATH = "/v1/namespaces/{namespace:str}/contexts/{name:str}"
 _INTEGER = re.compile(r"[+-]?[0-9]{1,20}")  # bounded: int() refuses 4,300 digits
+_BASE64URL = re.compile(r"[A-Za-z0-9_-]*")
 
 
 @get(PATH + "/revisions", opt={"permission": "read"},
@@ -75,11 +77,34 @@ def _encode_cursor(cursor: _AuditCursor) -> str:
 
 
 def _decode_cursor(raw: str) -> _AuditCursor | None:
+    """The cursor ``raw`` spells, only when it is byte for byte one ``_encode_cursor`` writes:
+    the base64 decoder skips stray characters and padding, and JSON takes other spellings."""
+    if _BASE64URL.fullmatch(raw) is None:
+        return None
     try:
         data = base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4))
-        return msgspec.json.decode(data, type=_AuditCursor)
+        cursor = msgspec.json.decode(data, type=_AuditCursor)
     except (binascii.Error, ValueError, msgspec.DecodeError, msgspec.ValidationError):
         return None
+    return cursor if raw in _spellings(cursor) else None
+
+
+def _spellings(cursor: _AuditCursor) -> tuple[str, ...]:
+    """Every way the route has written ``cursor``: today's, and without ``q`` (cursors issued
+    before entries had a sequence, whose ``q`` is 0, stay valid)."""
+    if cursor.q:
+        return (_encode_cursor(cursor),)
+    legacy = msgspec.json.encode({"s": cursor.s, "g": cursor.g, "p": cursor.p})
+    return _encode_cursor(cursor), base64.urlsafe_b64encode(legacy).decode().rstrip("=")
+
+
+def _names_an_entry(reads: ContextReads, namespace: str, name: str, since: int,
+                    cursor: _AuditCursor) -> bool:
+    """Whether the audit of the generation created at ``since`` holds an entry at exactly the
+    cursor's (position, sequence), as the last entry of a page this route returned does. A
+    cursor past the log's head or between entries would skip the events recorded there."""
+    found = reads.audit(namespace, name, since, (cursor.p, cursor.q - 1), 1)
+    return bool(found) and (found[0].position, found[0].seq) == (cursor.p, cursor.q)
 
 
 def _audit_limit(raw: str | None) -> int | None:
@@ -103,15 +128,16 @@ def read_audit(request: Request[Any, Any, Any], namespace: FromPath[str],
     state, since = entry.state, entry.created_position
     stream_id = str(state.namespace) + "/" + str(state.name)
     after = (0, -1)
+    reads = services(request).reads
     raw_cursor = request.query_params.get("cursor")
     if raw_cursor is not None:
         cursor = _decode_cursor(raw_cursor)
         if (cursor is None or cursor.s != stream_id or cursor.g != since
-                or not issued_position(cursor.p, since) or not 0 <= cursor.q < 2**31):
+                or not issued_position(cursor.p, since) or not 0 <= cursor.q < 2**31
+                or not _names_an_entry(reads, namespace, name, since, cursor)):
             raise RequestInvalidError("invalid audit cursor")
         after = (cursor.p, cursor.q)
-    page = services(request).reads.audit(namespace, name, since, after,
-                                         None if limit is None else limit + 1)
+    page = reads.audit(namespace, name, since, after, None if limit is None else limit + 1)
     body: dict[str, Any] = {}
     more = limit is not None and len(page) > limit
     page = page[:limit] if limit is not None else page

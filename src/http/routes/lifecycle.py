@@ -7,7 +7,9 @@ again as it commits. Only class resolution and name checks ask the cluster.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -113,6 +115,36 @@ def _visible(request: Request[Any, Any, Any], namespace: str, name: str, actor: 
     return entry.state
 
 
+class _SourceTurns:
+    """Clones of a context and its GC runs take turns, per (namespace, context), in this
+    process (``Services.source_turn`` adds the replicas' turn). A GC reads the clones it must
+    keep snapshots for, then commits; a clone checks its snapshot on the log, then commits
+    another stream. Interleaved, a clone committed between GC's read and GC's commit lost its
+    snapshot to that GC (spec 6.6 step 4): taking turns, the clone commits first and GC, reading
+    after it, keeps the snapshot, or GC commits first and the clone finds its snapshot gone
+    (404). Striped: a collision only makes two wait."""
+
+    def __init__(self, stripes: int = 64) -> None:
+        self._locks = [threading.Lock() for _ in range(stripes)]
+
+    def __call__(self, namespace: str, context: str) -> threading.Lock:
+        return self._locks[hash((namespace, context)) % len(self._locks)]
+
+
+_turns = _SourceTurns()
+
+
+@contextmanager
+def _turn(found: Services, namespace: str, context: str) -> Iterator[None]:
+    """This process's turn first (its waiters hold no connection), then the replicas' one."""
+    with _turns(namespace, context):
+        if found.source_turn is None:
+            yield
+            return
+        with found.source_turn(namespace, context):
+            yield
+
+
 def _clock(found: Services) -> Callable[[], datetime]:
     """The clock the write model decides with (so a dry run judges ages exactly like GC)."""
     clock: Callable[[], datetime] | None = getattr(found.contexts, "clock", None)
@@ -196,7 +228,8 @@ def create_clone(request: Request[Any, Any, Any], namespace: FromPath[str], name
         _kube(lambda: guard(namespace, target))
     command = cmd.CreateClone(actor=actor, name=target, namespace=namespace, source=name,
                              snapshot=source)
-    outcome = found.contexts.execute(namespace, target, command)
+    with _turn(found, namespace, name):  # checks the snapshot on the log and commits, GC waiting
+        outcome = found.contexts.execute(namespace, target, command)
     return json(render.context(outcome.state), 201, outcome.position)
 
 
@@ -243,12 +276,14 @@ def collect_garbage(request: Request[Any, Any, Any], namespace: FromPath[str],
     found = services(request)
     state = _visible(request, namespace, name, actor, "administer")
     dry_run = request.query_params.get("dryRun") == "true"
-    clones = _clones_of(found, namespace, name)
     if dry_run:
-        plan = lc.collection_plan(state, clones, _clock(found)())
+        plan = lc.collection_plan(state, _clones_of(found, namespace, name), _clock(found)())
         return json(_gc_json(state, True, plan.deleted, plan.kept))
-    command = cmd.CollectSnapshots(actor=actor, dry_run=False, clones=clones)
-    outcome = found.contexts.execute(namespace, name, command)
+    with _turn(found, namespace, name):  # no clone of this context commits until GC has
+        wait_for_views(request, CATALOG)  # every clone committed before the turn: read
+        command = cmd.CollectSnapshots(actor=actor, dry_run=False,
+                                       clones=_clones_of(found, namespace, name))
+        outcome = found.contexts.execute(namespace, name, command)
     after = outcome.state
     return json(_gc_json(after, False, after.last_collection, after.snapshots), 200,
                 outcome.position)

@@ -32,6 +32,7 @@ from context_service.http.refusals import refusals
 from context_service.projections.reads import CatalogEntry
 
 _POSITION = re.compile(r"[0-9]{1,19}")
+_BASE64URL = re.compile(r"[A-Za-z0-9_-]*")
 _PAGE_EVENTS = 1000  # a history page without ``limit``
 _PAGE_BYTES = 4 * 1024 * 1024  # a page ends after the event that takes it past this many bytes
 _CHUNK = 100  # events read from the log at a time
@@ -134,11 +135,16 @@ def _encode(cursor: _Cursor) -> str:
 
 
 def _decode(raw: str) -> _Cursor | None:
+    """The cursor ``raw`` spells, only when it is byte for byte one ``_encode`` writes: the
+    base64 decoder skips stray characters and padding, and JSON takes other spellings."""
+    if _BASE64URL.fullmatch(raw) is None:
+        return None
     try:
         data = base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4))
-        return msgspec.json.decode(data, type=_Cursor)
+        cursor = msgspec.json.decode(data, type=_Cursor)
     except (binascii.Error, ValueError, msgspec.DecodeError, msgspec.ValidationError):
         return None
+    return cursor if _encode(cursor) == raw else None
 
 
 def issued_position(position: int, since: int) -> bool:
