@@ -54,13 +54,15 @@ class Proxy:
     The successful answers to GETs of a bundle are cut in turn after ``cuts[0]``, ``cuts[1]``…
     bytes of their body (then ``on_cut`` runs, before the client sees the cut), and sent with
     no length (chunked) when ``unframed``; the server never sees a ``Range`` when
-    ``ignores_ranges`` (it answers with the whole object, as some do)."""
+    ``ignores_ranges`` (it answers with the whole object, as some do); answers carry no
+    ``ETag`` when ``without_etags``."""
 
     upstream: tuple[str, int]
     cuts: list[int] = field(default_factory=list)
     on_cut: Callable[[], None] = lambda: None
     unframed: bool = False
     ignores_ranges: bool = False
+    without_etags: bool = False
     seen: list[Seen] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -103,6 +105,8 @@ class Proxy:
                                     if not line.lower().startswith(b"range:"))
                 request = head + incoming.read(int(headers.get("content-length") or 0))
                 status, reason, answer_headers, body = self._forward(request, method)
+                if self.without_etags:
+                    answer_headers = [(n, v) for n, v in answer_headers if n.lower() != "etag"]
                 seen = Seen(method, path, headers, status)
                 self.seen.append(seen)
                 framed = not (self.unframed and seen.bundle and status in (200, 206))
@@ -304,6 +308,23 @@ def test_a_server_that_ignores_ranges_sends_the_whole_object_again(
 
 
 @pytest.mark.slow  # the backoff between its five attempts: 3.75 s
+def test_an_object_without_an_etag_is_received_again_whole_after_a_cut(
+        bucket: Any, proxy: Proxy, tmp_path: Path) -> None:
+    """Without an ETag nothing can tell that a ranged GET's bytes are of the object whose start
+    arrived (a bundle replaced meanwhile would be spliced): the whole object is asked again,
+    from byte 0, and the bar goes back with it."""
+    data = os.urandom(SIZE)
+    put(bucket, "r9", data)
+    proxy.cuts, proxy.without_etags = [CUT], True
+    progress, target = Progress(), tmp_path / "bundle.tar.gz"
+
+    fetch(proxy, "r9", target, progress)
+    assert target.read_bytes() == data
+    assert [(s.headers.get("range"), s.headers.get("if-match"), s.status)
+            for s in proxy.bundle_gets()] == [(None, None, 200), (None, None, 200)]
+    assert -CUT in progress.advances and sum(progress.advances) == SIZE
+
+
 def test_a_link_that_keeps_dropping_gives_up_naming_the_location_and_the_bytes(
         bucket: Any, proxy: Proxy, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     put(bucket, "r2", os.urandom(SIZE))
