@@ -529,7 +529,10 @@ def services(container: Container) -> Services:
                     settings_ui=SettingsUi(WorkspacesSql(container.datastore),
                                            dev_subject=container.settings.settings_dev_subject),
                     name_guard=guard,
-                    source_turn=AdvisoryTurns(container.url),
+                    # a GC holds its turn while it waits for the views (the read wait)
+                    source_turn=AdvisoryTurns(container.url,
+                                              container.settings.lock_wait_seconds
+                                              + container.settings.read_wait_seconds),
                     readiness=functools.partial(schema_problem, container.url),
                     gauges=container.gauges,
                     # the event loop's append connection closes with the loop

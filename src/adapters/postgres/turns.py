@@ -1,10 +1,20 @@
-"""Turns across API replicas: a PostgreSQL session advisory lock per (namespace, context).
+"""Turns across API replicas: a PostgreSQL advisory lock per (namespace, context), held by a
+transaction of the turn's own connection.
 
 Clones of a context and its GC runs must not interleave (spec 6.6 step 4: a snapshot a live clone
 was made from is kept), and API replicas share nothing but PostgreSQL. Each turn waits for the
 lock on a connection of its own, never one of the pool: the work done inside the turn needs the
-pool, and waiting holders would exhaust it. Closing the connection releases the lock, also when
-the process dies.
+pool, and waiting holders would exhaust it. The transaction's end releases the lock, as does the
+connection's close, also when the process dies; a pooler in transaction mode keeps the one server
+session for the transaction. Clones and GC runs are rare administrative writes: a connection
+each is their whole cost.
+
+The waits are bounded as every other session's (docs/operations.md, Hung dependencies): the lock
+another session holds for ``wait_seconds`` at most (the service passes ``CS_LOCK_WAIT_SECONDS``
+and ``CS_READ_WAIT_SECONDS``, as long as a GC may hold its turn waiting for the views; a replica
+frozen in its turn keeps its session open on the server until TCP gives up, hours later), the
+connection for as long as the pool's. Past either, the turn raises (``LockNotAvailable``,
+``OperationalError``) and the request answers ``500`` with nothing written.
 """
 
 from __future__ import annotations
@@ -14,16 +24,23 @@ from contextlib import contextmanager
 
 import psycopg
 
+from context_service.adapters.postgres.database import LOCK_TIMEOUT_SECONDS
 from context_service.adapters.postgres.lock import lock_key
+
+CONNECT_SECONDS = 10  # as the pool's connect_timeout: a server that never answers is an error
 
 
 class AdvisoryTurns:
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, wait_seconds: float = LOCK_TIMEOUT_SECONDS) -> None:
         self.url = url
+        self.wait_seconds = wait_seconds
 
     @contextmanager
     def __call__(self, namespace: str, context: str) -> Iterator[None]:
         key = lock_key(f"lifecycle-source/{namespace}/{context}")
-        with psycopg.connect(self.url, autocommit=True) as conn:
-            conn.execute("SELECT pg_advisory_lock(%s)", (key,))
-            yield  # the connection's close releases the lock
+        seconds = self.wait_seconds
+        millis = max(1, round(seconds * 1000)) if seconds > 0 else 0  # 0: no bound, as the pool
+        with psycopg.connect(self.url, connect_timeout=CONNECT_SECONDS,
+                             options=f"-c lock_timeout={millis}") as conn, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (key,))
+            yield
