@@ -20,12 +20,14 @@ from context_service import bootstrap
 from context_service.adapters.postgres.lock import lock_key
 from context_service.config import Settings
 from context_service.domain.cluster import snapshot_object_name
+from context_service.http.routes import lifecycle as lifecycle_routes
 from tests.api.conftest import Api
 from tests.support.fake_cluster import FakeCluster
 
 pytestmark = [pytest.mark.postgres]
 NS = "team1"
 LOCK_WAIT = 1.0  # CS_LOCK_WAIT_SECONDS for these tests
+READ_WAIT = 2.0  # CS_READ_WAIT_SECONDS for these tests (the turns wait for 3 s and 4 s)
 PATIENCE = 12.0  # far past the bound; a request still waiting then waits on the session
 
 
@@ -33,7 +35,8 @@ PATIENCE = 12.0  # far past the bound; a request still waiting then waits on the
 def served(tmp_path: Path, database_url: str) -> Iterator[tuple[Api, FakeCluster,
                                                                 bootstrap.Container]]:
     settings = Settings(data_dir=tmp_path, sandbox_image="busybox:1.36", kube_mode="off",
-                        namespace="pools", lock_wait_seconds=LOCK_WAIT)
+                        namespace="pools", lock_wait_seconds=LOCK_WAIT,
+                        read_wait_seconds=READ_WAIT)
     container = bootstrap.build(settings, url=database_url, pool_size=4)
     fake = FakeCluster()
     fake.add_storage_class("fast", "csi.fast")
@@ -97,3 +100,27 @@ def test_a_clone_or_gc_behind_a_stuck_turn_answers_500_within_the_lock_wait(
     assert api.post(_path("notes", "/clones"),
                     {"name": "copy", "snapshot": "s1"}).status_code == 201
     assert api.post(_path("notes", "/gc")).status_code == 200
+
+
+@pytest.mark.parametrize("write", ["gc", "clone"])
+def test_a_clone_or_gc_behind_this_process_s_busy_turn_answers_503_in_time(
+        served: tuple[Api, FakeCluster, bootstrap.Container], write: str) -> None:
+    """This process's own turn (a request of it inside the turn, or queued ahead) is waited
+    for as long as the replicas' turn at most, then ``503 unavailable``, nothing written:
+    before, requests queued behind it without a bound, each up to the replicas' wait, holding
+    handler threads, and with them every context sharing the turn's stripe."""
+    api, fake, container = served
+    _ready_snapshot(api, fake, container)
+    head = container.store.head()
+    held = lifecycle_routes._turns(NS, "notes")
+    assert held.acquire(timeout=PATIENCE)
+    try:
+        if write == "gc":
+            r = api.post(_path("notes", "/gc"))
+        else:
+            r = api.post(_path("notes", "/clones"), {"name": "copy", "snapshot": "s1"})
+    finally:
+        held.release()
+    assert (r.status_code, r.json()["error"]) == (503, "unavailable"), r.text
+    assert "retry" in r.json()["message"]
+    assert container.store.head() == head  # nothing was written

@@ -132,17 +132,27 @@ class _SourceTurns:
 
 
 _turns = _SourceTurns()
+TURN_WAIT_FACTOR = 2  # read waits: a GC holds the turn while it waits for the views (one)
 
 
 @contextmanager
 def _turn(found: Services, namespace: str, context: str) -> Iterator[None]:
-    """This process's turn first (its waiters hold no connection), then the replicas' one."""
-    with _turns(namespace, context):
+    """This process's turn first (its waiters hold no connection), then the replicas' one.
+    This process's is waited for as long as a GC may hold it (the lock wait and the read wait
+    of the replicas' turn), then ``503``: requests queued behind a turn without a bound held
+    handler threads, and every context sharing its stripe with them."""
+    held = _turns(namespace, context)
+    if not held.acquire(timeout=TURN_WAIT_FACTOR * found.read_wait_seconds):
+        raise HttpError(503, "unavailable", "another clone or garbage collection of this "
+                        "context is under way; retry shortly")
+    try:
         if found.source_turn is None:
             yield
             return
         with found.source_turn(namespace, context):
             yield
+    finally:
+        held.release()
 
 
 def _clock(found: Services) -> Callable[[], datetime]:
