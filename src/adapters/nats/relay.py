@@ -141,7 +141,10 @@ class Relay:
         self._acked: int | None = None  # last acknowledged position, once loaded
         self._saved = self._unsaved = 0
         self._last_save = 0.0
+        # _failing: from an error until the relay publishes (or is caught up) again; a retry
+        # that connects but fails the same way is the same episode, not a new warning
         self._connected = self._failing = self._stop_requested = False
+        self._reconnect_noted = False  # "connected to" logged once per warned failure
         self._last_error: str | None = None
         self._stream_full = False
         self._full_reported: float | None = None  # when the full stream was last logged
@@ -283,8 +286,8 @@ class Relay:
                 log.info("relay: the stream ends at %d (last ack %d)", start, self._acked)
                 self._acked = start
             self._connected = True
-            if self._failing:
-                self._failing = False
+            if self._failing and not self._reconnect_noted:
+                self._reconnect_noted = True
                 log.info("relay: connected to %s, resuming after position %d",
                          redacted(settings.url), start)
             watchdog = asyncio.create_task(self._watch_acks())
@@ -309,6 +312,7 @@ class Relay:
             batch = await self._call(self._feed.read, cursor, settings.batch_size)
             if not batch:
                 await self._settle_all()
+                self._failing = False  # caught up: whatever failed before is over
                 await self._save(force=True)
                 await self._idle(cursor)
                 continue
@@ -397,6 +401,7 @@ class Relay:
         return 0
 
     def _on_ack(self, position: int, ack: api.PubAck) -> None:
+        self._failing = False  # publishing again: a later failure is a new one, warned again
         if ack.duplicate:
             self._duplicates += 1
         else:
@@ -505,6 +510,8 @@ class Relay:
         if isinstance(exc, StreamFullError):
             self._note_full(exc)  # its own line: the connection itself is fine
             return
+        if not repeated:
+            self._reconnect_noted = False  # the operator reads when this failure ends
         (log.debug if repeated else log.warning)("relay: %s; retrying", error)
         self._failing = True
 

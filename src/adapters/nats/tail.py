@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import sys
 from dataclasses import dataclass
 from typing import Any, TextIO
@@ -48,14 +49,20 @@ def tail(
     stream: str = STREAM_NAME,
     fmt: str = "json",
     connect_wait: float = 10.0,
+    events: str | None = None,
 ) -> int:
-    """Print events matching ``subject`` until ``limit`` (if any) or Ctrl-C; return the count."""
+    """Print events matching ``subject`` until ``limit`` (if any) or Ctrl-C; return the count.
+
+    ``events`` is the subject the relay publishes on (``context.events.>`` for the service's
+    stream, by default); ``subject`` must lie within it and within the stream's subjects.
+    """
     if fmt not in ("json", "text"):
         raise ValueError("fmt must be 'json' or 'text'")
     progress = _Progress()
     with contextlib.suppress(BrokenPipeError):  # `| head`; Ctrl-C is the caller's (exit 130)
         asyncio.run(
-            tail_async(url, subject, durable, out, limit, stream, fmt, connect_wait, progress)
+            tail_async(url, subject, durable, out, limit, stream, fmt, connect_wait, progress,
+                       events)
         )
     return progress.printed
 
@@ -70,16 +77,18 @@ async def tail_async(
     fmt: str = "json",
     connect_wait: float = 10.0,
     progress: _Progress | None = None,
+    events: str | None = None,
 ) -> int:
     """The loop behind ``tail``; NATS outages after the first connect are waited out."""
     progress = progress or _Progress()
+    _check_within_events(subject, stream, events)
     nc = await _connect(url, connect_wait)
     try:
         js = nc.jetstream()
         sub = await _subscribe(js, stream, subject, durable)
         while limit is None or progress.printed < limit:
             want = 256 if limit is None else min(256, limit - progress.printed)
-            await _print_batch(await _fetch(sub, want), out, fmt, progress)
+            await _print_batch(await _fetch(js, sub, want, stream, durable), out, fmt, progress)
         await nc.flush()
     finally:
         with contextlib.suppress(Exception):
@@ -110,6 +119,16 @@ async def _connect(url: str, connect_wait: float) -> Client:
         raise TailError(
             f"cannot reach NATS at {redacted(url)} within {connect_wait}s") from exc
     return nc
+
+
+def _check_within_events(subject: str, stream: str, events: str | None) -> None:
+    """Refuse a subject outside the events: an operator may give the service's stream wider
+    subjects (``context.>``, ``audit.>`` beside it), whose other messages are not events. A
+    stream of another name carries events where its caller says (``events``), if it says."""
+    if events is None and stream == STREAM_NAME:
+        events = f"{SUBJECT_PREFIX}.>"
+    if events is not None and not covers(events, subject):
+        raise TailError(f"cannot consume {subject!r}: outside the events ({events})")
 
 
 async def _subscribe(
@@ -172,7 +191,8 @@ def _pass_over(msg: Msg) -> None:
           file=sys.stderr)
 
 
-async def _fetch(sub: JetStreamContext.PullSubscription, want: int) -> list[Msg]:
+async def _fetch(js: JetStreamContext, sub: JetStreamContext.PullSubscription, want: int,
+                 stream: str, durable: str) -> list[Msg]:
     try:
         return await sub.fetch(want, timeout=1.0)
     except nats.errors.TimeoutError:
@@ -180,6 +200,22 @@ async def _fetch(sub: JetStreamContext.PullSubscription, want: int) -> list[Msg]
     except (nats.errors.ConnectionClosedError, nats.errors.ConnectionReconnectingError):
         await asyncio.sleep(0.5)  # NATS is away; the client reconnects on its own
         return []
+    except APIError:  # no responder for the consumer: gone for good, or JetStream not back yet
+        await _still_there(js, stream, durable)
+        await asyncio.sleep(0.5)
+        return []
+
+
+async def _still_there(js: JetStreamContext, stream: str, durable: str) -> None:
+    """Raise ``TailError`` when the stream or the durable was deleted under the tail (a new
+    durable would start over from the first event); any other answer is waited out."""
+    try:
+        await js.consumer_info(stream, durable)
+    except NotFoundError as exc:
+        raise TailError(f"stream {stream} or its consumer {durable} was deleted while "
+                        f"following it: {exc.description or exc}") from exc
+    except (nats.errors.Error, TimeoutError):
+        return
 
 
 def _render(msg: Msg, fmt: str) -> str | None:
@@ -194,8 +230,19 @@ def _render(msg: Msg, fmt: str) -> str | None:
         # one envelope per line, whatever the publisher's layout
         return msgspec.json.encode(event).decode() if "\n" in text or "\r" in text else text
     data = msgspec.json.encode(event.get("data")).decode()
-    return (
+    line = (
         f"#{event.get('position')} {event.get('timestamp')} "
         f"{event.get('namespace') or '-'}/{event.get('aggregate')}/{event.get('aggregateId')}"
         f"@{event.get('version')} {event.get('name')} by {event.get('actor') or '-'} {data}"
     )
+    return _UNREADABLE.sub(_escaped, line)
+
+
+# What would break a readable line (line breaks, U+2028 and U+2029 included) or reach the
+# terminal as a control sequence: written as a JSON escape, so one event stays one line. The
+# envelope's strings are the publisher's; `data` is JSON already, where such an escape is valid.
+_UNREADABLE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
