@@ -17,7 +17,7 @@ import msgspec
 
 from context_service.client import ApiError, Client, Retry
 from context_service.contextctl import output
-from context_service.contextctl.client import ServiceError, not_json
+from context_service.contextctl.client import ServiceError, not_json, printable
 from context_service.contextctl.options import App
 from context_service.urls import redacted
 
@@ -92,9 +92,9 @@ def service_error(exc: ApiError, url: str) -> ServiceError:
         return ServiceError(f"context service returned {exc.status} {_phrase(exc.status)}"
                             .strip(), status=exc.status)
     details = exc.details if isinstance(exc.details, list) else []
-    pairs = [(str(d.get("path", "")), str(d.get("message", ""))) for d in details
-             if isinstance(d, dict)]
-    return ServiceError(exc.message, pairs, exc.status)
+    pairs = [(printable(str(d.get("path", ""))), printable(str(d.get("message", ""))))
+             for d in details if isinstance(d, dict)]
+    return ServiceError(printable(exc.message), pairs, exc.status)
 
 
 def _phrase(status: int) -> str:

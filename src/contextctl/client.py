@@ -4,6 +4,8 @@ and every non-2xx answer turned into a ``ServiceError`` carrying the service's m
 from __future__ import annotations
 
 import json
+import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -13,7 +15,15 @@ from urllib.parse import quote
 import httpx
 
 from context_service.contextctl.settings import Settings
-from context_service.urls import redacted
+from context_service.urls import credentials, redacted
+
+# what an HTTP field value can carry as sent: visible ASCII, spaces and tabs (RFC 9110 5.5)
+_FIELD_VALUE = re.compile(r"[\x20-\x7e\t]*")
+# the environment's proxies, which httpx reads (their user and password are never printed)
+PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy",
+                   "all_proxy")
+# what a terminal would act on rather than show: C0 and C1 controls and DEL
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 class CommandError(Exception):
@@ -35,6 +45,13 @@ class ServiceError(CommandError):
         return "\n".join([self.message, *(f"  {path}: {text}" for path, text in self.details)])
 
 
+def printable(text: str) -> str:
+    """``text`` as one line a terminal shows as is: a line break or an escape sequence in a
+    message (a proxy's page, a name quoted back) is written as its JSON escape instead of
+    splitting the line or driving the terminal."""
+    return _CONTROL.sub(lambda found: json.dumps(found.group())[1:-1], text)
+
+
 @dataclass(frozen=True)
 class Reply:
     status: int
@@ -44,20 +61,47 @@ class Reply:
 
     @cached_property
     def data(self) -> Any:
+        """The parsed body; ``None`` for a ``204``. Any other success carries a JSON body
+        (spec 1.1.1): an empty one is another server's answer, not an empty document."""
+        if not self.raw.strip() and self.status == 204:
+            return None
         try:
-            return json.loads(self.raw) if self.raw.strip() else None
+            return json.loads(self.raw)
         except ValueError as exc:
             raise not_json(self.url) from exc
 
+    def document(self) -> dict[str, Any]:
+        """The body as the JSON object every control-API answer is (spec 1.1.1)."""
+        data = self.data
+        if not isinstance(data, dict):
+            raise not_json(self.url)
+        return data
 
-def not_json(url: str) -> CommandError:
-    """What an answer that is not JSON means: ``CS_URL`` names some other web server."""
-    return CommandError(f"the answer from {url or 'the service'} is not the context service's "
+    def listing(self) -> dict[str, Any]:
+        """A list answer: an object whose ``items`` is an array of objects and whose
+        ``nextCursor``, when present, is a string (spec 1.1.8)."""
+        data = self.document()
+        items, cursor = data.get("items"), data.get("nextCursor")
+        if not isinstance(items, list) or not all(isinstance(i, dict) for i in items) or (
+                cursor is not None and not isinstance(cursor, str)):
+            raise not_json(self.url)
+        return data
+
+
+def not_json(url: str) -> ServiceError:
+    """What an answer that is not the service's JSON means: ``CS_URL`` names some other web
+    server. A ``ServiceError``, like any other failed request: completion then completes
+    nothing rather than printing it into the shell."""
+    return ServiceError(f"the answer from {url or 'the service'} is not the context service's "
                         "JSON (is CS_URL the context service?)")
 
 
 def segment(value: str) -> str:
-    """One path segment, percent-encoded (a name may hold ``/`` or ``:``)."""
+    """One path segment, percent-encoded (a name may hold ``/`` or ``:``). ``.`` and ``..``
+    are encoded too: URL normalisation removes them as plain segments, and
+    ``contexts/./grants`` would reach ``contexts/grants``, another context's route."""
+    if value in (".", ".."):
+        return "%2E" * len(value)
     return quote(value, safe="")
 
 
@@ -72,9 +116,46 @@ def service_error(response: httpx.Response) -> ServiceError:
         return ServiceError(f"context service returned {response.status_code} "
                             f"{response.reason_phrase}".strip(), status=response.status_code)
     details = body.get("details") if isinstance(body, dict) else None
-    pairs = [(str(d.get("path", "")), str(d.get("message", ""))) for d in details
-             if isinstance(d, dict)] if isinstance(details, list) else []
-    return ServiceError(message, pairs, response.status_code)
+    pairs = [(printable(str(d.get("path", ""))), printable(str(d.get("message", ""))))
+             for d in details if isinstance(d, dict)] if isinstance(details, list) else []
+    return ServiceError(printable(message), pairs, response.status_code)
+
+
+def unseen(cursor: str | None, followed: set[str], what: str) -> str | None:
+    """The ``nextCursor`` to follow, ``None`` after the last page. A cursor already followed
+    (or started from; ``followed`` remembers them) leads to pages already read: following it
+    would repeat their ``what``, for ever from a service that keeps answering it."""
+    if not cursor:
+        return None
+    if cursor in followed:
+        raise ServiceError(f"the service answered the cursor {printable(cursor)} again: "
+                           f"following it would read the same {what} again")
+    followed.add(cursor)
+    return cursor
+
+
+def unusable(settings: Settings) -> ServiceError | None:
+    """Why no request can be sent with ``settings``: ``CS_URL`` is no URL, or a header value
+    no request can carry, naming the variable and never quoting its value (httpx's own error
+    quotes the header, and ``CS_TOKEN`` with it)."""
+    try:
+        httpx.URL(settings.url)
+    except httpx.InvalidURL as exc:
+        return ServiceError(f"CS_URL is not a valid URL ({redacted(settings.url)}): "
+                            f"{scrubbed(str(exc), settings.url)}")
+    for variable, value in (("CS_TOKEN", settings.token), ("CS_SUBJECT", settings.subject)):
+        if not _FIELD_VALUE.fullmatch(value):
+            return ServiceError(f"{variable} holds a character no HTTP header can carry (a line "
+                                "break, a control character, or one beyond ASCII)")
+    return None
+
+
+def scrubbed(text: str, *urls: str) -> str:
+    """``text`` without any secret the ``urls`` carry."""
+    found = {secret for url in urls for secret in credentials(url)}
+    for secret in sorted(found, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
 
 
 def position(response: httpx.Response) -> int | None:
@@ -92,8 +173,19 @@ class Client:
         headers = {"User-Agent": user_agent}
         if settings.token:
             headers["X-SH-Auth"] = settings.token
-        self._http = httpx.Client(base_url=settings.url, timeout=settings.timeout,
-                                  headers=headers, transport=transport)
+        # a configuration no request can carry fails the first request, as a ServiceError:
+        # completion (which makes its client outside any handler) then completes nothing
+        self._refused = unusable(settings)
+        if self._refused is None:
+            try:
+                self._http = httpx.Client(base_url=settings.url, timeout=settings.timeout,
+                                          headers=headers, transport=transport)
+                return
+            except (httpx.InvalidURL, ImportError, ValueError) as exc:
+                self._refused = ServiceError(  # a proxy variable httpx cannot use
+                    "the proxy settings of the environment cannot be used: "
+                    + scrubbed(str(exc), *(os.environ.get(v, "") for v in PROXY_VARIABLES)))
+        self._http = httpx.Client(timeout=settings.timeout, transport=transport, trust_env=False)
 
     def close(self) -> None:
         self._http.close()
@@ -101,6 +193,8 @@ class Client:
     def request(self, method: str, path: str, *, body: Any = None,
                 params: Mapping[str, str] | None = None, content: Iterable[bytes] | None = None,
                 headers: Mapping[str, str] | None = None) -> Reply:
+        if self._refused is not None:
+            raise self._refused
         sent = dict(headers or {})
         if self.settings.subject:
             sent["X-Context-Subject"] = self.settings.subject
@@ -114,8 +208,10 @@ class Client:
             raise ServiceError(f"the context service at {redacted(self.settings.url)} did not "
                                f"answer in time ({exc.__class__.__name__})") from exc
         except httpx.HTTPError as exc:
+            # httpx's text may quote what it was given (a URL): never its password
             raise ServiceError(f"cannot reach the context service at "
-                               f"{redacted(self.settings.url)}: {exc}") from exc
+                               f"{redacted(self.settings.url)}: "
+                               f"{scrubbed(str(exc), self.settings.url)}") from exc
         if not response.is_success:
             raise service_error(response)
         return Reply(response.status_code, response.content, position(response),

@@ -18,12 +18,12 @@ def _names(path: str, key: str = "name") -> list[str]:
     settings = Settings.from_env()
     client = Client(Settings(**{**_fields(settings), "timeout": TIMEOUT}))
     try:
-        items = client.get(path).data.get("items", [])
-    except (ServiceError, AttributeError, ValueError):
+        items = client.get(path).listing()["items"]  # any other shape is a ServiceError
+    except ServiceError:
         return []
     finally:
         client.close()
-    return [str(i.get(key, "")) for i in items if isinstance(i, dict)]
+    return [str(i.get(key, "")) for i in items]
 
 
 def _fields(settings: Settings) -> dict[str, Any]:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import click
 
 from context_service.contextctl import complete, output
-from context_service.contextctl.client import context_path
+from context_service.contextctl.client import Reply, context_path
 from context_service.contextctl.options import (
     App,
     group,
@@ -49,14 +50,26 @@ def class_name(name: str | None) -> str:
     return name or "<default>"
 
 
+def part(item: dict[str, Any], key: str) -> dict[str, Any]:
+    """A nested object of an answer; one of another shape shows as empty (never a traceback)."""
+    value = item.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def entries(item: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    """A nested array of objects of an answer; what is not one is left out."""
+    value = item.get(key)
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
 def storage_summary(item: dict[str, Any]) -> str:
-    storage = item.get("storage") or {}
+    storage = part(item, "storage")
     return (f"{storage.get('size', '')} {storage.get('accessMode', '')} "
             f"({class_name(storage.get('storageClass'))})")
 
 
 def resource(item: dict[str, Any]) -> str:
-    attachment = item.get("attachment") or {}
+    attachment = part(item, "attachment")
     return f"{str(attachment.get('kind', '')).lower()}/{attachment.get('claimName', '')}"
 
 
@@ -66,7 +79,7 @@ def consumer_label(consumer: dict[str, Any]) -> str:
 
 
 def print_context(item: dict[str, Any]) -> None:
-    storage = item.get("storage") or {}
+    storage = part(item, "storage")
     pairs: list[tuple[str, object]] = [
         ("Name", item.get("name")), ("Namespace", item.get("namespace")),
         ("Type", item.get("type")), ("Status", item.get("status")),
@@ -75,20 +88,32 @@ def print_context(item: dict[str, Any]) -> None:
         ("Kubernetes resource", resource(item))]
     if item.get("currentRevision"):
         pairs.append(("Current revision", item["currentRevision"]))
-    if item.get("revisions"):
-        pairs.append(("Revisions", len(item["revisions"])))
+    if entries(item, "revisions"):
+        pairs.append(("Revisions", len(entries(item, "revisions"))))
     if item.get("effectiveAccess"):
         pairs.append(("Access", item["effectiveAccess"]))
-    if item.get("consumers"):
-        pairs.append(("Consumers", ", ".join(consumer_label(c) for c in item["consumers"])))
+    if entries(item, "consumers"):
+        pairs.append(("Consumers", ", ".join(consumer_label(c)
+                                             for c in entries(item, "consumers"))))
     output.block("Context", pairs)
     if item.get("status") == "provisioning":
-        attachment = item.get("attachment") or {}
+        attachment = part(item, "attachment")
         output.line()
         output.line(f"Inspect: kubectl -n {item.get('namespace')} get "
                     f"{str(attachment.get('kind', '')).lower()} {attachment.get('claimName')}")
         output.line("Hint: a WaitForFirstConsumer storage class binds the PVC after a workload "
                     "mounts it.")
+
+
+def emit_context(reply: Reply, fmt: str) -> None:
+    """A ContextResource answer; as text only once it is one (an object), so another
+    server's answer is one line of error, not a traceback."""
+    output.emit(reply, fmt, lambda _: print_context(reply.document()))
+
+
+def emit_list(reply: Reply, fmt: str, text: Callable[[dict[str, Any]], None]) -> None:
+    """A list answer (spec 1.1.8); as text only once it is one."""
+    output.emit(reply, fmt, lambda _: text(reply.listing()))
 
 
 def print_contexts(data: dict[str, Any]) -> None:
@@ -118,7 +143,7 @@ def create(app: App, name: str, namespace: str | None, type_: str, size: str, ac
         storage["storageClass"] = chosen
     body = {"name": name, "namespace": app.namespace(namespace), "type": type_,
             "storage": storage}
-    output.emit(app.client.post("/v1/contexts", body), fmt, print_context)
+    emit_context(app.client.post("/v1/contexts", body), fmt)
 
 
 @ctx.command(name="list", help="List the contexts you hold any permission on.")
@@ -130,7 +155,7 @@ def list_contexts(app: App, namespace: str | None, as_of: str | None,
                   as_of_position: int | None, fmt: str) -> None:
     reply = app.client.get(context_path(app.namespace(namespace)),
                            as_of_params(as_of, as_of_position))
-    output.emit(reply, fmt, print_contexts)
+    emit_list(reply, fmt, print_contexts)
 
 
 @ctx.command(help="Show a context (needs read).")
@@ -143,7 +168,7 @@ def get(app: App, name: str, namespace: str | None, as_of: str | None,
         as_of_position: int | None, fmt: str) -> None:
     reply = app.client.get(context_path(app.namespace(namespace), name),
                            as_of_params(as_of, as_of_position))
-    output.emit(reply, fmt, print_context)
+    emit_context(reply, fmt)
 
 
 @ctx.command(help="Delete a context and its PVC (refused while it has consumers).")
@@ -171,7 +196,7 @@ def print_revisions(data: dict[str, Any]) -> None:
 @pass_app
 def revisions(app: App, name: str, namespace: str | None, fmt: str) -> None:
     reply = app.client.get(context_path(app.namespace(namespace), name, "revisions"))
-    output.emit(reply, fmt, print_revisions)
+    emit_list(reply, fmt, print_revisions)
 
 
 def read_json_object(source: click.File, what: str) -> dict[str, Any]:
@@ -193,5 +218,8 @@ def read_json_object(source: click.File, what: str) -> dict[str, Any]:
 def publish(app: App, name: str, file: click.File, namespace: str | None, fmt: str) -> None:
     revision = read_json_object(file, getattr(file, "name", "the revision file"))
     reply = app.client.post(context_path(app.namespace(namespace), name, "revisions"), revision)
-    output.emit(reply, fmt, lambda item: output.line(
-        f"published revision {item.get('currentRevision')} to {item.get('name')}"))
+    output.emit(reply, fmt, lambda _: published(reply.document()))
+
+
+def published(item: dict[str, Any]) -> None:
+    output.line(f"published revision {item.get('currentRevision')} to {item.get('name')}")

@@ -5,18 +5,19 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 import click
 
 from context_service.contextctl import output
-from context_service.contextctl.client import Client, context_path
+from context_service.contextctl.client import Client, context_path, unseen
 from context_service.contextctl.contexts import (
     as_of_options,
     as_of_params,
     context_argument,
-    print_context,
+    emit_context,
+    emit_list,
 )
 from context_service.contextctl.options import (
     App,
@@ -42,18 +43,27 @@ def show(app: App, name: str, as_of: str | None, as_of_position: int | None,
     params = as_of_params(as_of, as_of_position)
     if not params:
         raise click.UsageError("--as-of or --as-of-position is required")
-    output.emit(app.client.get(context_path(app.namespace(namespace), name), params), fmt,
-                print_context)
+    emit_context(app.client.get(context_path(app.namespace(namespace), name), params), fmt)
 
 
 def every_page(client: Client, path: str, params: dict[str, str]) -> dict[str, Any]:
     """Every page from ``params`` on, merged into one ``items`` list."""
-    page = client.get(path, params).data
-    merged = {"items": list(page.get("items", []))}
-    while page.get("nextCursor"):
-        page = client.get(path, {**params, "cursor": page["nextCursor"]}).data
-        merged["items"].extend(page.get("items", []))
+    merged: dict[str, Any] = {"items": []}
+    for page in pages(client, path, params):
+        merged["items"].extend(page["items"])
     return merged
+
+
+def pages(client: Client, path: str, params: dict[str, str]) -> Iterator[dict[str, Any]]:
+    """The pages from ``params`` on, following ``nextCursor`` (never one twice: ``unseen``)."""
+    followed = {params["cursor"]} if params.get("cursor") else set()
+    while True:
+        page = client.get(path, params).listing()
+        yield page
+        cursor = unseen(page.get("nextCursor"), followed, "events")
+        if cursor is None:
+            return
+        params = {**params, "cursor": cursor}
 
 
 def paging_options(func: Any) -> Any:
@@ -88,7 +98,7 @@ def _listing(app: App, suffix: str, name: str, namespace: str | None, limit: int
     if every:
         output.emit_data(every_page(app.client, path, params), fmt, text)
     else:
-        output.emit(app.client.get(path, params), fmt, text)
+        emit_list(app.client.get(path, params), fmt, text)
 
 
 @history.command(help="The audit trail: grants, revocations, attachments (needs administer).")
@@ -140,13 +150,9 @@ def write_whole(target: str, write: Callable[[IO[str]], int]) -> int:
 
 def write_events(client: Client, path: str, stream: IO[str]) -> int:
     """Every page of the history route as JSON lines; the number of events written."""
-    params = {"limit": str(EXPORT_PAGE)}
     count = 0
-    while True:
-        page = client.get(path, params).data
-        for item in page.get("items", []):
+    for page in pages(client, path, {"limit": str(EXPORT_PAGE)}):
+        for item in page["items"]:
             stream.write(json.dumps(item, separators=(",", ":"), ensure_ascii=False) + "\n")
             count += 1
-        if not page.get("nextCursor"):
-            return count
-        params = {**params, "cursor": page["nextCursor"]}
+    return count

@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from context_service.contextctl.client import Reply
+from context_service.contextctl.client import Reply, printable
 
 TEXT, JSON, YAML = "text", "json", "yaml"
 WIDE = 100_000  # no wrapping when the output is not a terminal: scripts read whole lines
@@ -112,7 +112,9 @@ def cell_text(value: object) -> str:
         return format(Decimal(repr(value)), "f")
     if isinstance(value, list | tuple):
         return ",".join(cell_text(v) for v in value)
-    return str(value)
+    # a free string (a consumer's or a grantee's name) set by another caller: shown, never
+    # acted on by the terminal, and never splitting its row
+    return printable(str(value))
 
 
 def subject(value: Any) -> str:

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from context_service.contextctl import output
-from context_service.contextctl.client import segment
+from context_service.contextctl.client import segment, unseen
 from context_service.contextctl.options import App, F, namespace_option, output_options, pass_app
 
 SNIPPET = 80
@@ -84,11 +84,12 @@ def query(app: App, text: str | None, ids: tuple[str, ...], contexts: tuple[str,
     if not every:
         output.emit(reply, fmt, print_results)
         return
-    merged: dict[str, Any] = {"items": list(reply.data.get("items", []))}
-    if reply.data.get("unavailable"):
-        merged["unavailable"] = reply.data["unavailable"]
-    page = reply.data
-    while page.get("nextCursor"):
-        page = app.client.post(path, {**body, "cursor": page["nextCursor"]}).data
-        merged["items"].extend(page.get("items", []))
+    page = reply.listing()
+    merged: dict[str, Any] = {"items": list(page["items"])}
+    if page.get("unavailable"):
+        merged["unavailable"] = page["unavailable"]
+    followed = {cursor} if cursor else set()
+    while (following := unseen(page.get("nextCursor"), followed, "results")) is not None:
+        page = app.client.post(path, {**body, "cursor": following}).listing()
+        merged["items"].extend(page["items"])
     output.emit_data(merged, fmt, print_results)
