@@ -50,8 +50,17 @@ def headers(token: str, extra: Mapping[str, str] | None) -> dict[str, str]:
     return sent
 
 
+def segment(value: str) -> str:
+    """One path segment, percent-encoded (a name may hold ``/`` or ``:``). ``.`` and ``..``
+    are encoded too: URL normalisation removes them as plain segments (``replays/..`` is the
+    agent API's root, ``contexts/./grants`` another context's route)."""
+    if value in (".", ".."):
+        return "%2E" * len(value)
+    return quote(value, safe="")
+
+
 def replay(replay_id: str) -> str:
-    return f"{API}/replays/{quote(replay_id, safe='')}"
+    return f"{API}/replays/{segment(replay_id)}"
 
 
 def pack_request(request: c.PackRequest | str) -> c.PackRequest:

@@ -10,10 +10,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
-from urllib.parse import quote
 
 import httpx
 
+from context_service.client.routes import segment as segment  # one path segment, for every command
 from context_service.contextctl.settings import Settings
 from context_service.urls import credentials, redacted
 
@@ -94,15 +94,6 @@ def not_json(url: str) -> ServiceError:
     nothing rather than printing it into the shell."""
     return ServiceError(f"the answer from {url or 'the service'} is not the context service's "
                         "JSON (is CS_URL the context service?)")
-
-
-def segment(value: str) -> str:
-    """One path segment, percent-encoded (a name may hold ``/`` or ``:``). ``.`` and ``..``
-    are encoded too: URL normalisation removes them as plain segments, and
-    ``contexts/./grants`` would reach ``contexts/grants``, another context's route."""
-    if value in (".", ".."):
-        return "%2E" * len(value)
-    return quote(value, safe="")
 
 
 def service_error(response: httpx.Response) -> ServiceError:

@@ -488,3 +488,15 @@ def test_an_error_crosses_a_process_boundary(error: ApiError) -> None:
     assert type(back) is type(error) and str(back) == str(error)
     assert (back.status, back.code, back.message, back.details, back.retry_after) == (
         error.status, error.code, error.message, error.details, error.retry_after)
+
+
+@pytest.mark.parametrize("replay_id", [".", ".."])
+def test_a_replay_id_of_dots_stays_the_replay_routes_segment(replay_id: str) -> None:
+    """A URL's dot segments are removed before sending (``replays/..`` is the agent API's
+    root): the id is sent encoded, so the service answers for that replay id, not for another
+    route."""
+    seen: list[httpx.Request] = []
+    _both(_answering(404, b'{"code":"NOT_FOUND","message":"replay not found"}', seen=seen),
+          lambda client: client.replay(replay_id, "verify"))
+    assert [request.url.raw_path for request in seen] == [
+        f"/api/agent/v1/replays/{'%2E' * len(replay_id)}".encode()] * 2
