@@ -39,20 +39,12 @@ from tests.support.nats_fixtures import (
     fresh_stream_spec,
     make_events,
     positions_of,
+    publish_feed,
     read_stream,
     wait_until,
 )
 
 pytestmark = pytest.mark.nats
-
-
-def _publish(url: str, spec: StreamSpec, feed: MemoryFeed) -> None:
-    relay = Relay(feed, MemoryPositionStore(), RelaySettings(url=url, stream=spec))
-    relay.start()
-    try:
-        wait_until(lambda: relay.stats.last_position == feed.head, what="events published")
-    finally:
-        relay.stop()
 
 
 async def _add_stream(url: str, config: object) -> None:
@@ -85,7 +77,7 @@ def test_tail_refuses_a_subject_outside_the_events_even_when_the_stream_holds_it
     spec = StreamSpec()  # the service's own stream, CONTEXT_EVENTS on context.events.>
     assert (spec.name, spec.subject_prefix) == (STREAM_NAME, SUBJECT_PREFIX)
     asyncio.run(_add_stream(url, dataclasses.replace(spec.config(), subjects=["context.>"])))
-    _publish(url, spec, MemoryFeed(make_events(2)))
+    publish_feed(url, spec, MemoryFeed(make_events(2)))
     foreign = msgspec.structs.replace(make_events(1, start=9)[0], name="Audited")
     asyncio.run(_publish_raw(url, "context.audit.Audited", encode(foreign)))
     out = io.StringIO()
@@ -117,7 +109,7 @@ def test_text_format_keeps_one_line_per_event_whatever_its_strings_hold(
     odd = ["team\nb", None, "ns\u2028x"]
     events = [msgspec.structs.replace(e, namespace=ns, actor=f"user:a\r\n#99 forged\x1b[2J{i}")
               for i, (e, ns) in enumerate(zip(make_events(3), odd, strict=True))]
-    _publish(nats_server.url, nats_stream, MemoryFeed([*events, *make_events(1, start=4)]))
+    publish_feed(nats_server.url, nats_stream, MemoryFeed([*events, *make_events(1, start=4)]))
     out = io.StringIO()
     assert tail(nats_server.url, f"{nats_stream.subject_prefix}.>", "text-lines", out, limit=4,
                 stream=nats_stream.name, fmt="text") == 4
@@ -138,7 +130,7 @@ def test_tail_whose_stream_or_consumer_is_deleted_ends_with_its_own_error(
     on standard error and exit code 1 ("cannot ... consume the subject"), never a traceback: the
     command turns a `TailError` into that line. A stream or durable deleted while the tail waits
     for events must end it with one, not with a raw NATS exception (a 503 from the client)."""
-    _publish(nats_server.url, nats_stream, MemoryFeed(make_events(3)))
+    publish_feed(nats_server.url, nats_stream, MemoryFeed(make_events(3)))
     out, raised = io.StringIO(), []
 
     def follow() -> None:
@@ -178,7 +170,7 @@ def test_tail_waits_out_a_nats_restart_and_prints_every_event_once(
     connect is waited out, and the durable goes on after the last event it printed."""
     url, spec = private_nats_server.url, fresh_stream_spec()
     feed = MemoryFeed(make_events(5))
-    _publish(url, spec, feed)
+    publish_feed(url, spec, feed)
     out, counted = io.StringIO(), []
     reader = threading.Thread(target=lambda: counted.append(
         tail(url, f"{spec.subject_prefix}.>", "restarted", out, limit=10, stream=spec.name)),
@@ -188,7 +180,7 @@ def test_tail_waits_out_a_nats_restart_and_prints_every_event_once(
     private_nats_server.stop(graceful=graceful)
     private_nats_server.start()
     feed.extend(make_events(5, start=6))
-    _publish(url, spec, feed)
+    publish_feed(url, spec, feed)
     reader.join(30)
     assert counted == [10]
     assert [json.loads(line)["position"] for line in out.getvalue().splitlines()] == list(

@@ -33,20 +33,12 @@ from tests.support.nats_fixtures import (
     NatsServerHandle,
     make_events,
     positions_of,
+    publish_feed,
     read_stream,
     wait_until,
 )
 
 pytestmark = pytest.mark.nats
-
-
-def _publish(url: str, spec: StreamSpec, feed: MemoryFeed) -> None:
-    relay = Relay(feed, MemoryPositionStore(), RelaySettings(url=url, stream=spec))
-    relay.start()
-    try:
-        wait_until(lambda: relay.stats.last_position == feed.head, what="events published")
-    finally:
-        relay.stop()
 
 
 class InterruptedOutput(io.StringIO):
@@ -69,7 +61,7 @@ def _positions(out: io.StringIO) -> list[int]:
 def test_ctrl_c_reaches_the_command_as_an_interrupt(
     nats_server: NatsServerHandle, nats_stream: StreamSpec
 ) -> None:
-    _publish(nats_server.url, nats_stream, MemoryFeed(make_events(5)))
+    publish_feed(nats_server.url, nats_stream, MemoryFeed(make_events(5)))
     with pytest.raises(KeyboardInterrupt):  # the CLI turns it into exit 130, one line
         tail(nats_server.url, f"{nats_stream.subject_prefix}.>", "ctrl-c", InterruptedOutput(2),
              stream=nats_stream.name)
@@ -81,13 +73,13 @@ def test_after_ctrl_c_mid_batch_the_durable_continues_in_order(
     """The tail fetches events in batches; those fetched but not printed when Ctrl-C came must be
     the next ones the durable delivers, not held back until their ack wait runs out."""
     feed = MemoryFeed(make_events(30))
-    _publish(nats_server.url, nats_stream, feed)
+    publish_feed(nats_server.url, nats_stream, feed)
     everything = f"{nats_stream.subject_prefix}.>"
     first = InterruptedOutput(10)
     with pytest.raises(KeyboardInterrupt):
         tail(nats_server.url, everything, "resumed", first, stream=nats_stream.name)
     feed.extend(make_events(10, start=31))
-    _publish(nats_server.url, nats_stream, feed)
+    publish_feed(nats_server.url, nats_stream, feed)
     second = io.StringIO()
     assert tail(nats_server.url, everything, "resumed", second, limit=30,
                 stream=nats_stream.name) == 30
@@ -114,11 +106,11 @@ def test_messages_that_are_not_envelopes_are_passed_over(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     feed = MemoryFeed(make_events(2))
-    _publish(nats_server.url, nats_stream, feed)
+    publish_feed(nats_server.url, nats_stream, feed)
     foreign = f"{nats_stream.subject_prefix}.team-a.other.Thing"
     asyncio.run(_publish_raw(nats_server.url, foreign, NOT_ENVELOPES))
     feed.extend(make_events(2, start=3))
-    _publish(nats_server.url, nats_stream, feed)
+    publish_feed(nats_server.url, nats_stream, feed)
     out = io.StringIO()
     count = tail(nats_server.url, f"{nats_stream.subject_prefix}.>", f"foreign-{fmt}", out,
                  limit=4, stream=nats_stream.name, fmt=fmt)
@@ -157,7 +149,7 @@ def test_a_stream_that_would_lose_or_never_ack_events_is_brought_in_line(
     config = asyncio.run(run())
     assert (config.retention, config.no_ack) == (api.RetentionPolicy.LIMITS, False)
     feed = MemoryFeed(make_events(20))
-    _publish(nats_server.url, nats_stream, feed)
+    publish_feed(nats_server.url, nats_stream, feed)
     assert positions_of(read_stream(nats_server.url, nats_stream)) == list(range(1, 21))
 
 
@@ -267,7 +259,7 @@ def test_unusual_namespaces_reach_a_subscriber_filtering_on_their_token(
     events = [msgspec.structs.replace(e, namespace=ns)
               for e, ns in zip(make_events(len(UNUSUAL_NAMESPACES)), UNUSUAL_NAMESPACES,
                                strict=True)]
-    _publish(nats_server.url, nats_stream, MemoryFeed(events))
+    publish_feed(nats_server.url, nats_stream, MemoryFeed(events))
     messages = read_stream(nats_server.url, nats_stream)
     assert [m.json["namespace"] for m in messages] == UNUSUAL_NAMESPACES
     for event in events:

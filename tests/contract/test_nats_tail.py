@@ -8,28 +8,23 @@ import threading
 
 import pytest
 
-from context_service.adapters.nats.relay import Relay, RelaySettings
 from context_service.adapters.nats.stream import StreamSpec
 from context_service.adapters.nats.tail import TailError, tail
-from context_service.projections.outbox import MemoryFeed, MemoryPositionStore
-from tests.support.nats_fixtures import NatsServerHandle, free_port, make_events, wait_until
+from context_service.projections.outbox import MemoryFeed
+from tests.support.nats_fixtures import (
+    NatsServerHandle,
+    free_port,
+    make_events,
+    publish_feed,
+)
 
 pytestmark = pytest.mark.nats
-
-
-def _publish(url: str, spec: StreamSpec, feed: MemoryFeed, until: int) -> None:
-    relay = Relay(feed, MemoryPositionStore(), RelaySettings(url=url, stream=spec))
-    relay.start()
-    try:
-        wait_until(lambda: relay.stats.last_position == until)
-    finally:
-        relay.stop()
 
 
 def test_durable_tail_continues_where_it_stopped(
     nats_server: NatsServerHandle, nats_stream: StreamSpec
 ) -> None:
-    _publish(nats_server.url, nats_stream, MemoryFeed(make_events(30)), 30)
+    publish_feed(nats_server.url, nats_stream, MemoryFeed(make_events(30)), 30)
     everything = f"{nats_stream.subject_prefix}.>"
     first, second = io.StringIO(), io.StringIO()
     name = nats_stream.name
@@ -44,7 +39,7 @@ def test_durable_tail_continues_where_it_stopped(
 def test_subject_filter_and_readable_lines(
     nats_server: NatsServerHandle, nats_stream: StreamSpec
 ) -> None:
-    _publish(nats_server.url, nats_stream, MemoryFeed(make_events(40)), 40)
+    publish_feed(nats_server.url, nats_stream, MemoryFeed(make_events(40)), 40)
     out = io.StringIO()
     only_team_a = f"{nats_stream.subject_prefix}.team-a.>"
     count = tail(
@@ -59,7 +54,7 @@ def test_tail_prints_events_as_they_arrive(
     nats_server: NatsServerHandle, nats_stream: StreamSpec
 ) -> None:
     feed = MemoryFeed(make_events(5))
-    _publish(nats_server.url, nats_stream, feed, 5)  # creates the stream
+    publish_feed(nats_server.url, nats_stream, feed, 5)  # creates the stream
     out = io.StringIO()
     result: list[int] = []
     reader = threading.Thread(
@@ -70,7 +65,7 @@ def test_tail_prints_events_as_they_arrive(
     )  # fmt: skip
     reader.start()
     feed.extend(make_events(10, start=6))
-    _publish(nats_server.url, nats_stream, feed, 15)
+    publish_feed(nats_server.url, nats_stream, feed, 15)
     reader.join(30)
     assert result == [15]
 
@@ -80,7 +75,7 @@ def test_unreachable_nats_and_foreign_subjects_are_clear_errors(
 ) -> None:
     with pytest.raises(TailError, match="cannot reach NATS"):
         tail(f"nats://127.0.0.1:{free_port()}", out=io.StringIO(), limit=1, connect_wait=0.5)
-    _publish(nats_server.url, nats_stream, MemoryFeed(make_events(1)), 1)
+    publish_feed(nats_server.url, nats_stream, MemoryFeed(make_events(1)), 1)
     with pytest.raises(TailError, match="cannot consume"):
         tail(nats_server.url, "elsewhere.>", "x", io.StringIO(), limit=1, stream=nats_stream.name)
 
@@ -88,7 +83,7 @@ def test_unreachable_nats_and_foreign_subjects_are_clear_errors(
 def test_tail_takes_a_list_of_servers(
     nats_server: NatsServerHandle, nats_stream: StreamSpec
 ) -> None:
-    _publish(nats_server.url, nats_stream, MemoryFeed(make_events(5)), 5)
+    publish_feed(nats_server.url, nats_stream, MemoryFeed(make_events(5)), 5)
     out = io.StringIO()
     cluster = f"nats://127.0.0.1:{free_port()}, {nats_server.url}"
     assert tail(cluster, f"{nats_stream.subject_prefix}.>", "listed", out, limit=5,

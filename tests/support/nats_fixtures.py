@@ -194,6 +194,21 @@ def wait_until(check: Callable[[], bool], timeout: float = 20.0, what: str = "co
         time.sleep(0.01)
 
 
+def publish_feed(url: str, spec: StreamSpec, feed: Any, until: int | None = None) -> None:
+    """Relay ``feed`` (a ``MemoryFeed``) to the stream until the event at ``until`` (its head
+    by default) is published, then stop the relay."""
+    from context_service.adapters.nats.relay import Relay, RelaySettings
+    from context_service.projections.outbox import MemoryPositionStore
+
+    last = feed.head if until is None else until
+    relay = Relay(feed, MemoryPositionStore(), RelaySettings(url=url, stream=spec))
+    relay.start()
+    try:
+        wait_until(lambda: relay.stats.last_position == last, what="events published")
+    finally:
+        relay.stop()
+
+
 def relay_log(store: Any, url: str, spec: StreamSpec) -> list[Published]:
     """Relay the whole log of ``store`` to the stream, then read back every message in it."""
     from context_service.adapters.eventstore.outbox import LogFeed

@@ -13,7 +13,8 @@ import asyncio
 import contextlib
 import re
 import sys
-from dataclasses import dataclass
+from collections import OrderedDict
+from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 import msgspec
@@ -28,6 +29,7 @@ from context_service.adapters.nats.stream import STREAM_NAME, covers
 from context_service.urls import redacted, servers
 
 DEFAULT_DURABLE = "context-service-tail"
+REMEMBERED = 4096  # stream sequences a tail remembers handling: four times its acks pending
 
 
 class TailError(RuntimeError):
@@ -36,7 +38,22 @@ class TailError(RuntimeError):
 
 @dataclass
 class _Progress:
+    """What this tail printed: a count, and the stream sequences of the latest messages it
+    handled (``REMEMBERED`` of them), so one redelivered because NATS lost its ack (a server
+    killed before it wrote the ack down) is acknowledged again, not printed twice."""
+
     printed: int = 0
+    handled: OrderedDict[int, None] = field(default_factory=OrderedDict)
+
+    def seen(self, msg: Msg) -> bool:
+        """Whether ``msg`` was handled before; it is remembered from now on."""
+        seq = msg.metadata.sequence.stream
+        if seq in self.handled:
+            return True
+        self.handled[seq] = None
+        if len(self.handled) > REMEMBERED:
+            self.handled.popitem(last=False)
+        return False
 
 
 def tail(
@@ -167,8 +184,9 @@ async def _print_batch(batch: list[Msg], out: TextIO, fmt: str, progress: _Progr
     done = 0
     try:
         for msg in batch:
-            line = _render(msg, fmt)
-            if line is None:
+            if progress.seen(msg):
+                pass  # handled already, its ack lost: acknowledged again below, not printed
+            elif (line := _render(msg, fmt)) is None:
                 _pass_over(msg)
             else:
                 out.write(line + "\n")
