@@ -14,14 +14,13 @@ from typing import Any
 
 import psycopg
 import pytest
-from litestar.testing import TestClient
 
 from context_service import bootstrap
 from context_service.adapters.postgres.lock import lock_key
-from context_service.config import Settings
 from context_service.domain.cluster import snapshot_object_name
 from context_service.http.routes import lifecycle as lifecycle_routes
 from tests.api.conftest import Api
+from tests.api.lifecycle_service import lifecycle_service
 from tests.support.fake_cluster import FakeCluster
 
 pytestmark = [pytest.mark.postgres]
@@ -34,20 +33,9 @@ PATIENCE = 12.0  # far past the bound; a request still waiting then waits on the
 @pytest.fixture
 def served(tmp_path: Path, database_url: str) -> Iterator[tuple[Api, FakeCluster,
                                                                 bootstrap.Container]]:
-    settings = Settings(data_dir=tmp_path, sandbox_image="busybox:1.36", kube_mode="off",
-                        namespace="pools", lock_wait_seconds=LOCK_WAIT,
-                        read_wait_seconds=READ_WAIT)
-    container = bootstrap.build(settings, url=database_url, pool_size=4)
-    fake = FakeCluster()
-    fake.add_storage_class("fast", "csi.fast")
-    fake.add_snapshot_class("fast-snap", "csi.fast")
-    container.cluster = fake
-    container.start_workers(("projections",))
-    try:
-        with TestClient(app=bootstrap.app(container)) as client:
-            yield Api(client).as_("user:alice"), fake, container
-    finally:
-        container.close()
+    with lifecycle_service(tmp_path, database_url, lock_wait_seconds=LOCK_WAIT,
+                           read_wait_seconds=READ_WAIT) as (api, container, fake):
+        yield api.as_("user:alice"), fake, container
 
 
 def _path(context: str, suffix: str = "") -> str:

@@ -16,17 +16,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from litestar.testing import TestClient
 
 from context_service import bootstrap
 from context_service.adapters.eventstore.adoption import adopt
 from context_service.adapters.kubernetes.reconciler import Reconciler
 from context_service.adapters.kubernetes.snapshot_reconciler import SnapshotReconciler
 from context_service.adapters.postgres.views.contexts import ContextReadsSql
-from context_service.config import Settings
 from context_service.domain.cluster import BuiltinRuntime, PoolSandbox, snapshot_object_name
 from context_service.domain.context.events import CloneSource
 from tests.api.conftest import Api
+from tests.api.lifecycle_service import lifecycle_service
 from tests.support.fake_cluster import FakeCluster
 
 pytestmark = [pytest.mark.postgres]
@@ -82,19 +81,8 @@ class World:
 
 @pytest.fixture
 def world(tmp_path: Path, database_url: str) -> Iterator[World]:
-    settings = Settings(data_dir=tmp_path, sandbox_image="busybox:1.36", kube_mode="off",
-                        namespace="pools")
-    container = bootstrap.build(settings, url=database_url, pool_size=4)
-    fake = FakeCluster()
-    fake.add_storage_class("fast", "csi.fast")
-    fake.add_snapshot_class("fast-snap", "csi.fast")
-    container.cluster = fake
-    container.start_workers(("projections",))
-    try:
-        with TestClient(app=bootstrap.app(container)) as client:
-            yield World(Api(client).as_(ALICE), container, fake, container.snapshot_worker())
-    finally:
-        container.close()
+    with lifecycle_service(tmp_path, database_url) as (api, container, fake):
+        yield World(api.as_(ALICE), container, fake, container.snapshot_worker())
 
 
 

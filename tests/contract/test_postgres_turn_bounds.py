@@ -7,9 +7,7 @@ with its handler thread and its connection, for as long as that session lived.""
 
 from __future__ import annotations
 
-import threading
 import time
-from typing import Any
 
 import psycopg
 import pytest
@@ -17,28 +15,10 @@ import pytest
 from context_service.adapters.postgres.database import LOCK_TIMEOUT_SECONDS
 from context_service.adapters.postgres.lock import lock_key
 from context_service.adapters.postgres.turns import AdvisoryTurns
+from tests.support.turns import take_turn
 
 pytestmark = pytest.mark.postgres
 MARGIN = 10.0  # beyond the bound: a slow machine, never a turn that waits for good
-
-
-def _take(turns: AdvisoryTurns, namespace: str, context: str) -> tuple[threading.Thread,
-                                                                      dict[str, Any]]:
-    """Takes the turn on a thread; ``outcome`` says how it ended and after how long."""
-    outcome: dict[str, Any] = {}
-
-    def take() -> None:
-        started = time.monotonic()
-        try:
-            with turns(namespace, context):
-                outcome["got"] = True
-        except psycopg.Error as exc:
-            outcome["error"] = exc
-        outcome["seconds"] = time.monotonic() - started
-
-    thread = threading.Thread(target=take, daemon=True)
-    thread.start()
-    return thread, outcome
 
 
 def test_a_turn_held_by_a_stuck_session_gives_up_within_the_lock_wait(
@@ -46,7 +26,7 @@ def test_a_turn_held_by_a_stuck_session_gives_up_within_the_lock_wait(
     key = lock_key("lifecycle-source/ns/notes")
     with psycopg.connect(database_url, autocommit=True) as stuck:
         stuck.execute("SELECT pg_advisory_lock(%s)", (key,))  # and never gives it back
-        thread, outcome = _take(AdvisoryTurns(database_url), "ns", "notes")
+        thread, outcome = take_turn(AdvisoryTurns(database_url), "ns", "notes")
         thread.join(LOCK_TIMEOUT_SECONDS + MARGIN)
         waited_on = thread.is_alive()
     thread.join(MARGIN)  # the stuck session is gone: a turn still waiting has it now
@@ -59,7 +39,7 @@ def test_a_turn_waits_only_for_its_own_context_and_is_given_after_a_short_hold(
         database_url: str) -> None:
     """The bound only ends a wait that lasts: a turn held a moment is handed over."""
     with AdvisoryTurns(database_url)("ns", "notes"):
-        thread, outcome = _take(AdvisoryTurns(database_url), "ns", "notes")
+        thread, outcome = take_turn(AdvisoryTurns(database_url), "ns", "notes")
         time.sleep(0.5)
         assert "got" not in outcome
     thread.join(MARGIN)

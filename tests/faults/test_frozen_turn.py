@@ -7,15 +7,13 @@ and this process's turn for that context with it, until the TCP stack gives up, 
 from __future__ import annotations
 
 import socket
-import threading
-import time
 from collections.abc import Iterator
-from typing import Any
 
 import psycopg
 import pytest
 
 from context_service.adapters.postgres.turns import AdvisoryTurns
+from tests.support.turns import take_turn
 
 pytestmark = pytest.mark.slow  # waits out the connect bound
 CONNECT_BOUND = 10.0  # the database pool's connect_timeout (src/adapters/postgres/database.py)
@@ -36,19 +34,7 @@ def frozen() -> Iterator[int]:
 
 def test_a_turn_on_a_frozen_database_gives_up_within_the_connect_bound(frozen: int) -> None:
     turns = AdvisoryTurns(f"postgresql://cs:secret@127.0.0.1:{frozen}/cs")
-    outcome: dict[str, Any] = {}
-
-    def take() -> None:
-        started = time.monotonic()
-        try:
-            with turns("ns", "notes"):
-                outcome["got"] = True
-        except psycopg.Error as exc:
-            outcome["error"] = exc
-        outcome["seconds"] = time.monotonic() - started
-
-    thread = threading.Thread(target=take, daemon=True)
-    thread.start()
+    thread, outcome = take_turn(turns, "ns", "notes")
     thread.join(CONNECT_BOUND + MARGIN)
     assert not thread.is_alive(), "the turn waited on a frozen database without a bound"
     assert isinstance(outcome.get("error"), psycopg.OperationalError), outcome
