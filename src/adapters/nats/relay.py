@@ -312,8 +312,10 @@ class Relay:
             batch = await self._call(self._feed.read, cursor, settings.batch_size)
             if not batch:
                 await self._settle_all()
-                self._failing = False  # caught up: whatever failed before is over
                 await self._save(force=True)
+                # caught up, checkpoint included: whatever failed before is over (a save that
+                # fails after every reconnect is one failure, not a new one each time)
+                self._failing = False
                 await self._idle(cursor)
                 continue
             for event in batch:
