@@ -231,7 +231,8 @@ def assemble(request: PackRequest, as_of: AsOf, scope: PackScope, corpus: Corpus
         tail.append(Missing(kind="deadline", reason="deduplication_cut_short"))
     if walk.capped:
         tail.append(Missing(kind="deduplication", reason="comparisons_capped"))
-    return release(request, as_of, packed, head + document_missing, tail, readable_now)
+    read = frozenset(corpus) | {m.collection_id for m in head}
+    return release(request, as_of, packed, head + document_missing, tail, readable_now, read)
 
 
 def _with_requirement(item: Item, requirement_id: str) -> Item:

@@ -46,10 +46,24 @@ def _memo(readable_now: Callable[[str], bool]) -> Callable[[str], bool]:
 
 
 def release(request: PackRequest, as_of: AsOf, packed: Packed, head: list[Missing],
-            tail: list[Missing], readable_now: Callable[[str], bool]) -> Pack:
+            tail: list[Missing], readable_now: Callable[[str], bool],
+            read: frozenset[str] | None = None) -> Pack:
     """The released pack. ``head`` holds the ``collection`` and ``document`` entries of
-    ``missing``, ``tail`` the ``context_set`` and ``deadline`` entries (§7.10 order)."""
+    ``missing``, ``tail`` the ``context_set`` and ``deadline`` entries (§7.10 order).
+
+    ``read``: the collections the pack read (None: every one). A requested document of a
+    collection the pack never read was reported because its collection or the caller's access
+    is missing (§7.4): the caller's own id, it stays, so a hidden collection and an absent one
+    answer alike; one of a collection read but no longer readable now is scrubbed (§7.9)."""
     readable = _memo(readable_now)
+
+    def reported(m: Missing) -> bool:
+        if m.kind == "collection":
+            return readable(m.collection_id)
+        if m.kind == "document":
+            collection = split_document_id(m.document_id)[0]
+            return (read is not None and collection not in read) or readable(collection)
+        return True
 
     def ref_ok(ref: str) -> bool:
         return readable(ref.partition("/")[0])
@@ -62,9 +76,7 @@ def release(request: PackRequest, as_of: AsOf, packed: Packed, head: list[Missin
         if item_ok(item):
             kept.append(scrubbed(item, ref_ok))
     released = {i.id for i in kept}
-    missing = [m for m in head if
-               (m.kind == "collection" and readable(m.collection_id))
-               or (m.kind == "document" and readable(split_document_id(m.document_id)[0]))]
+    missing = [m for m in head if reported(m)]
     for rid in packed.requirement_order:
         if rid in packed.unmet:
             missing.append(Missing(kind="required_evidence", id=rid, reason=packed.unmet[rid]))

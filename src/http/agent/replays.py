@@ -114,16 +114,17 @@ def _recorded_set(access: Access, release: ContextPackReleased) -> ContextSetSta
     return access.sets()(set_id) or ContextSetState(id=set_id)
 
 
-def _read_now(access: Access, release: ContextPackReleased, ns: NamespaceAt,
+def _read_now(access: Access, release: ContextPackReleased, at_p: NamespaceAt,
               readable: Readable) -> set[str]:
-    """The collections the released pack read, as a recompute resolves them now (its recorded
-    filter and set, the caller's access now). A release records an item's anchor collection
-    only, so a graph fact or a passage's contradiction flag can join a record of a collection
-    no recorded item names: verify weighs these as the pack did."""
+    """The collections the released pack read, as a recompute resolves them (the namespace at
+    the recorded position, its recorded filter and set, the caller's access now). A release
+    records an item's anchor collection only, so a graph fact or a passage's contradiction
+    flag can join a record of a collection no recorded item names: verify weighs these as the
+    pack did, and no collection the pack could not have read (one created since) joins them."""
     p = release.parameters
     request = PackRequest(task="", collection_ids=p.collection_ids,
                           context_set_id=p.context_set_id)
-    scope = recompute_scope(ns, request, _recorded_set(access, release),
+    scope = recompute_scope(at_p, request, _recorded_set(access, release),
                             readable.__contains__)
     return {c.name for c in scope.usable}
 
@@ -142,7 +143,9 @@ def _verify(packs: PackServices, access: Access, release: ContextPackReleased,
     # today, a hash included)
     named = sorted({i.source.collection_id for i in items if i.source.collection_id
                     and i.source.collection_id in readable}
-                   | _read_now(access, release, ns, readable))
+                   | _read_now(access, release,
+                               ports.inputs.namespace_at(caller.workspace, release.position),
+                               readable))
     corpus = loaded_corpus(access.request, ports,
                            [ns.collections[c] for c in named if c in ns.collections])
     get = access.sets()
