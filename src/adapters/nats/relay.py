@@ -145,6 +145,9 @@ class Relay:
         # that connects but fails the same way is the same episode, not a new warning
         self._connected = self._failing = self._stop_requested = False
         self._reconnect_noted = False  # "connected to" logged once per warned failure
+        # the last checkpoint write failed: publishing again does not end that failure, only a
+        # checkpoint saved does (a busy log publishes at every retry)
+        self._save_refused = False
         self._last_error: str | None = None
         self._stream_full = False
         self._full_reported: float | None = None  # when the full stream was last logged
@@ -403,7 +406,8 @@ class Relay:
         return 0
 
     def _on_ack(self, position: int, ack: api.PubAck) -> None:
-        self._failing = False  # publishing again: a later failure is a new one, warned again
+        if not self._save_refused:
+            self._failing = False  # publishing again: a later failure is a new one, warned again
         if ack.duplicate:
             self._duplicates += 1
         else:
@@ -443,7 +447,12 @@ class Relay:
             time.monotonic() - self._last_save >= self._settings.save_interval
         )
         if force or due:
-            await self._call(self._positions.save, acked)
+            try:
+                await self._call(self._positions.save, acked)
+            except Exception:
+                self._save_refused = True
+                raise
+            self._save_refused = False
             self._saved = acked
             self._unsaved = 0
             self._last_save = time.monotonic()

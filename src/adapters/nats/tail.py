@@ -46,14 +46,15 @@ class _Progress:
     handled: OrderedDict[int, None] = field(default_factory=OrderedDict)
 
     def seen(self, msg: Msg) -> bool:
-        """Whether ``msg`` was handled before; it is remembered from now on."""
-        seq = msg.metadata.sequence.stream
-        if seq in self.handled:
-            return True
-        self.handled[seq] = None
+        """Whether ``msg`` was handled before."""
+        return msg.metadata.sequence.stream in self.handled
+
+    def remember(self, msg: Msg) -> None:
+        """Note ``msg`` as handled, once printed or passed over: one handed back unprinted (a
+        write interrupted) is printed when it comes again."""
+        self.handled[msg.metadata.sequence.stream] = None
         if len(self.handled) > REMEMBERED:
             self.handled.popitem(last=False)
-        return False
 
 
 def tail(
@@ -192,6 +193,7 @@ async def _print_batch(batch: list[Msg], out: TextIO, fmt: str, progress: _Progr
                 out.write(line + "\n")
                 out.flush()
                 progress.printed += 1
+            progress.remember(msg)
             done += 1
             await msg.ack()
     except BaseException:

@@ -39,6 +39,7 @@ from context_service.domain.pack.items import Item, Missing, Pack
 from context_service.domain.pack.model import (
     ENGINE_VERSION,
     Corpus,
+    NamespaceAt,
     Retrieval,
     Scored,
 )
@@ -194,6 +195,21 @@ class ReleaseAccess:
             wait_for_views(self.access.request, ACCESS_VIEWS)
 
 
+def readable_at(access: Access, ns: NamespaceAt, now: Readable,
+                at_head: bool = False) -> Callable[[str], bool]:
+    """Whether a collection is read at ``ns.position`` by the caller (access ``now``): rule 5
+    is judged for the generation that lived at P, as a pack there judged it (a replay's
+    ``verify`` too): the administrator reads collections deleted since, and anyone reads a
+    name a member took again since by its name. At the log's head (``at_head``: no
+    ``systemTime``) that is what is admitted now, held in memory; before it, the view is
+    asked (a database round trip: 5 ms of a 12 ms pack)."""
+    admitted = now.admitted_now() if at_head else \
+        agent_services(access.request).admission.admitted_at(access.caller.workspace,
+                                                             ns.position)
+    return named_readable(now, lambda name: (
+        (c := ns.collections.get(name)) is not None and c.type in PACKABLE_TYPES), admitted)
+
+
 def build_pack(packs: PackServices, access: Access, request: PackRequest,
                active: ContextSetState | None, as_of: AsOf, timings: Timings,
                deadline: float, at_release: ReleaseAccess,
@@ -206,17 +222,7 @@ def build_pack(packs: PackServices, access: Access, request: PackRequest,
     started = time.monotonic()
     ports = packs.configured()
     ns = ports.inputs.namespace_at(access.caller.workspace, as_of.position)
-    now = access.readable()
-    # rule 5 is judged for the generation that lived at P: the administrator reads collections
-    # deleted since, and anyone reads a name a member took again since by its name. At the
-    # log's head (``at_head``: no ``systemTime``) that is what is admitted now, held in
-    # memory; before it, the view is asked (a database round trip: 5 ms of a 12 ms pack)
-    admitted = now.admitted_now() if at_head else \
-        agent_services(access.request).admission.admitted_at(access.caller.workspace,
-                                                             as_of.position)
-    readable = named_readable(now, lambda name: (
-        (c := ns.collections.get(name)) is not None and c.type in PACKABLE_TYPES), admitted)
-    scope = scope_of(ns, request, active, readable)
+    scope = scope_of(ns, request, active, readable_at(access, ns, access.readable(), at_head))
     if scope.not_found:
         raise collection_not_found(scope.not_found)
     corpus = loaded_corpus(access.request, ports, scope.usable)

@@ -52,6 +52,7 @@ from context_service.http.agent.pack_flow import (
     ReleaseAccess,
     Timings,
     build_pack,
+    readable_at,
 )
 from context_service.http.agent.pack_services import PackServices, loaded_corpus, pack_services
 from context_service.http.agent.pipeline import (
@@ -117,15 +118,16 @@ def _recorded_set(access: Access, release: ContextPackReleased) -> ContextSetSta
 def _read_now(access: Access, release: ContextPackReleased, at_p: NamespaceAt,
               readable: Readable) -> set[str]:
     """The collections the released pack read, as a recompute resolves them (the namespace at
-    the recorded position, its recorded filter and set, the caller's access now). A release
-    records an item's anchor collection only, so a graph fact or a passage's contradiction
-    flag can join a record of a collection no recorded item names: verify weighs these as the
-    pack did, and no collection the pack could not have read (one created since) joins them."""
+    the recorded position, its recorded filter and set, the caller's access now, rule 5 for
+    the generation that lived then). A release records an item's anchor collection only, so a
+    graph fact or a passage's contradiction flag can join a record of a collection no recorded
+    item names: verify weighs these as the pack did, and no collection the pack could not have
+    read (one created since, a name taken again since, one admitted since) joins them."""
     p = release.parameters
     request = PackRequest(task="", collection_ids=p.collection_ids,
                           context_set_id=p.context_set_id)
     scope = recompute_scope(at_p, request, _recorded_set(access, release),
-                            readable.__contains__)
+                            readable_at(access, at_p, readable))
     return {c.name for c in scope.usable}
 
 
