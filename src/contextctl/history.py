@@ -126,12 +126,12 @@ def events(app: App, name: str, limit: int | None, cursor: str | None, every: bo
 @history.command(help="Write every event of the context as JSON lines (to a file or stdout).")
 @context_argument
 @click.option("-f", "--file", "target", type=click.Path(dir_okay=False, writable=True),
-              default=None, help="Where to write (default: standard output).")
+              default=None, help="Where to write (default, or -: standard output).")
 @namespace_option
 @pass_app
 def export(app: App, name: str, target: str | None, namespace: str | None) -> None:
     path = context_path(app.namespace(namespace), name, "history")
-    if target is None:
+    if target is None or target == "-":
         write_events(app.client, path, sys.stdout)
         return
     count = write_whole(target, lambda stream: write_events(app.client, path, stream))

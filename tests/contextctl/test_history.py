@@ -57,6 +57,8 @@ def test_as_of_audit_events_and_export(cli: Cli, tmp_path: Path) -> None:
     assert [r["name"] for r in rows] == ["ContextCreated", "AccessGranted"]
     to_stdout = cli("history", "export", "past", *NS)
     assert [json.loads(line) for line in to_stdout.out.splitlines()] == rows
+    dash = cli("history", "export", "past", "-f", "-", *NS)  # "-" is standard output, as usual
+    assert [json.loads(line) for line in dash.out.splitlines()] == rows
 
 
 def test_history_errors(cli: Cli) -> None:
