@@ -35,6 +35,15 @@ DEADLINE_MARGIN = 15.0
 _FIELD_VALUE = re.compile(r"[\x20-\x7e\t]*")
 
 
+UNCARRIABLE = ("holds a character no HTTP header can carry (a line break, a control character, "
+               "or one beyond ASCII)")
+
+
+def carriable(value: str) -> bool:
+    """Whether an HTTP header can carry ``value`` as this client sends it."""
+    return _FIELD_VALUE.fullmatch(value) is not None
+
+
 def headers(token: str, extra: Mapping[str, str] | None) -> dict[str, str]:
     """Every request's headers: the credential's, and ``extra``. A value no header can carry
     (a line break, as a token read from a file ends with; a character beyond ASCII) raises
@@ -43,10 +52,9 @@ def headers(token: str, extra: Mapping[str, str] | None) -> dict[str, str]:
     sent = {"Authorization": f"Bearer {token}", "Content-Type": "application/json",
             "User-Agent": "context-service-client", **(extra or {})}
     for name, value in sent.items():
-        if not _FIELD_VALUE.fullmatch(value):
+        if not carriable(value):
             told = "the token" if name == "Authorization" else f"the header {name!r}"
-            raise ValueError(f"{told} holds a character no HTTP header can carry (a line "
-                             "break, a control character, or one beyond ASCII)")
+            raise ValueError(f"{told} {UNCARRIABLE}")
     return sent
 
 

@@ -13,12 +13,11 @@ from typing import Any
 
 import httpx
 
+from context_service.client.routes import UNCARRIABLE, carriable
 from context_service.client.routes import segment as segment  # one path segment, for every command
 from context_service.contextctl.settings import Settings
 from context_service.urls import credentials, redacted
 
-# what an HTTP field value can carry as sent: visible ASCII, spaces and tabs (RFC 9110 5.5)
-_FIELD_VALUE = re.compile(r"[\x20-\x7e\t]*")
 # the environment's proxies, which httpx reads (their user and password are never printed)
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy",
                    "all_proxy")
@@ -135,9 +134,8 @@ def unusable(settings: Settings) -> ServiceError | None:
         return ServiceError(f"CS_URL is not a valid URL ({redacted(settings.url)}): "
                             f"{scrubbed(str(exc), settings.url)}")
     for variable, value in (("CS_TOKEN", settings.token), ("CS_SUBJECT", settings.subject)):
-        if not _FIELD_VALUE.fullmatch(value):
-            return ServiceError(f"{variable} holds a character no HTTP header can carry (a line "
-                                "break, a control character, or one beyond ASCII)")
+        if not carriable(value):
+            return ServiceError(f"{variable} {UNCARRIABLE}")
     return None
 
 

@@ -88,13 +88,12 @@ def print_context(item: dict[str, Any]) -> None:
         ("Kubernetes resource", resource(item))]
     if item.get("currentRevision"):
         pairs.append(("Current revision", item["currentRevision"]))
-    if entries(item, "revisions"):
-        pairs.append(("Revisions", len(entries(item, "revisions"))))
+    if revisions := entries(item, "revisions"):
+        pairs.append(("Revisions", len(revisions)))
     if item.get("effectiveAccess"):
         pairs.append(("Access", item["effectiveAccess"]))
-    if entries(item, "consumers"):
-        pairs.append(("Consumers", ", ".join(consumer_label(c)
-                                             for c in entries(item, "consumers"))))
+    if consumers := entries(item, "consumers"):
+        pairs.append(("Consumers", ", ".join(consumer_label(c) for c in consumers)))
     output.block("Context", pairs)
     if item.get("status") == "provisioning":
         attachment = part(item, "attachment")

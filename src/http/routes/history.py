@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import binascii
 import re
 from typing import Any
 
@@ -20,7 +19,7 @@ from context_service.contract.contexts import (
 from context_service.domain.context.commands import PublishRevision
 from context_service.domain.context.events import SourceRef
 from context_service.domain.errors import RequestInvalidError
-from context_service.http import render
+from context_service.http import cursors, render
 from context_service.http.body import timestamp
 from context_service.http.common import CATALOG, caller, json, services, threaded
 from context_service.http.refusals import refusals
@@ -30,7 +29,6 @@ from context_service.projections.reads import ContextReads
 
 PATH = "/v1/namespaces/{namespace:str}/contexts/{name:str}"
 _INTEGER = re.compile(r"[+-]?[0-9]{1,20}")  # bounded: int() refuses 4,300 digits
-_BASE64URL = re.compile(r"[A-Za-z0-9_-]*")
 
 
 @get(PATH + "/revisions", opt={"permission": "read"},
@@ -72,30 +70,19 @@ class _AuditCursor(msgspec.Struct, frozen=True):
     q: int = 0  # its sequence within that position's event (an integer column)
 
 
-def _encode_cursor(cursor: _AuditCursor) -> str:
-    return base64.urlsafe_b64encode(msgspec.json.encode(cursor)).decode().rstrip("=")
-
-
 def _decode_cursor(raw: str) -> _AuditCursor | None:
-    """The cursor ``raw`` spells, only when it is byte for byte one ``_encode_cursor`` writes:
-    the base64 decoder skips stray characters and padding, and JSON takes other spellings."""
-    if _BASE64URL.fullmatch(raw) is None:
-        return None
-    try:
-        data = base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4))
-        cursor = msgspec.json.decode(data, type=_AuditCursor)
-    except (binascii.Error, ValueError, msgspec.DecodeError, msgspec.ValidationError):
-        return None
-    return cursor if raw in _spellings(cursor) else None
+    """The cursor ``raw`` spells, only in a spelling the route has written (``_spellings``)."""
+    cursor = cursors.fields(raw, _AuditCursor)
+    return cursor if cursor is not None and raw in _spellings(cursor) else None
 
 
 def _spellings(cursor: _AuditCursor) -> tuple[str, ...]:
     """Every way the route has written ``cursor``: today's, and without ``q`` (cursors issued
     before entries had a sequence, whose ``q`` is 0, stay valid)."""
     if cursor.q:
-        return (_encode_cursor(cursor),)
+        return (cursors.encode(cursor),)
     legacy = msgspec.json.encode({"s": cursor.s, "g": cursor.g, "p": cursor.p})
-    return _encode_cursor(cursor), base64.urlsafe_b64encode(legacy).decode().rstrip("=")
+    return cursors.encode(cursor), base64.urlsafe_b64encode(legacy).decode().rstrip("=")
 
 
 def _names_an_entry(reads: ContextReads, namespace: str, name: str, since: int,
@@ -144,7 +131,7 @@ def read_audit(request: Request[Any, Any, Any], namespace: FromPath[str],
     body["items"] = [render.audit_event(e) for e in page]
     if more:
         last = page[-1]
-        body["nextCursor"] = _encode_cursor(_AuditCursor(stream_id, since, last.position,
+        body["nextCursor"] = cursors.encode(_AuditCursor(stream_id, since, last.position,
                                                          last.seq))
     return json(body)
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,6 +18,7 @@ from context_service.domain.errors import ContextNotFoundError, RequestInvalidEr
 from context_service.domain.events import ADMIN, UnknownEvent
 from context_service.domain.stream import Recorded
 from context_service.domain.values import format_timestamp, parse_timestamp
+from context_service.http import cursors
 from context_service.http.common import (
     CATALOG,
     caller,
@@ -32,7 +31,6 @@ from context_service.http.refusals import refusals
 from context_service.projections.reads import CatalogEntry
 
 _POSITION = re.compile(r"[0-9]{1,19}")
-_BASE64URL = re.compile(r"[A-Za-z0-9_-]*")
 _PAGE_EVENTS = 1000  # a history page without ``limit``
 _PAGE_BYTES = 4 * 1024 * 1024  # a page ends after the event that takes it past this many bytes
 _CHUNK = 100  # events read from the log at a time
@@ -130,23 +128,6 @@ class _Cursor(msgspec.Struct, frozen=True):
     p: int
 
 
-def _encode(cursor: _Cursor) -> str:
-    return base64.urlsafe_b64encode(msgspec.json.encode(cursor)).decode().rstrip("=")
-
-
-def _decode(raw: str) -> _Cursor | None:
-    """The cursor ``raw`` spells, only when it is byte for byte one ``_encode`` writes: the
-    base64 decoder skips stray characters and padding, and JSON takes other spellings."""
-    if _BASE64URL.fullmatch(raw) is None:
-        return None
-    try:
-        data = base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4))
-        cursor = msgspec.json.decode(data, type=_Cursor)
-    except (binascii.Error, ValueError, msgspec.DecodeError, msgspec.ValidationError):
-        return None
-    return cursor if _encode(cursor) == raw else None
-
-
 def issued_position(position: int, since: int) -> bool:
     """Whether a cursor of the generation created at ``since`` can hold ``position``: a page's
     last event is never before the creation, and a log position is a bigint."""
@@ -181,7 +162,7 @@ def read_history(request: Request[Any, Any, Any], namespace: FromPath[str],
     after = 0
     raw_cursor = request.query_params.get("cursor")
     if raw_cursor is not None:
-        cursor = _decode(raw_cursor)
+        cursor = cursors.decode(raw_cursor, _Cursor)
         if cursor is None or cursor.g != since or not issued_position(cursor.p, since):
             raise RequestInvalidError("invalid history cursor")
         after = cursor.p
@@ -189,7 +170,7 @@ def read_history(request: Request[Any, Any, Any], namespace: FromPath[str],
                         _PAGE_EVENTS if limit is None else limit)
     body: dict[str, Any] = {"items": items}
     if last is not None:
-        body["nextCursor"] = _encode(_Cursor(since, last))
+        body["nextCursor"] = cursors.encode(_Cursor(since, last))
     return json(body)
 
 
