@@ -11,6 +11,7 @@ from psycopg.conninfo import conninfo_to_dict
 # connection each one holds, would wait for as long as that session lives. Shorter than the
 # append connection's own answer timeout (10 s), so a write fails with the lock as its reason.
 LOCK_TIMEOUT_SECONDS = 5.0
+CONNECT_SECONDS = 10  # a server that accepts a connection and never answers is an error then
 
 
 def open_datastore(url: str, pool_size: int = 8, max_overflow: int = 16,
@@ -25,7 +26,7 @@ def open_datastore(url: str, pool_size: int = 8, max_overflow: int = 16,
         pool_size=pool_size,
         max_overflow=max_overflow,
         max_waiting=0,
-        connect_timeout=10,
+        connect_timeout=CONNECT_SECONDS,
         pool_open_timeout=None,
         enable_db_functions=False,
     )
@@ -38,5 +39,10 @@ def _bound_lock_waits(datastore: PostgresDatastore, seconds: float) -> None:
     append connection copies its parameters), starts with ``lock_timeout``."""
     kwargs = datastore.pool.kwargs
     assert isinstance(kwargs, dict)  # built by the datastore, never a callable here
+    kwargs["options"] = lock_wait_option(seconds)
+
+
+def lock_wait_option(seconds: float) -> str:
+    """The start-up ``options`` that bound a session's lock waits to ``seconds`` (0: none)."""
     millis = max(1, round(seconds * 1000)) if seconds > 0 else 0  # 0: PostgreSQL's "no bound"
-    kwargs["options"] = f"-c lock_timeout={millis}"
+    return f"-c lock_timeout={millis}"

@@ -24,10 +24,12 @@ from contextlib import contextmanager
 
 import psycopg
 
-from context_service.adapters.postgres.database import LOCK_TIMEOUT_SECONDS
+from context_service.adapters.postgres.database import (
+    CONNECT_SECONDS,
+    LOCK_TIMEOUT_SECONDS,
+    lock_wait_option,
+)
 from context_service.adapters.postgres.lock import lock_key
-
-CONNECT_SECONDS = 10  # as the pool's connect_timeout: a server that never answers is an error
 
 
 class AdvisoryTurns:
@@ -38,9 +40,8 @@ class AdvisoryTurns:
     @contextmanager
     def __call__(self, namespace: str, context: str) -> Iterator[None]:
         key = lock_key(f"lifecycle-source/{namespace}/{context}")
-        seconds = self.wait_seconds
-        millis = max(1, round(seconds * 1000)) if seconds > 0 else 0  # 0: no bound, as the pool
         with psycopg.connect(self.url, connect_timeout=CONNECT_SECONDS,
-                             options=f"-c lock_timeout={millis}") as conn, conn.transaction():
+                             options=lock_wait_option(self.wait_seconds)) as conn, \
+                conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (key,))
             yield
