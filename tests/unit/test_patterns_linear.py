@@ -16,6 +16,7 @@ from context_service.domain.agent_credentials import token
 from context_service.domain.context import index_checks
 from context_service.domain.query import cursor
 from context_service.domain.query_template import placeholders, validation
+from context_service.http import cursors as http_cursors
 from context_service.http import index_body
 from context_service.http.agent import body as agent_body
 from context_service.http.agent import fields_shapes
@@ -58,7 +59,8 @@ VALIDATORS: dict[str, Callable[[str], object]] = {
 }
 
 MODULES: tuple[ModuleType, ...] = (values, token, index_checks, cursor, placeholders, validation,
-                                   index_body, agent_body, fields_shapes, history, timeline)
+                                   index_body, agent_body, fields_shapes, history, timeline,
+                                   http_cursors)
 
 
 def patterns() -> dict[str, re.Pattern[str]]:
