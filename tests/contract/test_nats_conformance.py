@@ -189,21 +189,22 @@ def test_tail_waits_out_a_nats_restart_and_prints_every_event_once(
 
 # -- the relay's log while it keeps failing ----------------------------------------------------
 
+TOO_SMALL = 1024  # a stream's max_msg_size the relay refuses: below an event's stand-in
+
 
 def test_a_refusal_that_recurs_after_every_reconnect_is_warned_once(
     nats_server: NatsServerHandle, caplog: pytest.LogCaptureFixture
 ) -> None:
     """docs/events.md, Operation: "each error is logged as a warning with its message, once
     while the relay keeps failing the same way (a retry failing again with the same message is
-    logged at debug level)". Here JetStream refuses one event on every attempt (the operator
-    gave the stream a `max_msg_size` below it): the relay connects fine each time and fails on
-    the same event, which must not turn into one warning per retry."""
+    logged at debug level)". Here the relay refuses the stream on every attempt (the operator
+    gave it a `max_msg_size` too small for an event's stand-in): the relay connects fine each
+    time and fails the same way, which must not turn into one warning per retry."""
     caplog.set_level(logging.DEBUG, logger="context_service.adapters.nats")
     spec = fresh_stream_spec()
     asyncio.run(_add_stream(nats_server.url,
-                            dataclasses.replace(spec.config(), max_msg_size=4096)))
+                            dataclasses.replace(spec.config(), max_msg_size=TOO_SMALL)))
     events = make_events(3)
-    events[0] = msgspec.structs.replace(events[0], data={"note": "x" * 10_000})
     relay = Relay(MemoryFeed(events), MemoryPositionStore(),
                   RelaySettings(url=nats_server.url, stream=spec, backoff_initial=0.01,
                                 backoff_max=0.05))
@@ -214,7 +215,7 @@ def test_a_refusal_that_recurs_after_every_reconnect_is_warned_once(
         relay.stop()
     assert positions_of(read_stream(nats_server.url, spec)) == []  # nothing skipped
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    refused = [w for w in warnings if "message size exceeds maximum allowed" in w]
+    refused = [w for w in warnings if f"max_msg_size of {TOO_SMALL} bytes" in w]
     assert len(refused) == 1, warnings
     assert not [w for w in warnings if w not in refused], warnings
     connected = [r.getMessage() for r in caplog.records
@@ -230,10 +231,9 @@ def test_after_recovering_the_same_failure_is_warned_again(
     caplog.set_level(logging.DEBUG, logger="context_service.adapters.nats")
     spec = fresh_stream_spec()
     asyncio.run(_add_stream(nats_server.url,
-                            dataclasses.replace(spec.config(), max_msg_size=4096)))
-    big = {"note": "x" * 10_000}
+                            dataclasses.replace(spec.config(), max_msg_size=TOO_SMALL)))
+    big = {"note": "x" * 2 * TOO_SMALL}  # refused mid-session: the next session meets the limit
     events = make_events(4)
-    events[1] = msgspec.structs.replace(events[1], data=big)
     feed = MemoryFeed(events[:2])
     relay = Relay(feed, MemoryPositionStore(),
                   RelaySettings(url=nats_server.url, stream=spec, backoff_initial=0.01,
@@ -260,7 +260,7 @@ def test_after_recovering_the_same_failure_is_warned_again(
     finally:
         relay.stop()
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING
-                and "message size exceeds maximum allowed" in r.getMessage()]
+                and f"max_msg_size of {TOO_SMALL} bytes" in r.getMessage()]
     assert len(warnings) == 2, warnings
 
 
@@ -269,7 +269,7 @@ async def _add_limit(url: str, name: str) -> None:
     try:
         js = nc.jetstream()
         config = (await js.stream_info(name)).config
-        await js.update_stream(dataclasses.replace(config, max_msg_size=4096))
+        await js.update_stream(dataclasses.replace(config, max_msg_size=TOO_SMALL))
     finally:
         await nc.close()
 

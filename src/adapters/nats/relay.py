@@ -4,7 +4,12 @@ Order: messages are pipelined (bounded in flight, acks settled in order); from t
 a session has stored on, each carries ``Nats-Expected-Last-Msg-Id`` = the previous position, so
 JetStream rejects a message whose predecessor is missing instead of storing it out of order.
 Resume: after the stream's last message when the log agrees with it, else after the checkpoint
-(saved only after acks, in batches); ``Nats-Msg-Id`` = position deduplicates any republish.
+(saved only after acks, in batches); ``Nats-Msg-Id`` = position deduplicates any republish, so
+the stream's duplicate window is at least the relay's own time to publish again
+(``resume_window``). Every message names the stream it must land in (``Nats-Expected-Stream``):
+another stream given part of the subjects refuses it instead of storing it out of sight.
+An event larger than the server's ``max_payload`` or the stream's ``max_msg_size`` goes out as
+its stand-in (the envelope without its data), never retried for ever.
 Any failure ends the session (connection); the relay backs off and starts a new one.
 A full stream (discard policy "new" at its limits, or JetStream out of storage) refuses the next
 event: the relay waits for room, retrying at its longest backoff, drops nothing, shows it as
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import random
 import threading
@@ -54,7 +60,9 @@ from context_service.urls import redacted, servers
 log = logging.getLogger(__name__)
 
 EXPECTED_LAST_MSG_ID = "Nats-Expected-Last-Msg-Id"
-# on the stand-in of an event larger than the server's max_payload: the envelope without its data
+EXPECTED_STREAM = "Nats-Expected-Stream"
+# on the stand-in of an event larger than the server's max_payload or the stream's max_msg_size:
+# the envelope without its data
 DATA_OMITTED_HEADER = "Cs-Data-Omitted"
 T = TypeVar("T")
 _HEADER_BLOCK = len(b"NATS/1.0\r\n\r\n")
@@ -100,6 +108,45 @@ class RelaySettings:
     full_report_interval: float = 60.0  # seconds between the error lines of a full stream
 
 
+def resume_window(settings: RelaySettings) -> float:
+    """The shortest duplicate window the relay can rely on: twice the longest time between a
+    publish whose ack it did not see (the server may store it late) and the same event's next
+    publish (the ack timeout, the longest jittered backoff, a new connection), twice for the new
+    session's own requests. Any shorter, a republish could be stored a second time."""
+    return 2 * (settings.ack_timeout + settings.connect_timeout + 1.2 * settings.backoff_max)
+
+
+def _with_resume_window(settings: RelaySettings) -> RelaySettings:
+    """``settings`` with a duplicate window of at least ``resume_window`` (within the age limit,
+    which JetStream requires the window not to exceed), logged once when raised."""
+    stream, needed = settings.stream, resume_window(settings)
+    if stream.duplicate_window >= needed:
+        return settings
+    window = min(needed, stream.max_age) if stream.max_age else needed
+    log.warning("relay: a duplicate window of %gs is shorter than the %gs the relay may take to "
+                "publish an event again (ack timeout, longest backoff, a new connection); stream "
+                "%s gets a duplicate window of %gs", stream.duplicate_window, needed, stream.name,
+                window)
+    return dataclasses.replace(settings, stream=dataclasses.replace(stream,
+                                                                    duplicate_window=window))
+
+
+@dataclass(frozen=True)
+class MessageLimit:
+    """The largest message the relay may publish (headers included), and what sets it: the
+    server's ``max_payload`` or the stream's ``max_msg_size``, whichever is smaller."""
+
+    size: int
+    name: str
+
+    @classmethod
+    def of(cls, max_payload: int, max_msg_size: int | None) -> MessageLimit:
+        if max_msg_size is not None and max_msg_size > 0 and (
+                max_payload <= 0 or max_msg_size < max_payload):
+            return cls(max_msg_size, "the stream's max_msg_size")
+        return cls(max_payload, "the server's max_payload")
+
+
 @dataclass(frozen=True)
 class RelayStats:
     """Counters for /metrics. ``published`` counts stored messages, ``duplicates`` the republished
@@ -134,7 +181,7 @@ class Relay:
     def __init__(self, feed: EventFeed, positions: PositionStore, settings: RelaySettings) -> None:
         self._feed = feed
         self._positions = positions
-        self._settings = settings
+        self._settings = _with_resume_window(settings)
         self._published = self._duplicates = self._errors = self._omitted = self._unknown = 0
         self._unknown_types: set[str] = set()  # logged once each
         self._limit_rechecked = 0  # position of the last too-large event: limit read again
@@ -283,7 +330,8 @@ class Relay:
             # Acks settle (and leave our window) before nats-py's own counter sees them: give
             # that counter room so it never blocks, our window being the real bound.
             js = nc.jetstream(publish_async_max_pending=2 * settings.max_in_flight + 1)
-            await ensure_stream(js, settings.stream)
+            info = await ensure_stream(js, settings.stream)
+            limit = MessageLimit.of(nc.max_payload, info.config.max_msg_size)
             start = await self._stream_tail(js) or self._acked
             if start != self._acked:
                 log.info("relay: the stream ends at %d (last ack %d)", start, self._acked)
@@ -294,7 +342,7 @@ class Relay:
                 log.info("relay: connected to %s, resuming after position %d",
                          redacted(settings.url), start)
             watchdog = asyncio.create_task(self._watch_acks())
-            await self._pump(js, start, nc.max_payload)
+            await self._pump(js, start, limit)
             await self._settle_all()
         finally:
             self._connected = False
@@ -304,7 +352,7 @@ class Relay:
             with contextlib.suppress(Exception):
                 await nc.close()
 
-    async def _pump(self, js: JetStreamContext, cursor: int, max_payload: int) -> None:
+    async def _pump(self, js: JetStreamContext, cursor: int, limit: MessageLimit) -> None:
         settings, stopping, lost = self._settings, self._stopping, self._lost
         assert stopping is not None and lost is not None
         prefix = settings.stream.subject_prefix
@@ -329,12 +377,13 @@ class Relay:
                 if envelope.name not in EVENTS:
                     self._note_unknown(envelope)
                 subject = subject_for(envelope.namespace, envelope.aggregate, envelope.name, prefix)
-                headers = {MSG_ID_HEADER: str(position), VERSION_HEADER: "1"}
+                headers = {MSG_ID_HEADER: str(position), VERSION_HEADER: "1",
+                           EXPECTED_STREAM: settings.stream.name}
                 if chained:
                     headers[EXPECTED_LAST_MSG_ID] = str(cursor)
-                payload = self._payload(envelope, headers, max_payload)
+                payload = self._payload(envelope, headers, limit)
                 if payload is None:
-                    return  # a new session, to read the server's max_payload again
+                    return  # a new session, to read max_payload and max_msg_size again
                 if chained:
                     while len(self._pending) >= settings.max_in_flight:
                         await self._settle_one()
@@ -354,30 +403,32 @@ class Relay:
             await self._save()
 
     def _payload(
-        self, envelope: Envelope, headers: dict[str, str], max_payload: int
+        self, envelope: Envelope, headers: dict[str, str], limit: MessageLimit
     ) -> bytes | None:
-        """The message body; for an event the server cannot take (its ``max_payload`` counts the
-        headers too), the envelope with empty ``data`` and ``Cs-Data-Omitted`` set, so the relay
-        goes on instead of failing at it for ever (the log keeps the whole event).
+        """The message body; for an event the server or the stream cannot take (its
+        ``max_payload`` or ``max_msg_size``, headers included), the envelope with empty ``data``
+        and ``Cs-Data-Omitted`` set, so the relay goes on instead of failing at it for ever (the
+        log keeps the whole event).
 
         ``None`` the first time an event is too large: a config reload changes the server's limit
-        without telling connected clients, so before data is left out for good the limit is read
-        again on a new connection (an operator may have raised it for just this event).
+        without telling connected clients, and an operator may edit the stream at any time, so
+        before data is left out for good both limits are read again on a new connection (an
+        operator may have raised one for just this event).
         """
         payload = encode(envelope)
         size = len(payload) + _HEADER_BLOCK + sum(len(k) + len(v) + 4 for k, v in headers.items())
-        if max_payload <= 0 or size <= max_payload:
+        if limit.size <= 0 or size <= limit.size:
             return payload
         if self._limit_rechecked != envelope.position:
             self._limit_rechecked = envelope.position
-            log.info("relay: the event at position %d (%d bytes) exceeds the max_payload of %d "
-                     "bytes NATS announced on connecting; reconnecting to read its current one",
-                     envelope.position, size, max_payload)
+            log.info("relay: the event at position %d (%d bytes) exceeds %s of %d bytes read "
+                     "on connecting; reconnecting to read its current one",
+                     envelope.position, size, limit.name, limit.size)
             return None
         self._omitted += 1
-        log.error("relay: the event at position %d (%s, %d bytes) exceeds the server's "
-                  "max_payload of %d bytes; published without its data",
-                  envelope.position, envelope.name, size, max_payload)
+        log.error("relay: the event at position %d (%s, %d bytes) exceeds %s of %d bytes; "
+                  "published without its data",
+                  envelope.position, envelope.name, size, limit.name, limit.size)
         headers[DATA_OMITTED_HEADER] = "too-large"
         return encode(msgspec.structs.replace(envelope, data={}))
 
@@ -561,6 +612,9 @@ def _room_advice(limit: str) -> str:
     if limit == "storage":
         return ("JetStream has no storage left for it: raise the server's max_file_store or the "
                 "account's JetStream storage limit, or free space on the server")
+    if limit == "max_msgs_per_subject":  # discard old would drop events from the stream's middle
+        return ("Its discard policy is new: raise the stream's max_msgs_per_subject (or remove "
+                "it, with discard_new_per_subject), or set an age limit (CS_NATS_MAX_AGE)")
     return (f"Its discard policy is new: raise the stream's {limit}, set an age limit "
             "(CS_NATS_MAX_AGE), or set its discard policy to old (subscribers then miss the "
             "oldest events they have not read)")

@@ -2,7 +2,10 @@
 
 ``ensure_stream`` is create-or-update and safe to run from every relay start: it creates the
 stream when missing and brings subjects, duplicate window, age limit, retention (limits) and acks
-in line with the spec, keeping every other setting an operator chose.
+in line with the spec, keeping every other setting an operator chose, except where that setting
+would make the stream lose events silently (a per-subject limit with discard policy new drops the
+subject's oldest message unless discard applies per subject too). A stream the relay cannot
+publish every event into, in order, is refused (``StreamMismatchError``, one clear sentence).
 ``last_envelope`` tells where the stream ends, for the relay to resume there.
 """
 
@@ -19,11 +22,15 @@ from context_service.adapters.nats.envelope import SUBJECT_PREFIX, Envelope, dec
 
 STREAM_NAME = "CONTEXT_EVENTS"
 LOOK_BACK = 64  # messages searched, from the stream's end, for the relay's last one
+# The smallest max_msg_size a stream may have: an event above it goes out as its stand-in (the
+# envelope without its data), which must itself fit, or the relay would retry it for ever.
+MIN_MSG_SIZE = 4096
 
 
 class StreamMismatchError(RuntimeError):
-    """The stream exists with a setting that cannot be changed in place (its storage type, or
-    work-queue retention)."""
+    """The stream exists with a setting the relay cannot publish every event under, in order,
+    and that it does not change for the operator: its storage type, work-queue retention, a seal,
+    a mirror or sources, or a max_msg_size too small for an event's stand-in."""
 
 
 @dataclass(frozen=True)
@@ -58,29 +65,57 @@ async def ensure_stream(js: JetStreamContext, spec: StreamSpec) -> api.StreamInf
 
     The service owns its subjects (covered, not exclusive), duplicate window, age limit,
     retention and acks; everything else (replicas, byte and message limits, discard policy,
-    placement, compression, subjects an operator added...) is the operator's and is kept.
+    placement, compression, subjects an operator added...) is the operator's and is kept, but
+    for discard new applying per subject too where a per-subject limit is set. A stream the
+    relay cannot publish into (sealed, a mirror...) or bring in line (its subjects taken by
+    another stream) raises ``StreamMismatchError`` saying why.
     """
     try:
         info = await js.stream_info(spec.name)
     except NotFoundError:
         return await js.add_stream(spec.config())
     current = info.config
-    if current.storage != api.StorageType.FILE:
-        raise StreamMismatchError(
-            f"stream {spec.name} uses {current.storage} storage; file storage is required "
-            "(delete or rename the stream to let the relay recreate it)"
-        )
-    if current.retention == api.RetentionPolicy.WORK_QUEUE:
-        raise StreamMismatchError(
-            f"stream {spec.name} is a work queue; limits retention is required (a work queue "
-            "deletes each event once one consumer acknowledged it; delete or rename the stream "
-            "to let the relay recreate it)"
-        )
+    refusal = _refusal(current)
+    if refusal is not None:
+        raise StreamMismatchError(f"stream {spec.name} {refusal}")
     changes = _owned_changes(current, spec)
     if not changes:
         return info
     # the whole current config goes back: an update resets every field it leaves out
-    return await js.update_stream(dataclasses.replace(current, **changes))
+    try:
+        return await js.update_stream(dataclasses.replace(current, **changes))
+    except APIError as exc:  # e.g. our subjects overlap another stream's
+        wanted = ", ".join(f"{key} {value}" for key, value in changes.items())
+        raise StreamMismatchError(
+            f"stream {spec.name} cannot be brought in line ({wanted}): "
+            f"{exc.description or exc}") from exc
+
+
+_RECREATE = "delete or rename the stream to let the relay recreate it"
+
+
+def _refusal(current: api.StreamConfig) -> str | None:
+    """Why the relay cannot publish into a stream so configured, or ``None``."""
+    if current.storage != api.StorageType.FILE:
+        return f"uses {current.storage} storage; file storage is required ({_RECREATE})"
+    if current.retention == api.RetentionPolicy.WORK_QUEUE:
+        return ("is a work queue; limits retention is required (a work queue deletes each event "
+                f"once one consumer acknowledged it; {_RECREATE})")
+    if current.sealed:
+        return f"is sealed: it stores no message any more and cannot be unsealed ({_RECREATE})"
+    if current.mirror is not None:
+        return (f"is a mirror of stream {current.mirror.name}: a mirror takes no publishes "
+                f"({_RECREATE})")
+    if current.sources:
+        names = ", ".join(source.name for source in current.sources)
+        return (f"has sources ({names}): their messages would land between the events, breaking "
+                "the order JetStream checks for the relay and showing subscribers another "
+                "stream's messages as events (remove the sources)")
+    size = current.max_msg_size
+    if size is not None and 0 < size < MIN_MSG_SIZE:
+        return (f"has a max_msg_size of {size} bytes: at least {MIN_MSG_SIZE} is required, so "
+                "that an event above it can go out without its data (raise it, or set -1)")
+    return None
 
 
 def _owned_changes(current: api.StreamConfig, spec: StreamSpec) -> dict[str, Any]:
@@ -99,6 +134,12 @@ def _owned_changes(current: api.StreamConfig, spec: StreamSpec) -> dict[str, Any
         changes["retention"] = api.RetentionPolicy.LIMITS
     if current.no_ack:
         changes["no_ack"] = False
+    # discard new covers max_msgs and max_bytes only: at max_msgs_per_subject JetStream drops
+    # the subject's oldest message, silently, unless discard applies per subject as well
+    per_subject = current.max_msgs_per_subject is not None and current.max_msgs_per_subject > 0
+    if (per_subject and current.discard == api.DiscardPolicy.NEW
+            and not current.discard_new_per_subject):
+        changes["discard_new_per_subject"] = True
     return changes
 
 

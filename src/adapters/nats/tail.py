@@ -248,7 +248,10 @@ def _render(msg: Msg, fmt: str) -> str | None:
     if fmt == "json":
         text = msg.data.decode()
         # one envelope per line, whatever the publisher's layout
-        return msgspec.json.encode(event).decode() if "\n" in text or "\r" in text else text
+        if "\n" in text or "\r" in text:
+            text = msgspec.json.encode(event).decode()
+        # raw in a valid JSON text only inside strings, where the escape is the same value
+        return _RAW_IN_JSON.sub(_escaped, text)
     data = msgspec.json.encode(event.get("data")).decode()
     line = (
         f"#{event.get('position')} {event.get('timestamp')} "
@@ -262,6 +265,10 @@ def _render(msg: Msg, fmt: str) -> str | None:
 # terminal as a control sequence: written as a JSON escape, so one event stays one line. The
 # envelope's strings are the publisher's; `data` is JSON already, where such an escape is valid.
 _UNREADABLE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
+# Of those, what a valid JSON text may hold raw (in a string): C1 controls, U+0085 (NEL) among
+# them, and the line and paragraph separators, line breaks to terminals, log viewers and
+# str.splitlines alike.
+_RAW_IN_JSON = re.compile(r"[\x7f-\x9f\u2028\u2029]")
 
 
 def _escaped(match: re.Match[str]) -> str:

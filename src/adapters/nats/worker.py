@@ -46,7 +46,7 @@ class RelayWorker:
             ("cs_relay_duplicates_total", "Republished events JetStream already had.", {},
              s.duplicates),
             ("cs_relay_omitted_total", "Events published without their data (above the "
-             "server's max_payload).", {}, s.omitted),
+             "server's max_payload or the stream's max_msg_size).", {}, s.omitted),
             ("cs_relay_unknown_total", "Events of a type this version does not know, published "
              "with their stored fields.", {}, s.unknown),
             ("cs_relay_errors_total", "Relay errors (publishing is retried).", {}, s.errors),
