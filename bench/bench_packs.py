@@ -84,7 +84,7 @@ def while_loading(send: Callable[[str], httpx.Response], texts: list[str],
                   loaded: threading.Event, pause: float = 0.05) -> list[float]:
     """Seconds per request of ``send`` over ``texts`` in turn, one every ``pause`` seconds,
     until ``loaded``: what another caller meets while the service loads the indexes."""
-    out = []
+    out: list[float] = []
     for i in itertools.count():
         if loaded.wait(pause):
             return out
