@@ -22,6 +22,7 @@ SETS_LIST, SETS_GET = API + "/context-sets/list", API + "/context-sets/get"
 LOOKUP, MATCH = API + "/definitions/lookup", API + "/verified-answers/match"
 FIELDS_LIST, FIELDS_QUERY = API + "/fields/list", API + "/fields/query"
 RUN = API + "/query-templates/run"
+REPLAYS = API + "/replays/"  # and the replay id
 NDJSON = "application/x-ndjson"
 # the routes that record nothing: sending one again (after a bare 503) changes nothing, where a
 # pack, a replay or a template run is recorded each time it is applied
@@ -68,7 +69,7 @@ def segment(value: str) -> str:
 
 
 def replay(replay_id: str) -> str:
-    return f"{API}/replays/{segment(replay_id)}"
+    return REPLAYS + segment(replay_id)
 
 
 def pack_request(request: c.PackRequest | str) -> c.PackRequest:
@@ -81,6 +82,7 @@ class _Budget(msgspec.Struct, rename="camel"):
 
 class _Deadline(msgspec.Struct):
     budget: _Budget | None = None
+    mode: object = None  # a replay's
 
 
 _deadline = msgspec.json.Decoder(_Deadline)
@@ -89,13 +91,18 @@ _deadline = msgspec.json.Decoder(_Deadline)
 def patience(path: str, body: bytes) -> float:
     """Seconds the answer to ``body`` may take to start: for a pack, its deadline and a margin
     (the service checks the deadline before each step of retrieval, so the step under way,
-    packing and writing come after it); 0 for any other route."""
-    if path not in (PACKS, STREAM):
+    packing and writing come after it); for a recompute, which rebuilds the pack under the
+    deadline it recorded (known to the service only), the longest a pack may name and the
+    margin; 0 for any other route."""
+    if path not in (PACKS, STREAM) and not path.startswith(REPLAYS):
         return 0.0
     try:
-        budget = _deadline.decode(body).budget
+        sent = _deadline.decode(body)
     except msgspec.DecodeError:  # the service refuses it, at once
-        budget = None
+        sent = _Deadline()
+    if path.startswith(REPLAYS):
+        return MAX_LATENCY_MS / 1000 + DEADLINE_MARGIN if sent.mode == "recompute" else 0.0
+    budget = sent.budget
     latency = budget.max_latency_ms if budget is not None else None
     if not isinstance(latency, int) or isinstance(latency, bool):
         latency = DEFAULT_LATENCY_MS

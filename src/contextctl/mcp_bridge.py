@@ -36,6 +36,12 @@ REDACTED = "[redacted]"  # a secret's place in an error text
 _NOT_REACHED = (httpx.ConnectError, httpx.ConnectTimeout)
 
 
+def _listing(cursor: str) -> bytes:
+    """The ``tools/list`` of the page ``cursor`` names (a newer service may list in pages)."""
+    return msgspec.json.encode({"jsonrpc": "2.0", "id": 1, "method": "tools/list",
+                                "params": {"cursor": cursor}})
+
+
 class Bridge:
     """The service at ``url`` seen with one agent credential."""
 
@@ -48,12 +54,14 @@ class Bridge:
         self.unreached_said = False
 
     async def list_tools(self, _: ServerRequestContext[Any, Any],
-                         __: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        """The service's own listing for the credential; a refusal (a credential not valid, a
-        rate limit) is a JSON-RPC error saying so, as ``CODE: message``. A service not reached
-        leaves this contextctl's own catalogue listed, said once on stderr."""
+                         params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        """The service's own listing for the credential, the page the client asked for (its
+        cursor is the service's); a refusal (a credential not valid, a rate limit) is a
+        JSON-RPC error saying so, as ``CODE: message``. A service not reached leaves this
+        contextctl's own catalogue listed, said once on stderr."""
+        cursor = params.cursor if params is not None else None
         try:
-            content = await self._ask(_LISTING)
+            content = await self._ask(_LISTING if cursor is None else _listing(cursor))
         except ApiError as exc:
             if isinstance(exc.__cause__, _NOT_REACHED):
                 return self._own_listing(exc)

@@ -17,13 +17,15 @@ from context_service.contract.base import doc as _doc
 from context_service.contract.base import one_of as _one_of
 from context_service.contract.values import DATE as _DATE
 from context_service.contract.values import SPACE as _SPACE
-from context_service.contract.values import TEXT as _TEXT
 from context_service.contract.values import TIMESTAMP as _TIMESTAMP
 
 SetId = Annotated[str, _doc("an active context set visible to the credential; a bound "
                             "credential's own set when omitted", minLength=1)]
+# "not blank" (§1.4) and nothing more: the routes refuse no other character in a task, a term
+# or a question (a pattern refusing U+0000 had agents' frameworks refuse what the route takes)
+_NOT_BLANK = f"[^{_SPACE}]"
 Task = Annotated[str, _doc("what the agent is working on, in plain words (not blank)",
-                           minLength=1, maxLength=4000, pattern=f"[^{_SPACE}]")]
+                           minLength=1, maxLength=4000, pattern=_NOT_BLANK)]
 Limit = Annotated[int, _doc("at most this many (default 5)", minimum=1, maximum=50, default=5)]
 # the agent's times as an agent's client may check them before sending: the request times' rule,
 # every calendar day and year (a date that does not exist, or a time later than the request, is
@@ -348,7 +350,7 @@ class GetContextSetRequest(Request, kw_only=True):
 class LookupDefinitionsRequest(Request, kw_only=True):
     REQUIRED = ("term",)
     term: Annotated[str, _doc("the term to define", minLength=1, maxLength=200,
-                              pattern=_TEXT["pattern"])] | None = None
+                              pattern=_NOT_BLANK)] | None = None
     context_set_id: SetId | None = None
     limit: Limit | None = None
 
@@ -356,7 +358,7 @@ class LookupDefinitionsRequest(Request, kw_only=True):
 class MatchVerifiedAnswersRequest(Request, kw_only=True):
     REQUIRED = ("question",)
     question: Annotated[str, _doc("the question", minLength=1, maxLength=4000,
-                                  pattern=_TEXT["pattern"])] | None = None
+                                  pattern=_NOT_BLANK)] | None = None
     context_set_id: SetId | None = None
     limit: Limit | None = None
 

@@ -122,15 +122,40 @@ def output_schema(answer: Any) -> dict[str, Any]:
 _DROPPED = frozenset({"$defs", "discriminator"})
 
 
+# words about a value, not rules: where a reference and its definition both say one, the
+# reference's (the use's own) is kept
+_ANNOTATIONS = frozenset({"title", "description", "default", "examples"})
+
+
 def _inlined(node: Any, defs: dict[str, Any]) -> Any:
     if isinstance(node, dict):
+        kept = {key: _inlined(value, defs) for key, value in node.items()
+                if key not in _DROPPED and key != "$ref"}
         if "$ref" in node:
-            return _inlined(defs[node["$ref"].rsplit("/", 1)[1]], defs)
-        return {key: _inlined(value, defs) for key, value in node.items()
-                if key not in _DROPPED}
+            return _beside(_inlined(defs[node["$ref"].rsplit("/", 1)[1]], defs), kept)
+        return kept
     if isinstance(node, list):
         return [_inlined(value, defs) for value in node]
     return node
+
+
+def _beside(target: dict[str, Any], rules: dict[str, Any]) -> dict[str, Any]:
+    """A definition in place of its reference, with the rules written beside the reference
+    (an untrusted item's required validity, the ids a budget's omission lists): in JSON Schema
+    both apply, so dropping them would let through what the contract refuses. Required keys
+    add up; a rule both state differently keeps both, as ``allOf``."""
+    merged = dict(target)
+    clashing: dict[str, Any] = {}
+    for key, value in rules.items():
+        if key not in merged or merged[key] == value or key in _ANNOTATIONS:
+            merged[key] = value
+        elif key == "required":
+            merged[key] = [*merged[key], *(k for k in value if k not in merged[key])]
+        else:
+            clashing[key] = value
+    if clashing:
+        merged["allOf"] = [*merged.get("allOf", []), clashing]
+    return merged
 
 
 TOOLS: tuple[AgentTool, ...] = (

@@ -22,6 +22,7 @@ from context_service.contract.agent import (
     LookupDefinitionsRequest,
     MatchVerifiedAnswersRequest,
 )
+from context_service.contract.agent_errors import SHARED_ERRORS
 from context_service.domain.context_set.state import ContextSetState
 from context_service.domain.library.matching import lookup_definitions, match_answers, rank_sets
 from context_service.domain.library.scope import named_set, searched_sets, visible_sets
@@ -32,12 +33,24 @@ from context_service.http.agent.errors import api_json
 from context_service.http.agent.late_body import PendingBody, body_after_pipeline
 from context_service.http.agent.pipeline import AgentCaller, authenticate
 from context_service.http.common import services
+from context_service.http.refusals import refusals
 from context_service.projections.context_sets.view import ContextSetReads
 
 PATH = "/api/agent/v1"
 SCOPE = "context:read"
 VIEWS = ("context_sets",)
 GET_VIEWS = (*VIEWS, "query_templates")  # the set's templates are read as of the request too
+# what the library routes answer besides their answer (the document states each, as it does for
+# every other agent route): ``list`` names no context set, so it has no 404
+_REFUSED = {400: "INVALID_REQUEST or VALIDATION_ERROR (details: every violated field rule)",
+            401: "UNAUTHORIZED or EXPIRED_CREDENTIAL",
+            403: "AGENT_BROWSER_REQUEST_REFUSED, FORBIDDEN (scope) or "
+                 "AGENT_CREDENTIAL_AUTHORITY_LOST",
+            404: "NOT_FOUND: context set not found",
+            429: "RATE_LIMITED (Retry-After)",
+            503: "SERVICE_UNAVAILABLE: the views could not catch up with the log in time"}
+ERRORS = refusals(_REFUSED, SHARED_ERRORS)
+LIST_ERRORS = refusals({k: v for k, v in _REFUSED.items() if k != 404}, SHARED_ERRORS)
 
 
 class _Scope:
@@ -64,7 +77,7 @@ def _caller(request: Request[Any, Any, Any],
 
 
 @post(PATH + "/context-sets/list", status_code=200,
-      opt={"body": ListContextSetsRequest})
+      opt={"body": ListContextSetsRequest}, responses=LIST_ERRORS)
 @body_after_pipeline
 def list_context_sets(request: Request[Any, Any, Any],
                       body: PendingBody) -> Response[ContextSetList]:
@@ -80,7 +93,8 @@ def list_context_sets(request: Request[Any, Any, Any],
     return api_json({"items": [shapes.set_summary(m.state, m) for m in ranked]})
 
 
-@post(PATH + "/context-sets/get", status_code=200, opt={"body": GetContextSetRequest})
+@post(PATH + "/context-sets/get", status_code=200, opt={"body": GetContextSetRequest},
+      responses=ERRORS)
 @body_after_pipeline
 def get_context_set(request: Request[Any, Any, Any],
                     body: PendingBody) -> Response[AgentContextSet]:
@@ -104,7 +118,7 @@ def _active_templates(request: Request[Any, Any, Any], scope: _Scope,
 
 
 @post(PATH + "/definitions/lookup", status_code=200,
-      opt={"body": LookupDefinitionsRequest})
+      opt={"body": LookupDefinitionsRequest}, responses=ERRORS)
 @body_after_pipeline
 def lookup(request: Request[Any, Any, Any], body: PendingBody) -> Response[DefinitionMatches]:
     """Definitions of a term: exact term, exact alias, then word matches."""
@@ -118,7 +132,7 @@ def lookup(request: Request[Any, Any, Any], body: PendingBody) -> Response[Defin
 
 
 @post(PATH + "/verified-answers/match", status_code=200,
-      opt={"body": MatchVerifiedAnswersRequest})
+      opt={"body": MatchVerifiedAnswersRequest}, responses=ERRORS)
 @body_after_pipeline
 def match(request: Request[Any, Any, Any], body: PendingBody) -> Response[AnswerMatches]:
     """Verified answers whose question matches: exact first, then by word-match score."""
