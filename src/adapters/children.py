@@ -26,6 +26,8 @@ from typing import Any, TypeVar
 
 import psutil
 
+from context_service.logs import SECRET_SETTINGS, SECRET_URL_SETTINGS
+
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 PR_SET_PDEATHSIG = 1
@@ -183,6 +185,14 @@ def terminate(proc: psutil.Process, name: str, stop_signal: int, grace: float) -
     return True
 
 
+def without_secrets(env: Mapping[str, str]) -> dict[str, str]:
+    """A child's environment: the service's own, less its secret settings. No child reads
+    them, and the embedded PostgreSQL runs as a user of its own: what a child holds, its user
+    can read in ``/proc/<pid>/environ``."""
+    hidden = {*SECRET_SETTINGS, *SECRET_URL_SETTINGS}
+    return {name: value for name, value in env.items() if name not in hidden}
+
+
 class Child:
     """One child process: started in its own session (a terminal's Ctrl-C reaches only the
     service, which then stops its children in order), signalled with ``death_signal`` if this
@@ -229,7 +239,7 @@ class Child:
                 self.args, stdin=subprocess.DEVNULL,
                 stdout=output if output is not None else subprocess.DEVNULL,
                 stderr=subprocess.STDOUT, start_new_session=True, user=self.user,
-                env=None if self.env is None else dict(self.env),
+                env=without_secrets(os.environ if self.env is None else self.env),
                 preexec_fn=_die_with(os.getpid(), self.death_signal))
         finally:
             if output is not None:

@@ -13,6 +13,7 @@ import contextlib
 import fcntl
 import logging
 import os
+import shutil
 import signal
 import time
 from collections.abc import Iterator
@@ -77,12 +78,16 @@ def _spawn(pgdata: Path, record: Path) -> children.Child:
     server = _initialized(pgdata)
     socket_dir = utils.find_suitable_socket_dir(pgdata, server.runtime_path)
     if server.system_user is not None and socket_dir != pgdata:
+        # the server trusts every local connection: only its user (and root, the service)
+        # may enter the socket's directory; the directories above it are opened for traversal
         utils.ensure_prefix_permissions(socket_dir)
-        socket_dir.chmod(0o777)
+        shutil.chown(socket_dir, user=server.system_user)
+        socket_dir.chmod(0o700)
     binary = _commands.POSTGRES_BIN_PATH / "postgres"
     child = children.Child(
         "postgres", [binary, "-D", pgdata, "-h", "", "-k", socket_dir,
-                     "-c", f"shared_buffers={shared_buffers_mb()}MB"], record,
+                     "-c", f"shared_buffers={shared_buffers_mb()}MB",
+                     "-c", "unix_socket_permissions=0700"], record,
         marker=str(pgdata), stop_signal=signal.SIGINT,  # SIGINT: fast shutdown
         death_signal=signal.SIGINT, output=pgdata / "log", user=server.system_user)
     try:

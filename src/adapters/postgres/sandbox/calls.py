@@ -68,6 +68,7 @@ class Function:
     in_catalog: bool  # schema pg_catalog
     volatility: str  # i, s or v
     kind: str  # f, a, w or p
+    takes_xid: bool = False  # an argument of type xid
 
 
 def allowed(function: Function) -> bool:
@@ -75,6 +76,10 @@ def allowed(function: Function) -> bool:
         return False
     if function.volatility == "i":
         return function.name not in IMMUTABLE_REFUSED
+    if function.volatility == "s" and function.takes_xid:
+        # ``age`` is listed for dates and times, but ``age(xid)`` reads the cluster's next
+        # transaction id as ``txid_*`` do: how many transactions other workspaces committed
+        return False
     if function.volatility == "s" and (function.name in STABLE_ALLOWED or (
             function.name.startswith(_COMPARISONS) and "timestamp" in function.name)):
         return True
@@ -83,7 +88,9 @@ def allowed(function: Function) -> bool:
 
 _FUNCTIONS = ("SELECT p.oid::int8 AS oid, p.proname::text AS name,"
               " p.pronamespace = 'pg_catalog'::pg_catalog.regnamespace AS in_catalog,"
-              " p.provolatile::text AS volatility, p.prokind::text AS kind"
+              " p.provolatile::text AS volatility, p.prokind::text AS kind,"
+              " 'pg_catalog.xid'::pg_catalog.regtype::pg_catalog.oid"
+              "  = ANY(p.proargtypes::pg_catalog.oid[]) AS takes_xid"
               " FROM pg_catalog.pg_proc p WHERE p.oid = ANY($1::pg_catalog.oid[])"
               " ORDER BY p.proname, p.oid")
 _OPERATORS = ("SELECT o.oprcode::pg_catalog.oid::int8 FROM pg_catalog.pg_operator o"
@@ -108,8 +115,8 @@ def _functions(conn: Any, oids: set[int]) -> dict[int, Function]:
     if not oids:
         return {}
     rows = conn.execute(_FUNCTIONS, [sorted(oids)]).fetchall()
-    return {int(r[0]): Function(int(r[0]), str(r[1]), bool(r[2]), str(r[3]), str(r[4]))
-            for r in rows}
+    return {int(r[0]): Function(int(r[0]), str(r[1]), bool(r[2]), str(r[3]), str(r[4]),
+                                bool(r[5])) for r in rows}
 
 
 def functions_problem(conn: Any, found: Calls) -> str | None:

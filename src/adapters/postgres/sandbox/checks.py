@@ -16,7 +16,8 @@ _ATTRIBUTES = (("rolsuper", "superuser"), ("rolcreatedb", "createdb"),
                ("rolcreaterole", "createrole"), ("rolreplication", "replication"),
                ("rolbypassrls", "bypassrls"), ("rolinherit", "inherit"))
 _PINNED = (("search_path", "agent"), ("default_transaction_read_only", "on"),
-           ("statement_timeout", "10s"), ("track_activities", "off"))
+           ("statement_timeout", "10s"), ("track_activities", "off"),
+           ("temp_file_limit", "1GB"))
 _TABLE_PRIVILEGES = "SELECT, INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER, MAINTAIN"
 
 

@@ -17,8 +17,11 @@ from psycopg import sql
 ROLE = "cs_agent_query"
 VIEWS = ("collections", "documents", "passages", "fields")
 ATTRIBUTES = "LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS NOINHERIT"
+# ``temp_file_limit``: a sort or hash past ``work_mem`` spills into temporary files, which
+# nothing else bounds; runs stay under it (``53400`` past it), on the event log's disk
 SETTINGS = (("search_path", "agent"), ("default_transaction_read_only", "on"),
-            ("statement_timeout", "10000"), ("track_activities", "off"))
+            ("statement_timeout", "10000"), ("track_activities", "off"),
+            ("temp_file_limit", "1GB"))
 SIGNAL_FUNCTIONS = ("pg_cancel_backend(integer)", "pg_terminate_backend(integer, bigint)")
 _LOCK = 7340022
 
