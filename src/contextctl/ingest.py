@@ -11,6 +11,7 @@ import click
 from rich.progress import Progress
 
 from context_service.contextctl import output
+from context_service.contextctl.client import printable
 from context_service.contextctl.index import progress_bar
 from context_service.contextctl.ingestion import DEFAULT_MAX_TOKENS, IngestReport, ingest
 from context_service.contextctl.ingestion.api import MAX_TOKENS, MIN_TOKENS
@@ -94,7 +95,8 @@ def print_report(report: IngestReport) -> None:
     _files("Skipped (cannot be read)", [[s.file, s.reason] for s in report.skipped])
     if report.ignored:
         output.note(f"ignored {len(report.ignored)} file(s) that are not documents or transcripts: "
-                    + ", ".join(report.ignored[:5]) + (", …" if len(report.ignored) > 5 else ""))
+                    + ", ".join(map(printable, report.ignored[:5]))
+                    + (", …" if len(report.ignored) > 5 else ""))
 
 
 def _headline(report: IngestReport) -> str:

@@ -87,7 +87,8 @@ def test_records_titles_files_times_and_provenance(cli: Cli, tmp_path: Path) -> 
     assert (support["text"], support["validFrom"]) == (
         "assistant: I moved invoice 4411 to tenant blue.", "2026-03-02T08:16:30Z")
     turn = found["chats/locomo.json#conv-1/d1-2:1"]
-    assert (turn["title"], turn["validFrom"]) == ("conv-1 \u203a Session 1", "2023-05-08T13:56:00Z")
+    assert (turn["title"], turn["validFrom"]) == (
+        "conv-1 \u203a Session 1 (1:56 pm on 8 May, 2023)", "2023-05-08T13:56:00Z")
     assert turn["text"] == "Ben: Lovely! Send a picture. [shares a photo: a grey dog on a sofa]"
     assert found["nested/deeper/notes.txt#1"]["title"] == "notes.txt"
     (revision,) = revisions(cli, "handbook", ns)
@@ -96,7 +97,7 @@ def test_records_titles_files_times_and_provenance(cli: Cli, tmp_path: Path) -> 
         "ingest", "contextctl", 7)
     assert revision["bytes"] == done["bytes"] == sum(
         (folder / f).stat().st_size for f in GOOD_FILES)
-    assert revision["parameters"] == {"chunker": "contextctl-ingest/3", "maxTokens": "256",
+    assert revision["parameters"] == {"chunker": "contextctl-ingest/4", "maxTokens": "256",
                                       "tokenizer": "l2_supercat"}
 
 
@@ -160,7 +161,7 @@ def test_dry_run_sends_nothing(cli: Cli, tmp_path: Path) -> None:
     assert (data["outcome"], data["passages"], len(data["records"])) == ("dry-run", 16, 16)
     assert data["records"][0] == {
         "id": "chats/locomo.json#conv-1/d1-1:1", "context": "kb", "type": "knowledge",
-        "revision": data["revision"], "title": "conv-1 \u203a Session 1",
+        "revision": data["revision"], "title": "conv-1 \u203a Session 1 (1:56 pm on 8 May, 2023)",
         "text": "Ana: I adopted a greyhound named Comet.", "file": "chats/locomo.json",
         "validFrom": "2023-05-08T13:56:00Z"}
     shown = cli("ingest", str(folder), "--context", "kb", "--dry-run", *ns)

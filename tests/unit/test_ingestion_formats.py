@@ -93,9 +93,10 @@ def test_chat_messages_and_times() -> None:
 def test_locomo_shape() -> None:
     doc = chat.parse_json(json.dumps(LOCOMO), "locomo.json")
     assert [(b.heading, b.anchor, b.valid_from) for b in doc.blocks] == [
-        (("conv-1", "Session 1"), "conv-1/d1-1", "2023-05-08T13:56:00Z"),
-        (("conv-1", "Session 1"), "conv-1/d1-2", "2023-05-08T13:56:00Z"),
-        (("conv-1", "Session 2"), "conv-1/d2-1", "2023-06-20T10:05:00Z")]
+        (("conv-1", "Session 1 (1:56 pm on 8 May, 2023)"), "conv-1/d1-1", "2023-05-08T13:56:00Z"),
+        (("conv-1", "Session 1 (1:56 pm on 8 May, 2023)"), "conv-1/d1-2", "2023-05-08T13:56:00Z"),
+        (("conv-1", "Session 2 (10:05 am on 20 June, 2023)"), "conv-1/d2-1",
+         "2023-06-20T10:05:00Z")]
 
 
 def test_plain_text_paragraphs() -> None:

@@ -9,7 +9,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from context_service.contextctl.client import Client, CommandError, ServiceError
+from context_service.contextctl.client import Client, CommandError, ServiceError, printable
 from context_service.contextctl.ingestion import revision as revisions
 from context_service.contextctl.ingestion import service
 from context_service.contextctl.ingestion.discovery import discover
@@ -40,7 +40,9 @@ class IngestFailed(CommandError):
                 if len(failed) == total else
                 f"{len(failed)} of {total} files cannot be ingested; nothing was published "
                 "(--skip-bad publishes the others):")
-        lines = [head, *(f"  {s.file}: {s.reason}" for s in failed)]
+        # a name is another user's free text: a line break or escape in it is shown escaped,
+        # never starting a line of its own or reaching the terminal
+        lines = [head, *(f"  {printable(s.file)}: {printable(s.reason)}" for s in failed)]
         super().__init__("\n".join(lines))
 
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from context_service.contextctl.client import CommandError
+from context_service.contextctl.client import CommandError, printable
 from context_service.contextctl.ingestion.formats import SUFFIXES, format_of
 
 
@@ -40,7 +40,7 @@ def discover(paths: Sequence[str | os.PathLike[str]]) -> Found:
     roots = [Path(p) for p in paths]
     for root in roots:
         if not root.exists() and not root.is_symlink():
-            raise CommandError(f"{root}: no such file or folder")
+            raise CommandError(f"{printable(_shown(os.fspath(root)))}: no such file or folder")
     base = Path(os.path.commonpath(
         [str((r if r.is_dir() else r.parent).resolve()) for r in roots]))
     # one file reached by two paths (a folder and a link to it, ``a/../a``) is read once, under
@@ -74,7 +74,8 @@ def discover(paths: Sequence[str | os.PathLike[str]]) -> Found:
         else:
             kind = format_of(root)
             if kind is None:
-                raise CommandError(f"{_shown(os.fspath(root))}: unsupported format (ingest reads "
+                raise CommandError(f"{printable(_shown(os.fspath(root)))}: unsupported format "
+                                   "(ingest reads "
                                    f"{', '.join(SUFFIXES)})")
             add(root, kind, True)
     kept = _unique_names(list(sources.values()), unreadable)

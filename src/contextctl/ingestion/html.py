@@ -31,13 +31,25 @@ def parse(text: str, name: str, done: Done = unreported) -> Document:
     """``done`` hears of each element walked in the page's outer levels (a page is most often a
     few wrappers around its content), each an equal share of its parent's."""
     tree = LexborHTMLParser(text)
-    title_node = tree.css_first("title")
+    title_node = _page_title(tree)
     title = clean(title_node.text()) if title_node is not None else ""
     document = Document(title or name)
     root = tree.body or tree.root
     if root is not None:
         _Walker(document, done).walk(root, (0, _UNITS))
     return document
+
+
+def _page_title(tree: LexborHTMLParser) -> Any:
+    """The page's own ``<title>``, as a browser's ``document.title`` finds it: not an inline SVG
+    icon's (its label, which a page without a title of its own gave every passage)."""
+    for node in tree.css("title"):
+        parent = node.parent
+        while parent is not None and parent.tag != "svg":
+            parent = parent.parent
+        if parent is None:
+            return node
+    return None
 
 
 def clean(text: str) -> str:

@@ -16,6 +16,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from context_service.contextctl.ingestion.blocks import LINES, PROSE, Document, Outline
+from context_service.contextctl.ingestion.decoding import Unreadable
 from context_service.contextctl.ingestion.meter import Done, unreported
 
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n((?:.*\n)*?)(?:---|\.\.\.)[ \t]*(?:\n|\Z)")
@@ -24,9 +25,15 @@ _FRONT_MATTER = re.compile(r"\A---[ \t]*\n((?:.*\n)*?)(?:---|\.\.\.)[ \t]*(?:\n|
 _YAML_LINE = re.compile(r"[^\s:#\-][^:]*:(?:[ \t]|$)|-(?:[ \t]|$)|[ \t]|#")
 _NEWLINES = re.compile(r"\r\n?")
 _LINE_CUT = frozenset({"fence", "code_block", "table_open", "html_block"})
-_parser = MarkdownIt("commonmark").enable("table")
+# levels of nesting read (a list and its item are two): markdown-it's CommonMark preset stops at
+# 20 and skips the rest of the text from there, and within a list item "the rest" is the whole
+# file: an outline 10 lists deep made everything after it, later headings too, one list item.
+# Its default preset's 100 reads lists 49 deep; a file with a deeper one is refused, never folded
+# silently (a quote too deep skips only the rest of that quote, whose source is its block anyway)
+NESTING = 100
+_parser = MarkdownIt("commonmark", {"maxNesting": NESTING}).enable("table")
 # the block structure alone (no inline tokens): where a slice may end, and the link references
-_blocks = MarkdownIt("commonmark").enable("table")
+_blocks = MarkdownIt("commonmark", {"maxNesting": NESTING}).enable("table")
 _blocks.core.ruler.enableOnly(["normalize", "block"])
 SLICE = 1 << 18  # characters parsed at once, at least: some 12 MB of tokens
 _HEADING = re.compile(r"#{1,6}(?:[ \t]|$)")
@@ -49,6 +56,8 @@ def parse(text: str, name: str, done: Done = unreported) -> Document:
     outline = Outline()
     for first, tokens in _slices(lines, done):
         for index, token in enumerate(tokens):
+            if token.type == "list_item_open" and token.level + 1 >= NESTING:
+                raise Unreadable("nested too deeply to read")  # the rest of the file was skipped
             if token.type == "heading_open" and token.level == 0:
                 title = _plain(tokens[index + 1])
                 if title:

@@ -17,6 +17,9 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+from array import array
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -53,6 +56,7 @@ class TokenCounter:
         literals = [t["content"] for t in spec.get("added_tokens", ()) if t.get("content")]
         self._special = re.compile("|".join(map(re.escape, literals))) if literals else None
         self._words: dict[str, int] = {}
+        self._starts: dict[str, tuple[int, ...]] = {}  # a word's tokens' starts within it
 
     def count(self, text: str) -> int:
         return self.counts([text])[0]
@@ -65,7 +69,7 @@ class TokenCounter:
             if self._whole(text):
                 found.extend(self._full([text]))
                 continue
-            found.append(self._sum(_words(text)))
+            found.append(self._sum(_each_word(text)))
         return found
 
     def running(self, text: str) -> Running:
@@ -87,14 +91,17 @@ class TokenCounter:
     def _whole(self, text: str) -> bool:
         return self._special is not None and self._special.search(text) is not None
 
-    def _sum(self, words: list[str]) -> int:
-        missing = [w for w in dict.fromkeys(words) if w not in self._words]
+    def _sum(self, words: Iterable[str]) -> int:
+        """The tokens of the words, each distinct word counted once: a text of megabytes on one
+        line is its distinct words in memory, not a list of all of them."""
+        tally = Counter(words)
+        missing = [w for w in tally if w not in self._words]
         if missing:
             if len(self._words) + len(missing) > CACHED_WORDS:
                 self._words = {}  # then every word of the text is missing, not only the new
-                missing = list(dict.fromkeys(words))
+                missing = list(tally)
             self._words.update(zip(missing, self._bare_counts(missing), strict=True))
-        return sum(map(self._words.__getitem__, words))
+        return sum(self._words[word] * times for word, times in tally.items())
 
     def full_count(self, text: str) -> int:
         """The tokenizer's own count (what ``count`` equals)."""
@@ -129,8 +136,7 @@ class TokenCounter:
         window holds a space or a line end, else at a token boundary (a word longer than a
         passage). A piece counted alone can take a token more than inside the whole: cut finer
         then."""
-        starts = [start for start, _ in self._tokenizer.encode(
-            text, add_special_tokens=False).offsets]
+        starts = self._token_starts(text)
         size = most
         while True:
             pieces = [piece for piece in _cut(text, starts, size) if piece]
@@ -138,8 +144,28 @@ class TokenCounter:
                 return pieces
             size = max(1, size - max(1, size // 16))
 
+    def _token_starts(self, text: str) -> Sequence[int]:
+        """Where each token of ``text`` starts, as the tokenizer's offsets say. Word by word
+        where a text's tokens are its words' (``by_words``): the tokenizer's encoding of a
+        whole text holds some 300 bytes a token, and a log of a few megabytes without a blank
+        line or a sentence end is one such text."""
+        if not self._by_words or self._whole(text):
+            return [start for start, _ in self._tokenizer.encode(
+                text, add_special_tokens=False).offsets]
+        starts = array("q")
+        for match in _WORD.finditer("\u2581" + text.replace(" ", "\u2581") if text else ""):
+            word = match.group()
+            if word not in self._starts:
+                if len(self._starts) >= CACHED_WORDS:
+                    self._starts = {}
+                self._starts[word] = tuple(start for start, _ in self._bare.encode(
+                    word, add_special_tokens=False).offsets)
+            # the normalised text has the ``▁`` put before the first word: one character more
+            starts.extend(max(0, match.start() + start - 1) for start in self._starts[word])
+        return starts
 
-def _cut(text: str, starts: list[int], size: int) -> list[str]:
+
+def _cut(text: str, starts: Sequence[int], size: int) -> list[str]:
     """``text`` in pieces of at most ``size`` tokens (``starts``: where each token starts),
     each ending at the last token of its window that starts a word, if any."""
     pieces: list[str] = []
@@ -159,6 +185,13 @@ def _between_words(text: str, position: int) -> bool:
     """Whether a cut at ``position`` falls on white space (a token may start with the space
     before its word)."""
     return any(c.isspace() for c in text[position - 1:position + 1])
+
+
+def _each_word(text: str) -> Iterator[str]:
+    """``_words``, one at a time."""
+    if text:
+        for found in _WORD.finditer("\u2581" + text.replace(" ", "\u2581")):
+            yield found.group()
 
 
 def _words(text: str) -> list[str]:
