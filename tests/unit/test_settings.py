@@ -40,7 +40,8 @@ def test_the_lock_wait_is_read_in_seconds_and_reaches_every_database_session() -
 
     for seconds, millis in ((5.0, 5000), (0.0001, 1), (0, 0)):  # 0: no bound
         _bound_lock_waits(Datastore(), seconds)  # type: ignore[arg-type]
-        assert Pool.kwargs["options"] == f"-c lock_timeout={millis}"
+        assert Pool.kwargs["options"].split(" -c ") == [
+            f"-c lock_timeout={millis}", "client_connection_check_interval=100"]
 
 
 def test_the_kube_request_budget_is_read_in_seconds_and_never_zero() -> None:

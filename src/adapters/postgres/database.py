@@ -12,6 +12,13 @@ from psycopg.conninfo import conninfo_to_dict
 # append connection's own answer timeout (10 s), so a write fails with the lock as its reason.
 LOCK_TIMEOUT_SECONDS = 5.0
 CONNECT_SECONDS = 10  # a server that accepts a connection and never answers is an error then
+# How often a session running a statement asks the kernel whether its client is still there.
+# A statement waiting for a lock does not read its connection: without the check, the append
+# of a process that died (SIGKILL, the OOM killer) committed once the lock went, seconds later,
+# after the turn it was made in had ended with the process (another replica's GC then read no
+# clone and deleted the clone's snapshot). With it, the statement ends within this interval of
+# the process's death, uncommitted.
+CLIENT_CHECK_MILLIS = 100
 
 
 def open_datastore(url: str, pool_size: int = 8, max_overflow: int = 16,
@@ -36,10 +43,14 @@ def open_datastore(url: str, pool_size: int = 8, max_overflow: int = 16,
 
 def _bound_lock_waits(datastore: PostgresDatastore, seconds: float) -> None:
     """Every session of the pool, and every connection made like the pool's (the event loop's
-    append connection copies its parameters), starts with ``lock_timeout``."""
+    append connection copies its parameters), starts with ``lock_timeout`` and checks that its
+    client is still connected while a statement runs."""
     kwargs = datastore.pool.kwargs
     assert isinstance(kwargs, dict)  # built by the datastore, never a callable here
-    kwargs["options"] = lock_wait_option(seconds)
+    kwargs["options"] = f"{lock_wait_option(seconds)} {CLIENT_CHECK_OPTION}"
+
+
+CLIENT_CHECK_OPTION = f"-c client_connection_check_interval={CLIENT_CHECK_MILLIS}"
 
 
 def lock_wait_option(seconds: float) -> str:

@@ -7,7 +7,10 @@ lock on a connection of its own, never one of the pool: the work done inside the
 pool, and waiting holders would exhaust it. The transaction's end releases the lock, as does the
 connection's close, also when the process dies; a pooler in transaction mode keeps the one server
 session for the transaction. Clones and GC runs are rare administrative writes: a connection
-each is their whole cost.
+each is their whole cost. When the process dies, the append it made inside the turn (on a pool
+connection, waiting for the event table's lock, say) must end with it too, or it would commit
+after another replica's turn began: the pool's sessions check that their client is still there
+while a statement runs (``database.CLIENT_CHECK_MILLIS``).
 
 The waits are bounded as every other session's (docs/operations.md, Hung dependencies): the lock
 another session holds for ``wait_seconds`` at most (the service passes ``CS_LOCK_WAIT_SECONDS``
