@@ -21,8 +21,9 @@ from context_service.urls import credentials, redacted
 # the environment's proxies, which httpx reads (their user and password are never printed)
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy",
                    "all_proxy")
-# what a terminal would act on rather than show: C0 and C1 controls and DEL
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# what a terminal would act on rather than show (C0 and C1 controls and DEL), and the line and
+# paragraph separators, line breaks to log viewers and ``str.splitlines`` (a table's rows)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 class CommandError(Exception):

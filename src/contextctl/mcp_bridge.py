@@ -63,7 +63,9 @@ class Bridge:
         try:
             content = await self._ask(_LISTING if cursor is None else _listing(cursor))
         except ApiError as exc:
-            if isinstance(exc.__cause__, _NOT_REACHED):
+            # the own catalogue stands for a first listing only: a cursor names a page of the
+            # service's, and the whole catalogue again would list the earlier pages' tools twice
+            if isinstance(exc.__cause__, _NOT_REACHED) and cursor is None:
                 return self._own_listing(exc)
             raise self._refused(exc) from exc
         self.unreached_said = False

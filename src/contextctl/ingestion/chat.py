@@ -96,7 +96,10 @@ def _text(message: dict[str, Any]) -> str:
 
 
 def _is_sample(value: Any) -> bool:
-    return isinstance(value, dict) and isinstance(value.get("conversation"), dict)
+    """A LoCoMo sample: a ``conversation`` object, and not a message (whose ``conversation`` is
+    its chat's metadata, as exports write it)."""
+    return (isinstance(value, dict) and isinstance(value.get("conversation"), dict)
+            and not _is_message(value))
 
 
 def _is_locomo(data: Any) -> bool:

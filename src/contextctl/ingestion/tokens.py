@@ -153,7 +153,7 @@ class TokenCounter:
             return [start for start, _ in self._tokenizer.encode(
                 text, add_special_tokens=False).offsets]
         starts = array("q")
-        for match in _WORD.finditer("\u2581" + text.replace(" ", "\u2581") if text else ""):
+        for match in _word_matches(text):
             word = match.group()
             if word not in self._starts:
                 if len(self._starts) >= CACHED_WORDS:
@@ -187,16 +187,20 @@ def _between_words(text: str, position: int) -> bool:
     return any(c.isspace() for c in text[position - 1:position + 1])
 
 
+def _word_matches(text: str) -> Iterator[re.Match[str]]:
+    """The words of ``text`` as the tokenizer normalises it (``▁`` for its start and spaces),
+    where they stand in the normalised text (one character longer: the leading ``▁``)."""
+    return _WORD.finditer("\u2581" + text.replace(" ", "\u2581")) if text else iter(())
+
+
 def _each_word(text: str) -> Iterator[str]:
     """``_words``, one at a time."""
-    if text:
-        for found in _WORD.finditer("\u2581" + text.replace(" ", "\u2581")):
-            yield found.group()
+    return (found.group() for found in _word_matches(text))
 
 
 def _words(text: str) -> list[str]:
     """The words of ``text`` as the tokenizer normalises it (``▁`` for its start and spaces)."""
-    return _WORD.findall("\u2581" + text.replace(" ", "\u2581")) if text else []
+    return list(_each_word(text))
 
 
 def by_words(spec: dict[str, Any]) -> bool:

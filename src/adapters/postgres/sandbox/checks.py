@@ -6,6 +6,7 @@ a session of the restricted login itself.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import psycopg
@@ -16,8 +17,12 @@ _ATTRIBUTES = (("rolsuper", "superuser"), ("rolcreatedb", "createdb"),
                ("rolcreaterole", "createrole"), ("rolreplication", "replication"),
                ("rolbypassrls", "bypassrls"), ("rolinherit", "inherit"))
 _PINNED = (("search_path", "agent"), ("default_transaction_read_only", "on"),
-           ("statement_timeout", "10s"), ("track_activities", "off"),
-           ("temp_file_limit", "1GB"))
+           ("statement_timeout", "10s"), ("track_activities", "off"))
+# a ceiling, not a value: a lower temp_file_limit (an operator's own login, a small disk) bounds
+# the spills more; -1 (none) or a higher one is refused. PostgreSQL shows it in kB units.
+TEMP_FILE_CEILING, TEMP_FILE_CEILING_SHOWN = 1 << 20, "1GB"
+_SIZE = re.compile(r"(\d+)(kB|MB|GB|TB)?")
+_KILOBYTES = {None: 1, "kB": 1, "MB": 1 << 10, "GB": 1 << 20, "TB": 1 << 30}
 _TABLE_PRIVILEGES = "SELECT, INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER, MAINTAIN"
 
 
@@ -113,6 +118,15 @@ def _privilege_problem(cur: Any, role: str) -> str | None:
     return None
 
 
+def within_ceiling(shown: str) -> bool:
+    """Whether a ``temp_file_limit`` as PostgreSQL shows it (``1GB``, ``256MB``, ``0``, ``-1``)
+    bounds a session's temporary files to the ceiling or less."""
+    found = _SIZE.fullmatch(shown.strip())
+    if found is None:  # -1: no limit at all
+        return False
+    return int(found[1]) * _KILOBYTES[found[2]] <= TEMP_FILE_CEILING
+
+
 def session_problem(conninfo: str, role: str) -> str | None:
     """What a session of the restricted login reports about itself."""
     try:
@@ -126,6 +140,10 @@ def session_problem(conninfo: str, role: str) -> str | None:
                     "SELECT current_setting(%s)", (setting,)).fetchone()
                 if value is None or value[0] != expected:
                     return f"setting {setting} of login {role} must be {expected}"
+            shown = conn.execute("SELECT current_setting('temp_file_limit')").fetchone()
+            if shown is None or not within_ceiling(str(shown[0])):
+                return (f"setting temp_file_limit of login {role} must be at most "
+                        f"{TEMP_FILE_CEILING_SHOWN}")
     except psycopg.Error as exc:
         return f"login {role} cannot connect ({type(exc).__name__})"
     return None
