@@ -16,7 +16,9 @@ from psycopg import sql
 
 from context_service import bootstrap
 from context_service.config import Settings
+from context_service.devcluster.controlplane import ControlPlane
 from tests.e2e.server import ServerProcess
+from tests.support.kube import running_apiserver
 from tests.support.services import _with_db
 from tests.support.views import snapshot
 
@@ -84,3 +86,10 @@ def rebuilt(pg_admin_url: str, pg_template: str, tmp_path: Path) -> Rebuild:
                     sql.Identifier(name)))
 
     return rebuild
+
+
+@pytest.fixture
+def plane(kube_bin_dir: Path, tmp_path: Path) -> Iterator[ControlPlane]:
+    """A kube-apiserver of the test's own (the crash tests pause and restart theirs)."""
+    with running_apiserver(kube_bin_dir, tmp_path / "kube") as started:
+        yield started

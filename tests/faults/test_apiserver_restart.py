@@ -21,18 +21,11 @@ from context_service.domain.cluster import BuiltinRuntime
 from context_service.domain.context.commands import CreateContext
 from context_service.domain.events import Subject
 from context_service.domain.pool.commands import ReleasePool, RequestPool
-from tests.support.kube import running_apiserver
 from tests.support.pool_fixtures import IMAGE, eventually
 
 pytestmark = [pytest.mark.k8s, pytest.mark.postgres, pytest.mark.slow]
 NS = "faults"
 OWNER = Subject("user", "owner")
-
-
-@pytest.fixture
-def plane(kube_bin_dir: pathlib.Path, tmp_path: pathlib.Path) -> Iterator[ControlPlane]:
-    with running_apiserver(kube_bin_dir, tmp_path / "kube") as started:
-        yield started
 
 
 @pytest.fixture

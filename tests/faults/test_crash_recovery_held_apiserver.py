@@ -24,9 +24,7 @@ import httpx
 import pytest
 
 from context_service import bootstrap
-from context_service.adapters.kubernetes.client import close
 from context_service.adapters.kubernetes.cluster import KubernetesCluster
-from context_service.adapters.kubernetes.rest import Rest
 from context_service.devcluster.controlplane import ControlPlane
 from context_service.domain.cluster import SNAPSHOT_LABEL, ClaimInfo
 from context_service.domain.context import commands as cmd
@@ -39,7 +37,7 @@ from context_service.domain.events import Subject
 from context_service.domain.stream import context_stream
 from tests.e2e.server import ServerProcess
 from tests.faults.conftest import Rebuild, caught_up
-from tests.support.kube import running_apiserver
+from tests.faults.crash_cluster import cluster_in
 from tests.support.pool_fixtures import eventually
 from tests.support.views import differences, snapshot
 
@@ -107,18 +105,9 @@ class HoldingProxy:
 
 
 @pytest.fixture
-def plane(kube_bin_dir: Path, tmp_path: Path) -> Iterator[ControlPlane]:
-    with running_apiserver(kube_bin_dir, tmp_path / "kube") as started:
-        yield started
-
-
-@pytest.fixture
 def cluster(plane: ControlPlane) -> Iterator[KubernetesCluster]:
-    api = plane.api_client()
-    found = KubernetesCluster(Rest(api))
-    found.ensure_namespace(NS)
-    yield found
-    close(api)
+    with cluster_in(plane, NS) as found:
+        yield found
 
 
 @pytest.fixture
