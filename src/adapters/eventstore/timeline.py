@@ -1,7 +1,8 @@
 """Answers from the log itself: a context's event history, and state as of a past point.
 
 ``as of`` folds a stream's events up to a log position, or up to a time (events recorded at or
-before it, in log order), with the same ``evolve`` the write model uses.
+before it, in log order), with the same ``evolve`` the write model uses (through ``Folding``,
+linear in the events).
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from datetime import datetime
 
 from context_service.adapters.eventstore.mapper import from_stored
 from context_service.adapters.eventstore.store import EVENTS_TABLE, EventStore
-from context_service.domain.context.state import ContextState, evolve
+from context_service.domain.context.folding import Folding
+from context_service.domain.context.state import ContextState
 from context_service.domain.stream import Recorded, context_stream
 
 _BATCH_EVENTS = 1000  # events read from the log at a time ...
@@ -80,7 +82,7 @@ class Timeline:
 
     def states_as_of(self, stream_ids: Sequence[uuid.UUID], position: int | None = None,
                      time: datetime | None = None) -> dict[uuid.UUID, ContextState]:
-        states: dict[uuid.UUID, ContextState] = {}
+        folds: dict[uuid.UUID, Folding] = {}  # linear in the events, grants and all
         stopped: set[uuid.UUID] = set()
         for recorded in self._every(stream_ids, position):
             sid = recorded.stream.id
@@ -89,5 +91,5 @@ class Timeline:
             if time is not None and recorded.event.at > time:
                 stopped.add(sid)
                 continue
-            states[sid] = evolve(states.get(sid, ContextState()), recorded.event)
-        return states
+            folds.setdefault(sid, Folding()).apply(recorded.event)
+        return {sid: folding.state for sid, folding in folds.items()}

@@ -16,7 +16,8 @@ from context_service.domain.pack.items import (
     Source,
 )
 from context_service.domain.pack.model import TokenCount
-from context_service.domain.pack.text import normalised, occurs_in
+from context_service.domain.pack.phrases import first_runs
+from context_service.domain.pack.text import normalised
 from context_service.domain.query.tokenizer import tokenize
 from context_service.domain.score import ONE
 
@@ -60,18 +61,18 @@ def verified_answers(s: ContextSetState, task: str, count: TokenCount) -> list[I
             for m in match_answers(task, [s]) if m.score >= ANSWER_THRESHOLD]
 
 
-def definition_position(d: Definition, task_tokens: list[str]) -> int:
-    """The first position in the task where the term or an alias occurs; -1 when none does."""
-    found = [i for i in (occurs_in(tokenize(x), task_tokens) for x in (d.term, *d.aliases))
-             if i >= 0]
-    return min(found) if found else -1
-
-
 def definitions(s: ContextSetState, task: str, count: TokenCount) -> list[Item]:
-    """Definitions occurring in the task, by first occurrence, then the term's normalised text."""
-    task_tokens = tokenize(task)
-    keyed = [((pos, normalised(d.term)), d) for d in s.definitions
-             if (pos := definition_position(d, task_tokens)) >= 0]
+    """Definitions occurring in the task, by first occurrence, then the term's normalised text.
+    A definition occurs where its term or an alias first occurs; every phrase of the set is
+    looked for in one pass (``first_runs``), not one search of the task each."""
+    owners = [at for at, d in enumerate(s.definitions) for _ in range(1 + len(d.aliases))]
+    phrases = [tokenize(x) for d in s.definitions for x in (d.term, *d.aliases)]
+    first: dict[int, int] = {}  # a definition's index -> where its term or an alias occurs first
+    for at, pos in zip(owners, first_runs(tokenize(task), phrases), strict=True):
+        if 0 <= pos < first.get(at, pos + 1):
+            first[at] = pos
+    keyed = [((pos, normalised(s.definitions[at].term)), s.definitions[at])
+             for at, pos in first.items()]
     keyed.sort(key=lambda pair: pair[0])
     return [definition_item(s, d, count) for _, d in keyed]
 

@@ -56,18 +56,6 @@ def text_sha256(text: str) -> bytes:
     return hashlib.sha256(normalised(text).encode()).digest()
 
 
-def occurs_in(phrase: list[str], tokens: list[str]) -> int:
-    """The first index where ``phrase`` is a contiguous run of ``tokens``; -1 when it is not
-    (an empty phrase never occurs)."""
-    n = len(phrase)
-    if not n:
-        return -1
-    for i in range(len(tokens) - n + 1):
-        if tokens[i:i + n] == phrase:
-            return i
-    return -1
-
-
 # --- exact shingle keys ------------------------------------------------------------------------
 #
 # Deduplication compares shingle sets as sets of byte strings rather than of joined tokens: each

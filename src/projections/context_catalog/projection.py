@@ -1,7 +1,8 @@
 """context_catalog: the list/get view of contexts, their grants and consumers.
 
-The document of a context is the same ``ContextState`` the write model folds, so the view and the
-aggregate cannot disagree about what an event means.
+The document of a context is the same ``ContextState`` the write model folds (``Folding``, the
+write model's ``evolve`` in time linear in a batch), so the view and the aggregate cannot
+disagree about what an event means.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ import uuid
 from collections.abc import Sequence
 
 from context_service.domain.context.events import ContextAdopted, ContextCreated
-from context_service.domain.context.state import ContextState, evolve
+from context_service.domain.context.folding import Folding
+from context_service.domain.context.state import ContextState
 from context_service.domain.stream import Recorded
 from context_service.projections.context_catalog.view import CatalogView
 
@@ -30,9 +32,10 @@ class ContextCatalog:
         rows: list[tuple[uuid.UUID, ContextState, int]] = []
         for stream_id, records in touched.items():
             state, created = current.get(stream_id, (ContextState(), 0))
+            folding = Folding(state)  # a batch of a stream's grants costs them, not their square
             for recorded in records:
-                state = evolve(state, recorded.event)
+                folding.apply(recorded.event)
                 if isinstance(recorded.event, ContextCreated | ContextAdopted):
                     created = recorded.position
-            rows.append((stream_id, state, created))
+            rows.append((stream_id, folding.state, created))
         view.save(rows)

@@ -15,11 +15,11 @@ from context_service.domain.context.events import (
     RevisionPublished,
     SourceRef,
 )
-from context_service.domain.context.state import ContextState
-from context_service.domain.context.state import evolve as evolve_context
+from context_service.domain.context.folding import Folding
 from context_service.domain.context_set.state import KIND as SET_KIND
 from context_service.domain.context_set.state import ContextSetState
 from context_service.domain.context_set.state import evolve as evolve_set
+from context_service.domain.events import Event
 from context_service.domain.pack.model import CollectionAt, NamespaceAt
 from context_service.projections.pack_inputs.view import PackInput
 
@@ -27,15 +27,19 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class _Context:
-    __slots__ = ("publication", "sources", "state")
+    """One context's pack inputs folded (``Folding``: linear in its grants and revisions, which
+    a fold through ``evolve`` copied at every event); what a pack reads of it needs only the
+    state's other fields."""
+
+    __slots__ = ("folding", "publication", "sources")
 
     def __init__(self) -> None:
-        self.state = ContextState()
+        self.folding = Folding()
         self.publication = 0
         self.sources: tuple[SourceRef, ...] = ()
 
-    def apply(self, position: int, event: object) -> None:
-        self.state = evolve_context(self.state, event)  # type: ignore[arg-type]
+    def apply(self, position: int, event: Event) -> None:
+        self.folding.apply(event)
         match event:
             case ContextCreated():
                 self.publication = 0
@@ -48,11 +52,11 @@ class _Context:
                 self.publication, self.sources = 0, ()
             case RevisionPublished():
                 self.sources = event.revision.sources
-            case QueryIndexPublished() if self.state.live:
+            case QueryIndexPublished() if self.folding.partial.live:
                 self.publication = position
 
     def at(self, name: str) -> CollectionAt:
-        state = self.state
+        state = self.folding.partial
         return CollectionAt(name=name, live=state.live, type=state.type,
                             current_revision=state.current_revision,
                             index_revision=state.index_revision or "",

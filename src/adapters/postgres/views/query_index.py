@@ -222,15 +222,18 @@ class QueryIndexReadsSql:
 def _classify(search: Search,
               rows: Sequence[Any]) -> tuple[tuple[str, ...], list[tuple[int, int]]]:
     """Contexts whose index is unusable, and the (rank, max weight) of the usable ones that
-    pass the context-level filters (type, revision)."""
+    pass the context-level filters (type, revision). The filters are sets, read once: a list
+    searched for each context cost the contexts times the list (100,000 types and as many
+    revisions, within the body limit, over 1,000 contexts: 1.3 s)."""
     unavailable: list[str] = []
     usable: list[tuple[int, int]] = []
+    types, revisions = frozenset(search.types), frozenset(search.revisions)
     for row in rows:
         revision = row["index_revision"]
         if revision is None or revision != row["current_revision"]:
             unavailable.append(search.contexts[row["rank"] - 1])
-        elif ((not search.types or row["type"] in search.types)
-              and (not search.revisions or revision in search.revisions)):
+        elif ((not types or row["type"] in types)
+              and (not revisions or revision in revisions)):
             usable.append((row["rank"], row["max_weight"]))
     return tuple(unavailable), usable
 
