@@ -3,12 +3,20 @@
 Each run: admitted (``admission.py``), a pooled session (a brief wait, counted against the
 timeout), a scope row bound to that session's backend recorded on the service's login, then one
 pipeline: ``BEGIN READ ONLY``, the statement timeout and the scope token set with ``SET LOCAL``
-(the login may not execute ``set_config``, migration 0016), the statement
-declared as a cursor with its values bound as the declared types, ``FETCH maxRows + 1``,
-``ROLLBACK``. A client-side cancel fires at ``timeoutMs + 1000``. The answer goes out then; the
-scope row is deleted and the session reset in its return step (``sessions.py``) before any other
-run can have it; a run that failed, timed out or was cancelled closes it. Statement text always
-goes through the extended protocol, which refuses more than one statement.
+(the login may not execute ``set_config``, migration 0016), the statement declared as a cursor
+with its values bound as the declared types (inside a query bounding its rows' bytes, below),
+``FETCH maxRows``, ``ROLLBACK``. A client-side cancel fires at ``timeoutMs + 1000``. The answer
+goes out then; the scope row is deleted and the session reset in its return step
+(``sessions.py``) before any other run can have it; a run that failed, timed out or was
+cancelled closes it. Statement text always goes through the extended protocol, which refuses
+more than one statement.
+
+The answer is bounded in bytes by the database: the cursor's query adds one column to the
+statement's, computed as each row is, which fails the run once the rows' text passes
+``ANSWER_BYTES`` (before the row that passed it is sent) and otherwise tells whether another
+row follows (``truncated``, without that row being sent). The service so never receives more
+than about the limit, whatever ``maxRows`` and the rows' sizes; a refused run is answered as a
+database failure, ``54000`` (program_limit_exceeded).
 """
 
 from __future__ import annotations
@@ -41,8 +49,16 @@ from context_service.adapters.postgres.sandbox.values import (
 from context_service.adapters.postgres.sandbox.watchdog import Watchdog
 from context_service.domain.bounded import BoundedCache, Gauge, MiB, text_bytes
 from context_service.domain.query_template.events import Parameter
+from context_service.domain.query_template.placeholders import skip_trivia
 
 CANCEL_GRACE_MS = 1000
+# A run's rows hold at most this many bytes of text, each row counted as the database writes
+# it as a record (its values' text output, commas, parentheses and the quotes of values that
+# need them): never less than the values themselves
+ANSWER_BYTES = 16 << 20
+PAST_LIMIT = "54000"  # program_limit_exceeded: the rows passed ANSWER_BYTES
+SYNTAX = "42601"
+MULTIPLE = "cannot insert multiple commands into a prepared statement"
 CHECK_TIMEOUT_MS = 5000
 TIMEOUT = "57014"  # query_canceled: statement_timeout or our cancel
 LOST = "08006"  # connection_failure: the session ended without an error of the server
@@ -63,7 +79,59 @@ class RunResult:
     message: str = ""  # the database's primary message, for ``failed``
 
 
-_DECLARE = b"DECLARE cs_run NO SCROLL CURSOR FOR "
+# The failing branch casts text naming the marker to boolean (22P02): computed from the row,
+# it is evaluated for that row only, never folded when the query is planned. ``q.*`` is the
+# whole row even when the statement names a column ``q``. ``lead`` reads one row ahead, as the
+# ``FETCH maxRows + 1`` it replaces did, but only the flag of the row before it is sent.
+_MARKER = "cs-answer-bytes "
+_BOUNDED = ("DECLARE cs_run NO SCROLL CURSOR FOR SELECT q.*, CASE"
+            f" WHEN sum(octet_length(q.*::text)) OVER w > {ANSWER_BYTES}"
+            f" THEN ('{_MARKER}' || sum(octet_length(q.*::text)) OVER w)::boolean"
+            " ELSE lead(true, 1, false) OVER w END FROM (").encode()
+_BOUNDED_END = b"\n) AS q WINDOW w AS (ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
+# what may start a string, a quoted name, a comment or a dollar quote, and the semicolon
+_LEXEME = re.compile(r"""--|/\*|[;'"$]""")
+_DOLLAR_TAG = re.compile(r"\$([A-Za-z_\u0080-\uffff][A-Za-z0-9_\u0080-\uffff]*)?\$")
+_IDENT_CHAR = re.compile(r"[A-Za-z0-9_$\u0080-\uffff]")
+# a literal or quoted name from its opening quote, to its closing one or the end of the text
+_QUOTED = {"'": re.compile(r"'[^']*(?:''[^']*)*'?"), '"': re.compile(r'"[^"]*(?:""[^"]*)*"?'),
+           "E'": re.compile(r"'(?:[^'\\]|\\.|'')*'?", re.DOTALL)}
+
+
+def _one_statement(sql: str) -> str | None:
+    """``sql`` without the semicolons that may end it, to be the subquery of the bounding
+    query; None when another statement follows (answered with the server's message for it).
+
+    A misreading here can only refuse a statement: the text always goes inside the bounding
+    query, where a semicolon or an unclosed literal is a syntax error.
+    """
+    i = 0
+    while (found := _LEXEME.search(sql, i)) is not None:
+        at = found.start()
+        if found.group() == ";":
+            end = skip_trivia(sql, at + 1)
+            while sql.startswith(";", end):
+                end = skip_trivia(sql, end + 1)
+            return sql[:at] if end == len(sql) else None
+        i = _past(sql, found.group(), at)
+    return sql
+
+
+def _past(sql: str, lexeme: str, at: int) -> int:
+    """The index after the comment, literal, quoted name or dollar quote starting at ``at``."""
+    if lexeme in ("--", "/*"):
+        return skip_trivia(sql, at)
+    if lexeme == "$":
+        tag = _DOLLAR_TAG.match(sql, at)
+        if tag is None or (at > 0 and _IDENT_CHAR.match(sql[at - 1])):
+            return at + 1  # ``$1`` or inside a name
+        end = sql.find(tag.group(), tag.end())
+        return len(sql) if end < 0 else end + len(tag.group())
+    escapes = (lexeme == "'" and at > 0 and sql[at - 1] in "eE"
+               and (at < 2 or not _IDENT_CHAR.match(sql[at - 2])))
+    found = _QUOTED["E'" if escapes else lexeme].match(sql, at)
+    assert found is not None  # each pattern matches its opening quote alone
+    return found.end()
 
 
 def _prepare(parameters: tuple[Parameter, ...], statement: str) -> bytes:
@@ -227,6 +295,9 @@ class TemplateSandbox:
                  parameters: tuple[Parameter, ...], values: Sequence[Any], token: str,
                  remaining_ms: int, max_rows: int, deadline: float) -> tuple[RunResult, bool]:
         """The run's pipeline on ``conn``; the result and whether the session is clean."""
+        one = _one_statement(statement)
+        if one is None:
+            return RunResult("failed", sqlstate=SYNTAX, message=MULTIPLE), True
         cancelled = threading.Event()
 
         def cancel() -> None:
@@ -237,36 +308,40 @@ class TemplateSandbox:
         try:
             fetch = conn.cursor()
             # one round trip; the statement is the query of a cursor, so the server computes
-            # no more than the maxRows + 1 rows fetched, and its description comes with them
+            # no more than the maxRows rows fetched and the one after, and its description
+            # comes with them
             with conn.pipeline():
                 conn.execute("BEGIN READ ONLY")
                 conn.execute(f"SET LOCAL statement_timeout = {int(remaining_ms)}")
                 conn.execute(_scope(token))
-                conn.execute(_DECLARE + statement.encode(), bound(parameters, values))
-                fetch.execute(f"FETCH FORWARD {int(max_rows) + 1} FROM cs_run")
+                conn.execute(_BOUNDED + one.encode() + _BOUNDED_END,
+                             bound(parameters, values))
+                fetch.execute(f"FETCH FORWARD {int(max_rows)} FROM cs_run")
                 conn.execute("ROLLBACK")
             if cancelled.is_set():
                 return RunResult("timeout", sqlstate=TIMEOUT), False
             result = fetch.pgresult
-            oids = [result.ftype(i) for i in range(result.nfields)] if result else []
-            rows = json_rows(fetch.fetchall(), oids)
-            columns = self._columns(fetch)
-            return RunResult("ok", columns, rows[:max_rows], len(rows) > max_rows), True
+            width = result.nfields - 1 if result else 0  # the statement's columns
+            rows = json_rows(fetch.fetchall(), [result.ftype(i) for i in range(width)]
+                             if result else [])
+            more = [row.pop() for row in rows]  # the added column, never converted
+            columns = self._fields(result, width) if result else []
+            return RunResult("ok", columns, rows, bool(more) and more[-1] is True), True
         except psycopg.Error as exc:
             if cancelled.is_set() or exc.sqlstate == TIMEOUT:
                 return RunResult("timeout", sqlstate=TIMEOUT), False
+            if exc.sqlstate == "22P02" and _MARKER in _primary(exc):  # quoted per language
+                return RunResult("failed", sqlstate=PAST_LIMIT,
+                                 message=f"its rows exceed {ANSWER_BYTES} bytes"), False
             return RunResult("failed", sqlstate=exc.sqlstate or LOST,
                              message=_primary(exc)), False
         finally:
             self._watchdog.disarm(alarm)
 
-    def _columns(self, cur: psycopg.Cursor[Any]) -> list[dict[str, str]]:
-        result = cur.pgresult
-        return [] if result is None else self._fields(result)
-
-    def _fields(self, result: Any) -> list[dict[str, str]]:
+    def _fields(self, result: Any, width: int | None = None) -> list[dict[str, str]]:
+        """The first ``width`` columns (all by default) with their type names."""
         out = []
-        for i in range(result.nfields):
+        for i in range(result.nfields if width is None else width):
             key = (result.ftype(i), result.fmod(i))
             type_name = self._types.get(key)
             if type_name is None:
