@@ -16,7 +16,6 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
-import mcp_types as types
 import msgspec
 import pytest
 from mcp import Client as McpClient
@@ -26,6 +25,7 @@ from context_service.client import AsyncClient, Client, routes
 from context_service.contextctl.mcp_bridge import Bridge
 from context_service.contract import agent as c
 from context_service.contract import tools as catalogue
+from tests.contextctl.mcp_listing import walk_listing
 from tests.support.pack_lines import AS_OF, BASE, FOOTER, HASH, ITEM
 
 BEARER = "bdk_0123456789abcdef_" + "B" * 43
@@ -199,20 +199,5 @@ def test_the_bridge_walks_the_services_listing_page_by_page() -> None:
     bridge.client = AsyncClient(token=BEARER, http=httpx.AsyncClient(
         base_url=BASE, transport=httpx.MockTransport(_paged_service(seen))))
 
-    async def walk() -> list[str]:
-        names: list[str] = []
-        cursor: str | None = None
-        try:
-            for _ in range(len(catalogue.TOOLS) + 1):  # a listing that never ends stops here
-                asked = None if cursor is None else types.PaginatedRequestParams(cursor=cursor)
-                page = await bridge.list_tools(None, asked)  # type: ignore[arg-type]
-                names += [t.name for t in page.tools]
-                cursor = page.next_cursor
-                if cursor is None:
-                    break
-        finally:
-            await bridge.client.aclose()
-        return names
-
-    assert asyncio.run(walk()) == [t.name for t in catalogue.TOOLS]
+    assert walk_listing(bridge, len(catalogue.TOOLS) + 1) == [t.name for t in catalogue.TOOLS]
     assert seen == [None, "page-2"]

@@ -10,11 +10,9 @@ page of the service's listing: not reached, that page is an error the client can
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import httpx
-import mcp_types as types
 import msgspec
 import pytest
 from mcp import MCPError
@@ -22,6 +20,7 @@ from mcp import MCPError
 from context_service.client import AsyncClient
 from context_service.contextctl.mcp_bridge import Bridge
 from context_service.contract import tools as catalogue
+from tests.contextctl.mcp_listing import walk_listing
 from tests.support.pack_lines import BASE
 
 BEARER = "bdk_0123456789abcdef_" + "B" * 43
@@ -43,22 +42,7 @@ async def _no_wait(_: float) -> None:
 
 
 def _walk(bridge: Bridge) -> list[str]:
-    async def walk() -> list[str]:
-        names: list[str] = []
-        cursor: str | None = None
-        try:
-            for _ in range(3):
-                asked = None if cursor is None else types.PaginatedRequestParams(cursor=cursor)
-                page = await bridge.list_tools(None, asked)  # type: ignore[arg-type]
-                names += [t.name for t in page.tools]
-                cursor = page.next_cursor
-                if cursor is None:
-                    break
-        finally:
-            await bridge.client.aclose()
-        return names
-
-    return asyncio.run(walk())
+    return walk_listing(bridge, 3)
 
 
 def test_a_later_page_of_a_service_not_reached_is_an_error_not_the_catalogue_again(
