@@ -8,8 +8,10 @@ import re
 from dataclasses import dataclass, field
 
 _NAME = re.compile(r"[a-z_][a-z0-9_]*")
-_DOLLAR_TAG = re.compile(r"\$([A-Za-z_\u0080-\uffff][A-Za-z0-9_\u0080-\uffff]*)?\$")
-_IDENT_CHAR = re.compile(r"[A-Za-z0-9_$\u0080-\uffff]")
+# PostgreSQL's names and tags take any letter outside ASCII, those beyond the BMP (emoji) too
+DOLLAR_TAG = re.compile(r"\$([A-Za-z_\u0080-\U0010ffff][A-Za-z0-9_\u0080-\U0010ffff]*)?\$")
+IDENT_CHAR = re.compile(r"[A-Za-z0-9_$\u0080-\U0010ffff]")
+_LINE_END = re.compile(r"[\n\r]")  # a line comment ends at either, as PostgreSQL's does
 _SPACE = " \t\n\r\f\v"  # PostgreSQL's white space; no other character separates tokens
 
 
@@ -31,7 +33,7 @@ class Scan:
 
 
 def _ident_before(sql: str, i: int) -> bool:
-    return i > 0 and _IDENT_CHAR.match(sql[i - 1]) is not None
+    return i > 0 and IDENT_CHAR.match(sql[i - 1]) is not None
 
 
 def _skip_block_comment(sql: str, i: int) -> int:
@@ -70,8 +72,8 @@ def skip_trivia(sql: str, i: int = 0) -> int:
         if sql[i] in _SPACE:
             i += 1
         elif sql.startswith("--", i):
-            end = sql.find("\n", i)
-            i = len(sql) if end < 0 else end + 1
+            end = _LINE_END.search(sql, i)
+            i = len(sql) if end is None else end.end()
         elif sql.startswith("/*", i):
             i = _skip_block_comment(sql, i)
         else:
@@ -86,8 +88,8 @@ def scan(sql: str) -> Scan:
     while i < n:
         c = sql[i]
         if c == "-" and sql.startswith("--", i):
-            end = sql.find("\n", i)
-            i = n if end < 0 else end + 1
+            line_end = _LINE_END.search(sql, i)
+            i = n if line_end is None else line_end.end()
         elif c == "/" and sql.startswith("/*", i):
             i = _skip_block_comment(sql, i)
         elif c == "'":
@@ -100,7 +102,7 @@ def scan(sql: str) -> Scan:
                 result.positional = True
                 i += 1
                 continue
-            tag = _DOLLAR_TAG.match(sql, i)
+            tag = DOLLAR_TAG.match(sql, i)
             if tag is None:
                 i += 1
                 continue
