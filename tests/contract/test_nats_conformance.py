@@ -42,17 +42,14 @@ from tests.support.nats_fixtures import (
     publish_feed,
     read_stream,
     wait_until,
+    with_jetstream,
 )
 
 pytestmark = pytest.mark.nats
 
 
 async def _add_stream(url: str, config: object) -> None:
-    nc = await nats.connect(url)
-    try:
-        await nc.jetstream().add_stream(config)
-    finally:
-        await nc.close()
+    await with_jetstream(url, lambda js: js.add_stream(config))
 
 
 async def _publish_raw(url: str, subject: str, payload: bytes) -> None:

@@ -13,7 +13,6 @@ import logging
 from typing import Any
 
 import msgspec
-import nats
 import pytest
 from nats.js import JetStreamContext, api
 from nats.js.errors import NotFoundError
@@ -31,17 +30,10 @@ from tests.support.nats_fixtures import (
     publish_feed,
     read_stream,
     wait_until,
+    with_jetstream,
 )
 
 pytestmark = pytest.mark.nats
-
-
-async def _js_call(url: str, action: Any) -> Any:
-    nc = await nats.connect(url)
-    try:
-        return await action(nc.jetstream())
-    finally:
-        await nc.close()
 
 
 def _create(url: str, spec: StreamSpec, **settings: Any) -> api.StreamConfig:
@@ -50,7 +42,7 @@ def _create(url: str, spec: StreamSpec, **settings: Any) -> api.StreamConfig:
     async def add(js: JetStreamContext) -> api.StreamConfig:
         return (await js.add_stream(dataclasses.replace(spec.config(), **settings))).config
 
-    config: api.StreamConfig = asyncio.run(_js_call(url, add))
+    config: api.StreamConfig = asyncio.run(with_jetstream(url, add))
     return config
 
 
@@ -61,14 +53,14 @@ def _edit(url: str, name: str, **settings: Any) -> None:
         config = (await js.stream_info(name)).config
         await js.update_stream(dataclasses.replace(config, **settings))
 
-    asyncio.run(_js_call(url, update))
+    asyncio.run(with_jetstream(url, update))
 
 
 def _config(url: str, name: str) -> api.StreamConfig:
     async def info(js: JetStreamContext) -> api.StreamConfig:
         return (await js.stream_info(name)).config
 
-    config: api.StreamConfig = asyncio.run(_js_call(url, info))
+    config: api.StreamConfig = asyncio.run(with_jetstream(url, info))
     return config
 
 
@@ -133,7 +125,7 @@ def test_a_max_msg_size_too_small_for_a_stand_in_is_refused_at_start(
     """Below a few KiB not even an event's stand-in fits: the relay would retry it for ever."""
     _create(nats_server.url, nats_stream, max_msg_size=512)
     with pytest.raises(StreamMismatchError, match="max_msg_size"):
-        asyncio.run(_js_call(nats_server.url, lambda js: ensure_stream(js, nats_stream)))
+        asyncio.run(with_jetstream(nats_server.url, lambda js: ensure_stream(js, nats_stream)))
 
 
 # -- max_msgs_per_subject with discard new ------------------------------------------------------
@@ -174,7 +166,7 @@ def _mirror(url: str, spec: StreamSpec) -> None:
     _create(url, origin)
     config = api.StreamConfig(name=spec.name, storage=api.StorageType.FILE,
                               mirror=api.StreamSource(name=origin.name))
-    asyncio.run(_js_call(url, lambda js: js.add_stream(config)))
+    asyncio.run(with_jetstream(url, lambda js: js.add_stream(config)))
 
 
 def _sourcing(url: str, spec: StreamSpec) -> None:
@@ -201,7 +193,7 @@ def test_a_stream_the_relay_cannot_publish_into_in_order_is_refused_with_one_cle
         wait_until(lambda: relay.stats.errors >= 3, what="refusals")
     finally:
         relay.stop()
-        asyncio.run(_js_call(nats_server.url, _deleted(f"{nats_stream.name}_ORIGIN")))
+        asyncio.run(with_jetstream(nats_server.url, _deleted(f"{nats_stream.name}_ORIGIN")))
     assert word in (relay.stats.last_error or "")
     assert "StreamMismatchError" in (relay.stats.last_error or "")
     warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
@@ -258,11 +250,11 @@ def test_an_event_never_lands_in_another_stream_that_took_its_subject(
     try:
         wait_until(lambda: relay.narrowed and relay.stats.errors >= 2, what="refusals")
         taken = read_stream(nats_server.url, other)
-        asyncio.run(_js_call(nats_server.url, lambda js: js.delete_stream(other.name)))
+        asyncio.run(with_jetstream(nats_server.url, lambda js: js.delete_stream(other.name)))
         wait_until(lambda: relay.stats.last_position == 4, what="published once it is undone")
     finally:
         relay.stop()
-        asyncio.run(_js_call(nats_server.url, _deleted(other.name)))
+        asyncio.run(with_jetstream(nats_server.url, _deleted(other.name)))
     assert taken == []
     assert positions_of(read_stream(nats_server.url, nats_stream)) == [1, 2, 3, 4]
 

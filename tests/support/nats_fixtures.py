@@ -8,6 +8,7 @@ may stop and start (outages). Without the binary the tests skip, or fail when ``
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import socket
@@ -101,17 +102,22 @@ def nats_stream(nats_server: NatsServerHandle) -> Iterator[StreamSpec]:
     asyncio.run(_delete_stream(nats_server.url, spec.name))
 
 
-async def _delete_stream(url: str, name: str) -> None:
+async def with_jetstream(url: str, action: Callable[[Any], Any]) -> Any:
+    """``await action(js)`` on a JetStream context of a connection of its own, closed after."""
     import nats
-    from nats.js.errors import NotFoundError
 
     nc = await nats.connect(url)
     try:
-        await nc.jetstream().delete_stream(name)
-    except NotFoundError:
-        pass
+        return await action(nc.jetstream())
     finally:
         await nc.close()
+
+
+async def _delete_stream(url: str, name: str) -> None:
+    from nats.js.errors import NotFoundError
+
+    with contextlib.suppress(NotFoundError):
+        await with_jetstream(url, lambda js: js.delete_stream(name))
 
 
 # -- events ------------------------------------------------------------------------------------

@@ -11,16 +11,15 @@ from typing import Any
 
 import psycopg
 
-from context_service.adapters.postgres.sandbox.role import SIGNAL_FUNCTIONS, VIEWS
+from context_service.adapters.postgres.sandbox.role import SIGNAL_FUNCTIONS, TEMP_FILE_LIMIT, VIEWS
 
 _ATTRIBUTES = (("rolsuper", "superuser"), ("rolcreatedb", "createdb"),
                ("rolcreaterole", "createrole"), ("rolreplication", "replication"),
                ("rolbypassrls", "bypassrls"), ("rolinherit", "inherit"))
 _PINNED = (("search_path", "agent"), ("default_transaction_read_only", "on"),
            ("statement_timeout", "10s"), ("track_activities", "off"))
-# a ceiling, not a value: a lower temp_file_limit (an operator's own login, a small disk) bounds
-# the spills more; -1 (none) or a higher one is refused. PostgreSQL shows it in kB units.
-TEMP_FILE_CEILING, TEMP_FILE_CEILING_SHOWN = 1 << 20, "1GB"
+# temp_file_limit is a ceiling, not a value: a lower one (an operator's own login, a small
+# disk) bounds the spills more; -1 (none) or a higher one is refused. Shown in kB units.
 _SIZE = re.compile(r"(\d+)(kB|MB|GB|TB)?")
 _KILOBYTES = {None: 1, "kB": 1, "MB": 1 << 10, "GB": 1 << 20, "TB": 1 << 30}
 _TABLE_PRIVILEGES = "SELECT, INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER, MAINTAIN"
@@ -118,13 +117,18 @@ def _privilege_problem(cur: Any, role: str) -> str | None:
     return None
 
 
-def within_ceiling(shown: str) -> bool:
-    """Whether a ``temp_file_limit`` as PostgreSQL shows it (``1GB``, ``256MB``, ``0``, ``-1``)
-    bounds a session's temporary files to the ceiling or less."""
+def _kilobytes(shown: str) -> int | None:
+    """A ``temp_file_limit`` as PostgreSQL shows it (``1GB``, ``256MB``, ``0``) in kB; None
+    for ``-1``, no limit at all."""
     found = _SIZE.fullmatch(shown.strip())
-    if found is None:  # -1: no limit at all
-        return False
-    return int(found[1]) * _KILOBYTES[found[2]] <= TEMP_FILE_CEILING
+    return None if found is None else int(found[1]) * _KILOBYTES[found[2]]
+
+
+def within_ceiling(shown: str) -> bool:
+    """Whether a shown ``temp_file_limit`` bounds a session's temporary files to the pinned
+    one (``role.TEMP_FILE_LIMIT``) or less."""
+    kilobytes, ceiling = _kilobytes(shown), _kilobytes(TEMP_FILE_LIMIT)
+    return kilobytes is not None and ceiling is not None and kilobytes <= ceiling
 
 
 def session_problem(conninfo: str, role: str) -> str | None:
@@ -143,7 +147,7 @@ def session_problem(conninfo: str, role: str) -> str | None:
             shown = conn.execute("SELECT current_setting('temp_file_limit')").fetchone()
             if shown is None or not within_ceiling(str(shown[0])):
                 return (f"setting temp_file_limit of login {role} must be at most "
-                        f"{TEMP_FILE_CEILING_SHOWN}")
+                        f"{TEMP_FILE_LIMIT}")
     except psycopg.Error as exc:
         return f"login {role} cannot connect ({type(exc).__name__})"
     return None

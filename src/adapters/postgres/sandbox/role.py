@@ -19,9 +19,10 @@ VIEWS = ("collections", "documents", "passages", "fields")
 ATTRIBUTES = "LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS NOINHERIT"
 # ``temp_file_limit``: a sort or hash past ``work_mem`` spills into temporary files, which
 # nothing else bounds; runs stay under it (``53400`` past it), on the event log's disk
+TEMP_FILE_LIMIT = "1GB"  # the most a run may spill (checks.py accepts a stricter one)
 SETTINGS = (("search_path", "agent"), ("default_transaction_read_only", "on"),
             ("statement_timeout", "10000"), ("track_activities", "off"),
-            ("temp_file_limit", "1GB"))
+            ("temp_file_limit", TEMP_FILE_LIMIT))
 SIGNAL_FUNCTIONS = ("pg_cancel_backend(integer)", "pg_terminate_backend(integer, bigint)")
 _LOCK = 7340022
 
