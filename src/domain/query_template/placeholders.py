@@ -66,6 +66,28 @@ def _skip_quoted(sql: str, i: int, quote: str, backslash: bool) -> int:
     return i
 
 
+def skip_lexeme(sql: str, i: int) -> int | None:
+    """When a comment, a string literal (``'…'``, ``E'…'``), a quoted name or a dollar quote
+    starts at ``i``: the index after it (the text's end when it is not closed); else None."""
+    if sql.startswith("--", i):
+        line_end = _LINE_END.search(sql, i)
+        return len(sql) if line_end is None else line_end.end()
+    if sql.startswith("/*", i):
+        return _skip_block_comment(sql, i)
+    c = sql[i] if i < len(sql) else ""
+    if c == "'":
+        escaped = i > 0 and sql[i - 1] in "eE" and not _ident_before(sql, i - 1)
+        return _skip_quoted(sql, i, "'", escaped)
+    if c == '"':
+        return _skip_quoted(sql, i, '"', False)
+    if c == "$" and not _ident_before(sql, i):
+        tag = DOLLAR_TAG.match(sql, i)
+        if tag is not None:
+            end = sql.find(tag.group(0), tag.end())
+            return len(sql) if end < 0 else end + len(tag.group(0))
+    return None
+
+
 def skip_trivia(sql: str, i: int = 0) -> int:
     """Past white space and comments from ``i``."""
     while i < len(sql):
@@ -87,27 +109,11 @@ def scan(sql: str) -> Scan:
     n = len(sql)
     while i < n:
         c = sql[i]
-        if c == "-" and sql.startswith("--", i):
-            line_end = _LINE_END.search(sql, i)
-            i = n if line_end is None else line_end.end()
-        elif c == "/" and sql.startswith("/*", i):
-            i = _skip_block_comment(sql, i)
-        elif c == "'":
-            escaped = (i > 0 and sql[i - 1] in "eE" and not _ident_before(sql, i - 1))
-            i = _skip_quoted(sql, i, "'", escaped)
-        elif c == '"':
-            i = _skip_quoted(sql, i, '"', False)
-        elif c == "$" and not _ident_before(sql, i):
-            if i + 1 < n and sql[i + 1].isdigit():
-                result.positional = True
-                i += 1
-                continue
-            tag = DOLLAR_TAG.match(sql, i)
-            if tag is None:
-                i += 1
-                continue
-            end = sql.find(tag.group(0), tag.end())
-            i = n if end < 0 else end + len(tag.group(0))
+        if c == "$" and not _ident_before(sql, i) and i + 1 < n and sql[i + 1].isdigit():
+            result.positional = True
+            i += 1
+        elif c in "-/'\"$" and (past := skip_lexeme(sql, i)) is not None:
+            i = past
         elif c == ":":
             if sql.startswith("::", i):
                 i += 2

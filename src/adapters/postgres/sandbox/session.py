@@ -49,7 +49,7 @@ from context_service.adapters.postgres.sandbox.values import (
 from context_service.adapters.postgres.sandbox.watchdog import Watchdog
 from context_service.domain.bounded import BoundedCache, Gauge, MiB, text_bytes
 from context_service.domain.query_template.events import Parameter
-from context_service.domain.query_template.placeholders import DOLLAR_TAG, IDENT_CHAR, skip_trivia
+from context_service.domain.query_template.placeholders import skip_lexeme, skip_trivia
 
 CANCEL_GRACE_MS = 1000
 # A run's rows hold at most this many bytes of text, each row counted as the database writes
@@ -91,10 +91,6 @@ _BOUNDED = ("DECLARE cs_run NO SCROLL CURSOR FOR SELECT q.*, CASE"
 _BOUNDED_END = b"\n) AS q WINDOW w AS (ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
 # what may start a string, a quoted name, a comment or a dollar quote, and the semicolon
 _LEXEME = re.compile(r"""--|/\*|[;'"$]""")
-# PostgreSQL's names and tags take any letter outside ASCII, those beyond the BMP (emoji) too
-# a literal or quoted name from its opening quote, to its closing one or the end of the text
-_QUOTED = {"'": re.compile(r"'[^']*(?:''[^']*)*'?"), '"': re.compile(r'"[^"]*(?:""[^"]*)*"?'),
-           "E'": re.compile(r"'(?:[^'\\]|\\.|'')*'?", re.DOTALL)}
 
 
 def _one_statement(sql: str) -> str | None:
@@ -112,25 +108,9 @@ def _one_statement(sql: str) -> str | None:
             while sql.startswith(";", end):
                 end = skip_trivia(sql, end + 1)
             return sql[:at] if end == len(sql) else None
-        i = _past(sql, found.group(), at)
+        past = skip_lexeme(sql, at)
+        i = at + 1 if past is None else past
     return sql
-
-
-def _past(sql: str, lexeme: str, at: int) -> int:
-    """The index after the comment, literal, quoted name or dollar quote starting at ``at``."""
-    if lexeme in ("--", "/*"):
-        return skip_trivia(sql, at)
-    if lexeme == "$":
-        tag = DOLLAR_TAG.match(sql, at)
-        if tag is None or (at > 0 and IDENT_CHAR.match(sql[at - 1])):
-            return at + 1  # ``$1`` or inside a name
-        end = sql.find(tag.group(), tag.end())
-        return len(sql) if end < 0 else end + len(tag.group())
-    escapes = (lexeme == "'" and at > 0 and sql[at - 1] in "eE"
-               and (at < 2 or not IDENT_CHAR.match(sql[at - 2])))
-    found = _QUOTED["E'" if escapes else lexeme].match(sql, at)
-    assert found is not None  # each pattern matches its opening quote alone
-    return found.end()
 
 
 def _prepare(parameters: tuple[Parameter, ...], statement: str) -> bytes:
