@@ -21,6 +21,9 @@ class Block:
     cut: str = PROSE
     valid_from: str | None = None  # RFC 3339, UTC (messages)
     alone: bool = False  # never shares a passage with another block (messages)
+    # the conversation the block belongs to, in a file holding several (LoCoMo samples, an
+    # export's conversations): each is a document of its own, ``<file>#<part>``
+    part: str = ""
 
 
 @dataclass(slots=True)

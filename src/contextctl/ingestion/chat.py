@@ -1,32 +1,24 @@
 """Chat transcripts in JSON or JSON Lines: one block per message, ``<speaker>: <text>``, its time
-as ``validFrom``. Two shapes are read: messages ``{"role","content","time"}`` (also ``speaker``
-and ``text``, ``timestamp``), as a list, under ``"messages"`` or one a line; and the samples of
-the LoCoMo data set (``conversation`` with ``session_<n>`` turns and ``session_<n>_date_time``)."""
+as ``validFrom``. Read are messages ``{"role","content","time"}`` (also ``speaker`` and ``text``,
+``timestamp``), as a list, under ``"messages"`` (or ``"data"`` then ``"messages"``) or one a
+line; the samples of the LoCoMo data set (``conversation`` with ``session_<n>`` turns and
+``session_<n>_date_time``), each a document of its own in a file of several; and the data
+exports of ChatGPT and Claude.ai (``exports``)."""
 
 from __future__ import annotations
 
 import json
 import re
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from typing import Any
 
-from context_service.contextctl.ingestion.blocks import Block, Document, slug
-from context_service.contextctl.ingestion.decoding import Unreadable
+from context_service.contextctl.ingestion import exports
+from context_service.contextctl.ingestion.blocks import Anchors, Block, Document, slug
+from context_service.contextctl.ingestion.decoding import LINE_ENDS, Unreadable, with_newlines
 from context_service.contextctl.ingestion.meter import Done, unreported
+from context_service.contextctl.ingestion.times import time_of as _time
 
-MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",
-          "september", "october", "november", "december")
-# LoCoMo's "1:56 pm on 8 May, 2023": the pattern strptime makes of "%I:%M %p on %d %B, %Y" in the
-# C locale, case-insensitive, so that it takes exactly what it took. Not strptime itself: its
-# month names and am/pm are those of the process's LC_TIME, and a library that calls
-# setlocale(LC_ALL, "") under a German locale would have it refuse "May"
-LOCOMO_TIME = re.compile(
-    r"(?P<hour>1[0-2]|0[1-9]|[1-9]):(?P<minute>[0-5]\d|\d)\s+(?P<half>am|pm)\s+on\s+"
-    r"(?P<day>3[0-1]|[1-2]\d|0[1-9]|[1-9]| [1-9])\s+(?P<month>" + "|".join(MONTHS) + r"),\s+"
-    r"(?P<year>\d\d\d\d)", re.IGNORECASE)
 _SESSION = re.compile(r"session_(\d+)")
-_LINE_ENDS = re.compile(r"\r\n?|\n")
 
 
 class NotTranscript(Unreadable):
@@ -44,10 +36,13 @@ def parse_json(text: str, name: str, done: Done = unreported) -> Document:
             if not _is_sample(sample):
                 raise Unreadable(f"sample {number} has no conversation")
         return _locomo(samples, name, done)
-    messages = data.get("messages") if isinstance(data, dict) else data
+    messages = _messages_of(data)
     if not isinstance(messages, list) or not any(_is_message(m) for m in messages):
+        export = exports.reader_of(data)
+        if export is not None:
+            return export(name, done)
         raise NotTranscript("JSON, but not a chat transcript (a list of messages with role "
-                            "and content, or LoCoMo samples)")
+                            "and content, LoCoMo samples, or a ChatGPT or Claude export)")
     for number, message in enumerate(messages, 1):  # a transcript with a bad message
         if not _is_message(message):
             raise Unreadable(f"message {number} has no role and content")
@@ -58,8 +53,7 @@ def parse_jsonl(text: str, name: str, done: Done = unreported) -> Document:
     """``done`` hears of each line read (the messages' own work is small beside it)."""
     messages = []
     not_message = 0  # the first line that is JSON but no message
-    # lines end at \n, \r\n or \r only: U+2028 and U+0085 may stand in a JSON string
-    lines = _LINE_ENDS.split(text)
+    lines = LINE_ENDS.split(text)
     for number, line in enumerate(lines, 1):
         done(number, len(lines))
         if not line.strip():
@@ -80,6 +74,16 @@ def parse_jsonl(text: str, name: str, done: Done = unreported) -> Document:
     return _messages(messages, name)
 
 
+def _messages_of(data: Any) -> Any:
+    """The messages: the data itself, or under ``"messages"``, or under ``"data"`` then
+    ``"messages"`` (as some tools wrap an API's reply)."""
+    if not isinstance(data, dict):
+        return data
+    if "messages" not in data and isinstance(data.get("data"), dict):
+        return data["data"].get("messages")
+    return data.get("messages")
+
+
 def _is_message(value: Any) -> bool:
     return (isinstance(value, dict) and isinstance(value.get("role", value.get("speaker")), str)
             and isinstance(value.get("content", value.get("text")), str))
@@ -90,9 +94,7 @@ def _speaker(message: dict[str, Any]) -> str:
 
 
 def _text(message: dict[str, Any]) -> str:
-    """Its lines ending at ``\\n`` as in every format: the same message typed on Windows
-    (``\\r\\n``) is the same passage."""
-    return _LINE_ENDS.sub("\n", str(message.get("content", message.get("text"))))
+    return with_newlines(str(message.get("content", message.get("text"))))
 
 
 def _is_sample(value: Any) -> bool:
@@ -127,10 +129,10 @@ def _messages(messages: list[dict[str, Any]], name: str, done: Done = unreported
 def _locomo(samples: list[dict[str, Any]], name: str, done: Done) -> Document:
     """``done`` hears of each session read."""
     document = Document(name)
-    sessions = [(label, conversation, number, key)
-                for label, conversation in _conversations(samples)
+    sessions = [(label, part, conversation, number, key)
+                for label, part, conversation in _conversations(samples)
                 for number, key in _sessions(conversation)]
-    for read, (label, conversation, number, key) in enumerate(sessions, 1):
+    for read, (label, part, conversation, number, key) in enumerate(sessions, 1):
         written = conversation.get(f"{key}_date_time")
         when = _time(written, f"{label} {key}")
         # the session's date as written goes in the title too: packs score words, not validFrom,
@@ -149,56 +151,23 @@ def _locomo(samples: list[dict[str, Any]], name: str, done: Done) -> Document:
             turn_id = slug(str(turn.get("dia_id") or f"D{number}:{position}").replace(":", "-"))
             document.blocks.append(Block((label, session),
                                          f"{slug(label)}/{turn_id}", text, valid_from=when,
-                                         alone=True))
+                                         alone=True, part=part))
         done(read, len(sessions))
     return document
 
 
-def _conversations(samples: list[dict[str, Any]]) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(the sample's label, its conversation) of each sample, in order."""
+def _conversations(samples: list[dict[str, Any]]) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """(the sample's label, its document's part, its conversation) of each sample, in order. A
+    file of several samples makes each a document of its own, ``<file>#<label>`` (the label's
+    slug, made unique in the file as a heading's anchor is); a file of one is one document,
+    named by the file as it always was."""
+    parts = Anchors()
     for index, sample in enumerate(samples, 1):
-        yield str(sample.get("sample_id") or f"conversation-{index}"), sample["conversation"]
+        label = str(sample.get("sample_id") or f"conversation-{index}")
+        yield label, parts.new(label) if len(samples) > 1 else "", sample["conversation"]
 
 
 def _sessions(conversation: dict[str, Any]) -> list[tuple[int, str]]:
     """(its number, its key) of each session of a conversation, by number."""
     return sorted((int(m.group(1)), key) for key in conversation
                   if (m := _SESSION.fullmatch(key)) and isinstance(conversation[key], list))
-
-
-def _time(value: Any, where: str) -> str | None:
-    """RFC 3339 in UTC (``Z``); a time without a zone is taken as UTC; numbers are seconds since
-    the epoch. A time that is none of these refuses the file."""
-    if value is None or value == "":
-        return None
-    try:
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            moment = datetime.fromtimestamp(value, UTC)
-        elif isinstance(value, str):
-            moment = _parse_text_time(value.strip())
-        else:
-            raise ValueError(value)
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=UTC)
-        moment = moment.astimezone(UTC)  # OverflowError: the instant leaves years 1 to 9999
-    except (ValueError, OverflowError, OSError) as exc:
-        raise Unreadable(f"{where}: time {value!r} is not a date and time") from exc
-    return moment.isoformat().replace("+00:00", "Z")
-
-
-def _parse_text_time(value: str) -> datetime:
-    try:
-        return datetime.fromisoformat(value)
-    except ValueError:
-        return _locomo_time(value)
-
-
-def _locomo_time(value: str) -> datetime:
-    found = LOCOMO_TIME.fullmatch(value)
-    if found is None:
-        raise ValueError(value)
-    hour = int(found["hour"]) % 12 + (12 if found["half"].lower() == "pm" else 0)
-    # a name that matched only by case folding (a long s, U+017F, for an s) is no month, as before
-    month = MONTHS.index(found["month"].lower()) + 1
-    # a day the month does not have (31 April) is refused here
-    return datetime(int(found["year"]), month, int(found["day"]), hour, int(found["minute"]))

@@ -5,7 +5,10 @@ invalid UTF-8 are each named with their reason. A UTF-8 byte order mark is dropp
 from __future__ import annotations
 
 import codecs
+import re
 
+# lines end at \n, \r\n or \r only: U+2028 and U+0085 may stand in a JSON string
+LINE_ENDS = re.compile(r"\r\n?|\n")
 _UTF16 = ((codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
 
 
@@ -40,3 +43,9 @@ def _utf16(data: bytes, codec: str, bom: int) -> str:
     if "\x00" in text:  # UTF-32, or binary content behind the mark
         raise Unreadable("binary content, not text")
     return text
+
+
+def with_newlines(text: str) -> str:
+    """The text with its lines ending at ``\\n`` as in every format: a message typed on
+    Windows (``\\r\\n``) is the passage of one typed elsewhere."""
+    return LINE_ENDS.sub("\n", text)

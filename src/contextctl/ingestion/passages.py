@@ -48,8 +48,11 @@ def passages(document: Document, file: str, counter: TokenCounter, max_tokens: i
         done(cut, total)
         numbers[block.anchor] = numbers.get(block.anchor, 0) + 1
         title = TITLE_SEPARATOR.join(block.heading) or document.title
+        # the id names the place in the file; ``file`` the document (one conversation of a file
+        # holding several), whose records alone are each other's neighbours in a pack
         found.append(Passage(record_id(file, block.anchor, numbers[block.anchor]), title, text,
-                             tokens, file, block.valid_from))
+                             tokens, f"{file}#{block.part}" if block.part else file,
+                             block.valid_from))
     return found
 
 
