@@ -193,6 +193,16 @@ def without_secrets(env: Mapping[str, str]) -> dict[str, str]:
     return {name: value for name, value in env.items() if name not in hidden}
 
 
+def run_once(args: Sequence[str | Path], *, user: str | None = None,
+             timeout: float | None = None) -> subprocess.CompletedProcess[str]:
+    """Run a short-lived child (the embedded PostgreSQL's ``initdb``) to its end, with the
+    environment every child gets and its output captured; a library that runs one itself
+    passes it the whole environment, secrets and all, to a user of its own."""
+    return subprocess.run([str(a) for a in args], stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, user=user, timeout=timeout,
+                          env=without_secrets(os.environ), check=False)
+
+
 class Child:
     """One child process: started in its own session (a terminal's Ctrl-C reaches only the
     service, which then stops its children in order), signalled with ``death_signal`` if this

