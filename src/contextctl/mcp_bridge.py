@@ -2,6 +2,7 @@
 for the credential (this contextctl's own catalogue while the service is not reached), each
 call of a tool of that catalogue sent to its agent route through ``context_service.client``, a
 call of any other tool (one of a newer service) sent as it is to the service's ``/mcp``.
+Its stdio keeps JSON-RPC's framing rules the SDK's stdio transport drops (``mcp_framing``).
 Imported only when ``contextctl mcp`` runs: the MCP SDK is most of the CLI's import time."""
 
 from __future__ import annotations
@@ -9,8 +10,9 @@ from __future__ import annotations
 import importlib.metadata
 import math
 import sys
-from typing import Any
+from typing import Any, cast
 
+import anyio
 import httpx
 import mcp_types as types
 import msgspec
@@ -23,6 +25,7 @@ from pydantic import ValidationError
 
 from context_service.client import ApiError, AsyncClient
 from context_service.client.errors import error_of, unreachable
+from context_service.contextctl.mcp_framing import Framing
 from context_service.contract import agent as c
 from context_service.contract import tools as catalogue
 
@@ -190,8 +193,15 @@ def _version() -> str:
 
 async def serve(bridge: Bridge) -> None:
     server = bridge.server()
+    framing = Framing()
+    # stdin is read here, line by line, so that what the SDK would drop is answered; stdout
+    # stays the SDK's (it keeps stray output of the process off the wire)
     try:
-        async with stdio_server() as (read, write):
-            await server.run(read, write, server.create_initialization_options())
+        with open(sys.stdin.fileno(), encoding="utf-8", errors="replace", closefd=False) as text:
+            lines = framing.messages(anyio.wrap_file(text))
+            async with stdio_server(stdin=cast(Any, lines)) as (read, write):
+                framing.attach(write)
+                await server.run(read, framing.answering(write),
+                                 server.create_initialization_options())
     finally:
         await bridge.client.aclose()

@@ -216,11 +216,10 @@ def listed(scopes: frozenset[str] | set[str] | tuple[str, ...],
 
 def resolve(params: types.CallToolRequestParams
             ) -> tuple[AgentTool, str, dict[str, Any]] | types.CallToolResult:
-    """The tool, route path and body a call names, or the failure it gets at once (an unknown
-    tool, an argument that cannot name a path)."""
-    tool = BY_NAME.get(params.name)
-    if tool is None:
-        return failure(unknown_tool(params.name))
+    """The tool, route path and body a call of a catalogue tool names, or the failure it gets at
+    once (an argument that cannot name a path). A name outside the catalogue is its caller's:
+    ``/mcp`` answers it with the protocol error ``-32602``, ``contextctl mcp`` forwards it."""
+    tool = BY_NAME[params.name]
     arguments = dict(params.arguments or {})
     if (refused := not_json(arguments)) is not None:
         return failure(refused)
@@ -318,10 +317,6 @@ def error_of(status: int, body: bytes) -> c.ErrorBody:
         return msgspec.json.decode(body, type=c.ErrorBody)
     except msgspec.ValidationError:
         return c.ErrorBody(code="INTERNAL_ERROR", message=f"the service answered {status}")
-
-
-def unknown_tool(name: str) -> c.ErrorBody:
-    return c.ErrorBody(code="NOT_FOUND", message=f"tool {name!r} not found")
 
 
 TEXT_INDENT = "  "

@@ -313,6 +313,44 @@ def _replaying(body: bytes, receive: Receive) -> Receive:
     return replay
 
 
+def _per_request(scope: Scope) -> bool:
+    """Whether the request speaks a per-request protocol (2026-07-28), whose rule for a client
+    that goes away differs from the handshake protocols'. Asked once the SDK is imported."""
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    return _protocol_version(scope) in MODERN_PROTOCOL_VERSIONS
+
+
+async def _answered_unless_left(sessions: StreamableHTTPSessionManager, scope: Scope, body: bytes,
+                                receive: Receive, send: Send) -> None:
+    """One message of the per-request protocol, its handling cancelled if the client leaves
+    first: "the server MUST treat a client disconnect as cancellation of that request" (a
+    tool's route stops, nothing is answered). The transport answers a JSON request without
+    watching the client, so the request's own ``receive`` is watched here; the transport is
+    handed the body read, then the disconnect once the client left. (The handshake protocols
+    say the opposite, a disconnect is no cancellation, so their requests run to the end.)"""
+    left = anyio.Event()
+    unread: list[bytes] = [body]
+
+    async def replay() -> Any:
+        if unread:
+            return {"type": "http.request", "body": unread.pop(), "more_body": False}
+        await left.wait()
+        return {"type": "http.disconnect"}
+
+    async with anyio.create_task_group() as tasks:
+
+        async def watch() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            left.set()
+            tasks.cancel_scope.cancel()
+
+        tasks.start_soon(watch)
+        await sessions.handle_request(scope, replay, send)  # type: ignore[arg-type]
+        tasks.cancel_scope.cancel()
+
+
 class McpEndpoint:
     """The routes and the lifespan of one application's MCP endpoint."""
 
@@ -349,8 +387,11 @@ class McpEndpoint:
             if members is not None:
                 await _answer_batch(sessions, scope, receive, send, members)
                 return
-            replayed = _replaying(body, receive)
             answering = _answering_requests(body, _said_plainly(send))
+            if _per_request(scope):
+                await _answered_unless_left(sessions, scope, body, receive, answering)
+                return
+            replayed = _replaying(body, receive)
             await sessions.handle_request(scope, replayed, answering)  # type: ignore[arg-type]
 
         @get(gate.METADATA_PATH, include_in_schema=False, sync_to_thread=False)

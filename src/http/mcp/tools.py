@@ -1,11 +1,14 @@
 """The MCP server of the endpoint: the tools the admitted credential may call, each answered
-by its agent route (``dispatch``), with the agent API's errors as tool errors."""
+by its agent route (``dispatch``), with the agent API's errors as tool errors. What the
+specification makes a protocol error is one: a tool no catalogue has, and a listing cursor
+(the listing is one page, so no cursor is one this server gave) are ``-32602``."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import mcp_types as types
+from mcp import MCPError
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 
@@ -22,8 +25,24 @@ def _scope_of(ctx: ServerRequestContext[Any, Any]) -> dict[str, Any]:
     return scope
 
 
+def unknown_tool(name: str) -> MCPError:
+    """The protocol error of a call naming no tool of the catalogue (the specification's own
+    example). A catalogue tool the credential's scopes leave unlisted is no unknown tool: its
+    route refuses it (``FORBIDDEN``), as over HTTP."""
+    return MCPError(types.INVALID_PARAMS, f"Unknown tool: {name}")
+
+
+def invalid_cursor(cursor: str) -> MCPError:
+    """"Invalid cursors SHOULD result in an error with code -32602": the whole listing again
+    would hand a client walking pages the first page as if it were the next."""
+    return MCPError(types.INVALID_PARAMS, "Invalid cursor: the tool listing is one page and "
+                    "gives no cursor", {"cursor": cursor})
+
+
 async def list_tools(ctx: ServerRequestContext[Any, Any],
-                     _: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+                     params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+    if params is not None and params.cursor is not None:
+        raise invalid_cursor(params.cursor)
     credential: Credential = _scope_of(ctx)[CREDENTIAL]
     return types.ListToolsResult(tools=catalogue.listed(credential.scopes,
                                                         credential.context_set_id))
@@ -31,6 +50,8 @@ async def list_tools(ctx: ServerRequestContext[Any, Any],
 
 async def call_tool(ctx: ServerRequestContext[Any, Any],
                     params: types.CallToolRequestParams) -> types.CallToolResult:
+    if params.name not in catalogue.BY_NAME:
+        raise unknown_tool(params.name)
     resolved = catalogue.resolve(params)
     if isinstance(resolved, types.CallToolResult):
         return resolved

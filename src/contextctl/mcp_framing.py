@@ -1,0 +1,199 @@
+"""JSON-RPC's framing on the stdio of ``contextctl mcp``: what the MCP SDK's stdio transport
+drops without a word (a line that is no JSON, a message it cannot read, a batch) is answered,
+and a batch is answered as one array where the negotiated protocol has batches."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterable, AsyncIterator
+from typing import Any, cast
+
+import anyio
+import mcp_types as types
+from mcp.shared._stream_protocols import WriteStream
+from mcp.shared.message import SessionMessage
+from pydantic import RootModel, ValidationError
+
+BATCHING = "2025-03-26"  # the one protocol with JSON-RPC batches (a server MUST receive them)
+NOT_AN_ID = "Invalid Request: the id of a request must be a string or an integer"
+
+
+class _BatchAnswer(RootModel[list[types.JSONRPCMessage]]):
+    """The answers to one batch, written as one JSON array (the SDK writes ``message``)."""
+
+
+class _Batch:
+    def __init__(self) -> None:
+        self.owed: set[str] = set()  # the ids (as JSON) of its requests not answered yet
+        self.answers: list[types.JSONRPCMessage] = []
+
+
+class Framing:
+    """JSON-RPC's framing rules on stdio, which the SDK's stdio transport leaves out: it drops a
+    line that is no JSON, or no message it can read (an id that is no string or integer, another
+    ``jsonrpc``, a method that is no string), and a batch, without a word, so the client waits
+    for ever. Each such line is answered here, with ``id`` null: a parse error (-32700) or an
+    invalid request (-32600). A batch is answered where the negotiated protocol has batches
+    (2025-03-26; ``initialize`` settles the version): its members handed to the server one by
+    one, their answers written as one array (none owed: nothing); elsewhere it is an invalid
+    request."""
+
+    def __init__(self) -> None:
+        self.version: str | None = None  # the protocol ``initialize`` settled
+        self.initializing: set[str] = set()  # ids (as JSON) of ``initialize`` not answered yet
+        self.batches: list[_Batch] = []
+        self.write: WriteStream[SessionMessage] | None = None
+        self.attached = anyio.Event()
+
+    def attach(self, write: WriteStream[SessionMessage]) -> None:
+        self.write = write
+        self.attached.set()
+
+    async def messages(self, lines: AsyncIterable[str]) -> AsyncIterator[str]:
+        """The lines of stdin that are one message each, for the SDK to read; the others are
+        answered here, a batch's members handed on one by one."""
+        async for line in lines:
+            if not line.strip():
+                continue
+            try:
+                message = json.loads(line)
+            except (ValueError, RecursionError):
+                await self._refuse(types.PARSE_ERROR, "Parse error: the line is no JSON text")
+                continue
+            if isinstance(message, list):
+                for member in await self._batch(message):
+                    yield member
+                continue
+            if (reason := _not_a_message(message)) is not None:
+                await self._refuse(types.INVALID_REQUEST, reason)
+                continue
+            if message.get("method") == "initialize" and "id" in message:
+                self.initializing.add(json.dumps(message["id"]))
+            await self._cancelled(message)
+            yield line
+
+    async def _batch(self, members: list[Any]) -> list[str]:
+        """The members of a batch to hand on; the batch registered for its answers."""
+        if self.version != BATCHING:
+            await self._refuse(types.INVALID_REQUEST, "Invalid Request: JSON-RPC batches "
+                               f"belong to protocol {BATCHING} alone; send each message alone")
+            return []
+        if not members:
+            await self._refuse(types.INVALID_REQUEST, "Invalid Request: an empty batch")
+            return []
+        batch, handed = _Batch(), []
+        for member in members:
+            if (reason := _not_a_message(member)) is not None:
+                batch.answers.append(_refusal(types.INVALID_REQUEST, reason))
+                continue
+            if "method" in member and "id" in member:
+                batch.owed.add(json.dumps(member["id"]))
+            await self._cancelled(member)
+            handed.append(json.dumps(member))
+        if batch.owed:
+            self.batches.append(batch)
+        elif batch.answers:
+            await self._send(_BatchAnswer(batch.answers))
+        return handed
+
+    async def _cancelled(self, message: dict[str, Any]) -> None:
+        """A batch member cancelled is owed no answer (the server sends none): the batch is
+        answered without it, rather than held for ever."""
+        if message.get("method") != "notifications/cancelled" or "id" in message:
+            return
+        key = json.dumps((message.get("params") or {}).get("requestId"))
+        for batch in self.batches:
+            if key in batch.owed:
+                batch.owed.discard(key)
+                if not batch.owed:
+                    self.batches.remove(batch)
+                    if batch.answers:
+                        await self._send(_BatchAnswer(batch.answers))
+                return
+
+    async def _refuse(self, code: int, message: str) -> None:
+        await self._send(_refusal(code, message))
+
+    async def _send(self, message: types.JSONRPCMessage | _BatchAnswer) -> None:
+        await self.attached.wait()
+        assert self.write is not None
+        with contextlib.suppress(anyio.ClosedResourceError):  # the server stopped: no one asks
+            await self.write.send(SessionMessage(cast(types.JSONRPCMessage, message)))
+
+    def answering(self, write: WriteStream[SessionMessage]) -> WriteStream[SessionMessage]:
+        """The server's ``write`` with the answers to a batch held until it is answered whole,
+        and the version ``initialize`` settled noted."""
+        framing = self
+
+        class Answering:
+            async def send(self, item: SessionMessage) -> None:
+                if (held := framing.held(item.message)) is not None:
+                    if held.answers is not None:
+                        await write.send(SessionMessage(cast(Any, held.answers)))
+                    return
+                await write.send(item)
+
+            async def aclose(self) -> None:
+                await write.aclose()
+
+            async def __aenter__(self) -> Answering:
+                return self
+
+            async def __aexit__(self, *_: object) -> None:
+                await self.aclose()
+
+        return Answering()
+
+    def held(self, message: types.JSONRPCMessage) -> _Held | None:
+        """None: ``message`` is written as it is; else it answers a batch, whose answers are
+        written (``answers``) once it was the last one owed."""
+        if not isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+            return None
+        key = json.dumps(message.id)
+        if key in self.initializing and isinstance(message, types.JSONRPCResponse):
+            self.initializing.discard(key)
+            self.version = str(message.result.get("protocolVersion"))
+        for batch in self.batches:
+            if key in batch.owed:
+                batch.owed.discard(key)
+                batch.answers.append(message)
+                if batch.owed:
+                    return _Held(None)
+                self.batches.remove(batch)
+                return _Held(_BatchAnswer(batch.answers))
+        return None
+
+
+class _Held:
+    def __init__(self, answers: _BatchAnswer | None) -> None:
+        self.answers = answers
+
+
+def _refusal(code: int, message: str) -> types.JSONRPCError:
+    return types.JSONRPCError(jsonrpc="2.0", id=None,
+                              error=types.ErrorData(code=code, message=message))
+
+
+def _not_a_message(message: Any) -> str | None:
+    """Why ``message`` is no JSON-RPC message the server can read, or None."""
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+        return 'Invalid Request: a message is a JSON object with "jsonrpc": "2.0"'
+    if "method" in message:
+        if not isinstance(message["method"], str):
+            return "Invalid Request: the method must be a string"
+        if "id" in message and not _is_id(message["id"]):
+            return NOT_AN_ID
+        if not isinstance(message.get("params", {}), dict | None):
+            return "Invalid Request: params must be an object"
+    elif not ("id" in message and ("result" in message) != ("error" in message)):
+        return "Invalid Request: neither a request, a notification nor a response"
+    try:
+        types.jsonrpc_message_adapter.validate_python(message, by_name=False)
+    except ValidationError:
+        return "Invalid Request: the message does not match JSON-RPC's shape"
+    return None
+
+
+def _is_id(value: Any) -> bool:
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
