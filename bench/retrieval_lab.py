@@ -4,6 +4,7 @@ for variants of its rules.
 
     python -m bench.retrieval_lab [--locomo PATH] [--cranfield DIR] [--limit-questions N]
                                   [--variants NAME,...] [--list] [--json PATH]
+                                  [--encoder VECTORS.npz]
 
 Each benchmark collection is built as the service builds a loaded index (``corpus.Cached``:
 the corpus, its deduplication signatures, §7.5's postings and pack-engine/2's features, with
@@ -18,7 +19,12 @@ service's code (``hybrid.hybrid_list``: the fusion, the admission of candidates,
 - ``lexical(query, parts)``: rules 1-5, each collection's lexical scores;
 - ``cosines(query_ids, parts, matrix, lexical)``: rule 6, each collection's cosines (given the
   lexical scores, for rules that read them);
-- ``weight``: rule 7's vector weight (or ``weigh(query, parts)``: a weight per query).
+- ``weight``: rule 7's vector weight (or ``weigh(query, parts)``: a weight per query);
+- ``query_cosines(query_ids, parts, matrix, lexical, query)``: rule 6 given the query's text
+  (for cosines read from elsewhere: ``--encoder``, ``bench.retrieval_lab_encoder``);
+- ``listed(query, parts, found)``: the finished list, re-ordered or its lexical shares (which
+  the relevance floor reads) rewritten;
+- ``floor``: the relevance floor's constants (floor, depth).
 
 A new variant is a function returning ``Variant``s, registered in ``GRIDS`` by name. Variants
 are kept only if they gain on both collections; the lab prints, for each, how many questions
@@ -47,6 +53,7 @@ import numpy as np
 import numpy.typing as npt
 
 from bench import bench_retrieval as served
+from bench import retrieval_lab_encoder as encoded
 from bench.bench_retrieval import (
     CRANFIELD_BUDGET,
     CRANFIELD_DEFAULT,
@@ -82,6 +89,7 @@ from context_service.adapters.pack.hybrid_features import (
 from context_service.adapters.pack.lexical import LexicalIndex
 from context_service.adapters.pack.retrieval import FastRetrieval
 from context_service.domain.context.events import QueryRecord
+from context_service.domain.pack import engine
 from context_service.domain.pack.engine import assemble
 from context_service.domain.pack.items import Pack
 from context_service.domain.pack.model import (
@@ -101,6 +109,7 @@ from context_service.domain.pack.retrieval2.feedback import (
     feedback_query,
     informative,
 )
+from context_service.domain.pack.retrieval2.floor import FLOOR_DEPTH, LEXICAL_FLOOR
 from context_service.domain.pack.retrieval2.fusion import (
     COSINE_UNIT,
     SPREAD,
@@ -118,6 +127,9 @@ Matrix = npt.NDArray[np.float32]
 LexicalRule = Callable[[str, Sequence[Part]], list[Floats]]
 WeightRule = Callable[[str, Sequence[Part]], float]
 CosineRule = Callable[[Sequence[int], Sequence[Part], Matrix, list[Floats]], list[Floats]]
+QueryCosineRule = Callable[[Sequence[int], Sequence[Part], Matrix, list[Floats], str],
+                           list[Floats]]
+ListRule = Callable[[str, Sequence[Part], list[Scored]], list[Scored]]
 
 
 # --- variants ----------------------------------------------------------------------------------
@@ -133,14 +145,36 @@ class Variant:
     cosines: CosineRule | None = None
     weight: float | None = None
     weigh: WeightRule | None = None  # a weight per query, in place of ``weight``
+    query_cosines: QueryCosineRule | None = None  # rule 6 given the query's text too
+    listed: ListRule | None = None  # the finished list re-ordered or its shares rewritten
+    floor: tuple[float, int] | None = None  # the relevance floor's constants (floor, depth)
 
     @property
     def is_baseline(self) -> bool:
         return (self.lexical is None and self.cosines is None and self.weight is None
-                and self.weigh is None)
+                and self.weigh is None and self.query_cosines is None and self.listed is None
+                and self.floor is None)
 
 
 BASELINE = Variant("pack-engine/2")
+
+
+@contextlib.contextmanager
+def floor_constants(constants: tuple[float, int] | None) -> Iterator[None]:
+    """The engine's relevance floor with the given constants (``None``: the service's)."""
+    if constants is None:
+        yield
+        return
+    saved: Callable[[Sequence[float], float, int], int] = getattr(engine, "floor_cut")  # noqa: B009
+    given, depth = constants
+
+    def cut(shares: Sequence[float]) -> int:
+        return saved(shares, given, depth)
+    setattr(engine, "floor_cut", cut)  # noqa: B010
+    try:
+        yield
+    finally:
+        setattr(engine, "floor_cut", saved)  # noqa: B010
 
 
 @contextlib.contextmanager
@@ -236,11 +270,15 @@ class LabRetrieval(FastRetrieval):
         model = self.loader.model
         ids = model.token_ids([query])[0] if parts else []
         lexical = (v.lexical or hybrid.lexical_scores)(query, parts)
-        cos = (v.cosines or service_cosines)(ids, parts, model.rows, lexical)
+        if v.query_cosines is not None:
+            cos = v.query_cosines(ids, parts, model.rows, lexical, query)
+        else:
+            cos = (v.cosines or service_cosines)(ids, parts, model.rows, lexical)
         weight = (v.weigh(query, parts) if v.weigh is not None
                   else v.weight if v.weight is not None else VECTOR_WEIGHT)
         with seams(weight, lexical, cos):
-            return hybrid.hybrid_list(query, parts, ids, model.rows, requirement)
+            found = hybrid.hybrid_list(query, parts, ids, model.rows, requirement)
+        return v.listed(query, parts, found) if v.listed is not None else found
 
 
 # --- packs and figures -------------------------------------------------------------------------
@@ -781,7 +819,138 @@ def seams_check() -> list[Variant]:
             Variant("check: dense feedback from no records", "k 0",
                     cosines=DenseFeedback(k=0).rule()),
             Variant("check: the service's vector weight", f"w {VECTOR_WEIGHT}",
-                    weight=VECTOR_WEIGHT)]
+                    weight=VECTOR_WEIGHT),
+            Variant("check: rule 6 given the query, the list unchanged, the floor's constants",
+                    query_cosines=lambda ids, parts, matrix, _lexical, _query:
+                    hybrid.cosines(ids, parts, matrix),
+                    listed=lambda _query, _parts, found: found,
+                    floor=(LEXICAL_FLOOR, FLOOR_DEPTH))]
+
+
+# --- grids -------------------------------------------------------------------------------------
+
+ENCODER_WEIGHTS = (0.35, 0.45, 0.55, 0.7)
+
+
+def encoder_cosine_grid() -> list[Variant]:
+    out = []
+    for label, rule in (("", encoded.EncoderCosine()),
+                        (", centred", encoded.EncoderCosine(centred=True)),
+                        (", with rule 6b's neighbours", encoded.EncoderCosine(context=True))):
+        for w in ENCODER_WEIGHTS:
+            out.append(Variant(f"encoder cosine in place of rule 6{label}", f"w {w}",
+                               query_cosines=rule.rule(), weight=w))
+    return out
+
+
+def encoder_third_grid() -> list[Variant]:
+    out = []
+    for w6, we in ((0.35, 0.2), (0.35, 0.35), (0.35, 0.5), (0.35, 0.7), (0.2, 0.5),
+                   (0.2, 0.7), (0.5, 0.5)):
+        third = encoded.ThirdList(w6, we)
+        out.append(Variant("encoder as a third list", f"w6 {w6}, wE {we}",
+                           query_cosines=third.cosines, weigh=third.weigh))
+    return out
+
+
+def encoder_rerank_grid() -> list[Variant]:
+    out = []
+    for depth in (50, 100):
+        for lam in (0.35, 0.7, 1.5, None):
+            label = "encoder alone" if lam is None else f"lam {lam}"
+            out.append(Variant("encoder re-ranks the hybrid list's first N",
+                               f"N {depth}, {label}", listed=encoded.Rerank(depth, lam).rule()))
+    return out
+
+
+def no_lexical(_query: str, parts: Sequence[Part]) -> list[Floats]:
+    return [np.zeros(len(p.features), dtype=np.float64) for p in parts]
+
+
+def vectors_alone_grid() -> list[Variant]:
+    """Each side's vectors alone (no lexical score: the list is the records at least one
+    deviation above the mean cosine, by cosine; no floor), against the dense anchor."""
+    return [Variant("encoder alone (no lexical rules)", "",
+                    lexical=no_lexical, query_cosines=encoded.EncoderCosine().rule(),
+                    weight=3.0),
+            Variant("rule 6 alone (no lexical rules)", "", lexical=no_lexical, weight=3.0)]
+
+
+def encoder_third_fine_grid() -> list[Variant]:
+    out = []
+    for w6, we in ((0.35, 0.3), (0.35, 0.4), (0.35, 0.45), (0.3, 0.4), (0.4, 0.4),
+                   (0.3, 0.3), (0.4, 0.3)):
+        third = encoded.ThirdList(w6, we)
+        out.append(Variant("encoder as a third list", f"w6 {w6}, wE {we}",
+                           query_cosines=third.cosines, weigh=third.weigh))
+    for w6, we in ((0.35, 0.35), (0.35, 0.5)):
+        for f, d in ((0.35, 10), (0.55, 10), (0.45, 20)):
+            third = encoded.ThirdList(w6, we)
+            out.append(Variant("encoder as a third list, floor", f"w6 {w6}, wE {we}, "
+                               f"floor {f}, depth {d}", query_cosines=third.cosines,
+                               weigh=third.weigh, floor=(f, d)))
+    return out
+
+
+@dataclass(frozen=True)
+class InformativeCosines:
+    """Rule 4b's information factor on the vector side: a record's cosine deviation from the
+    request's mean times factor^gamma (short, uninformative turns of related documents, whose
+    pooled vectors are a few pieces, move less; informative ones more); ``above``: only
+    deviations above the mean are scaled."""
+
+    gamma: float = 1.0
+    above: bool = False
+
+    def rule(self) -> CosineRule:
+        def cosines(ids: Sequence[int], parts: Sequence[Part], matrix: Matrix,
+                    _lexical: list[Floats]) -> list[Floats]:
+            cos = hybrid.cosines(ids, parts, matrix)
+            n = sum(len(c) for c in cos)
+            mean = sum(float(c.sum()) for c in cos) / n if n else 0.0
+            out = []
+            for c, p in zip(cos, parts, strict=True):
+                scale = p.features.factor ** self.gamma
+                if self.above:
+                    scale = np.where(c > mean, scale, 1.0)
+                out.append(mean + (c - mean) * scale)
+            return out
+        return cosines
+
+
+def informative_cosines_grid() -> list[Variant]:
+    return [Variant("rule 4b's factor on the cosine's deviation", f"gamma {g}"
+                    + (", above the mean only" if above else ""),
+                    cosines=InformativeCosines(g, above).rule())
+            for above in (False, True) for g in (0.5, 1.0, 2.0)]
+
+
+def linked_floor_grid() -> list[Variant]:
+    """Round 9's neighbours (the two that did not lose at depth) with the floor read before
+    rules 4-5, so the turns they link can enter the pack."""
+    out = []
+    lexical = Neighbours(m=1, t=0.6, w=0.3, where="feedback").rule()
+    linked = Neighbours(m=5, t=0.4, w=0.3, where="first", share=0.01).rule()
+    for label, rule in (("m 1, t 0.6, w 0.3, feedback", lexical),
+                        ("m 5, t 0.4, w 0.3, first, <= 1 %", linked)):
+        out.append(Variant(f"round 9's neighbours ({label}), served floor",
+                           "floor 0.35, depth 10", lexical=rule, floor=(0.35, 10)))
+        for mix, f in (("own", 0.35), ("own", 0.25), ("max", 0.45)):
+            out.append(Variant(f"round 9's neighbours ({label}), floor before rules 4-5 ({mix})",
+                               f"floor {f}, depth 10", lexical=rule,
+                               listed=encoded.FloorBeforeRules(mix).rule(), floor=(f, 10)))
+    return out
+
+
+def floor_grid() -> list[Variant]:
+    out = [Variant("served share, floor", f"floor {f}, depth {d}", floor=(f, d))
+           for f, d in ((0.35, 10), (0.55, 10), (0.45, 20))]
+    for mix in ("own", "max"):
+        for f, d in ((0.45, 10), (0.35, 10), (0.25, 10), (0.55, 10), (0.45, 20), (0.35, 20)):
+            out.append(Variant(f"floor on the share before rules 4-5 ({mix})",
+                               f"floor {f}, depth {d}",
+                               listed=encoded.FloorBeforeRules(mix).rule(), floor=(f, d)))
+    return out
 
 
 GRIDS: dict[str, Callable[[], list[Variant]]] = {
@@ -795,6 +964,14 @@ GRIDS: dict[str, Callable[[], list[Variant]]] = {
     "neighbours-csls": neighbours_csls_grid,
     "combinations": combinations_grid,
     "adaptive-weight": adaptive_weight_grid,
+    "encoder-cosine": encoder_cosine_grid,
+    "encoder-third": encoder_third_grid,
+    "encoder-rerank": encoder_rerank_grid,
+    "floor": floor_grid,
+    "vectors-alone": vectors_alone_grid,
+    "encoder-third-fine": encoder_third_fine_grid,
+    "informative-cosines": informative_cosines_grid,
+    "linked-floor": linked_floor_grid,
 }
 
 
@@ -810,7 +987,12 @@ def main() -> int:
     parser.add_argument("--list", action="store_true", help="list the grids and stop")
     parser.add_argument("--json", type=Path, default=None, metavar="PATH",
                         help="write every row's figures and counts here")
+    parser.add_argument("--encoder", type=Path, default=None, metavar="VECTORS.npz",
+                        help="a sentence encoder's vectors for the encoder grids "
+                             "(bench.retrieval_lab_encoder says how they are made)")
     args = parser.parse_args()
+    if args.encoder is not None:
+        encoded.ENCODER.append(encoded.EncoderVectors(args.encoder))
     if args.list:
         for name, grid in GRIDS.items():
             print(f"{name}: {len(grid())} variants")
@@ -837,10 +1019,11 @@ def main() -> int:
         at = time.perf_counter()
         retrieval.use(variant)
         modes = MODES if base is None else ("hybrid",)
-        lo = ask(retrieval, ns, corpora, locomo_q, LOCOMO_BUDGETS, modes,
-                 base.locomo if base else None)
-        cr = ask(retrieval, ns, corpora, cran_q, (CRANFIELD_BUDGET,), modes,
-                 base.cranfield if base else None)
+        with floor_constants(variant.floor):
+            lo = ask(retrieval, ns, corpora, locomo_q, LOCOMO_BUDGETS, modes,
+                     base.locomo if base else None)
+            cr = ask(retrieval, ns, corpora, cran_q, (CRANFIELD_BUDGET,), modes,
+                     base.cranfield if base else None)
         if base is None:
             for a in lo + cr:
                 a.bm25 = plain[a.question.collection].ranked(a.question.text)
