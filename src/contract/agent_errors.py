@@ -20,7 +20,8 @@ class Violation(Closed, kw_only=True):
 class AgentInvalidRequest(Closed, kw_only=True):
     code: Annotated[str, one_of("INVALID_REQUEST", "VALIDATION_ERROR")]
     message: str
-    details: Annotated[list[Violation], doc(minItems=1)] | UnsetType = UNSET
+    # at most 100 violations, then one entry counting the rest (decision 0059)
+    details: Annotated[list[Violation], doc(minItems=1, maxItems=101)] | UnsetType = UNSET
 
 
 class AgentUnauthorized(Closed, kw_only=True):

@@ -9,7 +9,7 @@ import msgspec
 
 from context_service.domain.context.events import RecordField
 from context_service.domain.context.index_checks import value_matches
-from context_service.domain.values import quote
+from context_service.domain.echoed import quoted
 
 OPERATORS = ("eq", "ne", "lt", "lte", "gt", "gte", "contains", "prefix", "exists")
 FUNCTIONS = ("count", "min", "max", "sum", "avg")
@@ -79,7 +79,7 @@ def plan_violations(plan: Plan, types: Mapping[str, str]) -> list[tuple[str, str
               for i, f in enumerate(plan.functions) if f.field is not None]
     for path, name in named:
         if name not in types:
-            add(path, f"unknown field {quote(name)}")
+            add(path, f"unknown field {quoted(name)}")
     for i, f in enumerate(plan.filters):
         type_ = types.get(f.field)
         if type_ is None:

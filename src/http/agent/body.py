@@ -8,12 +8,17 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from context_service.domain.echoed import LONGEST, cut
 from context_service.http.agent.errors import ApiError, Violation
 from context_service.http.agent.late_body import PendingBody
 from context_service.http.body import NESTED, number
 from context_service.http.limits import JSON_WHITESPACE, MAX_BODY
 
 T = TypeVar("T")
+# A refusal's size is its own, not the body's (decision 0059): at most MAX_LISTED violations in
+# ``details`` (then one entry counting the rest), each path and message at most LONGEST code
+# points (only a caller's key or name reaches it).
+MAX_LISTED = 100
 
 
 class ApiBody(msgspec.Struct, forbid_unknown_fields=True, rename="camel", kw_only=True):
@@ -72,8 +77,8 @@ def _message(text: str) -> str:
     if text.startswith(_UNKNOWN) and text.endswith("`"):
         name, path = _at(text[len(_UNKNOWN):])
         if path is not None and name.endswith("`"):
-            return f'unknown field "{name[:-1]}" at {path}'
-        return f'unknown field "{text[len(_UNKNOWN):-1]}" at $'
+            return f'unknown field "{cut(name[:-1])}" at {cut(path, LONGEST)}'
+        return f'unknown field "{cut(text[len(_UNKNOWN):-1])}" at $'
     if text.startswith(_TYPE) and _GOT in text:
         expected, _, rest = text[len(_TYPE):].partition(_GOT)
         got, tick, tail = rest.partition("`")
@@ -87,23 +92,40 @@ def _message(text: str) -> str:
 
 
 class Violations:
-    """Field-rule failures in the order the route checks them; one per path."""
+    """Field-rule failures in the order the route checks them; one per path. The first
+    ``MAX_LISTED`` are kept, the rest only counted: a body of a mebibyte can hold a quarter of a
+    million invalid entries, and listing each made an answer of 26 MB (decision 0059). A route
+    checks a path's rules one after another, so a path repeated past the cap is the last one."""
 
     def __init__(self) -> None:
         self.items: list[Violation] = []
-        self._paths: set[str] = set()
+        self.left_out = 0
+        self._paths: set[str] = set()  # of the listed ones: at most MAX_LISTED
+        self._last = ""
 
     def add(self, path: str, message: str) -> None:
-        if path not in self._paths:
+        if path in self._paths or path == self._last:
+            return
+        self._last = path
+        if len(self.items) < MAX_LISTED:
             self._paths.add(path)
-            self.items.append(Violation(path, message))
+            self.items.append(Violation(cut(path, LONGEST), cut(message, LONGEST)))
+        else:
+            self.left_out += 1
 
-    def failed(self, path: str) -> bool:
-        return path in self._paths
+    def details(self) -> list[Violation]:
+        """The listed violations and, when some were left out, an entry saying how many."""
+        if not self.left_out:
+            return list(self.items)
+        return [*self.items, Violation("$", left_out(self.left_out))]
 
     def raise_if_any(self) -> None:
         if self.items:
-            raise ApiError(400, "VALIDATION_ERROR", "request validation failed", self.items)
+            raise ApiError(400, "VALIDATION_ERROR", "request validation failed", self.details())
+
+
+def left_out(count: int) -> str:
+    return f"{count} more violation{'' if count == 1 else 's'} not listed"
 
 
 def blank(text: str) -> bool:
