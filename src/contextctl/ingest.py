@@ -31,10 +31,12 @@ class _Bars:
 
 
 @click.command(name="ingest", help="Turn files and folders (Markdown, text, HTML, PDF, chat "
-               "transcripts in JSON or JSON Lines) into passages and publish them as the "
-               "query index of a memory or knowledge context, under a revision addressed by "
-               "the files' content. Nothing is published unless every file could be read; "
-               "ingesting the same files again records nothing.")
+               "transcripts in JSON or JSON Lines, LoCoMo samples, ChatGPT's and Claude.ai's "
+               "conversations.json exports) into passages and publish them as the query "
+               "index of a memory or knowledge context, under a revision addressed by the "
+               "files' content. Nothing is published unless every file could be read (or "
+               "--skip-bad); ingesting the same files again records nothing.",
+               short_help="Publish files and folders as a context's index.")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
 @click.option("--context", "context", required=True, metavar="NAME",
               help="The memory or knowledge context to publish to.")

@@ -29,7 +29,7 @@ from context_service.contextctl.local import (
 from context_service.contextctl.local.errors import FilesChanged
 from context_service.contextctl.local.records import INDEXED_TYPES
 from context_service.contextctl.local.store import NAME_MESSAGE, is_context_name
-from context_service.contextctl.local_commands import key_values, store_group
+from context_service.contextctl.local_commands import key_values, store_group, totals
 from context_service.contextctl.options import App, namespace_option, pass_app
 from context_service.contextctl.upload import MAX_BODY
 
@@ -266,7 +266,7 @@ def _print_pull(report: dict[str, Any]) -> None:
                     "changed")
         return
     output.line(f"pulled {where} into {report['local']}: revision {revision} "
-                f"({report['files']} files, {report['bytes']} bytes) from {report['transferred']}")
+                f"({totals(report['files'], report['bytes'])}) from {report['transferred']}")
     if report["safetySnapshot"]:
         output.line(f"the previous files are in snapshot {report['safetySnapshot']}")
 
@@ -290,7 +290,7 @@ def _print(report: dict[str, Any]) -> None:
     revision = str(report["revision"])[:12]
     where = (f"copied to {report['transferred']}" if report["transferred"] else "no files copied")
     output.line(f"pushed {report['local']} to {report['namespace']}/{report['context']}: "
-                f"revision {revision} ({report['files']} files, {report['bytes']} bytes), "
+                f"revision {revision} ({totals(report['files'], report['bytes'])}), "
                 f"{where}")
     output.line("revision published" if report["revisionPublished"] else
                 "revision already current on the service")
@@ -303,5 +303,6 @@ def _print(report: dict[str, Any]) -> None:
             output.line("no index: knowledge/records.jsonl does not exist (queries list the "
                         "context as unavailable)")
         return
-    output.line(f"index of {index['records']} records published" if index["published"] else
-                f"index of {index['records']} records already current")
+    records = f"{index['records']} record{'' if index['records'] == 1 else 's'}"
+    output.line(f"index of {records} published" if index["published"] else
+                f"index of {records} already current")

@@ -114,7 +114,7 @@ def test_a_memory_is_copied_published_and_indexed_once(cli: Cli, home: Path,
     (home / "notes" / "memory" / "MEMORY.md").write_text("- a new fact about releases\n")
     changed = push(cli, home, "notes", "--to", str(volume), "--param", "reason=edit")
     assert changed.code == 0, changed.err
-    assert "revision published" in changed.out and "index of 1 records published" in changed.out
+    assert "revision published" in changed.out and "index of 1 record published" in changed.out
     newer = revisions(cli, "notes")
     assert len(newer) == 2 and newer[-1]["parameters"] == {"reason": "edit"}
     assert remote(cli, "notes")["currentRevision"] == newer[-1]["id"] == revision_of(
