@@ -4,7 +4,7 @@ for variants of its rules.
 
     python -m bench.retrieval_lab [--locomo PATH] [--cranfield DIR] [--limit-questions N]
                                   [--variants NAME,...] [--list] [--json PATH]
-                                  [--encoder VECTORS.npz]
+                                  [--encoder VECTORS.npz] [--per-question PATH]
 
 Each benchmark collection is built as the service builds a loaded index (``corpus.Cached``:
 the corpus, its deduplication signatures, §7.5's postings and pack-engine/2's features, with
@@ -29,7 +29,9 @@ service's code (``hybrid.hybrid_list``: the fusion, the admission of candidates,
 A new variant is a function returning ``Variant``s, registered in ``GRIDS`` by name. Variants
 are kept only if they gain on both collections; the lab prints, for each, how many questions
 (LoCoMo at each depth and budget, Cranfield's queries) it makes better and worse than the
-baseline.
+baseline. ``--per-question`` writes every row's figures question by question, so that a part of
+the collections (a split half: weights chosen on one half, scored on the other) can be scored
+without running the lab again.
 """
 
 from __future__ import annotations
@@ -741,7 +743,7 @@ def neighbours_options_grid() -> list[Variant]:
                                  ("disjoint pieces, <= 5 %", {"disjoint": True, "share": 0.05}),
                                  ("centred, <= 5 %, mutual",
                                   {"centred": True, "share": 0.05, "mutual": True})):
-                rule = Neighbours(m=m, t=t, w=w, where=where, **extra)  # type: ignore[arg-type]
+                rule = Neighbours(m=m, t=t, w=w, where=where, **extra)
                 out.append(Variant(f"embedding neighbours, {label}",
                                    f"m {m}, t {t}, w {w}, {where}", lexical=rule.rule()))
     return out
@@ -987,6 +989,9 @@ def main() -> int:
     parser.add_argument("--list", action="store_true", help="list the grids and stop")
     parser.add_argument("--json", type=Path, default=None, metavar="PATH",
                         help="write every row's figures and counts here")
+    parser.add_argument("--per-question", type=Path, default=None, metavar="PATH",
+                        help="write every row's figures per question here (for checks on "
+                             "parts of the collections, such as split halves)")
     parser.add_argument("--encoder", type=Path, default=None, metavar="VECTORS.npz",
                         help="a sentence encoder's vectors for the encoder grids "
                              "(bench.retrieval_lab_encoder says how they are made)")
@@ -1038,6 +1043,7 @@ def main() -> int:
     print(HEADER)
     print(row(base), flush=True)
     rows: list[dict[str, Any]] = [summary(base, None)]
+    each: list[dict[str, Any]] = [questions_of(base, with_bm25=True)]
     for name in names:
         for variant in GRIDS[name]():
             run = measure(variant, base)
@@ -1045,11 +1051,30 @@ def main() -> int:
             print(row(run) + "  " + " ".join(f"{m} +{b}/-{w}" for m, (b, w) in counts.items())
                   + f"  ({run.seconds:.0f}s)", flush=True)
             rows.append(summary(run, counts))
+            each.append(questions_of(run))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1), encoding="utf-8")
+    if args.per_question:
+        args.per_question.write_text(json.dumps(each), encoding="utf-8")
     print(f"\nwhole run {time.perf_counter() - started:.0f}s")
     retrieval.close()
     return 0
+
+
+def questions_of(run: Run, with_bm25: bool = False) -> dict[str, Any]:
+    """A row's figures question by question (``per_question``'s measures, the tokens packed at
+    2,000 and, for the baseline, BM25's nDCG@10), with each question's collection, category
+    and text, so that any part of the collections (a split half) can be scored alone."""
+    out: dict[str, Any] = {
+        "variant": run.variant.name, "constants": run.variant.constants,
+        "figures": per_question(run),
+        "tokens2000": [a.used["hybrid", 2000] for a in run.locomo],
+        "locomo": [[a.question.collection, a.question.category, a.question.text]
+                   for a in run.locomo],
+        "cranfield": [a.question.text for a in run.cranfield]}
+    if with_bm25:
+        out["bm25_ndcg10"] = [ndcg(a.bm25, a.question.relevant) for a in run.cranfield]
+    return out
 
 
 def summary(run: Run, counts: dict[str, tuple[int, int]] | None) -> dict[str, Any]:

@@ -9,7 +9,11 @@ both development collections as the corpus loader forms its embedded text (rule 
 text; an encoder run writes ``VECTORS.npz`` with ``records`` (one unit row per record, in the
 dump's order), ``queries`` (one unit row per question text, in the dump's order) and ``keys``
 (a JSON string: ``{"records": [[collection, id], ...], "queries": [text, ...]}``). ``retrieval_lab
---encoder VECTORS.npz`` then measures the grids below:
+--encoder VECTORS.npz`` then measures the grids below. ``--dump TEXTS.json --sentences title``
+(or ``none``) writes each record's sentences instead, one row each, by ``attributed_sentences``,
+a rule that knows no collection: a record whose text opens with an attribution ("<name>: ")
+gives it to each of its sentences, the others' sentences carry the record's title (or nothing);
+a record's cosine is then the best of its sentences'. The grids:
 
 - ``encoder-cosine``: the encoder's cosine in place of rule 6's, at several vector weights;
 - ``encoder-third``: the encoder's cosine as a third list beside the lexical scores and rule 6
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -60,9 +65,42 @@ ListRule = Callable[[str, Sequence[Part], list[Scored]], list[Scored]]
 QueryCosines = Callable[[Sequence[int], Sequence[Part], Any, list[Floats], str], list[Floats]]
 
 
-def dump(path: Path, locomo: Path, cranfield: Path) -> None:
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+# an attribution opens the text: "<name>: ", the name one to three words (as ``contextctl
+# ingest`` writes a chat message, "<role>: <text>"), perhaps after a bracketed time stamp
+# ("[1:56 pm on 8 May, 2023] Caroline: ...", the shape of a chat log)
+ATTRIBUTION = re.compile(r"(?:\[[^\]\n]{1,80}\]\s*)?([^\W\d][\w.'-]*(?: [\w.'-]+){0,2}):\s+(.*)",
+                         re.S)
+
+
+def sentences(text: str) -> list[str]:
+    """The text cut after ".", "!" or "?" and whitespace (whitespace collapsed, fragments of
+    one character dropped)."""
+    flat = re.sub(r"\s+", " ", text).strip()
+    return [p for p in SENTENCE_END.split(flat) if len(p.strip()) > 1]
+
+
+def attributed_sentences(title: str, text: str, others: str = "title") -> list[str]:
+    """A record's sentences as encoded one by one, by a rule that knows no collection: when
+    the text opens with an attribution, each sentence carries it ("Caroline: ..."), since a
+    clause cut from a message loses who said it; otherwise each carries the record's title
+    (``others`` "title", "<title>: ...") or nothing (``others`` "none": the title, when any, is
+    then a sentence of its own, as the embedded text is cut)."""
+    said = ATTRIBUTION.fullmatch(text.strip())
+    if said:
+        head, body = said.group(1), said.group(2)
+        return [f"{head}: {p}" for p in sentences(body)] or [text]
+    if others == "title" and title.strip():
+        head = re.sub(r"\s+", " ", title).strip()
+        return [f"{head}: {p}" for p in sentences(text)] or [f"{title}\n{text}"]
+    whole = f"{title}\n{text}" if title else text
+    return sentences(whole) or [whole]
+
+
+def dump(path: Path, locomo: Path, cranfield: Path, others: str | None = None) -> None:
     """The texts an encoder needs: each record's embedded text (first record per id, as the
-    corpus keeps it) by collection, and every question."""
+    corpus keeps it) by collection, and every question; with ``others`` ("title" / "none"),
+    each record's ``attributed_sentences`` instead, one row each."""
     loaded = [load_locomo(locomo), load_cranfield(cranfield)]
     records: list[list[str]] = []
     questions: list[str] = []
@@ -73,7 +111,11 @@ def dump(path: Path, locomo: Path, cranfield: Path) -> None:
                 record = msgspec.convert(r, QueryRecord)
                 if record.id not in seen:
                     seen.add(record.id)
-                    records.append([c.name, record.id, embedded_text(record)])
+                    if others is None:
+                        records.append([c.name, record.id, embedded_text(record)])
+                        continue
+                    records.extend([c.name, record.id, t] for t in
+                                   attributed_sentences(record.title, record.text, others))
         questions.extend(q.text for q in data.questions)
     path.write_text(json.dumps({"records": records, "queries": sorted(set(questions))}),
                     encoding="utf-8")
@@ -281,8 +323,11 @@ def main() -> int:
     parser.add_argument("--dump", type=Path, required=True, metavar="TEXTS.json")
     parser.add_argument("--locomo", type=Path, default=LOCOMO_DEFAULT)
     parser.add_argument("--cranfield", type=Path, default=CRANFIELD_DEFAULT)
+    parser.add_argument("--sentences", choices=("title", "none"), default=None,
+                        help="write each record's sentences by the attribution rule, the "
+                             "unattributed records' carrying their title or nothing")
     args = parser.parse_args()
-    dump(args.dump, args.locomo, args.cranfield)
+    dump(args.dump, args.locomo, args.cranfield, args.sentences)
     return 0
 
 
