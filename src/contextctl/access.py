@@ -57,7 +57,8 @@ def grants(app: App, name: str, namespace: str | None, as_of: str | None,
     output.emit(reply, fmt, print_grants)
 
 
-@click.command(help="Set a subject's grant, replacing any grant it had: "
+@click.command(short_help="Set a subject's grant, replacing any grant it had.",
+               help="Set a subject's grant, replacing any grant it had: "
                "contextctl ctx grant notes agent:bot --permissions read,attach.")
 @context_argument
 @click.argument("subject")
@@ -137,7 +138,8 @@ def attach(app: App, name: str, consumer: str, subject: str | None, read_write: 
         f"attached {consumer} to {name} ({body['accessMode']})"))
 
 
-@click.command(help="Remove a declared consumer: contextctl ctx detach notes agent/summarizer.")
+@click.command(help="Remove a declared consumer: contextctl ctx detach notes agent/summarizer.",
+               short_help="Remove a declared consumer of a context.")
 @context_argument
 @click.argument("consumer")
 @subject_option

@@ -27,6 +27,7 @@ TOKEN_WARNING = ("Store this token now: it is shown only once and the service ca
 
 agent = group("agent", "Workspace members, agent credentials, context sets, the library "
               "agents read, context packs and their replays.")
+agent.short_help = "Members, credentials, context sets, packs, replays."
 members = group("members", "Who belongs to a workspace, with which role.",
                 aliases={"ls": "list", "rm": "remove"})
 credentials = group("credentials", "Scoped bdk_ credentials for agents.",
@@ -53,7 +54,8 @@ def list_members(app: App, namespace: str | None, fmt: str) -> None:
     output.emit(app.client.get(members_path(app.namespace(namespace))), fmt, print_members)
 
 
-@members.command(name="set", help="Add a member or change its role: "
+@members.command(name="set", short_help="Add a member or change its role.",
+                 help="Add a member or change its role: "
                  "contextctl agent members set user:bob viewer.")
 @click.argument("subject")
 @click.argument("role", type=click.Choice(ROLES))

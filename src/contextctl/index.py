@@ -63,7 +63,8 @@ def file_size(stream: IO[bytes]) -> int | None:
         return None
 
 
-@group_.command(help="Publish records.jsonl (- for standard input) as the context's index for "
+@group_.command(short_help="Publish records.jsonl as the context's query index.",
+                help="Publish records.jsonl (- for standard input) as the context's index for "
                 "its current revision; it replaces the previous index. An index larger than "
                 "one request is sent in parts and becomes current when the last part arrives; "
                 "until then, or if the upload stops, the previous index stays current.")

@@ -41,6 +41,7 @@ def store_group(name: str, help_text: str, aliases: dict[str, str] | None = None
 
 local = store_group("local", "The local context store: revisions, records, query, restore.",
                     aliases={"ls": "list"})
+local.short_help = "The local context store: revisions, records, query."
 
 
 def store() -> LocalStore:
@@ -96,7 +97,8 @@ def totals(files: int, size: int) -> str:
     return f"{files} file{'' if files == 1 else 's'}, {size} byte{'' if size == 1 else 's'}"
 
 
-@local.command(help="Create a local context: CS_CONTEXT_HOME/NAME with its portable roots "
+@local.command(short_help="Create a local context under CS_CONTEXT_HOME.",
+               help="Create a local context: CS_CONTEXT_HOME/NAME with its portable roots "
                "harnesses/, memory/, knowledge/ and artifacts/ (an existing directory of that "
                "name becomes the context, its files kept).")
 @local_context
@@ -130,7 +132,8 @@ def print_status(item: dict[str, Any]) -> None:
         ("Bytes", item["bytes"])])
 
 
-@local.command(help="Show a local context: the revision of its files as they are now, its "
+@local.command(short_help="Show a local context's revision now and as last captured.",
+               help="Show a local context: the revision of its files as they are now, its "
                "current (last captured) revision and whether they differ.")
 @local_context
 @output_options
@@ -145,7 +148,8 @@ def status(name: str, fmt: str) -> None:
     output.emit_data(item, fmt, print_status)
 
 
-@local.command(help="Capture the files as they are now as a revision; unchanged files reuse "
+@local.command(short_help="Capture the files as they are now as a revision.",
+               help="Capture the files as they are now as a revision; unchanged files reuse "
                "the current revision (nothing is appended).")
 @local_context
 @click.option("--operation", default="capture", show_default=True,
@@ -174,7 +178,8 @@ def revisions(name: str, fmt: str) -> None:
     output.emit_data({"items": store().open(name).history()}, fmt, print_revisions)
 
 
-@local.command(help=f"Print the query records of the files as they are now, one JSON object a "
+@local.command(short_help="Print the query records of the files as they are now.",
+               help=f"Print the query records of the files as they are now, one JSON object a "
                f"line: a memory context's from {MEMORY_FILE}, a knowledge context's from "
                f"{KNOWLEDGE_FILE}; other types have none.")
 @local_context

@@ -14,7 +14,8 @@ _HEADER_VALUE = re.compile(r"[\x20-\x7e]+")  # visible ASCII and spaces: nothing
 
 
 @click.command(name="mcp", help="Serve the agent tools over MCP on stdin and stdout (for an "
-               "agent that launches contextctl); needs CS_AGENT_TOKEN.")
+               "agent that launches contextctl); needs CS_AGENT_TOKEN.",
+               short_help="Serve the agent tools over MCP on stdin and stdout.")
 @click.pass_obj
 def mcp_command(app: App) -> None:
     settings = app.settings

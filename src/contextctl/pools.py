@@ -154,7 +154,8 @@ def list_pools(app: App, fmt: str) -> None:
     output.emit(app.client.get(POOLS), fmt, print_pools)
 
 
-@click.command(help="Wait until every sandbox of the pool is ready (polls every 2 s).")
+@click.command(help="Wait until every sandbox of the pool is ready (polls every 2 s).",
+               short_help="Wait until every sandbox of the pool is ready.")
 @click.argument("name", shell_complete=complete.pools)
 @click.option("-t", "--timeout", type=Duration(), default="2m", show_default=True,
               help="How long to wait (90s, 2m, 1m30s).")
@@ -173,7 +174,8 @@ def wait(app: App, name: str, timeout: float) -> None:
         time.sleep(POLL_SECONDS)
 
 
-@click.command(help="Release a sandbox pool (its sandboxes and managed workspace).")
+@click.command(help="Release a sandbox pool (its sandboxes and managed workspace).",
+               short_help="Release a sandbox pool and its sandboxes.")
 @click.argument("name", shell_complete=complete.pools)
 @pass_app
 def delete(app: App, name: str) -> None:

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 import click
 
 from context_service.contextctl import output
-from context_service.contextctl.client import segment, unseen
+from context_service.contextctl.client import CommandError, context_path, segment, unseen
 from context_service.contextctl.options import App, F, namespace_option, output_options, pass_app
 
 SNIPPET = 80
+STALE = "index does not match the current revision"
+NO_REVISION = "no revision published yet; publish one with contextctl ingest PATH... --context NAME"
 
 
 def snippet(record: dict[str, Any]) -> str:
@@ -18,14 +21,20 @@ def snippet(record: dict[str, Any]) -> str:
     return text if len(text) <= SNIPPET else text[: SNIPPET - 1] + "…"
 
 
-def print_results(data: dict[str, Any]) -> None:
+def print_results(data: dict[str, Any], without_revision: Collection[str] = ()) -> None:
+    """The results, then the contexts that could not be searched under their reason: the
+    service names them without one (spec 5.3), so ``without_revision`` says which of them have
+    no revision at all, for which "does not match" would send the reader looking for a stale
+    index that was never there."""
     output.table(["SCORE", "CONTEXT", "ID", "TITLE"], [
         [r.get("score"), (r.get("record") or {}).get("context"), (r.get("record") or {}).get("id"),
          snippet(r.get("record") or {})] for r in data.get("items", [])],
         "No records found.")
-    if data.get("unavailable"):
-        output.note(f"unavailable (index does not match the current revision): "
-                    f"{', '.join(data['unavailable'])}")
+    unavailable = [str(name) for name in data.get("unavailable") or []]
+    for reason, names in ((NO_REVISION, [n for n in unavailable if n in without_revision]),
+                          (STALE, [n for n in unavailable if n not in without_revision])):
+        if names:
+            output.note(f"unavailable ({reason}): {', '.join(names)}")
     if data.get("nextCursor"):
         output.note(f"more results: --cursor {data['nextCursor']} (or --all)")
 
@@ -49,6 +58,22 @@ def query_arguments(func: F) -> F:
                          help="Only records of this revision (repeatable)."))):
         func = option(func)
     return func
+
+
+def without_revision(app: App, namespace: str, fmt: str, data: Any) -> list[str]:
+    """Which of the unavailable contexts have no current revision, asked only for the text a
+    person reads (``--json`` keeps the service's answer as it is). A context that cannot be
+    read here keeps the service's general reason."""
+    names = data.get("unavailable") if fmt == output.TEXT and isinstance(data, dict) else None
+    found = []
+    for name in names or []:
+        try:
+            context = app.client.get(context_path(namespace, str(name))).document()
+        except CommandError:
+            continue
+        if not context.get("currentRevision"):
+            found.append(str(name))
+    return found
 
 
 @click.command(short_help="Query memory and knowledge records.",
@@ -82,7 +107,8 @@ def query(app: App, text: str | None, ids: tuple[str, ...], contexts: tuple[str,
     path = f"/v1/namespaces/{segment(app.namespace(namespace))}/query"
     reply = app.client.post(path, body)
     if not every:
-        output.emit(reply, fmt, print_results)
+        output.emit(reply, fmt, lambda data: print_results(
+            data, without_revision(app, app.namespace(namespace), fmt, data)))
         return
     page = reply.listing()
     merged: dict[str, Any] = {"items": list(page["items"])}
@@ -92,4 +118,5 @@ def query(app: App, text: str | None, ids: tuple[str, ...], contexts: tuple[str,
     while (following := unseen(page.get("nextCursor"), followed, "results")) is not None:
         page = app.client.post(path, {**body, "cursor": following}).listing()
         merged["items"].extend(page["items"])
-    output.emit_data(merged, fmt, print_results)
+    output.emit_data(merged, fmt, lambda data: print_results(
+        data, without_revision(app, app.namespace(namespace), fmt, data)))

@@ -20,6 +20,7 @@ from context_service.contextctl.options import (
 
 snapshot = group("snapshot", "Snapshots, clones, restore, retention, GC and capabilities.",
                  aliases={"ls": "list"})
+snapshot.short_help = "Snapshots, clones, restore, retention and GC."
 
 
 def snapshot_row(s: dict[str, Any]) -> list[object]:
@@ -102,7 +103,8 @@ def get(app: App, name: str, snapshot_name: str, namespace: str | None, fmt: str
     output.emit(reply, fmt, print_snapshot)
 
 
-@snapshot.command(help="Clone a ready snapshot into a new context you own (needs derive).")
+@snapshot.command(help="Clone a ready snapshot into a new context you own (needs derive).",
+                  short_help="Clone a ready snapshot into a new context (needs derive).")
 @context_argument
 @click.argument("snapshot_name", metavar="SNAPSHOT")
 @click.argument("target", metavar="NEW_CONTEXT")
@@ -117,7 +119,8 @@ def clone(app: App, name: str, snapshot_name: str, target: str, namespace: str |
         f"cloned {name}/{snapshot_name} into {target}"))
 
 
-@snapshot.command(help="Restore a snapshot in place (the PVC backend answers: clone instead).")
+@snapshot.command(help="Restore a snapshot in place (the PVC backend answers: clone instead).",
+                  short_help="Restore a snapshot in place (PVC backend: clone instead).")
 @context_argument
 @click.argument("snapshot_name", metavar="SNAPSHOT")
 @namespace_option
@@ -129,7 +132,8 @@ def restore(app: App, name: str, snapshot_name: str, namespace: str | None, fmt:
     output.emit(reply, fmt, lambda _: output.line(f"restored {name} from {snapshot_name}"))
 
 
-@snapshot.command(help="Set the retention policy: keep a snapshot when either rule matches.")
+@snapshot.command(help="Set the retention policy: keep a snapshot when either rule matches.",
+                  short_help="Set the retention policy of the context's snapshots.")
 @context_argument
 @click.option("--keep-last", type=int, default=None, metavar="N",
               help="Keep the N newest snapshots.")

@@ -39,9 +39,11 @@ QUERY_LIMIT = 100  # the service's largest query page (spec 2.9)
 
 sync = store_group("sync", "Move contexts between the local store (CS_CONTEXT_HOME) and the "
                    "service.")
+sync.short_help = "Move contexts between the local store and the service."
 
 
-@sync.command(name="push", help="Push a context of the local store to the named context of the "
+@sync.command(name="push", short_help="Push a local context to the service's context of that name.",
+              help="Push a context of the local store to the named context of the "
               "same name: record its files as a revision of the local store (when they changed), "
               "copy them to the context's mounted volume (--to), publish the revision and, for "
               "memory and knowledge, the query index of its records. Pushing unchanged files "
@@ -155,7 +157,8 @@ def _served_form(record: Mapping[str, Any]) -> str:
     }, sort_keys=True, ensure_ascii=False)
 
 
-@sync.command(name="pull", help="Pull the named context's current revision into the local "
+@sync.command(name="pull", short_help="Pull a context's current revision into the local store.",
+              help="Pull the named context's current revision into the local "
               "context of the same name (created when absent): its files from the directory "
               "where its volume is mounted or from the S3 bundle of that revision, staged in "
               "the local store, addressed and swapped in; the previous files are kept as a "

@@ -49,7 +49,7 @@ def passage(file: str, part: str, number: int, title: str, text: str,
 def test_a_chatgpt_export_gives_one_document_per_conversation_along_its_current_path() -> None:
     """The visible conversation is the path from ``current_node`` up to the root: the reply
     regenerated away (``a1-old``) is not read; a hidden, empty system message gives no passage
-    but keeps its place in the numbering; a tool's output reads as the tool's role says; an
+    but keeps its place in the numbering; a tool's output names its tool; an
     image part is left out of its message's text."""
     got = dry(CHATGPT)
     name = "conversations.json"
@@ -60,7 +60,7 @@ def test_a_chatgpt_export_gives_one_document_per_conversation_along_its_current_
                 "2023-05-08T13:37:00Z"),
         passage(name, GREYHOUND, 4, "Naming a greyhound",
                 "user: Comet it is. This is him on the sofa.", "2023-05-08T13:38:20Z"),
-        passage(name, GREYHOUND, 5, "Naming a greyhound", "tool: sofa_hours = 18",
+        passage(name, GREYHOUND, 5, "Naming a greyhound", "tool (python): sofa_hours = 18",
                 "2023-05-08T13:39:10Z"),
         passage(name, GREYHOUND, 6, "Naming a greyhound",
                 "assistant: He looks happy.\n\nGreyhounds sleep a lot.", "2023-05-08T13:40:00Z"),

@@ -1,5 +1,6 @@
 """The data exports of chat apps, ``conversations.json``: a list of conversations (or one), each a
-document of its own, one block per message, ``<role>: <text>`` with its time as ``validFrom``.
+document of its own, one block per message, ``<role>: <text>`` with its time as ``validFrom``
+(a ChatGPT tool's message ``tool (<its name>): <text>``).
 
 - ChatGPT: a conversation's ``mapping`` is a tree of nodes (``parent``, ``children``,
   ``message``): a message edited or a reply regenerated starts a branch. What the app shows is
@@ -80,10 +81,20 @@ def _text_field(value: dict[str, Any], *keys: str) -> str:
 def _chatgpt(conversation: dict[str, Any], where: str) -> Iterator[tuple[str, str, Any]]:
     for position, message in enumerate(_current_path(conversation, where), 1):
         author = message.get("author")
-        role = author.get("role") if isinstance(author, dict) else None
-        if not isinstance(role, str):
+        if not isinstance(author, dict) or not isinstance(author.get("role"), str):
             raise Unreadable(f"{where} message {position} has no author role")
-        yield role, _chatgpt_text(message.get("content")), message.get("create_time")
+        yield _speaker(author), _chatgpt_text(message.get("content")), message.get("create_time")
+
+
+def _speaker(author: dict[str, Any]) -> str:
+    """``tool (python)``: a tool's message names the tool (``author.name``: ``python``,
+    ``browser``), since "tool" alone does not say whether a passage is code's output or a web
+    page. Other roles stay as they are: their ``name``, when set, is no tool's."""
+    role: str = author["role"]
+    name = author.get("name")
+    if role == "tool" and isinstance(name, str) and name.strip():
+        return f"{role} ({' '.join(name.split())})"
+    return role
 
 
 def _current_path(conversation: dict[str, Any], where: str) -> list[dict[str, Any]]:

@@ -1,8 +1,8 @@
 """A message's time as its record's ``validFrom``: RFC 3339 in UTC (``Z``). Read are ISO 8601
 with a zone (``Z`` or ``z``, as RFC 3339 allows either) or without one (taken as UTC), numbers
-since the epoch (seconds, or milliseconds as JavaScript writes them) and LoCoMo's
-``1:56 pm on 8 May, 2023``. A time that is none of these refuses the file: a wrong time would
-date a record without a word."""
+since the epoch (seconds, or milliseconds as JavaScript writes them), also written in a string
+as JSON writes them (``"1700000000.5"``), and LoCoMo's ``1:56 pm on 8 May, 2023``. A time that
+is none of these refuses the file: a wrong time would date a record without a word."""
 
 from __future__ import annotations
 
@@ -22,6 +22,10 @@ LOCOMO_TIME = re.compile(
     r"(?P<hour>1[0-2]|0[1-9]|[1-9]):(?P<minute>[0-5]\d|\d)\s+(?P<half>am|pm)\s+on\s+"
     r"(?P<day>3[0-1]|[1-2]\d|0[1-9]|[1-9]| [1-9])\s+(?P<month>" + "|".join(MONTHS) + r"),\s+"
     r"(?P<year>\d\d\d\d)", re.IGNORECASE)
+# a number written in a string as JSON writes it (``"1700000000.5"``, as some exporters quote
+# their times): ASCII digits only, since float() would also take "NaN", "1_0" and other scripts'
+# digits, none of which is a time anyone wrote
+NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 # a number this large is milliseconds: as seconds it would be after the year 5138, as
 # milliseconds it is after 3 March 1973 (JavaScript's Date.now(), many exports' times)
 MILLISECONDS_FROM = 100_000_000_000
@@ -59,7 +63,11 @@ def _parse_text_time(value: str) -> datetime:
         # Python reads an upper-case Z only; RFC 3339 allows z as well
         return datetime.fromisoformat(value[:-1] + "Z" if value.endswith("z") else value)
     except ValueError:
-        return _locomo_time(value)
+        pass
+    # after ISO 8601, which reads "20230508" as 8 May 2023 (and always did), not as a number
+    if NUMBER.fullmatch(value):
+        return _from_number(int(value) if value.lstrip("-").isdigit() else float(value))
+    return _locomo_time(value)
 
 
 def _locomo_time(value: str) -> datetime:
