@@ -13,6 +13,7 @@ import ctypes
 import json
 import logging
 import os
+import pwd
 import queue
 import signal
 import subprocess
@@ -199,8 +200,18 @@ def run_once(args: Sequence[str | Path], *, user: str | None = None,
     environment every child gets and its output captured; a library that runs one itself
     passes it the whole environment, secrets and all, to a user of its own."""
     return subprocess.run([str(a) for a in args], stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, user=user, timeout=timeout,
-                          env=without_secrets(os.environ), check=False)
+                          capture_output=True, text=True, timeout=timeout,
+                          env=without_secrets(os.environ), check=False, **as_user(user))
+
+
+def as_user(user: str | None) -> dict[str, Any]:
+    """``subprocess``'s arguments that run a child as ``user`` with that user's groups alone:
+    ``user=`` changes the user id only, and a child of root kept the group id 0 and root's
+    supplementary groups (every file open to the group ``root`` was open to it)."""
+    if user is None:
+        return {}
+    gid = pwd.getpwnam(user).pw_gid
+    return {"user": user, "group": gid, "extra_groups": os.getgrouplist(user, gid)}
 
 
 class Child:
@@ -248,9 +259,9 @@ class Child:
             return subprocess.Popen(
                 self.args, stdin=subprocess.DEVNULL,
                 stdout=output if output is not None else subprocess.DEVNULL,
-                stderr=subprocess.STDOUT, start_new_session=True, user=self.user,
+                stderr=subprocess.STDOUT, start_new_session=True,
                 env=without_secrets(os.environ if self.env is None else self.env),
-                preexec_fn=_die_with(os.getpid(), self.death_signal))
+                preexec_fn=_die_with(os.getpid(), self.death_signal), **as_user(self.user))
         finally:
             if output is not None:
                 output.close()

@@ -12,6 +12,7 @@ from typing import Any, cast
 import anyio
 import mcp_types as types
 from mcp.shared._stream_protocols import WriteStream
+from mcp.shared.dispatcher import coerce_request_id
 from mcp.shared.message import SessionMessage
 from pydantic import RootModel, ValidationError
 
@@ -25,7 +26,7 @@ class _BatchAnswer(RootModel[list[types.JSONRPCMessage]]):
 
 class _Batch:
     def __init__(self) -> None:
-        self.owed: set[str] = set()  # the ids (as JSON) of its requests not answered yet
+        self.owed: set[str] = set()  # the ids (``_key``) of its requests not answered yet
         self.answers: list[types.JSONRPCMessage] = []
 
 
@@ -41,7 +42,7 @@ class Framing:
 
     def __init__(self) -> None:
         self.version: str | None = None  # the protocol ``initialize`` settled
-        self.initializing: set[str] = set()  # ids (as JSON) of ``initialize`` not answered yet
+        self.initializing: set[str] = set()  # ids (``_key``) of ``initialize`` not answered yet
         self.batches: list[_Batch] = []
         self.write: WriteStream[SessionMessage] | None = None
         self.attached = anyio.Event()
@@ -69,7 +70,7 @@ class Framing:
                 await self._refuse(types.INVALID_REQUEST, reason)
                 continue
             if message.get("method") == "initialize" and "id" in message:
-                self.initializing.add(json.dumps(message["id"]))
+                self.initializing.add(_key(message["id"]))
             await self._cancelled(message)
             yield line
 
@@ -88,7 +89,7 @@ class Framing:
                 batch.answers.append(_refusal(types.INVALID_REQUEST, reason))
                 continue
             if "method" in member and "id" in member:
-                batch.owed.add(json.dumps(member["id"]))
+                batch.owed.add(_key(member["id"]))
             await self._cancelled(member)
             handed.append(json.dumps(member))
         if batch.owed:
@@ -102,7 +103,7 @@ class Framing:
         answered without it, rather than held for ever."""
         if message.get("method") != "notifications/cancelled" or "id" in message:
             return
-        key = json.dumps((message.get("params") or {}).get("requestId"))
+        key = _key((message.get("params") or {}).get("requestId"))
         for batch in self.batches:
             if key in batch.owed:
                 batch.owed.discard(key)
@@ -150,7 +151,7 @@ class Framing:
         written (``answers``) once it was the last one owed."""
         if not isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
             return None
-        key = json.dumps(message.id)
+        key = _key(message.id)
         if key in self.initializing and isinstance(message, types.JSONRPCResponse):
             self.initializing.discard(key)
             self.version = str(message.result.get("protocolVersion"))
@@ -193,6 +194,13 @@ def _not_a_message(message: Any) -> str | None:
     except ValidationError:
         return "Invalid Request: the message does not match JSON-RPC's shape"
     return None
+
+
+def _key(request_id: Any) -> str:
+    """A request id as the SDK correlates it: ``7`` and ``"7"`` are one request there (it
+    cancels the call ``7`` on a cancellation naming ``"7"``, and never answers it), so they are
+    one here too, or a batch would wait for ever for an answer that never comes."""
+    return json.dumps(coerce_request_id(request_id) if _is_id(request_id) else request_id)
 
 
 def _is_id(value: Any) -> bool:

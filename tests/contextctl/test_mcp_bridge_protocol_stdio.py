@@ -243,6 +243,13 @@ def _closed_by_peer(connection: socket.socket, within: float) -> bool:
     return False
 
 
+def _wait_for_the_call(accepted: list[socket.socket]) -> None:
+    deadline = time.monotonic() + 30
+    while not accepted and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert accepted, "the call never reached the service"
+
+
 def test_a_cancelled_call_stops_and_is_never_answered(
         silent_service: tuple[str, list[socket.socket]]) -> None:
     """``notifications/cancelled`` for a call in progress: the bridge stops it (its request to
@@ -253,10 +260,7 @@ def test_a_cancelled_call_stops_and_is_never_answered(
         stdio.initialize(HANDSHAKE)
         stdio.write('{"jsonrpc":"2.0","id":"call","method":"tools/call","params":'
                     '{"name":"list_context_sets","arguments":{}}}')
-        deadline = time.monotonic() + 30
-        while not accepted and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert accepted, "the call never reached the service"
+        _wait_for_the_call(accepted)
         stdio.write('{"jsonrpc":"2.0","method":"notifications/cancelled",'
                     '"params":{"requestId":"call","reason":"the user gave up"}}')
         assert _closed_by_peer(accepted[0], 10), "the call went on after its cancellation"
@@ -268,8 +272,16 @@ def test_a_cancelled_call_stops_and_is_never_answered(
         stdio.close()
 
 
+@pytest.mark.parametrize(("call", "cancelled", "other"), [
+    ("slow", "slow", "quick"),
+    # the SDK takes an integer id and the same number written as a string for one request (as
+    # the TypeScript SDK does): cancelling either stops the call, which it then never answers
+    (7, "7", 8),
+    ("12", 12, "quick"),
+])
 def test_a_batch_member_cancelled_leaves_the_rest_of_the_batch_answered(
-        silent_service: tuple[str, list[socket.socket]]) -> None:
+        silent_service: tuple[str, list[socket.socket]], call: object, cancelled: object,
+        other: object) -> None:
     """A member of a batch cancelled while in progress is owed no answer: the batch's answer is
     the others', not held for ever waiting for it."""
     url, accepted = silent_service
@@ -277,16 +289,13 @@ def test_a_batch_member_cancelled_leaves_the_rest_of_the_batch_answered(
     try:
         stdio.initialize("2025-03-26")
         stdio.write(json.dumps([
-            {"jsonrpc": "2.0", "id": "slow", "method": "tools/call",
+            {"jsonrpc": "2.0", "id": call, "method": "tools/call",
              "params": {"name": "list_context_sets", "arguments": {}}},
-            {"jsonrpc": "2.0", "id": "quick", "method": "ping"}]))
-        deadline = time.monotonic() + 30
-        while not accepted and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert accepted, "the call never reached the service"
-        stdio.write('{"jsonrpc":"2.0","method":"notifications/cancelled",'
-                    '"params":{"requestId":"slow"}}')
-        assert stdio.answer(timeout=10) == [{"jsonrpc": "2.0", "id": "quick", "result": {}}]
+            {"jsonrpc": "2.0", "id": other, "method": "ping"}]))
+        _wait_for_the_call(accepted)
+        stdio.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                "params": {"requestId": cancelled}}))
+        assert stdio.answer(timeout=10) == [{"jsonrpc": "2.0", "id": other, "result": {}}]
         assert _closed_by_peer(accepted[0], 10), "the call went on after its cancellation"
     finally:
         stdio.close()

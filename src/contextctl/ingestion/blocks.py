@@ -39,18 +39,24 @@ def slug(text: str) -> str:
 
 
 class Anchors:
-    """Unique anchors within one document, in document order."""
+    """Unique anchors within one document, in document order: a name taken gets the first
+    free ``-<n>``. The numbers a name tried stay taken, so the next of the same name starts
+    past them: a file of many names alike (an export's conversations of one id, a page of the
+    same heading) is named in time linear in them, not in their square."""
 
     def __init__(self) -> None:
         self._used: set[str] = set()
+        self._tried: dict[str, int] = {}  # name: the numbers below it are taken
 
     def new(self, heading: str) -> str:
         base = slug(heading)
-        anchor, number = base, 0
+        number = self._tried.get(base, 0)
+        anchor = f"{base}-{number}" if number else base
         while anchor in self._used:
             number += 1
             anchor = f"{base}-{number}"
         self._used.add(anchor)
+        self._tried[base] = number + 1
         return anchor
 
 

@@ -19,7 +19,9 @@ What counts, checked in document order, the first finding wins:
 
 A value is not literal when it is empty, a reference (``$(VAR)``, ``${VAR}``, ``$VAR``), an
 absolute file path (a mounted secret's file) or a switch (``true``, ``false``, ...). A name names
-a secret by its last word (``TOKEN_TTL`` and ``PASSWORD_FILE`` do not). Every pattern is linear
+a secret by its last word (``TOKEN_TTL`` and ``PASSWORD_FILE`` do not); a whole number under a
+name ending in ``TOKENS`` is a count of a model's tokens (``MAX_TOKENS``, ``--max-tokens 512``),
+and a negated flag (``--no-password``) is a switch that takes no value. Every pattern is linear
 in its input: a template can be as large as the API server allows.
 """
 
@@ -29,10 +31,11 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from context_service.domain.echoed import LONGEST, cut
 from context_service.domain.values import quote
 
 SECRET_WORDS = frozenset({
-    "PASSWORD", "PASSWORDS", "PASSWD", "PASSPHRASE", "SECRET", "SECRETS", "TOKEN", "TOKENS",
+    "PASSWORD", "PASSWORDS", "PASSWD", "PASSPHRASE", "PASS", "SECRET", "SECRETS", "TOKEN", "TOKENS",
     "CREDENTIAL", "CREDENTIALS", "APIKEY", "PRIVATEKEY", "SECRETKEY", "ACCESSKEY",
     "AUTHORIZATION"})
 # a last word ending so names a secret too (PGPASSWORD, GITHUBTOKEN, APIKEY written as one)
@@ -92,7 +95,7 @@ def literal_secret(spec: dict[str, Any]) -> str | None:
         found = _finding(key, value)
         if found is not None:
             where, what, fix = found
-            path = _path(node) + where
+            path = cut(_path(node) + where, LONGEST)  # a template nests without bound (0059)
             return f"holds a literal secret at {path} ({what}); {fix}"
     return None
 
@@ -108,6 +111,18 @@ def names_secret(name: str) -> bool:
     if words[-1] in SECRET_WORDS or words[-1].endswith(SECRET_ENDINGS):
         return True
     return len(words) > 1 and (words[-2], words[-1]) in SECRET_PAIRS
+
+
+def is_count(name: str, value: str) -> bool:
+    """A whole number named by its last word ``TOKENS``: how many tokens a model reads or
+    writes (``MAX_TOKENS``, ``MAX_NEW_TOKENS``, ``--max-tokens``), which an agent's sandbox is
+    configured with, not a list of tokens."""
+    words = _WORDS.findall(name.rpartition("/")[2])
+    return bool(words) and words[-1].upper() == "TOKENS" and value.strip().isdigit()
+
+
+def _literal_secret(name: str, value: str) -> bool:
+    return names_secret(name) and is_literal(value) and not is_count(name, value)
 
 
 def is_literal(value: str) -> bool:
@@ -152,16 +167,14 @@ def _finding(key: str, value: Any) -> tuple[str, str, str] | None:
         name, literal = value.get("name"), value.get("value")
         if isinstance(literal, int | float) and not isinstance(literal, bool):
             literal = str(literal)
-        if isinstance(name, str) and isinstance(literal, str) and names_secret(name) \
-                and is_literal(literal):
+        if isinstance(name, str) and isinstance(literal, str) and _literal_secret(name, literal):
             if key == "env":
                 return ".value", f"env {_shown(name)} has a literal value", _FIX_ENV
             return ".value", f"header {_shown(name)} has a literal value", _FIX_SHAPE
         return None
     if key == "annotations" and isinstance(value, dict):
         for name, note in value.items():
-            if isinstance(name, str) and isinstance(note, str) and names_secret(name) \
-                    and is_literal(note):
+            if isinstance(name, str) and isinstance(note, str) and _literal_secret(name, note):
                 return (_member(name), f"annotation {_shown(name)} has a literal value",
                         _FIX_NOTE)
         return None
@@ -178,14 +191,21 @@ def _argument(items: list[Any]) -> tuple[str, str, str] | None:
     for at, (i, word) in enumerate(words):
         name, sign, value = word.partition("=")
         if sign:
-            if names_secret(name.lstrip("-")) and is_literal(value):
+            if _literal_secret(name.lstrip("-"), value):
                 return f"[{i}]", f"argument {_shown(name)} has a literal value", _FIX_ARG
-        elif word.startswith("-") and names_secret(word.lstrip("-")) and at + 1 < len(words):
+        elif word.startswith("-") and not _negated(word) and names_secret(word.lstrip("-")) \
+                and at + 1 < len(words):
             following = words[at + 1][1]
-            if not following.startswith("-") and is_literal(following):
+            if not following.startswith("-") and _literal_secret(word.lstrip("-"), following):
                 return (f"[{words[at + 1][0]}]", f"argument {_shown(word)} has a literal value",
                         _FIX_ARG)
     return None
+
+
+def _negated(flag: str) -> bool:
+    """``--no-password``, ``--no_token``: a switch that turns a thing off takes no value (the
+    next word is the command's next argument)."""
+    return flag.lstrip("-").lower().startswith(("no-", "no_"))
 
 
 def _member(key: str) -> str:

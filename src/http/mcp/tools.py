@@ -14,6 +14,7 @@ from mcp.server.lowlevel import Server
 
 from context_service.contract import tools as catalogue
 from context_service.domain.agent_credentials.state import Credential
+from context_service.domain.echoed import cut
 from context_service.http.mcp.dispatch import call_route
 from context_service.http.mcp.gate import CREDENTIAL
 
@@ -29,14 +30,14 @@ def unknown_tool(name: str) -> MCPError:
     """The protocol error of a call naming no tool of the catalogue (the specification's own
     example). A catalogue tool the credential's scopes leave unlisted is no unknown tool: its
     route refuses it (``FORBIDDEN``), as over HTTP."""
-    return MCPError(types.INVALID_PARAMS, f"Unknown tool: {name}")
+    return MCPError(types.INVALID_PARAMS, f"Unknown tool: {cut(name)}")  # cut (0059)
 
 
 def invalid_cursor(cursor: str) -> MCPError:
     """"Invalid cursors SHOULD result in an error with code -32602": the whole listing again
     would hand a client walking pages the first page as if it were the next."""
     return MCPError(types.INVALID_PARAMS, "Invalid cursor: the tool listing is one page and "
-                    "gives no cursor", {"cursor": cursor})
+                    "gives no cursor", {"cursor": cut(cursor)})
 
 
 async def list_tools(ctx: ServerRequestContext[Any, Any],
