@@ -130,3 +130,27 @@ def test_a_cluster_made_for_a_mount_point_is_moved_in_whole(
     assert sorted(p.name for p in pgdata.iterdir()) == ["PG_VERSION", "base", "postgresql.conf"]
     assert (pgdata / "base" / "1" / "PG_VERSION").read_text() == "17\n"
     assert moved[-1] == "PG_VERSION" and not made.exists()
+
+
+def test_a_first_initdb_that_hangs_fails_the_start_and_leaves_nothing(
+        tmp_path: Path, shelf: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hung ``initdb`` held the start lock, and so every later start, for ever: it is killed
+    after ``INITDB_SECONDS`` (shortened here), the start fails saying so, and the next start
+    with a working ``initdb`` makes the cluster."""
+    real = (shelf / "initdb").resolve()
+    (shelf / "initdb").unlink()
+    (shelf / "initdb").write_text("#!/bin/sh\nexec sleep 600\n")
+    (shelf / "initdb").chmod(0o755)
+    monkeypatch.setattr(embedded, "INITDB_SECONDS", 1.0)
+    data = tmp_path / "data"
+    data.mkdir()
+    with pytest.raises(embedded.EmbeddedPostgresError, match="did not finish within 1 s"):
+        embedded.start(data, database="postgres", timeout=20)
+    assert not (data / "pg.initdb").exists()
+    _real_initdb(shelf, real)
+    try:
+        url = embedded.start(data, database="postgres", timeout=20)
+        with psycopg.connect(url) as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+    finally:
+        embedded.stop(data)

@@ -17,6 +17,7 @@ import pwd
 import shutil
 import signal
 import stat
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -126,6 +127,11 @@ def _initialized(pgdata: Path) -> Any:
     return Initialized(pgdata, cleanup_mode=None)
 
 
+# a first initdb takes seconds (about 2 s here); one that hangs (a hung disk) held the start
+# lock, and so every later start, for ever
+INITDB_SECONDS = 300.0
+
+
 def _initdb(pgdata: Path, user: str | None) -> None:
     """The data directory's first ``initdb``, as the wheel runs it but with the environment
     every child gets: the wheel's gave it the whole environment (the gateway secret, the
@@ -161,9 +167,15 @@ def _initdb(pgdata: Path, user: str | None) -> None:
             log.warning("stopping a postgres left on a removed data directory",
                         extra={"pid": proc.pid})
             children.terminate(proc, "postgres", signal.SIGINT, 2.0)
-    done = children.run_once([binaries / "initdb", "-D", making, "--auth=trust",
-                              "--auth-local=trust", "--encoding=utf8", "-U", "postgres"],
-                             user=user)
+    try:
+        done = children.run_once([binaries / "initdb", "-D", making, "--auth=trust",
+                                  "--auth-local=trust", "--encoding=utf8", "-U", "postgres"],
+                                 user=user, timeout=INITDB_SECONDS)
+    except subprocess.TimeoutExpired:  # killed by run_once; the start lock is let go
+        shutil.rmtree(making, ignore_errors=True)
+        raise EmbeddedPostgresError(
+            f"initdb did not finish within {INITDB_SECONDS:.0f} s (is the disk of "
+            f"{pgdata.parent} hung or full?)") from None
     if done.returncode != 0:
         shutil.rmtree(making, ignore_errors=True)
         raise EmbeddedPostgresError(f"initdb failed ({done.returncode}):\n"
