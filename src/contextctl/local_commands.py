@@ -187,8 +187,8 @@ def records(name: str) -> None:
     context = store().open(name)
     found = context.records()
     if found is None:
-        source = MEMORY_FILE if context.type == "memory" else KNOWLEDGE_FILE
-        raise click.ClickException(f"{name} has no records: {source} does not exist")
+        raise click.ClickException(f"{name} has no records: {record_source(context)} does not "
+                                   "exist")
     for record in found:
         output.dump(record, output.JSON)
 
@@ -205,12 +205,31 @@ def query(text: str | None, ids: tuple[str, ...], contexts: tuple[str, ...],
           revisions: tuple[str, ...], limit: int, fmt: str) -> None:
     if not (text and text.strip()) and not ids:
         raise click.UsageError("query text or --id is required")
-    items, unavailable = search(store(), text or "", contexts, types, source_contexts,
+    local_store = store()
+    items, unavailable = search(local_store, text or "", contexts, types, source_contexts,
                                 revisions, ids, limit)
     data: dict[str, Any] = {"items": items}
     if unavailable:
         data["unavailable"] = unavailable
-    output.emit_data(data, fmt, print_results)
+    missing = {name: record_source(local_store.open(name)) for name in unavailable}
+    output.emit_data(data, fmt, lambda found: print_local_results(found, missing))
+
+
+def record_source(context: LocalContext) -> str:
+    """The file a context's query records come from (``records`` and ``query`` read it)."""
+    return MEMORY_FILE if context.type == "memory" else KNOWLEDGE_FILE
+
+
+def print_local_results(data: dict[str, Any], missing: dict[str, str]) -> None:
+    """The results, then the contexts that could not be searched under their one local reason:
+    their record source does not exist. The service's reason ("index does not match the current
+    revision") never holds here, as the records are read from the files as they are now."""
+    print_results({key: value for key, value in data.items() if key != "unavailable"})
+    by_source: dict[str, list[str]] = {}
+    for name in data.get("unavailable") or []:
+        by_source.setdefault(missing[name], []).append(name)
+    for source, names in by_source.items():
+        output.note(f"unavailable ({source} does not exist): {', '.join(names)}")
 
 
 def print_snapshot(s: dict[str, Any]) -> None:

@@ -18,6 +18,13 @@ from pydantic import RootModel, ValidationError
 
 BATCHING = "2025-03-26"  # the one protocol with JSON-RPC batches (a server MUST receive them)
 NOT_AN_ID = "Invalid Request: the id of a request must be a string or an integer"
+# the SDK refuses a request before the handshake with invalid params and these words alone; the
+# MCP specification names no other code for it (its lifecycle only says the client SHOULD NOT)
+SDK_REFUSAL = "Invalid request parameters"
+NOT_INITIALIZED = ("Session not initialized: send initialize first (before it only ping is "
+                   "answered)")
+INITIALIZE_IN_BATCH = ("Invalid Request: initialize must not be part of a JSON-RPC batch "
+                       f"(protocol {BATCHING}); send it alone")
 
 
 class _BatchAnswer(RootModel[list[types.JSONRPCMessage]]):
@@ -37,12 +44,15 @@ class Framing:
     for ever. Each such line is answered here, with ``id`` null: a parse error (-32700) or an
     invalid request (-32600). A batch is answered where the negotiated protocol has batches
     (2025-03-26; ``initialize`` settles the version): its members handed to the server one by
-    one, their answers written as one array (none owed: nothing); elsewhere it is an invalid
-    request."""
+    one, their answers written as one array (none owed: nothing), an ``initialize`` among them
+    refused (2025-03-26 forbids it there); elsewhere it is an invalid request. The SDK's bare
+    refusal of a request before the handshake is reworded to say so."""
 
     def __init__(self) -> None:
         self.version: str | None = None  # the protocol ``initialize`` settled
         self.initializing: set[str] = set()  # ids (``_key``) of ``initialize`` not answered yet
+        self.initialized = False  # the SDK's gate is open: ``initialize`` answered, or
+        # ``notifications/initialized`` sent (which opens it too)
         self.batches: list[_Batch] = []
         self.write: WriteStream[SessionMessage] | None = None
         self.attached = anyio.Event()
@@ -71,6 +81,8 @@ class Framing:
                 continue
             if message.get("method") == "initialize" and "id" in message:
                 self.initializing.add(_key(message["id"]))
+            if message.get("method") == "notifications/initialized" and "id" not in message:
+                self.initialized = True
             await self._cancelled(message)
             yield line
 
@@ -87,6 +99,11 @@ class Framing:
         for member in members:
             if (reason := _not_a_message(member)) is not None:
                 batch.answers.append(_refusal(types.INVALID_REQUEST, reason))
+                continue
+            if member.get("method") == "initialize":  # never run: it would renegotiate
+                if "id" in member:  # a notification is owed no answer
+                    batch.answers.append(_refusal(types.INVALID_REQUEST, INITIALIZE_IN_BATCH,
+                                                  member["id"]))
                 continue
             if "method" in member and "id" in member:
                 batch.owed.add(_key(member["id"]))
@@ -152,9 +169,13 @@ class Framing:
         if not isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
             return None
         key = _key(message.id)
-        if key in self.initializing and isinstance(message, types.JSONRPCResponse):
+        if key in self.initializing:
             self.initializing.discard(key)
-            self.version = str(message.result.get("protocolVersion"))
+            if isinstance(message, types.JSONRPCResponse):
+                self.version = str(message.result.get("protocolVersion"))
+                self.initialized = True
+        elif isinstance(message, types.JSONRPCError) and not self.initialized:
+            message.error = _explained(message.error)
         for batch in self.batches:
             if key in batch.owed:
                 batch.owed.discard(key)
@@ -171,9 +192,17 @@ class _Held:
         self.answers = answers
 
 
-def _refusal(code: int, message: str) -> types.JSONRPCError:
-    return types.JSONRPCError(jsonrpc="2.0", id=None,
+def _refusal(code: int, message: str, request_id: Any = None) -> types.JSONRPCError:
+    return types.JSONRPCError(jsonrpc="2.0", id=request_id,
                               error=types.ErrorData(code=code, message=message))
+
+
+def _explained(error: types.ErrorData) -> types.ErrorData:
+    """The SDK's refusal of a request before the handshake, said as such: its bare "invalid
+    request parameters" sends the client looking at params that are fine. Its code stays."""
+    if error.code != types.INVALID_PARAMS or error.message != SDK_REFUSAL:
+        return error
+    return error.model_copy(update={"message": NOT_INITIALIZED})
 
 
 def _not_a_message(message: Any) -> str | None:

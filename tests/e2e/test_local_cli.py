@@ -96,7 +96,7 @@ def test_records_and_query(home: Path, capsys: pytest.CaptureFixture[str]) -> No
     rows = [line.split()[:3] for line in out.splitlines()]
     assert code == 0 and rows[0] == ["SCORE", "CONTEXT", "ID"]
     assert [row[0] for row in rows[1:]] == ["8", "5"]
-    assert "unavailable (index does not match the current revision): empty" in err
+    assert "unavailable (memory/MEMORY.md does not exist): empty" in err
     only = as_json(capsys, "query", "release", "--type", "memory")
     assert [i["record"]["context"] for i in only["items"]] == ["mem"]
     assert as_json(capsys, "query", "--id", "c")["items"][0]["score"] == 1

@@ -220,6 +220,12 @@ async def _refuse(send: Send, status: int, message: str,
     """A JSON-RPC error answering no request (``id`` null), with its HTTP status."""
     body = json.dumps({"jsonrpc": "2.0", "id": None,
                        "error": {"code": INVALID_REQUEST, "message": message}}).encode()
+    await _answer(send, status, body, headers)
+
+
+async def _answer(send: Send, status: int, body: bytes,
+                  headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:
+    """A JSON answer written whole, with its HTTP status."""
     await send({"type": "http.response.start", "status": status, "headers": [
         *headers, (b"content-type", b"application/json"),
         (b"content-length", str(len(body)).encode())]})
@@ -375,6 +381,9 @@ class McpEndpoint:
                 return
             if len(body) > MAX_BODY:
                 await _refuse(send, 400, TOO_LARGE)
+                return
+            if (unsupported := gate.unsupported_version(scope, body)) is not None:
+                await _answer(send, 400, unsupported)
                 return
             members = _batch_members(body)
             if members is not None and _protocol_version(scope) != BATCHING:
