@@ -198,10 +198,21 @@ def run_once(args: Sequence[str | Path], *, user: str | None = None,
              timeout: float | None = None) -> subprocess.CompletedProcess[str]:
     """Run a short-lived child (the embedded PostgreSQL's ``initdb``) to its end, with the
     environment every child gets and its output captured; a library that runs one itself
-    passes it the whole environment, secrets and all, to a user of its own."""
-    return subprocess.run([str(a) for a in args], stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, timeout=timeout,
-                          env=without_secrets(os.environ), check=False, **as_user(user))
+    passes it the whole environment, secrets and all, to a user of its own. It runs in a
+    session of its own, killed whole past ``timeout``: ``initdb`` does its writing in children
+    (``postgres --boot``, ``--single``), which killing it alone left running."""
+    with subprocess.Popen([str(a) for a in args], stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          env=without_secrets(os.environ), start_new_session=True,
+                          **as_user(user)) as process:
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            raise
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
 
 
 def as_user(user: str | None) -> dict[str, Any]:

@@ -8,7 +8,13 @@ from typing import Any
 import click
 
 from context_service.contextctl import output
-from context_service.contextctl.client import CommandError, context_path, segment, unseen
+from context_service.contextctl.client import (
+    CommandError,
+    ServiceError,
+    context_path,
+    segment,
+    unseen,
+)
 from context_service.contextctl.options import App, F, namespace_option, output_options, pass_app
 
 SNIPPET = 80
@@ -63,12 +69,18 @@ def query_arguments(func: F) -> F:
 def without_revision(app: App, namespace: str, fmt: str, data: Any) -> list[str]:
     """Which of the unavailable contexts have no current revision, asked only for the text a
     person reads (``--json`` keeps the service's answer as it is). A context that cannot be
-    read here keeps the service's general reason."""
+    read here keeps the service's general reason. A service that fails one GET (no answer in
+    time, a 5xx) ends the asking: each of the rest would wait as long, for a note's wording;
+    one context refused on its own (a 4xx: gone meanwhile, not readable) does not."""
     names = data.get("unavailable") if fmt == output.TEXT and isinstance(data, dict) else None
     found = []
     for name in names or []:
         try:
             context = app.client.get(context_path(namespace, str(name))).document()
+        except ServiceError as exc:
+            if 400 <= exc.status < 500:
+                continue
+            break
         except CommandError:
             continue
         if not context.get("currentRevision"):

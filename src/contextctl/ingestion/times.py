@@ -26,6 +26,7 @@ LOCOMO_TIME = re.compile(
 # their times): ASCII digits only, since float() would also take "NaN", "1_0" and other scripts'
 # digits, none of which is a time anyone wrote
 NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+BASIC_DATE = re.compile(r"[0-9]{8}")  # ISO 8601's YYYYMMDD
 # a number this large is milliseconds: as seconds it would be after the year 5138, as
 # milliseconds it is after 3 March 1973 (JavaScript's Date.now(), many exports' times)
 MILLISECONDS_FROM = 100_000_000_000
@@ -59,15 +60,16 @@ def _from_number(value: float) -> datetime:
 
 
 def _parse_text_time(value: str) -> datetime:
+    # a number before ISO 8601, but for its basic date "20230508" (8 May 2023, as it always
+    # was): Python's reading takes a longer run of digits' first eight as a date, any character
+    # as the separator and the rest as a time, "1701011200000" (milliseconds in 2023) as 1701
+    if NUMBER.fullmatch(value) and not BASIC_DATE.fullmatch(value):
+        return _from_number(int(value) if value.lstrip("-").isdigit() else float(value))
     try:
         # Python reads an upper-case Z only; RFC 3339 allows z as well
         return datetime.fromisoformat(value[:-1] + "Z" if value.endswith("z") else value)
     except ValueError:
-        pass
-    # after ISO 8601, which reads "20230508" as 8 May 2023 (and always did), not as a number
-    if NUMBER.fullmatch(value):
-        return _from_number(int(value) if value.lstrip("-").isdigit() else float(value))
-    return _locomo_time(value)
+        return _locomo_time(value)
 
 
 def _locomo_time(value: str) -> datetime:
