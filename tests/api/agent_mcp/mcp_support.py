@@ -4,6 +4,7 @@ and a connection with one bearer credential."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -75,3 +76,16 @@ def module_workspace(module_api: Api) -> Workspace:
 def module_mcp_app(module_container: bootstrap.Container) -> Litestar:
     """A second application over the module's services (its own MCP lifespan)."""
     return create_app(bootstrap.services(module_container))
+
+
+# what a client that speaks plain JSON over /mcp asks for
+JSON_ONLY = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+def post_all(app: Litestar, bearer: str, posts: list[tuple[bytes, dict[str, str]]]) -> list[Any]:
+    """Each ``(body, headers)`` POSTed to ``/mcp`` in order with ``bearer``; their answers."""
+    async def run() -> list[Any]:
+        async with app.lifespan(), http(app, {"Authorization": f"Bearer {bearer}"}) as client:
+            return [await asyncio.wait_for(client.post("/mcp", content=body, headers=headers), 30)
+                    for body, headers in posts]
+    return asyncio.run(run())

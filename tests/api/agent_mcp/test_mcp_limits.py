@@ -20,12 +20,11 @@ from context_service.http.agent import late_body
 from context_service.http.limits import MAX_BODY
 from context_service.http.mcp import dispatch
 from tests.api.agent.packs_support import module_settings as module_settings  # the fixture
-from tests.api.agent_mcp.mcp_support import Workspace, http
+from tests.api.agent_mcp.mcp_support import JSON_ONLY, Workspace, http
 from tests.api.agent_mcp.mcp_support import module_mcp_app as module_mcp_app  # the fixture
 from tests.api.agent_mcp.mcp_support import module_workspace as module_workspace  # the fixture
 
 MODERN = "2026-07-28"
-JSON_ONLY = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 LEGACY = {**JSON_ONLY, "MCP-Protocol-Version": "2025-06-18"}
 LOOKUP = "/api/agent/v1/definitions/lookup"
 

@@ -21,7 +21,7 @@ from litestar import Litestar
 
 from context_service.http.mcp import dispatch, tools
 from tests.api.agent.packs_support import module_settings as module_settings  # the fixture
-from tests.api.agent_mcp.mcp_support import Workspace, http
+from tests.api.agent_mcp.mcp_support import JSON_ONLY, Workspace, post_all
 from tests.api.agent_mcp.mcp_support import module_mcp_app as module_mcp_app  # the fixture
 from tests.api.agent_mcp.mcp_support import module_workspace as module_workspace  # the fixture
 
@@ -30,7 +30,6 @@ INVALID_PARAMS = -32602
 METHOD_NOT_FOUND = -32601
 MODERN = "2026-07-28"
 HANDSHAKE = "2025-11-25"
-JSON_ONLY = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 LEGACY = {**JSON_ONLY, "MCP-Protocol-Version": HANDSHAKE}
 META = {types.PROTOCOL_VERSION_META_KEY: MODERN, types.CLIENT_CAPABILITIES_META_KEY: {}}
 
@@ -58,14 +57,6 @@ def _modern(method: str, params: dict[str, Any] | None = None,
     return json.dumps(message).encode(), headers
 
 
-def _post(app: Litestar, bearer: str, posts: list[tuple[bytes, dict[str, str]]]) -> list[Any]:
-    async def run() -> list[Any]:
-        async with app.lifespan(), http(app, {"Authorization": f"Bearer {bearer}"}) as client:
-            return [await asyncio.wait_for(client.post("/mcp", content=body, headers=headers), 30)
-                    for body, headers in posts]
-    return asyncio.run(run())
-
-
 def _error(answer: Any, request_id: Any = 1) -> dict[str, Any]:
     """The JSON-RPC error of ``answer``, checked to answer ``request_id`` with no result."""
     assert answer.status_code in (200, 400, 404), answer.text  # 2026-07-28 maps codes to statuses
@@ -83,7 +74,7 @@ def test_an_unknown_tool_is_invalid_params_on_every_protocol(
     batch = (b'[{"jsonrpc":"2.0","id":"a","method":"ping"},'
              b'{"jsonrpc":"2.0","id":"b","method":"tools/call","params":'
              + json.dumps(call).encode() + b"}]")
-    legacy, modern, batched = _post(mcp_app, workspace.reader, [
+    legacy, modern, batched = post_all(mcp_app, workspace.reader, [
         _legacy("tools/call", call), _modern("tools/call", call),
         (batch, {**JSON_ONLY, "MCP-Protocol-Version": "2025-03-26"})])
     for answer in (legacy, modern):
@@ -99,7 +90,7 @@ def test_a_tool_the_credential_may_not_call_stays_a_tool_error(
         workspace: Workspace, mcp_app: Litestar) -> None:
     """A tool of the catalogue the credential's scopes leave unlisted is not unknown: its route
     refuses it, as over HTTP (a tool error ``FORBIDDEN`` the model can read)."""
-    (answer,) = _post(mcp_app, workspace.reader, [_legacy("tools/call", {
+    (answer,) = post_all(mcp_app, workspace.reader, [_legacy("tools/call", {
         "name": "run_query_template", "arguments": {"templateId": "passages"}})])
     result = answer.json()["result"]
     assert result["isError"] is True and result["structuredContent"]["code"] == "FORBIDDEN"
@@ -111,7 +102,7 @@ def test_a_cursor_never_given_is_invalid_params(workspace: Workspace, mcp_app: L
     """The listing is one page (no ``nextCursor``), so no cursor is one the service gave:
     "Invalid cursors SHOULD result in an error with code -32602". The whole listing came back,
     and a client walking pages could not tell it had been handed page one again."""
-    legacy, modern, first = _post(mcp_app, workspace.reader, [
+    legacy, modern, first = post_all(mcp_app, workspace.reader, [
         _legacy("tools/list", {"cursor": cursor}), _modern("tools/list", {"cursor": cursor}),
         _legacy("tools/list", {"cursor": None})])
     for answer in (legacy, modern):
@@ -135,7 +126,7 @@ def test_call_params_outside_the_request_schema_are_invalid_params(
     posts = [_legacy("tools/call", params, request_id="r-1")]
     if not isinstance(params.get("name", ""), int):  # 2026-07-28 first checks its Mcp-Name
         posts.append(_modern("tools/call", params, request_id="r-1"))
-    for answer in _post(mcp_app, workspace.reader, posts):
+    for answer in post_all(mcp_app, workspace.reader, posts):
         assert _error(answer, "r-1")["code"] == INVALID_PARAMS
 
 
@@ -145,7 +136,7 @@ def test_ping_is_answered_empty_where_the_protocol_has_it(workspace: Workspace,
     request naming no version speaks 2025-03-26); 2026-07-28 has no ``ping``: method not
     found."""
     ping = b'{"jsonrpc":"2.0","id":"p","method":"ping"}'
-    legacy, unnamed, modern = _post(mcp_app, workspace.reader, [
+    legacy, unnamed, modern = post_all(mcp_app, workspace.reader, [
         (ping, LEGACY), (ping, JSON_ONLY), _modern("ping", request_id="p")])
     assert legacy.json() == unnamed.json() == {"jsonrpc": "2.0", "id": "p", "result": {}}
     assert _error(modern, "p")["code"] == METHOD_NOT_FOUND
@@ -162,7 +153,7 @@ def test_initialize_answers_the_version_asked_or_the_newest_it_speaks(
     """A supported version is answered as asked; another (unknown, or the per-request protocol,
     which has no handshake) with the newest version ``initialize`` offers."""
     asked = ["2025-03-26", "2025-06-18", HANDSHAKE, "1999-01-01", MODERN]
-    answers = _post(mcp_app, workspace.reader, [(_initialize(v), JSON_ONLY) for v in asked])
+    answers = post_all(mcp_app, workspace.reader, [(_initialize(v), JSON_ONLY) for v in asked])
     versions = [a.json()["result"]["protocolVersion"] for a in answers]
     assert versions == ["2025-03-26", "2025-06-18", HANDSHAKE, HANDSHAKE, HANDSHAKE]
 
@@ -183,7 +174,7 @@ def test_notifications_get_no_answer(workspace: Workspace, mcp_app: Litestar) ->
         _modern("notifications/cancelled", {"requestId": 41}, request_id=None),
         _modern("notifications/cancelled", {"requestId": [1]}, request_id=None),
     ]
-    for answer in _post(mcp_app, workspace.reader, notifications):
+    for answer in post_all(mcp_app, workspace.reader, notifications):
         assert (answer.status_code, answer.content) == (202, b""), answer.text
 
 

@@ -6,30 +6,19 @@ a supported header is answered as before."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-from typing import Any
 
 import pytest
 from litestar import Litestar
 
 from tests.api.agent.packs_support import module_settings as module_settings  # the fixture
-from tests.api.agent_mcp.mcp_support import Workspace, http
+from tests.api.agent_mcp.mcp_support import JSON_ONLY, Workspace, post_all
 from tests.api.agent_mcp.mcp_support import module_mcp_app as module_mcp_app  # the fixture
 from tests.api.agent_mcp.mcp_support import module_workspace as module_workspace  # the fixture
 
 pytestmark = [pytest.mark.postgres, pytest.mark.shared_service]
-JSON_ONLY = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 SUPPORTED = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"]
 UNSUPPORTED_PROTOCOL_VERSION = -32022  # what the SDK answers an unsupported version with
-
-
-def _post(app: Litestar, bearer: str, posts: list[tuple[bytes, dict[str, str]]]) -> list[Any]:
-    async def run() -> list[Any]:
-        async with app.lifespan(), http(app, {"Authorization": f"Bearer {bearer}"}) as client:
-            return [await asyncio.wait_for(client.post("/mcp", content=body, headers=headers), 30)
-                    for body, headers in posts]
-    return asyncio.run(run())
 
 
 @pytest.mark.parametrize("version", ["1999-01-01", "2025-13-01", "latest"])
@@ -39,7 +28,7 @@ def test_an_unknown_version_is_refused_as_not_supported(
     bodies = [b'{"jsonrpc":"2.0","id":7,"method":"tools/list"}',
               b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
               b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]']
-    request, notification, batch = _post(mcp_app, workspace.reader,
+    request, notification, batch = post_all(mcp_app, workspace.reader,
                                          [(body, headers) for body in bodies])
     for answer in (request, notification, batch):
         assert answer.status_code == 400, answer.text
@@ -54,7 +43,7 @@ def test_an_unknown_version_is_refused_as_not_supported(
 
 def test_a_supported_version_is_answered_as_before(workspace: Workspace,
                                                    mcp_app: Litestar) -> None:
-    (answer,) = _post(mcp_app, workspace.reader, [(
+    (answer,) = post_all(mcp_app, workspace.reader, [(
         b'{"jsonrpc":"2.0","id":1,"method":"ping"}',
         {**JSON_ONLY, "MCP-Protocol-Version": "2025-06-18"})])
     assert answer.status_code == 200 and json.loads(answer.text)["result"] == {}

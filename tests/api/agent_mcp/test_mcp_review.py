@@ -20,6 +20,7 @@ from context_service.http.limits import MAX_BODY
 from tests.api.agent.packs_corpus import pack_body
 from tests.api.agent.packs_support import module_settings as module_settings  # the fixture
 from tests.api.agent_mcp.mcp_support import (
+    JSON_ONLY,
     Workspace,
     connected,
     http,
@@ -36,7 +37,6 @@ from tests.api.sets_support import CREDENTIALS, token
 pytestmark = [pytest.mark.postgres, pytest.mark.shared_service]
 MODERN = "2026-07-28"  # the per-request protocol (the SDK's second transport)
 META = {types.PROTOCOL_VERSION_META_KEY: MODERN, types.CLIENT_CAPABILITIES_META_KEY: {}}
-JSON_ONLY = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 LEGACY = {**JSON_ONLY, "MCP-Protocol-Version": "2025-06-18"}
 INVALID_REQUEST = -32600
 
