@@ -103,6 +103,8 @@ _CLOSE = (b"connection", b"close")  # the rest of a body left unread is no next 
 # one costs a pass through the transport (a ``ping`` or a listing takes no rate-limit token).
 BATCHING = "2025-03-26"
 MAX_BATCH = 20
+INITIALIZE_IN_BATCH = ("Invalid Request: initialize must not be part of a JSON-RPC batch "
+                       f"(protocol {BATCHING}); send it alone")
 NO_BATCHES = ("Invalid Request: JSON-RPC batches belong to protocol 2025-03-26 alone;"
               " POST each message alone")
 EMPTY_BATCH = "Invalid Request: an empty batch"
@@ -263,6 +265,10 @@ async def _answer_batch(sessions: StreamableHTTPSessionManager, scope: Scope,
         return
     answers = []
     for member in members:
+        if (refusal := _batched_initialize(member)) is not None:
+            if refusal:  # an initialize sent as a notification is owed nothing
+                answers.append(refusal)
+            continue
         captured = _Captured()
         await sessions.handle_request(
             {**scope}, _replaying(member, receive),  # type: ignore[arg-type]
@@ -283,6 +289,25 @@ async def _answer_batch(sessions: StreamableHTTPSessionManager, scope: Scope,
     await send({"type": "http.response.start", "status": 200, "headers": [
         (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
     await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+def _batched_initialize(member: bytes) -> bytes | None:
+    """The answer to an ``initialize`` inside a batch, which 2025-03-26 forbids: ``-32600``
+    under its id, the member not run (empty: one sent as a notification, answered by nothing);
+    None: any other member, answered as if sent alone."""
+    try:
+        message = json.loads(member)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(message, dict) or message.get("method") != "initialize":
+        return None
+    if "id" not in message:
+        return b""
+    request_id = message["id"]
+    if not isinstance(request_id, str | int) or isinstance(request_id, bool):
+        return None  # no request the transport can answer by id: its own refusal
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "error": {
+        "code": INVALID_REQUEST, "message": INITIALIZE_IN_BATCH}}).encode()
 
 
 def _is_message(body: bytes) -> bool:
