@@ -16,15 +16,14 @@ from mcp.shared.dispatcher import coerce_request_id
 from mcp.shared.message import SessionMessage
 from pydantic import RootModel, ValidationError
 
-BATCHING = "2025-03-26"  # the one protocol with JSON-RPC batches (a server MUST receive them)
+from context_service.contract.mcp_batches import BATCHING, INITIALIZE_IN_BATCH
+
 NOT_AN_ID = "Invalid Request: the id of a request must be a string or an integer"
 # the SDK refuses a request before the handshake with invalid params and these words alone; the
 # MCP specification names no other code for it (its lifecycle only says the client SHOULD NOT)
 SDK_REFUSAL = "Invalid request parameters"
 NOT_INITIALIZED = ("Session not initialized: send initialize first (before it only ping is "
                    "answered)")
-INITIALIZE_IN_BATCH = ("Invalid Request: initialize must not be part of a JSON-RPC batch "
-                       f"(protocol {BATCHING}); send it alone")
 
 
 class _BatchAnswer(RootModel[list[types.JSONRPCMessage]]):

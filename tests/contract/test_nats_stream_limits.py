@@ -25,6 +25,7 @@ from context_service.adapters.nats.tail import tail
 from context_service.projections.outbox import MemoryFeed, MemoryPositionStore
 from tests.support.nats_fixtures import (
     NatsServerHandle,
+    create_stream,
     make_events,
     positions_of,
     publish_feed,
@@ -34,16 +35,6 @@ from tests.support.nats_fixtures import (
 )
 
 pytestmark = pytest.mark.nats
-
-
-def _create(url: str, spec: StreamSpec, **settings: Any) -> api.StreamConfig:
-    """The stream as an operator created it, before the relay ever ran."""
-
-    async def add(js: JetStreamContext) -> api.StreamConfig:
-        return (await js.add_stream(dataclasses.replace(spec.config(), **settings))).config
-
-    config: api.StreamConfig = asyncio.run(with_jetstream(url, add))
-    return config
 
 
 def _edit(url: str, name: str, **settings: Any) -> None:
@@ -82,7 +73,7 @@ def test_an_event_above_the_streams_max_msg_size_is_published_as_its_stand_in(
     """A stream whose max_msg_size is below one event refused that event at every retry: the
     relay stopped there for good. It must go on as for an event above max_payload."""
     caplog.set_level(logging.INFO, logger="context_service.adapters.nats")
-    _create(nats_server.url, nats_stream, max_msg_size=8192)
+    create_stream(nats_server.url, nats_stream, max_msg_size=8192)
     feed = MemoryFeed([*make_events(1), _large(2), *make_events(2, start=3)])
     relay = _relay(nats_server.url, nats_stream, feed)
     relay.start()
@@ -123,7 +114,7 @@ def test_a_max_msg_size_too_small_for_a_stand_in_is_refused_at_start(
     nats_server: NatsServerHandle, nats_stream: StreamSpec
 ) -> None:
     """Below a few KiB not even an event's stand-in fits: the relay would retry it for ever."""
-    _create(nats_server.url, nats_stream, max_msg_size=512)
+    create_stream(nats_server.url, nats_stream, max_msg_size=512)
     with pytest.raises(StreamMismatchError, match="max_msg_size"):
         asyncio.run(with_jetstream(nats_server.url, lambda js: ensure_stream(js, nats_stream)))
 
@@ -136,7 +127,7 @@ def test_a_per_subject_limit_with_discard_new_holds_events_back_instead_of_dropp
 ) -> None:
     """JetStream applies discard new to max_msgs and max_bytes only: at max_msgs_per_subject it
     silently drops the subject's oldest message unless discard_new_per_subject is set."""
-    _create(nats_server.url, nats_stream, max_msgs_per_subject=2,
+    create_stream(nats_server.url, nats_stream, max_msgs_per_subject=2,
             discard=api.DiscardPolicy.NEW)
     relay = _relay(nats_server.url, nats_stream, MemoryFeed(make_events(12)))  # 4 subjects
     relay.start()
@@ -157,13 +148,13 @@ def test_a_per_subject_limit_with_discard_new_holds_events_back_instead_of_dropp
 
 
 def _seal(url: str, spec: StreamSpec) -> None:
-    _create(url, spec)
+    create_stream(url, spec)
     _edit(url, spec.name, sealed=True)
 
 
 def _mirror(url: str, spec: StreamSpec) -> None:
     origin = dataclasses.replace(spec, name=f"{spec.name}_ORIGIN")
-    _create(url, origin)
+    create_stream(url, origin)
     config = api.StreamConfig(name=spec.name, storage=api.StorageType.FILE,
                               mirror=api.StreamSource(name=origin.name))
     asyncio.run(with_jetstream(url, lambda js: js.add_stream(config)))
@@ -171,8 +162,8 @@ def _mirror(url: str, spec: StreamSpec) -> None:
 
 def _sourcing(url: str, spec: StreamSpec) -> None:
     other = dataclasses.replace(spec, name=f"{spec.name}_ORIGIN", subject_prefix="elsewhere")
-    _create(url, other)
-    _create(url, spec, sources=[api.StreamSource(name=other.name)])
+    create_stream(url, other)
+    create_stream(url, spec, sources=[api.StreamSource(name=other.name)])
 
 
 @pytest.mark.parametrize(("make", "word"), [(_seal, "sealed"), (_mirror, "mirror"),
@@ -292,7 +283,7 @@ def test_a_stream_that_denies_deletes_and_purges_is_published_and_read_in_full(
     nats_server: NatsServerHandle, nats_stream: StreamSpec, setting: str
 ) -> None:
     """Neither the relay nor events tail deletes or purges a message: such a stream is fine."""
-    _create(nats_server.url, nats_stream, **{setting: True})
+    create_stream(nats_server.url, nats_stream, **{setting: True})
     publish_feed(nats_server.url, nats_stream, MemoryFeed(make_events(5)))
     out = io.StringIO()
     assert tail(nats_server.url, f"{nats_stream.subject_prefix}.>", "denies", out, limit=5,

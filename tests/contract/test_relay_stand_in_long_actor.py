@@ -10,14 +10,8 @@ at that event for good, the failure the change meant to end.
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
-from typing import Any
-
 import msgspec
-import nats
 import pytest
-from nats.js import JetStreamContext
 
 from context_service.adapters.nats.envelope import decode
 from context_service.adapters.nats.relay import Relay, RelaySettings
@@ -25,6 +19,7 @@ from context_service.adapters.nats.stream import MIN_MSG_SIZE, StreamSpec
 from context_service.projections.outbox import MemoryFeed, MemoryPositionStore
 from tests.support.nats_fixtures import (
     NatsServerHandle,
+    create_stream,
     make_events,
     positions_of,
     read_stream,
@@ -35,23 +30,9 @@ pytestmark = pytest.mark.nats
 LONG_ACTOR = "user:" + "a" * 5000  # a subject the gateway passed on, as long as it was
 
 
-def _create(url: str, spec: StreamSpec, **settings: Any) -> None:
-    async def add(js: JetStreamContext) -> None:
-        await js.add_stream(dataclasses.replace(spec.config(), **settings))
-
-    async def run() -> None:
-        nc = await nats.connect(url)
-        try:
-            await add(nc.jetstream())
-        finally:
-            await nc.close()
-
-    asyncio.run(run())
-
-
 def test_an_event_of_a_long_subject_still_goes_out_as_a_stand_in_that_fits(
         nats_server: NatsServerHandle, nats_stream: StreamSpec) -> None:
-    _create(nats_server.url, nats_stream, max_msg_size=MIN_MSG_SIZE)
+    create_stream(nats_server.url, nats_stream, max_msg_size=MIN_MSG_SIZE)
     large = msgspec.structs.replace(make_events(1, start=2)[0], actor=LONG_ACTOR,
                                     data={"note": "x" * 20_000})
     feed = MemoryFeed([*make_events(1), large, *make_events(1, start=3)])

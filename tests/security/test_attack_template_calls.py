@@ -11,28 +11,19 @@ workspace (and the service itself) committed in between: a side channel across t
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import replace
 
 import pytest
 
 from context_service import bootstrap
-from context_service.config import Settings
 from tests.api.agent.templates_support import approve, register, registered, runner, seeded
 from tests.api.agent.templates_support import run as run_template
 from tests.api.conftest import Api
+from tests.security.template_runs import module_settings as module_settings  # the fixture
 from tests.support.api_helpers import fresh
-from tests.support.services import suite_settings
 
 pytestmark = [pytest.mark.postgres, pytest.mark.shared_service]
 REFUSED = "invalid query template: "
 NOT_ALLOWED = REFUSED + "sql calls a function that is not allowed: "
-
-
-@pytest.fixture(scope="module")
-def module_settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
-    """Without the per-credential rate limit: the tests run templates as a credential."""
-    return replace(suite_settings(tmp_path_factory.mktemp("attack-calls")),
-                   agent_rate_per_second=0)
 
 
 @pytest.fixture(scope="module")

@@ -10,38 +10,22 @@ with ``53400`` (``configuration_limit_exceeded``) once its files pass it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import replace
-
 import psycopg.sql
 import pytest
 
 from context_service import bootstrap
 from context_service.adapters.postgres.sandbox.checks import session_problem
 from context_service.adapters.postgres.sandbox.role import ROLE
-from context_service.config import Settings
-from tests.api.agent.templates_support import approve, registered, runner, seeded
+from tests.api.agent.templates_support import approve, registered, runner
 from tests.api.agent.templates_support import run as run_template
 from tests.api.conftest import Api
-from tests.support.services import suite_settings
+from tests.security.template_runs import corpus as corpus  # the fixture
+from tests.security.template_runs import module_settings as module_settings  # the fixture
 
 pytestmark = [pytest.mark.postgres, pytest.mark.shared_service]
 # a sort whose input (about 1.5 GB: 1.4 million rows of a kilobyte) must spill past the pin
 SPILLING_SORT = ("SELECT g, repeat('x', 1024) AS pad FROM generate_series(1, 1400000) g"
                  " ORDER BY g DESC")
-
-
-@pytest.fixture(scope="module")
-def module_settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
-    """Without the per-credential rate limit: the tests run templates as a credential."""
-    return replace(suite_settings(tmp_path_factory.mktemp("attack-resources")),
-                   agent_rate_per_second=0)
-
-
-@pytest.fixture(scope="module")
-def corpus(module_api: Api) -> Iterator[Api]:
-    seeded(module_api)
-    yield module_api
 
 
 def pinned(container: bootstrap.Container) -> dict[str, str]:

@@ -11,8 +11,6 @@ The folds now keep the three in builders and are checked against ``evolve`` even
 from __future__ import annotations
 
 import random
-import time
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 from context_service.adapters.eventstore.application import ContextApplication
@@ -37,6 +35,7 @@ from context_service.domain.stream import Recorded, context_stream
 from context_service.projections.context_catalog.projection import ContextCatalog
 from context_service.projections.pack_inputs.fold import fold
 from context_service.projections.pack_inputs.view import PackInput
+from tests.support.cpu_cost import least_cpu
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 ALICE = Subject("user", "alice")
@@ -62,14 +61,6 @@ def inputs(events: list[Event]) -> list[PackInput]:
     return [PackInput(namespace="team", position=i + 1, recorded_at=NOW + timedelta(seconds=i),
                       kind="context", key="facts", event=e) for i, e in enumerate(events)]
 
-
-def least_cpu(work: Callable[[], object], runs: int = 3) -> float:
-    best = float("inf")
-    for _ in range(runs):
-        started = time.thread_time()
-        work()
-        best = min(best, time.thread_time() - started)
-    return best
 
 
 def test_a_namespace_with_four_times_the_grants_folds_in_about_four_times_the_time() -> None:

@@ -10,7 +10,6 @@ and every phrase, which any search must do): a small multiple of it, at any size
 from __future__ import annotations
 
 import random
-import time
 from collections.abc import Callable
 
 import pytest
@@ -19,19 +18,11 @@ from context_service.domain.context_set.events import Definition
 from context_service.domain.context_set.state import ContextSetState
 from context_service.domain.pack import set_items
 from context_service.domain.query.tokenizer import tokenize
+from tests.support.cpu_cost import least_cpu
 
 DEFINITIONS, ALIASES = 250, 20  # 5,250 phrases of at most 200 characters: within 1 MiB
 TASK_WORDS = 1999  # 3,997 characters, the task's limit being 4,000
 
-
-def least_cpu(work: Callable[[], object], runs: int = 3) -> float:
-    """The least CPU time of ``runs`` calls on this thread (background threads not counted)."""
-    best = float("inf")
-    for _ in range(runs):
-        started = time.thread_time()
-        work()
-        best = min(best, time.thread_time() - started)
-    return best
 
 
 def same_length(definitions: int, scale: int = 4) -> tuple[ContextSetState, str]:

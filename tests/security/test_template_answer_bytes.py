@@ -15,18 +15,16 @@ from __future__ import annotations
 import gc
 import tracemalloc
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from context_service import bootstrap
 from context_service.adapters.postgres.sandbox.session import ANSWER_BYTES
-from context_service.config import Settings
 from tests.api.agent.templates_support import approve, registered, runner, seeded
 from tests.api.agent.templates_support import run as run_template
 from tests.api.conftest import Api
-from tests.support.services import suite_settings
+from tests.security.template_runs import module_settings as module_settings  # the fixture
 
 pytestmark = [pytest.mark.postgres, pytest.mark.shared_service]
 REFUSED = {"code": "AGENT_QUERY_FAILED",
@@ -36,13 +34,6 @@ REFUSED = {"code": "AGENT_QUERY_FAILED",
 # interpreter's copies of the rows, with room for the other threads; the rows kept from the
 # process below are 100 MB to 550 MB
 GROWTH = 4 * ANSWER_BYTES
-
-
-@pytest.fixture(scope="module")
-def module_settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
-    """Without the per-credential rate limit: the tests run templates as a credential."""
-    return replace(suite_settings(tmp_path_factory.mktemp("answer-bytes")),
-                   agent_rate_per_second=0)
 
 
 @pytest.fixture(scope="module")

@@ -7,32 +7,17 @@ it is), so the bounding query must neither refuse it nor change its rows, order 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import replace
 from typing import Any
 
 import pytest
 
-from context_service.config import Settings
-from tests.api.agent.templates_support import approve, registered, runner, seeded
+from tests.api.agent.templates_support import approve, registered, runner
 from tests.api.agent.templates_support import run as run_template
 from tests.api.conftest import Api
-from tests.support.services import suite_settings
+from tests.security.template_runs import corpus as corpus  # the fixture
+from tests.security.template_runs import module_settings as module_settings  # the fixture
 
 pytestmark = [pytest.mark.postgres, pytest.mark.shared_service]
-
-
-@pytest.fixture(scope="module")
-def module_settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
-    """Without the per-credential rate limit: the tests run templates as a credential."""
-    return replace(suite_settings(tmp_path_factory.mktemp("bounded-runs")),
-                   agent_rate_per_second=0)
-
-
-@pytest.fixture(scope="module")
-def corpus(module_api: Api) -> Iterator[Api]:
-    seeded(module_api)
-    yield module_api
 
 
 def answer(api: Api, template_id: str, sql: str, values: dict[str, Any] | None = None,

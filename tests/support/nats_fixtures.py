@@ -113,6 +113,17 @@ async def with_jetstream(url: str, action: Callable[[Any], Any]) -> Any:
         await nc.close()
 
 
+def create_stream(url: str, spec: StreamSpec, **settings: Any) -> Any:
+    """The stream as an operator created it, before the relay ever ran: ``spec``'s config with
+    ``settings`` in place; its config as the server stored it."""
+    import dataclasses
+
+    async def add(js: Any) -> Any:
+        return (await js.add_stream(dataclasses.replace(spec.config(), **settings))).config
+
+    return asyncio.run(with_jetstream(url, add))
+
+
 async def _delete_stream(url: str, name: str) -> None:
     from nats.js.errors import NotFoundError
 

@@ -21,6 +21,7 @@ import msgspec
 from litestar import Litestar, Request, Response, asgi, get
 from litestar.types import Receive, Scope, Send
 
+from context_service.contract.mcp_batches import BATCHING, INITIALIZE_IN_BATCH
 from context_service.domain.workspace.roles import SCOPES
 from context_service.http.agent import errors as api
 from context_service.http.agent import late_body
@@ -101,10 +102,7 @@ _CLOSE = (b"connection", b"close")  # the rest of a body left unread is no next 
 # request naming none speaks (the transport's rule). 2025-06-18 dropped them. A batch's members
 # are answered one after the other, each as if posted alone; their number is bounded, as each
 # one costs a pass through the transport (a ``ping`` or a listing takes no rate-limit token).
-BATCHING = "2025-03-26"
 MAX_BATCH = 20
-INITIALIZE_IN_BATCH = ("Invalid Request: initialize must not be part of a JSON-RPC batch "
-                       f"(protocol {BATCHING}); send it alone")
 NO_BATCHES = ("Invalid Request: JSON-RPC batches belong to protocol 2025-03-26 alone;"
               " POST each message alone")
 EMPTY_BATCH = "Invalid Request: an empty batch"

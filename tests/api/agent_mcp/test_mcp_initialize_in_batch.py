@@ -10,7 +10,7 @@ import json
 import pytest
 from litestar import Litestar
 
-from context_service.http.mcp.endpoint import INITIALIZE_IN_BATCH
+from context_service.contract.mcp_batches import INITIALIZE_IN_BATCH
 from tests.api.agent.packs_support import module_settings as module_settings  # the fixture
 from tests.api.agent_mcp.mcp_support import JSON_ONLY, Workspace, post_all
 from tests.api.agent_mcp.mcp_support import module_mcp_app as module_mcp_app  # the fixture
