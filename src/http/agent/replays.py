@@ -64,6 +64,7 @@ from context_service.http.agent.pipeline import (
 )
 from context_service.http.common import wait_for_views
 from context_service.http.refusals import refusals
+from context_service.projections.context_pack_replays.view import ReplayRecord
 
 PATH = "/api/agent/v1/replays/{replayId:str}"
 ERRORS = refusals(
@@ -107,33 +108,44 @@ def _record(packs: PackServices, caller: AgentCaller, run: ContextPackReplayed) 
     return outcome.position
 
 
-def _recorded_set(access: Access, release: ContextPackReleased) -> ContextSetState | None:
-    """The set the released pack worked in, as it is now (an unknown one: empty)."""
-    set_id = release.parameters.context_set_id
-    if not set_id:
+def _recorded_set(packs: PackServices, access: Access,
+                  found: ReplayRecord) -> ContextSetState | None:
+    """The set the released pack worked in, as the release read it (an unknown one: empty).
+    Its version in force at P comes from the namespace at P whatever is given here (§7.4).
+    A set with no version at P (``contextSetVersion`` 0) gave the pack its collections of the
+    time of the release, which P does not pin: they are the set folded to the release's own
+    position in the log, not the set now, so a version recorded since changes neither a
+    recompute (§8.2: the position pins every input but access) nor what ``verify`` weighs."""
+    p = found.release.parameters
+    if not p.context_set_id:
         return None
-    return access.sets()(set_id) or ContextSetState(id=set_id)
+    if p.context_set_version == 0:
+        at_release = packs.configured().inputs.namespace_at(access.caller.workspace,
+                                                            found.position)
+        if (released := at_release.sets.get(p.context_set_id)) is not None:
+            return released
+    return access.sets()(p.context_set_id) or ContextSetState(id=p.context_set_id)
 
 
-def _read_now(access: Access, release: ContextPackReleased, at_p: NamespaceAt,
-              readable: Readable) -> set[str]:
+def _read_now(access: Access, release: ContextPackReleased, active: ContextSetState | None,
+              at_p: NamespaceAt, readable: Readable) -> set[str]:
     """The collections the released pack read, as a recompute resolves them (the namespace at
-    the recorded position, its recorded filter and set, the caller's access now, rule 5 for
-    the generation that lived then). A release records an item's anchor collection only, so a
-    graph fact or a passage's contradiction flag can join a record of a collection no recorded
-    item names: verify weighs these as the pack did, and no collection the pack could not have
-    read (one created since, a name taken again since, one admitted since) joins them."""
+    the recorded position, its recorded filter, its set ``active`` as the release read it, the
+    caller's access now, rule 5 for the generation that lived then). A release records an
+    item's anchor collection only, so a graph fact or a passage's contradiction flag can join
+    a record of a collection no recorded item names: verify weighs these as the pack did, and
+    no collection the pack could not have read (one created since, a name taken again since,
+    one admitted since, one its set names only since) joins them."""
     p = release.parameters
     request = PackRequest(task="", collection_ids=p.collection_ids,
                           context_set_id=p.context_set_id)
-    scope = recompute_scope(at_p, request, _recorded_set(access, release),
-                            readable_at(access, at_p, readable))
+    scope = recompute_scope(at_p, request, active, readable_at(access, at_p, readable))
     return {c.name for c in scope.usable}
 
 
-def _verify(packs: PackServices, access: Access, release: ContextPackReleased,
+def _verify(packs: PackServices, access: Access, found: ReplayRecord,
             head: int) -> tuple[dict[str, Any], ContextPackReplayed]:
-    caller = access.caller
+    caller, release = access.caller, found.release
     ports = packs.configured()
     position, _ = ports.inputs.resolve(caller.workspace, head, None)
     ns = ports.inputs.namespace_at(caller.workspace, position)
@@ -145,15 +157,15 @@ def _verify(packs: PackServices, access: Access, release: ContextPackReleased,
     # today, a hash included)
     named = sorted({i.source.collection_id for i in items if i.source.collection_id
                     and i.source.collection_id in readable}
-                   | _read_now(access, release,
+                   | _read_now(access, release, _recorded_set(packs, access, found),
                                ports.inputs.namespace_at(caller.workspace, release.position),
                                readable))
     corpus = loaded_corpus(access.request, ports,
                            [ns.collections[c] for c in named if c in ns.collections])
     get = access.sets()
-    sets = {sid: found for sid in {i.source.context_set_id for i in items
-                                   if i.source.context_set_id}
-            if (found := get(sid)) is not None}
+    sets = {sid: now for sid in {i.source.context_set_id for i in items
+                                 if i.source.context_set_id}
+            if (now := get(sid)) is not None}
     state = CurrentState(ns=ns, corpus=corpus, sets=sets, valid_time=release.valid_time,
                          readable_now=readable.__contains__,
                          bound_set=caller.context_set_id)
@@ -172,9 +184,9 @@ def _documents_in_order(release: ContextPackReleased) -> tuple[str, ...]:
     return tuple(dict.fromkeys([*reported, *release.parameters.document_ids]))
 
 
-def _recompute(packs: PackServices, access: Access, release: ContextPackReleased,
+def _recompute(packs: PackServices, access: Access, found: ReplayRecord,
                task: str | None) -> tuple[dict[str, Any], ContextPackReplayed]:
-    caller = access.caller
+    caller, release = access.caller, found.release
     if task is None:
         raise shapes.recompute_needs_task()
     if task_sha256(task) != release.task_sha256:
@@ -184,7 +196,7 @@ def _recompute(packs: PackServices, access: Access, release: ContextPackReleased
     bound = caller.context_set_id
     if p.context_set_id and bound and p.context_set_id != bound:
         raise ApiError(403, "FORBIDDEN", BoundToOtherSetError(bound).message)
-    active = _recorded_set(access, release)
+    active = _recorded_set(packs, access, found)
     request = PackRequest(task=task, max_tokens=p.max_tokens, max_latency_ms=p.max_latency_ms,
                           coverage=p.coverage, collection_ids=p.collection_ids,
                           document_ids=_documents_in_order(release), sources=p.sources,
@@ -226,9 +238,9 @@ def replay(request: Request[Any, Any, Any], body: PendingBody,
                        f"replay {replayId} expired at {format_timestamp(release.expires_at)}")
     access = Access(request, caller)
     if mode == "verify":
-        answer, run = _verify(packs, access, release, head)
+        answer, run = _verify(packs, access, found, head)
     else:
-        answer, run = _recompute(packs, access, release, req.task)
+        answer, run = _recompute(packs, access, found, req.task)
     # the caller's access now, up to the answer (§8), as at a pack's release (§7.9): a
     # credential revoked, or a creator who lost the permission, while the replay waited for
     # its corpus or rebuilt a pack (texts included) gets the answer of §1.5 steps 2-4, and no
