@@ -194,6 +194,15 @@ def without_secrets(env: Mapping[str, str]) -> dict[str, str]:
     return {name: value for name, value in env.items() if name not in hidden}
 
 
+def environment() -> dict[str, str]:
+    """The environment every child gets, the short-lived ones too (``initdb``, the server
+    user's ``useradd``, the development cluster's ``openssl`` and build script): one left
+    to inherit this process's own held the secrets, and a build script passes them on to
+    everything it runs. What a program reads (``PATH``, ``HOME``, the locale, a ``CS_`` setting
+    of the development cluster) comes."""
+    return without_secrets(os.environ)
+
+
 def run_once(args: Sequence[str | Path], *, user: str | None = None,
              timeout: float | None = None) -> subprocess.CompletedProcess[str]:
     """Run a short-lived child (the embedded PostgreSQL's ``initdb``) to its end, with the
@@ -203,7 +212,7 @@ def run_once(args: Sequence[str | Path], *, user: str | None = None,
     (``postgres --boot``, ``--single``), which killing it alone left running."""
     with subprocess.Popen([str(a) for a in args], stdin=subprocess.DEVNULL,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          env=without_secrets(os.environ), start_new_session=True,
+                          env=environment(), start_new_session=True,
                           **as_user(user)) as process:
         try:
             stdout, stderr = process.communicate(timeout=timeout)

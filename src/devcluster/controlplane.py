@@ -15,7 +15,6 @@ import secrets
 import signal
 import socket
 import ssl
-import subprocess
 import time
 import urllib.request
 from collections.abc import Callable
@@ -24,7 +23,7 @@ from pathlib import Path
 
 from kubernetes.client import ApiClient, Configuration
 
-from context_service.adapters.children import Child
+from context_service.adapters.children import Child, run_once
 from context_service.adapters.children import stop_stale as stop_stale_child
 
 log = logging.getLogger(__name__)
@@ -202,11 +201,11 @@ class ControlPlane:
             tokens.write_text(f"{secrets.token_hex(16)},admin,admin,system:masters\n")
             tokens.chmod(0o600)
         if not (pki / "sa.key").is_file():
-            subprocess.run(
-                ["openssl", "genrsa", "-out", str(pki / "sa.key"), "2048"],
-                check=True,
-                capture_output=True,
-            )
+            made = run_once(["openssl", "genrsa", "-out", pki / "sa.key", "2048"], timeout=120)
+            if made.returncode != 0:
+                raise ControlPlaneError(
+                    f"openssl could not make the service-account key ({made.returncode}):\n"
+                    f"{made.stderr.strip()}")
 
     def _etcd_args(self) -> list[str]:
         client, peer = f"http://127.0.0.1:{self.ports.etcd}", f"http://127.0.0.1:{self.ports.peer}"

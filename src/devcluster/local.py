@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 from kubernetes.client import ApiClient
 
+from context_service.adapters import children
 from context_service.adapters.kubernetes.client import close
 from context_service.adapters.kubernetes.cluster import SANDBOX_TEMPLATE, SNAPSHOT_CLASS, WARM_POOL
 from context_service.adapters.kubernetes.rest import (
@@ -54,7 +55,10 @@ def ensure_binaries(script: Path = ENSURE_SCRIPT) -> Path:
     progress on stderr). ``CS_KUBE_BIN_DIR`` in the environment points at prebuilt ones."""
     if not script.is_file():
         raise FileNotFoundError(f"{script} not found: the package is incomplete")
-    result = subprocess.run(["bash", str(script)], check=True, stdout=subprocess.PIPE, text=True)
+    # the build's progress on stderr reaches the terminal; the environment is a child's: the
+    # script runs the package manager and a compiler
+    result = subprocess.run(["bash", str(script)], check=True, stdout=subprocess.PIPE, text=True,
+                            env=children.environment())
     return Path(result.stdout.strip().splitlines()[-1])
 
 

