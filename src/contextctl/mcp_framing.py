@@ -1,21 +1,24 @@
 """JSON-RPC's framing on the stdio of ``contextctl mcp``: what the MCP SDK's stdio transport
 drops without a word (a line that is no JSON, a message it cannot read, a batch) is answered,
-and a batch is answered as one array where the negotiated protocol has batches."""
+and a batch is answered as one array where the negotiated protocol has batches. A line is read
+up to the service's request body limit: a longer one is refused, never held."""
 
 from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncIterator
 from typing import Any, cast
 
 import anyio
 import mcp_types as types
+from anyio import AsyncFile, to_thread
 from mcp.shared._stream_protocols import WriteStream
 from mcp.shared.dispatcher import coerce_request_id
 from mcp.shared.message import SessionMessage
 from pydantic import RootModel, ValidationError
 
+from context_service.contextctl.upload import MAX_BODY
 from context_service.contract.mcp_batches import BATCHING, INITIALIZE_IN_BATCH
 
 NOT_AN_ID = "Invalid Request: the id of a request must be a string or an integer"
@@ -24,6 +27,33 @@ NOT_AN_ID = "Invalid Request: the id of a request must be a string or an integer
 SDK_REFUSAL = "Invalid request parameters"
 NOT_INITIALIZED = ("Session not initialized: send initialize first (before it only ping is "
                    "answered)")
+# A line (one message or one batch) is what one POST to the service's /mcp carries, and is
+# bounded as its body is: a line of gigabytes was held whole before anything was checked.
+LINE_LIMIT = MAX_BODY  # bytes of UTF-8, its newline not counted
+TOO_LONG = (f"Invalid Request: a line is at most {LINE_LIMIT} bytes (the service's request "
+            "body limit); this one was longer and was not read")
+_SKIP = 64 * 1024  # characters of an over-long line's rest read (and dropped) at a time
+
+
+async def _bounded_lines(stdin: AsyncFile[str]) -> AsyncIterator[str | None]:
+    """The lines of ``stdin``, None for one longer than ``LINE_LIMIT`` bytes: at most the
+    limit and one character of it is held, its rest read in pieces and dropped (iterating the
+    file, as the SDK did, reads a line whole however long)."""
+    while line := await _readline(stdin, LINE_LIMIT + 1):
+        content = line.removesuffix("\n")
+        if len(content) > LINE_LIMIT:  # past it in characters, its end not read yet
+            while (rest := await _readline(stdin, _SKIP)) and not rest.endswith("\n"):
+                pass
+            yield None
+        elif len(content) > LINE_LIMIT // 4 and len(content.encode()) > LINE_LIMIT:
+            yield None  # within the limit in characters, past it in bytes: read whole already
+        else:
+            yield line
+
+
+async def _readline(stdin: AsyncFile[str], size: int) -> str:
+    """``stdin``'s next line, or its first ``size`` characters ("" at its end)."""
+    return await to_thread.run_sync(stdin.wrapped.readline, size, limiter=stdin.limiter)
 
 
 class _BatchAnswer(RootModel[list[types.JSONRPCMessage]]):
@@ -45,7 +75,8 @@ class Framing:
     (2025-03-26; ``initialize`` settles the version): its members handed to the server one by
     one, their answers written as one array (none owed: nothing), an ``initialize`` among them
     refused (2025-03-26 forbids it there); elsewhere it is an invalid request. The SDK's bare
-    refusal of a request before the handshake is reworded to say so."""
+    refusal of a request before the handshake is reworded to say so. A line longer than the
+    service's request body limit is an invalid request too, answered without being held."""
 
     def __init__(self) -> None:
         self.version: str | None = None  # the protocol ``initialize`` settled
@@ -60,10 +91,13 @@ class Framing:
         self.write = write
         self.attached.set()
 
-    async def messages(self, lines: AsyncIterable[str]) -> AsyncIterator[str]:
+    async def messages(self, stdin: AsyncFile[str]) -> AsyncIterator[str]:
         """The lines of stdin that are one message each, for the SDK to read; the others are
         answered here, a batch's members handed on one by one."""
-        async for line in lines:
+        async for line in _bounded_lines(stdin):
+            if line is None:
+                await self._refuse(types.INVALID_REQUEST, TOO_LONG)
+                continue
             if not line.strip():
                 continue
             try:

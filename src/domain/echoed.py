@@ -1,8 +1,11 @@
 """A caller's value shown back in an error (a key in a path, a name in a message), cut to a
 bounded length: a refusal names what it refuses, but a mebibyte-long key or name sent back
-whole made the answer as large as the body, once per violation (decision 0059). No name the
-service accepts is longer than ``ECHO`` (field and parameter names: 63 characters), so a cut
-value was never a valid one."""
+whole made the answer as large as the body, once per violation (decision 0059). Every message
+of the ``/v1`` and agent APIs that quotes a caller's value quotes it through here. No field,
+parameter, id or collection name the service accepts is longer than ``ECHO`` (63 characters
+at most), so such a cut value was never a valid one; a value whose own rule allows more (a
+definition term, a Kubernetes class name, a record id) shows its first ``ECHO`` code points,
+enough to tell which one is meant."""
 
 from __future__ import annotations
 

@@ -247,7 +247,7 @@ REFUSED: list[tuple[dict[str, Any], str]] = [
     (set_body(definitions=define(term=" ")),
      'definition " " requires a term, a definition and valid aliases'),
     (set_body(definitions=define(term="t" * 201)),
-     f'definition "{"t" * 201}" requires a term, a definition and valid aliases'),
+     f'definition "{"t" * 64}\u2026" requires a term, a definition and valid aliases'),
     (set_body(definitions=define(definition="d" * 4001)), DEF),
     (set_body(definitions=define(definition=None)), DEF),
     (set_body(definitions=define(aliases=[f"x{i}" for i in range(21)])), DEF),

@@ -231,7 +231,7 @@ REFUSED: list[tuple[str, str, Draft, str]] = [
     ("term blank", "finance", draft(definitions=(Definition(term=" ", definition="d"),)),
      def_msg(" ")),
     ("term of 201", "finance", draft(definitions=(Definition(term="t" * 201, definition="d"),)),
-     def_msg("t" * 201)),
+     def_msg("t" * 64 + "\u2026")),  # a caller's value shown cut (decision 0059)
     ("definition absent", "finance", draft(definitions=(Definition(term="t"),)), def_msg("t")),
     ("definition of 4001", "finance", draft(definitions=(
         Definition(term="t", definition="d" * 4001),)), def_msg("t")),

@@ -19,6 +19,7 @@ from context_service.domain.context.events import (
     QueryIndexPublished,
     QueryRecord,
 )
+from context_service.domain.echoed import quoted
 from context_service.domain.errors import ContextInvalidError
 from context_service.domain.events import Event
 from context_service.domain.values import quote
@@ -107,7 +108,7 @@ def body_events(now: datetime, actor: str, revision: str,
     for record, size in zip(records, sizes, strict=True):
         if size + overhead > MAX_EVENT_BYTES:
             raise ContextInvalidError(
-                f"query record {quote(record.id)} is too large to store"
+                f"query record {quoted(record.id)} is too large to store"
                 f" (at most {MAX_EVENT_BYTES} bytes encoded)")
     chunks = split(records, sizes)
     events: list[Event] = [

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from context_service.domain.cluster import Cluster, ClusterError, SnapshotClassInfo
+from context_service.domain.echoed import quoted
 from context_service.domain.errors import (
     ContextInvalidError,
     DomainError,
@@ -59,7 +60,7 @@ def storage_driver(cluster: Cluster, state: ContextState) -> StorageDriver:
     for found in classes:
         if found.name == name:
             return StorageDriver(name, found.provisioner)
-    raise ContextInvalidError(f"storage class {quote(name)} not found")
+    raise ContextInvalidError(f"storage class {quoted(name)} not found")  # the caller's: cut
 
 
 def snapshot_class(cluster: Cluster, driver: str, requested: str = "") -> str:
@@ -69,7 +70,7 @@ def snapshot_class(cluster: Cluster, driver: str, requested: str = "") -> str:
                      key=lambda c: c.name)
     if requested:
         if all(c.name != requested for c in matches):
-            raise ContextInvalidError(f"snapshot class {quote(requested)} does not match "
+            raise ContextInvalidError(f"snapshot class {quoted(requested)} does not match "
                                       f"storage driver {quote(driver)}")
         return requested
     defaults = [c for c in matches if c.default]

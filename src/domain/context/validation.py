@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from context_service.domain.context.events import Revision
+from context_service.domain.echoed import quoted
 from context_service.domain.errors import RequestInvalidError
 from context_service.domain.events import SUBJECT_KINDS, Subject
 from context_service.domain.values import (
@@ -49,7 +50,7 @@ def validate_grant(command: GrantAccess) -> Subject:
         raise RequestInvalidError("grant requires a valid subject and permissions")
     for permission in command.permissions:
         if permission not in PERMISSION_NAMES:
-            raise RequestInvalidError(f"unsupported permission {quote(permission)}")
+            raise RequestInvalidError(f"unsupported permission {quoted(permission)}")  # cut: 0059
     seen: set[str] = set()
     for permission in command.permissions:
         if permission in seen:

@@ -22,6 +22,7 @@ from context_service.domain.context_set.events import (
 )
 from context_service.domain.context_set.state import ContextSetState
 from context_service.domain.context_set.validation import validate_draft
+from context_service.domain.echoed import quoted
 from context_service.domain.errors import (
     ContextSetArchivedError,
     ContextSetExistsError,
@@ -31,7 +32,6 @@ from context_service.domain.errors import (
     DomainError,
 )
 from context_service.domain.events import Event
-from context_service.domain.values import quote
 
 
 def decide(command: ContextSetCommand, state: ContextSetState, now: datetime) -> list[Event]:
@@ -71,7 +71,7 @@ def _checked(set_id: str, draft: Draft, active_templates: frozenset[str]) -> Dra
     validate_draft(set_id, draft)
     for template in draft.query_templates:
         if template not in active_templates:
-            raise ContextSetReferenceInvalidError(f"query template {quote(template)} not found")
+            raise ContextSetReferenceInvalidError(f"query template {quoted(template)} not found")
     return draft
 
 

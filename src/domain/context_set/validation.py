@@ -15,10 +15,11 @@ from context_service.domain.context_set.events import (
     RequiredEvidence,
     VerifiedAnswer,
 )
+from context_service.domain.echoed import quoted
 from context_service.domain.errors import ContextSetInvalidError
 from context_service.domain.library.words import normalised
 from context_service.domain.query.tokenizer import tokenize
-from context_service.domain.values import is_context_name, is_dns_label, quote
+from context_service.domain.values import is_context_name, is_dns_label
 
 MAX_NAME = 100
 MAX_DESCRIPTION = 2000
@@ -76,7 +77,7 @@ def _answers(answers: Sequence[VerifiedAnswer], collections: Sequence[str]) -> N
     for a in answers:
         if not (_filled(a.question, MAX_QUESTION) and _filled(a.answer, MAX_ANSWER)):
             raise ContextSetInvalidError(
-                f"verified answer {quote(a.id)} requires a question (at most 1000 characters)"
+                f"verified answer {quoted(a.id)} requires a question (at most 1000 characters)"
                 " and an answer (at most 8000)")
     listed = set(collections)
     for a in answers:
@@ -84,7 +85,7 @@ def _answers(answers: Sequence[VerifiedAnswer], collections: Sequence[str]) -> N
             collection, sep, record = citation.partition("/")
             if index >= MAX_CITATIONS or not sep or not record or collection not in listed:
                 raise ContextSetInvalidError(
-                    f"verified answer {quote(a.id)} cites {quote(citation)}"
+                    f"verified answer {quoted(a.id)} cites {quoted(citation)}"
                     " outside the set's collections")
 
 
@@ -94,7 +95,7 @@ def _definitions(definitions: Sequence[Definition]) -> None:
                 or not _filled(d.definition, MAX_DEFINITION) or len(d.aliases) > MAX_ALIASES
                 or not all(_filled(alias, MAX_TERM) for alias in d.aliases)):
             raise ContextSetInvalidError(
-                f"definition {quote(d.term)} requires a term, a definition and valid aliases")
+                f"definition {quoted(d.term)} requires a term, a definition and valid aliases")
     names = [normalised(text) for d in definitions for text in (d.term, *d.aliases)]
     if not all(names) or len(set(names)) != len(names):
         raise ContextSetInvalidError("definition terms and aliases must be distinct")
@@ -106,7 +107,7 @@ def _instructions(instructions: Sequence[Instruction]) -> None:
         if (index >= MAX_INSTRUCTIONS or not is_dns_label(i.id) or i.id in seen
                 or not _filled(i.text, MAX_INSTRUCTION)):
             raise ContextSetInvalidError(
-                f"instruction {quote(i.id)} requires a distinct id and a text of at most"
+                f"instruction {quoted(i.id)} requires a distinct id and a text of at most"
                 " 4000 characters")
         seen.add(i.id)
 
@@ -118,6 +119,6 @@ def _evidence(evidence: Sequence[RequiredEvidence]) -> None:
                 or not _filled(r.description, MAX_EVIDENCE_TEXT)
                 or len(r.query) > MAX_EVIDENCE_TEXT or not tokenize(r.query)):
             raise ContextSetInvalidError(
-                f"required evidence {quote(r.id)} requires a distinct id, a description and"
+                f"required evidence {quoted(r.id)} requires a distinct id, a description and"
                 " a query")
         seen.add(r.id)

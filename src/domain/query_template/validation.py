@@ -7,6 +7,7 @@ import re
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 
+from context_service.domain.echoed import cut
 from context_service.domain.errors import QueryTemplateInvalidError, QueryTemplateRefusedError
 from context_service.domain.query_template.commands import TemplateDraft
 from context_service.domain.query_template.events import PARAMETER_TYPES, Parameter
@@ -132,7 +133,7 @@ def rewrite(draft: TemplateDraft) -> str:
     for name in found.placeholders:
         if name not in positions:
             raise QueryTemplateRefusedError(
-                f"placeholder \":{name}\" is not a declared parameter")
+                f"placeholder \":{cut(name)}\" is not a declared parameter")  # cut: 0059
     used = set(found.placeholders)
     for p in draft.parameters:
         if p.name not in used:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from context_service.domain.context.validation import valid_subject
+from context_service.domain.echoed import quoted
 from context_service.domain.errors import (
     DomainError,
     MemberNotFoundError,
@@ -18,7 +19,6 @@ from context_service.domain.errors import (
     WorkspaceNotFoundError,
 )
 from context_service.domain.events import ADMIN, Event, Subject
-from context_service.domain.values import quote
 from context_service.domain.workspace.commands import MembershipCommand, RemoveMember, SetMember
 from context_service.domain.workspace.events import WorkspaceMemberRemoved, WorkspaceMemberSet
 from context_service.domain.workspace.roles import ROLES, acts_as_owner, subject_permits
@@ -50,7 +50,7 @@ def _set(command: SetMember, state: WorkspaceState, now: datetime) -> list[Event
     if subject is None or not valid_subject(subject) or subject == ADMIN or not command.role:
         raise RequestInvalidError("member requires a valid subject and role")
     if command.role not in ROLES:
-        raise RequestInvalidError(f"unsupported role {quote(command.role)}")
+        raise RequestInvalidError(f"unsupported role {quoted(command.role)}")  # cut: 0059
     current = state.role_of(subject)
     _owner_rule(command.actor, state, command.role == "owner" or current == "owner")
     if current == "owner" and command.role != "owner" and state.owners == 1:

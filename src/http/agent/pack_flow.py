@@ -33,6 +33,7 @@ from context_service.domain.context_pack.readable import (
     readable_collections,
 )
 from context_service.domain.context_set.state import ContextSetState
+from context_service.domain.echoed import quoted
 from context_service.domain.errors import ContextSetNotFoundError
 from context_service.domain.pack.engine import assemble
 from context_service.domain.pack.items import Item, Missing, Pack
@@ -52,7 +53,6 @@ from context_service.domain.pack.request import (
     task_sha256,
 )
 from context_service.domain.pack.scope import PACKABLE_TYPES, PackScope, pack_scope
-from context_service.domain.values import quote
 from context_service.http.agent import packs_shapes as shapes
 from context_service.http.agent.body import decode
 from context_service.http.agent.errors import ApiError
@@ -167,7 +167,7 @@ def chosen_set(access: Access, named: str | None) -> ContextSetState | None:
 
 
 def collection_not_found(name: str) -> ApiError:
-    return ApiError(404, "NOT_FOUND", f"collection {quote(name)} not found")
+    return ApiError(404, "NOT_FOUND", f"collection {quoted(name)} not found")  # cut: 0059
 
 
 RELEASE_VIEWS = ("context_catalog", "context_sets", *ACCESS_VIEWS)
