@@ -99,6 +99,10 @@ def print_report(report: IngestReport) -> None:
         output.note(f"ignored {len(report.ignored)} file(s) that are not documents or transcripts: "
                     + ", ".join(map(printable, report.ignored[:5]))
                     + (", …" if len(report.ignored) > 5 else ""))
+    # what an ingested file held that no passage shows (a chat export's parts that are not
+    # text, a message whose parent is missing): a line each, never dropped without a word
+    for note in report.notes:
+        output.note(f"{printable(note.file)}: {printable(note.note)}")
 
 
 def _headline(report: IngestReport) -> str:

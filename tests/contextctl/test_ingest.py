@@ -97,7 +97,7 @@ def test_records_titles_files_times_and_provenance(cli: Cli, tmp_path: Path) -> 
         "ingest", "contextctl", 7)
     assert revision["bytes"] == done["bytes"] == sum(
         (folder / f).stat().st_size for f in GOOD_FILES)
-    assert revision["parameters"] == {"chunker": "contextctl-ingest/5", "maxTokens": "256",
+    assert revision["parameters"] == {"chunker": "contextctl-ingest/6", "maxTokens": "256",
                                       "tokenizer": "l2_supercat"}
 
 

@@ -50,7 +50,7 @@ def test_a_chatgpt_export_gives_one_document_per_conversation_along_its_current_
     """The visible conversation is the path from ``current_node`` up to the root: the reply
     regenerated away (``a1-old``) is not read; a hidden, empty system message gives no passage
     but keeps its place in the numbering; a tool's output names its tool; an
-    image part is left out of its message's text."""
+    image part reads ``[image]`` where it stands in its message's text."""
     got = dry(CHATGPT)
     name = "conversations.json"
     assert got == [
@@ -59,7 +59,7 @@ def test_a_chatgpt_export_gives_one_document_per_conversation_along_its_current_
         passage(name, GREYHOUND, 3, "Naming a greyhound", "assistant: How about Comet?",
                 "2023-05-08T13:37:00Z"),
         passage(name, GREYHOUND, 4, "Naming a greyhound",
-                "user: Comet it is. This is him on the sofa.", "2023-05-08T13:38:20Z"),
+                "user: [image]\n\nComet it is. This is him on the sofa.", "2023-05-08T13:38:20Z"),
         passage(name, GREYHOUND, 5, "Naming a greyhound", "tool (python): sofa_hours = 18",
                 "2023-05-08T13:39:10Z"),
         passage(name, GREYHOUND, 6, "Naming a greyhound",

@@ -165,7 +165,7 @@ def _report(got: Read, context: str, ns: str, kind: str, max_tokens: int, outcom
         files=len(got.entries), bytes=sum(e.size for e in got.entries),
         passages=len(got.passages), tokens=sum(p.tokens for p in got.passages),
         parameters=chosen, position=position, created=created, skipped=list(got.failed),
-        ignored=list(got.ignored),
+        ignored=list(got.ignored), notes=list(got.notes),
         records=[record(p, context, kind, revision) for p in got.passages] if records else [],
         record_tokens=[p.tokens for p in got.passages] if records else [])
 

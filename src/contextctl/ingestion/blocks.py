@@ -30,6 +30,9 @@ class Block:
 class Document:
     title: str  # used when a block has no heading: the document's own title, else its file name
     blocks: list[Block] = field(default_factory=list)
+    # what the reader left out or read in a way of its own (a chat export's parts that are not
+    # text, a message whose parent is missing): said in the report, never silently dropped
+    notes: list[str] = field(default_factory=list)
 
 
 def slug(text: str) -> str:

@@ -14,14 +14,19 @@ from typing import Any
 
 from context_service.contextctl.ingestion import exports
 from context_service.contextctl.ingestion.blocks import Anchors, Block, Document, slug
-from context_service.contextctl.ingestion.decoding import LINE_ENDS, Unreadable, with_newlines
+from context_service.contextctl.ingestion.decoding import (
+    LINE_ENDS,
+    NotADocument,
+    Unreadable,
+    with_newlines,
+)
 from context_service.contextctl.ingestion.meter import Done, unreported
 from context_service.contextctl.ingestion.times import time_of as _time
 
 _SESSION = re.compile(r"session_(\d+)")
 
 
-class NotTranscript(Unreadable):
+class NotTranscript(NotADocument):
     """Valid JSON that is not a transcript (a folder's other JSON files are left out)."""
 
 

@@ -16,6 +16,11 @@ class Unreadable(Exception):
     """A file that cannot be ingested; ``str()`` is the reason shown next to its name."""
 
 
+class NotADocument(Unreadable):
+    """A file of a supported suffix that is not a document (a JSON schema, a page its scripts
+    draw): a folder's such files are left out and listed as ignored; named, it is an error."""
+
+
 def text_of(data: bytes) -> str:
     for mark, codec in _UTF16:
         if data.startswith(mark):

@@ -10,7 +10,9 @@ document of its own, one block per message, ``<role>: <text>`` with its time as 
 
 A conversation is named by its id (``id``, ``uuid``), not its place: the next export, grown by
 new conversations, keeps the others' documents and ids. Its title (``title``, ``name``) titles
-its passages."""
+its passages. A message's text is read by ``export_content``; what is not read (parts that are
+not text, conversations that gave no passage) and a message read after another because its
+parent is missing are the document's notes, which the report shows."""
 
 from __future__ import annotations
 
@@ -19,12 +21,15 @@ from typing import Any
 
 from context_service.contextctl.ingestion.blocks import Anchors, Block, Document
 from context_service.contextctl.ingestion.decoding import Unreadable, with_newlines
+from context_service.contextctl.ingestion.export_content import NotRead, chatgpt_text, claude_text
 from context_service.contextctl.ingestion.meter import Done
 from context_service.contextctl.ingestion.times import time_of
 
 # (role, text, time) of each message of a conversation in order; ``where`` names the
-# conversation in a file's reasons
-Messages = Callable[[dict[str, Any], str], Iterator[tuple[str, str, Any]]]
+# conversation in a file's reasons, and what is not read is told to ``NotRead``
+Messages = Callable[[dict[str, Any], str, NotRead], Iterator[tuple[str, str, Any]]]
+# the parent Claude.ai gives a message that has none: the first, or an edit of the first
+_NO_PARENT = "00000000-0000-4000-8000-000000000000"
 
 
 def is_chatgpt(value: Any) -> bool:
@@ -55,12 +60,15 @@ def _read(conversations: list[Any], name: str, done: Done, shaped: Callable[[Any
             raise Unreadable(f"conversation {number} {missing}")
     document = Document(name)
     parts = Anchors()  # the conversations' names, unique in the file
+    not_read = NotRead()
     for number, conversation in enumerate(conversations, 1):
         where = f"conversation {number}"
         part = parts.new(_text_field(conversation, "id", "conversation_id", "uuid")
                          or f"conversation-{number}")
         title = _text_field(conversation, "title", "name").strip()
-        for position, (role, text, when) in enumerate(messages(conversation, where), 1):
+        gave = False
+        for position, (role, text, when) in enumerate(messages(conversation, where, not_read),
+                                                      1):
             # read even when the message is empty: a time that is no time refuses the file
             valid_from = time_of(when, f"{where} message {position}")
             said = with_newlines(text).strip()
@@ -69,7 +77,11 @@ def _read(conversations: list[Any], name: str, done: Done, shaped: Callable[[Any
                     (title,) if title else (), f"{part}/m{position}", f"{role}: {said}",
                     valid_from=valid_from, alone=True,
                     part=part if len(conversations) > 1 else ""))
+                gave = True
+        if not gave:
+            not_read.empty.append(where)
         done(number, len(conversations))
+    document.notes = not_read.notes()
     return document
 
 
@@ -78,12 +90,23 @@ def _text_field(value: dict[str, Any], *keys: str) -> str:
     return next((value[k] for k in keys if isinstance(value.get(k), str) and value[k]), "")
 
 
-def _chatgpt(conversation: dict[str, Any], where: str) -> Iterator[tuple[str, str, Any]]:
+def _chatgpt(conversation: dict[str, Any], where: str,
+             not_read: NotRead) -> Iterator[tuple[str, str, Any]]:
+    """A hidden message (the system's, the user's custom instructions, in every conversation
+    they have) is not part of the conversation the app shows: it gives no text, but keeps its
+    number, so the ids of the messages after it are those they had."""
     for position, message in enumerate(_current_path(conversation, where), 1):
         author = message.get("author")
         if not isinstance(author, dict) or not isinstance(author.get("role"), str):
             raise Unreadable(f"{where} message {position} has no author role")
-        yield _speaker(author), _chatgpt_text(message.get("content")), message.get("create_time")
+        text = "" if _hidden(message) else chatgpt_text(message.get("content"), not_read.parts)
+        yield _speaker(author), text, message.get("create_time")
+
+
+def _hidden(message: dict[str, Any]) -> bool:
+    metadata = message.get("metadata")
+    return isinstance(metadata, dict) and metadata.get(
+        "is_visually_hidden_from_conversation") is True
 
 
 def _speaker(author: dict[str, Any]) -> str:
@@ -102,6 +125,8 @@ def _current_path(conversation: dict[str, Any], where: str) -> list[dict[str, An
     (the other branches of the tree are not read). Nodes without a message (the root) are not
     messages and take no number."""
     mapping: dict[str, Any] = conversation["mapping"]
+    if not mapping:  # a conversation opened and left: no node at all, so no path to find
+        return []
     node_id = conversation.get("current_node")
     if not isinstance(node_id, str) or node_id not in mapping:
         raise Unreadable(f"{where} has no current_node in its mapping")
@@ -121,59 +146,72 @@ def _current_path(conversation: dict[str, Any], where: str) -> list[dict[str, An
     return path
 
 
-def _chatgpt_text(content: Any) -> str:
-    """The text parts (an image or a file part is not text); without parts, the ``text`` of a
-    code block or a tool's output."""
-    if not isinstance(content, dict):
-        return content if isinstance(content, str) else ""
-    parts = content.get("parts")
-    if isinstance(parts, list):
-        return "\n\n".join(p.strip() for p in parts if isinstance(p, str) and p.strip())
-    text = content.get("text")
-    return text if isinstance(text, str) else ""
-
-
-def _claude(conversation: dict[str, Any], where: str) -> Iterator[tuple[str, str, Any]]:
+def _claude(conversation: dict[str, Any], where: str,
+            not_read: NotRead) -> Iterator[tuple[str, str, Any]]:
     for position, message in enumerate(conversation["chat_messages"], 1):
         sender = message.get("sender") if isinstance(message, dict) else None
         if not isinstance(sender, str):
             raise Unreadable(f"{where} message {position} has no sender")
-    for message in _claude_branch(conversation, where):
-        yield message["sender"], _claude_text(message), message.get("created_at")
+    for message in _claude_branch(conversation, where, not_read):
+        yield message["sender"], claude_text(message, not_read.parts), message.get("created_at")
 
 
-def _claude_branch(conversation: dict[str, Any], where: str) -> list[dict[str, Any]]:
+def _claude_branch(conversation: dict[str, Any], where: str,
+                   not_read: NotRead) -> list[dict[str, Any]]:
     """The messages of one branch. Messages that name their parent (``parent_message_uuid``)
     form a tree, every branch of it in one list in the order written: the branch read ends at
     ``current_leaf_message_uuid``, else at the last message written, and goes up to the first
-    message (whose parent is no message). Older exports, without parents, are one list."""
+    message (whose parent is no message). Older exports, without parents, are one list.
+
+    A parent that is not in the export (a message lost from it) ended the branch there, and
+    every message before it went unread without a word: such a message is read after the
+    message written before it, as messages without parents are, and ``not_read`` hears of it."""
     messages: list[dict[str, Any]] = conversation["chat_messages"]
     if not any(isinstance(m.get("parent_message_uuid"), str) for m in messages):
         return messages
     by_id = {m["uuid"]: m for m in messages if isinstance(m.get("uuid"), str)}
+    written = {id(m): place for place, m in enumerate(messages)}
     leaf = conversation.get("current_leaf_message_uuid")
     message: dict[str, Any] | None = by_id.get(leaf) if isinstance(leaf, str) else None
+    if isinstance(leaf, str) and message is None:
+        not_read.gaps.append(f"{where}: its current leaf message is not in the export "
+                             f"({_shown(leaf)}): read the branch ending at the last message "
+                             "written")
     message = message or messages[-1]
     branch: list[dict[str, Any]] = []
+    gaps: list[tuple[dict[str, Any], str, bool]] = []  # (message, its parent, read after one)
     seen: set[int] = set()
+    guessed = 0  # the branch's length when it last went on by a guess (0: never)
     while message is not None:
         if id(message) in seen:
+            if guessed:  # the guess came back to the branch: not taken, the branch ends there
+                del branch[guessed:]
+                gaps[-1] = (*gaps[-1][:2], False)
+                break
             raise Unreadable(f"{where}: its messages' parents form a loop")
         seen.add(id(message))
         branch.append(message)
         parent = message.get("parent_message_uuid")
-        message = by_id.get(parent) if isinstance(parent, str) else None
+        if isinstance(parent, str) and parent in by_id:
+            message = by_id[parent]
+        elif not isinstance(parent, str) or parent == _NO_PARENT:
+            message = None
+        else:  # read after the message written before it, unless that one is read already
+            before = written[id(message)] - 1
+            after = before >= 0 and id(messages[before]) not in seen
+            gaps.append((message, parent, after))
+            message = messages[before] if after else None
+            guessed = len(branch) if after else guessed
     branch.reverse()
+    numbers = {id(m): number for number, m in enumerate(branch, 1)}
+    for gap, parent, after in reversed(gaps):  # in the order read
+        not_read.gaps.append(
+            f"{where} message {numbers[id(gap)]} names a parent that is not in the export "
+            f"({_shown(parent)}): " + ("read after the message written before it" if after
+                                 else "read as the first message"))
     return branch
 
 
-def _claude_text(message: dict[str, Any]) -> str:
-    """Its ``content`` blocks of text (a tool's call or result is not; ``text`` then holds a
-    placeholder for it); a message without such blocks, its ``text``."""
-    content = message.get("content")
-    blocks = [b["text"] for b in content if isinstance(b, dict) and b.get("type") == "text"
-              and isinstance(b.get("text"), str)] if isinstance(content, list) else []
-    if blocks:
-        return "\n\n".join(b.strip() for b in blocks if b.strip())
-    text = message.get("text")
-    return text if isinstance(text, str) else ""
+def _shown(uuid: str) -> str:
+    """A message's id as a note names it: quoted, and cut when longer than an id is."""
+    return repr(uuid if len(uuid) <= 40 else f"{uuid[:40]}…")

@@ -11,6 +11,7 @@ from typing import Any
 from selectolax.lexbor import LexborHTMLParser
 
 from context_service.contextctl.ingestion.blocks import LINES, Document, Outline
+from context_service.contextctl.ingestion.decoding import NotADocument
 from context_service.contextctl.ingestion.meter import Done, unreported
 
 HEADINGS = {f"h{n}": n for n in range(1, 7)}
@@ -37,6 +38,11 @@ def parse(text: str, name: str, done: Done = unreported) -> Document:
     root = tree.body or tree.root
     if root is not None:
         _Walker(document, done).walk(root, (0, _UNITS))
+    if not document.blocks and tree.css_first("script") is not None:
+        # an app's page, drawn by its scripts from data they hold (ChatGPT's export writes
+        # chat.html beside conversations.json, the same conversations): found in a folder, it
+        # refused the whole run as a page without text
+        raise NotADocument("a page its scripts draw, without text of its own")
     return document
 
 

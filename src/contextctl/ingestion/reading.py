@@ -11,8 +11,7 @@ from pathlib import PurePath, PurePosixPath
 
 from context_service.contextctl.ingestion import formats
 from context_service.contextctl.ingestion.blocks import Document
-from context_service.contextctl.ingestion.chat import NotTranscript
-from context_service.contextctl.ingestion.decoding import Unreadable
+from context_service.contextctl.ingestion.decoding import NotADocument, Unreadable
 from context_service.contextctl.ingestion.discovery import Found, Source
 from context_service.contextctl.ingestion.meter import Done, FileMeter
 from context_service.contextctl.ingestion.passages import Passage, passages
@@ -29,12 +28,22 @@ class Skipped:
     reason: str
 
 
+@dataclass(frozen=True, slots=True)
+class Note:
+    """Something a file was read with that its passages do not show (a chat export's parts
+    that are not text): the file was ingested, and the report says it."""
+
+    file: str
+    note: str
+
+
 @dataclass(slots=True)
 class Read:
     entries: list[FileEntry] = field(default_factory=list)  # the files that gave passages
     passages: list[Passage] = field(default_factory=list)
     failed: list[Skipped] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)  # of the files that gave passages
 
 
 def read(found: Found, counter: TokenCounter, max_tokens: int,
@@ -70,16 +79,17 @@ def _read_one(source: Source, counter: TokenCounter, max_tokens: int, meter: Fil
         made = passages(document, source.name, counter, max_tokens, meter.cutting)
         if not made:
             raise Unreadable("no text to index")
-    except NotTranscript as exc:
+    except NotADocument as exc:
         if source.named:
             result.failed.append(Skipped(source.name, str(exc)))
-        else:  # a folder's other JSON files (schemas, settings) are not transcripts
+        else:  # a folder's other JSON files (schemas, settings), an app's page (chat.html)
             result.ignored.append(source.name)
     except Unreadable as exc:
         result.failed.append(Skipped(source.name, str(exc)))
     else:
         result.entries.append(entry(source.name, data))
         result.passages.extend(made)
+        result.notes.extend(Note(source.name, note) for note in document.notes)
 
 
 def _parsed(path: PurePath, data: bytes, done: Done) -> Document:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from context_service.contextctl.ingestion.reading import Skipped
+from context_service.contextctl.ingestion.reading import Note, Skipped
 
 PUBLISHED = "published"  # a new revision and its index
 INDEXED = "indexed"  # the revision was current already; its index was (re)sent
@@ -29,6 +29,7 @@ class IngestReport:
     created: bool = False  # the context was created by this run
     skipped: list[Skipped] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)  # what read files held that was not read
     records: list[dict[str, Any]] = field(default_factory=list)  # dry runs only
     record_tokens: list[int] = field(default_factory=list)  # dry runs only: each record's
 
@@ -44,7 +45,8 @@ class IngestReport:
             "bytes": self.bytes, "passages": self.passages, "tokens": self.tokens,
             "parameters": self.parameters,
             "skipped": [{"file": s.file, "reason": s.reason} for s in self.skipped],
-            "ignored": self.ignored}
+            "ignored": self.ignored,
+            "notes": [{"file": n.file, "note": n.note} for n in self.notes]}
         if self.outcome == DRY_RUN:
             data["records"] = self.records
         return data

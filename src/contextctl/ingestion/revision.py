@@ -13,7 +13,7 @@ from typing import Any
 
 PRODUCER = "contextctl"
 OPERATION = "ingest"
-CHUNKER = "contextctl-ingest/5"  # names the rules of parsing, splitting and ids
+CHUNKER = "contextctl-ingest/6"  # names the rules of parsing, splitting and ids
 
 
 @dataclass(frozen=True, slots=True)
