@@ -39,9 +39,15 @@ class ContextReads(Protocol):
 
     def revisions(self, namespace: str, name: str, since: int) -> Sequence[Revision]: ...
 
-    def audit(self, namespace: str, name: str, since: int, after: tuple[int, int],
-              limit: int | None) -> Sequence[AuditEntry]:
-        """Entries of the generation starting at ``since``, after (position, seq) ``after``."""
+    def audit(self, namespace: str, name: str, since: int, after: tuple[int, int], limit: int,
+              through: tuple[int, int] | None = None) -> Sequence[AuditEntry]:
+        """At most ``limit`` entries of the generation starting at ``since``, oldest first, after
+        (position, seq) ``after`` and up to ``through`` inclusive (no bound: None). Always a
+        page: a log read whole would cost memory in proportion to the context's history."""
+
+    def audit_last(self, namespace: str, name: str, since: int) -> tuple[int, int] | None:
+        """The (position, seq) of the newest entry of the generation starting at ``since``
+        (None: it has none): where a reading of the whole history as of now ends."""
 
 
 class Consistency(Protocol):

@@ -138,17 +138,34 @@ class ContextReadsSql:
                         (context_stream(namespace, name).id, since))
             return [_revision.decode(r["doc"]) for r in cur.fetchall()]
 
-    def audit(self, namespace: str, name: str, since: int, after: tuple[int, int],
-              limit: int | None) -> Sequence[AuditEntry]:
+    def audit(self, namespace: str, name: str, since: int, after: tuple[int, int], limit: int,
+              through: tuple[int, int] | None = None) -> Sequence[AuditEntry]:
+        """A keyset page on the primary key's (position, seq) order, walked in that order from
+        ``after``: without statistics on the stream (entries just written, as an adoption's
+        many are) the planner expects a few rows and would gather every remaining entry of the
+        context into a bitmap and sort it for each page, so reading a long history a page at
+        a time would cost in proportion to its square (measured: a page from the start of
+        200,000 entries 77 ms, walked 0.5 ms)."""
         sql = ("SELECT position, seq, time, action, subject::text AS subject,"
                " target::text AS target FROM audit_log WHERE stream_id = %s AND position >= %s"
-               " AND (position, seq) > (%s, %s) ORDER BY position, seq")
+               " AND (position, seq) > (%s, %s)")
         params: list[object] = [context_stream(namespace, name).id, since, after[0], after[1]]
-        if limit is not None:
-            sql += " LIMIT %s"
-            params.append(limit)
+        if through is not None:
+            sql += " AND (position, seq) <= (%s, %s)"
+            params += [through[0], through[1]]
+        sql += " ORDER BY position, seq LIMIT %s"
+        params.append(limit)
         with self.datastore.transaction(commit=False) as cur:
+            cur.execute("SET LOCAL enable_bitmapscan = off")
             cur.execute(sql, params)
             return [AuditEntry(r["position"], r["time"], r["action"], _subject.decode(r["subject"]),
                                _subject.decode(r["target"]) if r["target"] else None, r["seq"])
                     for r in cur.fetchall()]
+
+    def audit_last(self, namespace: str, name: str, since: int) -> tuple[int, int] | None:
+        with self.datastore.transaction(commit=False) as cur:
+            cur.execute("SELECT position, seq FROM audit_log WHERE stream_id = %s"
+                        " AND position >= %s ORDER BY position DESC, seq DESC LIMIT 1",
+                        (context_stream(namespace, name).id, since))
+            row = cur.fetchone()
+        return None if row is None else (row["position"], row["seq"])
