@@ -17,6 +17,11 @@ event: the relay waits for room, retrying at its longest backoff, drops nothing,
 An event of a type this version does not know (a newer version's, during a rolling upgrade) is
 published like any other, with the fields it was stored with; it is logged once per type and
 counted, never a reason to stop.
+The stream may be edited (or deleted) while the relay is connected: the relay brings its own
+settings in line again as at connection, and logs a warning naming what it found, as soon as
+JetStream announces an edit, at a publish refused or acknowledged by another stream (through a
+new connection), and at the latest every ``stream_check_interval`` seconds, between batches,
+never per event. A stream that became one it refuses at connection ends the session as at start.
 """
 
 from __future__ import annotations
@@ -48,8 +53,9 @@ from context_service.adapters.nats.envelope import (
     subject_for,
 )
 from context_service.adapters.nats.stream import (
+    StreamDrift,
     StreamSpec,
-    ensure_stream,
+    bring_in_line,
     full_limit,
     last_envelope,
 )
@@ -66,6 +72,9 @@ EXPECTED_STREAM = "Nats-Expected-Stream"
 DATA_OMITTED_HEADER = "Cs-Data-Omitted"
 T = TypeVar("T")
 _HEADER_BLOCK = len(b"NATS/1.0\r\n\r\n")
+# seconds from an edit undone to the next check JetStream's announcement asks for: two relays at
+# odds over a setting (or a controller reconciling the stream its own way) take turns, no faster
+UNDO_GAP = 1.0
 
 
 class FeedOrderError(RuntimeError):
@@ -78,6 +87,11 @@ class AckTimeoutError(TimeoutError):
 
 class ConnectionLostError(ConnectionError):
     """The NATS connection closed during a session."""
+
+
+class WrongStreamError(RuntimeError):
+    """JetStream acknowledged an event from a stream other than the relay's: the event is not
+    where subscribers read, so it is not taken as published."""
 
 
 class StreamFullError(RuntimeError):
@@ -106,6 +120,8 @@ class RelaySettings:
     backoff_max: float = 5.0
     client_name: str = "context-service-relay"
     full_report_interval: float = 60.0  # seconds between the error lines of a full stream
+    # longest time an edit of the stream (JetStream's announcement of it lost) goes unnoticed
+    stream_check_interval: float = 10.0
 
 
 def resume_window(settings: RelaySettings) -> float:
@@ -198,6 +214,11 @@ class Relay:
         self._last_error: str | None = None
         self._stream_full = False
         self._full_reported: float | None = None  # when the full stream was last logged
+        self._stream_seen = False  # brought in line once: a later difference is an edit
+        self._stream_created: object = None  # when the stream the relay last saw was created
+        self._check_due = 0.0  # monotonic time of the next check of the stream's settings
+        self._undone_at = -UNDO_GAP  # monotonic time the relay last undid an edit
+        self._edited: asyncio.Event | None = None  # JetStream announced an edit of the stream
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping: asyncio.Event | None = None
         self._lost: asyncio.Event | None = None
@@ -314,6 +335,7 @@ class Relay:
         if self._acked is None:
             self._acked = self._saved = await self._call(self._positions.load)
         self._lost = asyncio.Event()
+        self._edited = asyncio.Event()
         nc = Client()
         watchdog: asyncio.Task[None] | None = None
         try:
@@ -330,7 +352,8 @@ class Relay:
             # Acks settle (and leave our window) before nats-py's own counter sees them: give
             # that counter room so it never blocks, our window being the real bound.
             js = nc.jetstream(publish_async_max_pending=2 * settings.max_in_flight + 1)
-            info = await ensure_stream(js, settings.stream)
+            await self._watch_edits(nc)  # first: an edit after the check below is announced
+            info, _ = await self._bring_in_line(js, connected=False)
             limit = MessageLimit.of(nc.max_payload, info.config.max_msg_size)
             start = await self._stream_tail(js) or self._acked
             if start != self._acked:
@@ -360,6 +383,11 @@ class Relay:
         while not stopping.is_set():
             if lost.is_set():
                 raise ConnectionLostError("NATS connection closed")
+            if self._edited_or_due():
+                await self._settle_all()  # what is in flight lands before the check, or fails
+                _, replaced = await self._bring_in_line(js, connected=True)
+                if replaced:
+                    chained = False  # a new stream: no message before the next to expect
             batch = await self._call(self._feed.read, cursor, settings.batch_size)
             if not batch:
                 await self._settle_all()
@@ -463,7 +491,76 @@ class Relay:
         log.warning("relay: the stream ends with position %d, unknown to the log", last.position)
         return 0
 
+    async def _watch_edits(self, nc: Client) -> None:
+        """Have JetStream's announcements of the stream's edit, deletion or creation wake the
+        relay (core NATS: one may be lost, hence the periodic check as well)."""
+        edited = self._edited
+        assert edited is not None
+
+        async def announced(_: Any) -> None:
+            edited.set()
+
+        name = self._settings.stream.name
+        await nc.subscribe(f"$JS.EVENT.ADVISORY.STREAM.*.{name}", cb=announced)
+        await nc.flush(timeout=self._settings.connect_timeout)  # the server has it from here on
+
+    def _edited_or_due(self) -> bool:
+        """Whether to check the stream now: at the interval, or once an edit is announced, but
+        ``UNDO_GAP`` after the relay last undid one (its own update announced, or another
+        party undoing it in turn: the check is put off, not dropped)."""
+        edited, loop, now = self._edited, self._loop, time.monotonic()
+        assert edited is not None and loop is not None
+        if now >= self._check_due:
+            return True
+        if not edited.is_set():
+            return False
+        wait = self._undone_at + UNDO_GAP - now
+        if wait <= 0:
+            return True
+        edited.clear()
+        loop.call_later(wait, edited.set)
+        return False
+
+    async def _bring_in_line(self, js: JetStreamContext, connected: bool) -> \
+            tuple[api.StreamInfo, bool]:
+        """The stream, its owned settings in line, and whether it is another stream than the one
+        the relay published into so far (deleted, created anew: its next message follows none).
+        ``connected``: an edit while publishing, not since the last connection. Raises
+        ``StreamMismatchError`` for a stream the relay refuses, as at start."""
+        assert self._edited is not None
+        self._edited.clear()
+        self._check_due = time.monotonic() + self._settings.stream_check_interval
+        info, drift = await bring_in_line(js, self._settings.stream)
+        seen, created = self._stream_seen, self._stream_created
+        self._stream_seen, self._stream_created = True, info.created
+        replaced = seen and (drift.created or info.created != created)
+        if seen and (drift or replaced):
+            self._undone_at = time.monotonic()
+            self._warn_drift(drift, replaced, connected)
+        return info, replaced
+
+    def _warn_drift(self, drift: StreamDrift, replaced: bool, connected: bool) -> None:
+        """One line naming the edit the relay found and undid, with it as fields."""
+        name, acked = self._settings.stream.name, self._acked or 0
+        when = "while the relay was connected" if connected else "since the relay last connected"
+        if drift.created:
+            what = f"was deleted {when}; created it again, from the event after position {acked}"
+        elif replaced:
+            what = (f"was deleted and created again {when}; publishing into it from the event "
+                    f"after position {acked}")
+        else:
+            what = f"was edited {when}; brought back"
+        if drift.changes:
+            what += f" ({drift.describe()})"
+        log.warning("relay: stream %s %s", name, what,
+                    extra={"stream": name, "deleted": replaced, "position": acked,
+                           "changes": {key: {"found": found, "restored": wanted}
+                                       for key, (found, wanted) in drift.changes.items()}})
+
     def _on_ack(self, position: int, ack: api.PubAck) -> None:
+        if ack.stream != self._settings.stream.name:
+            raise WrongStreamError(f"stream {ack.stream} acknowledged the event at position "
+                                   f"{position}, not {self._settings.stream.name}")
         if not self._save_refused:
             self._failing = False  # publishing again: a later failure is a new one, warned again
         if ack.duplicate:
@@ -549,12 +646,13 @@ class Relay:
 
     async def _idle(self, cursor: int) -> None:
         """Wait for the feed to grow past ``cursor``, a stop request or the connection closing."""
-        stopping, lost = self._stopping, self._lost
-        assert stopping is not None and lost is not None
+        stopping, lost, edited = self._stopping, self._lost, self._edited
+        assert stopping is not None and lost is not None and edited is not None
         waits = [
             asyncio.ensure_future(self._call(self._feed.wait, cursor, self._settings.idle_wait)),
             asyncio.ensure_future(stopping.wait()),
             asyncio.ensure_future(lost.wait()),
+            asyncio.ensure_future(edited.wait()),
         ]
         try:
             await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)

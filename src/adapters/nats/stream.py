@@ -60,6 +60,25 @@ class StreamSpec:
         )
 
 
+@dataclass(frozen=True)
+class StreamDrift:
+    """What bringing the stream in line found: ``created`` when it was missing (never made, or
+    deleted), else ``changes``, each owned setting that differed, as ``(found, restored)``."""
+
+    created: bool = False
+    changes: dict[str, tuple[Any, Any]] = dataclasses.field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return self.created or bool(self.changes)
+
+    def describe(self) -> str:
+        """One phrase for a log line: ``missing`` or ``retention interest -> limits, ...``."""
+        if self.created:
+            return "missing"
+        return ", ".join(f"{key} {found} -> {wanted}"
+                         for key, (found, wanted) in self.changes.items())
+
+
 async def ensure_stream(js: JetStreamContext, spec: StreamSpec) -> api.StreamInfo:
     """Create the stream, or bring the settings the service owns in line with ``spec``.
 
@@ -70,25 +89,41 @@ async def ensure_stream(js: JetStreamContext, spec: StreamSpec) -> api.StreamInf
     relay cannot publish into (sealed, a mirror...) or bring in line (its subjects taken by
     another stream) raises ``StreamMismatchError`` saying why.
     """
+    info, _ = await bring_in_line(js, spec)
+    return info
+
+
+async def bring_in_line(js: JetStreamContext, spec: StreamSpec) -> tuple[api.StreamInfo,
+                                                                         StreamDrift]:
+    """``ensure_stream``, also saying what it found out of line: the relay runs it at every
+    connection and again whenever the stream may have been edited under it, and an edit undone
+    is the operator's to hear about (with what it was)."""
     try:
         info = await js.stream_info(spec.name)
     except NotFoundError:
-        return await js.add_stream(spec.config())
+        return await js.add_stream(spec.config()), StreamDrift(created=True)
     current = info.config
     refusal = _refusal(current)
     if refusal is not None:
         raise StreamMismatchError(f"stream {spec.name} {refusal}")
     changes = _owned_changes(current, spec)
     if not changes:
-        return info
+        return info, StreamDrift()
+    drift = StreamDrift(changes={key: (_shown(getattr(current, key)), _shown(value))
+                                 for key, value in changes.items()})
     # the whole current config goes back: an update resets every field it leaves out
     try:
-        return await js.update_stream(dataclasses.replace(current, **changes))
+        return await js.update_stream(dataclasses.replace(current, **changes)), drift
     except APIError as exc:  # e.g. our subjects overlap another stream's
         wanted = ", ".join(f"{key} {value}" for key, value in changes.items())
         raise StreamMismatchError(
             f"stream {spec.name} cannot be brought in line ({wanted}): "
             f"{exc.description or exc}") from exc
+
+
+def _shown(value: Any) -> Any:
+    """A setting as an operator writes it (``interest``, not ``RetentionPolicy.INTEREST``)."""
+    return getattr(value, "value", value)
 
 
 _RECREATE = "delete or rename the stream to let the relay recreate it"
