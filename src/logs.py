@@ -28,6 +28,20 @@ SECRET_URL_SETTINGS = ("CS_DATABASE_URL", "CS_AGENT_QUERY_URL", "CS_NATS_URL")
 # a shorter value is not hidden wherever it appears: it would blot out ordinary words
 SHORTEST_HIDDEN = 4
 
+# A URL's user information: ``scheme://...@`` within one stretch free of blanks, quotes,
+# backslashes and "@" (a "segment"), from the first scheme of the segment to the "@" ending it.
+# Tried at every scheme start, a line like "a.a.a.a..." or "a://a://a://..." read its runs to
+# their ends again at each start: quadratic in a line that may quote a caller's path or body.
+# Every start in a segment (and in a scheme's run) reaches the same end, so an attempt begins
+# only where a segment begins and ends with "@" (the lookahead), takes the segment's first
+# scheme whose run ends in "://", and from a run only its first start (atomic group); group 1
+# keeps the text before the user information as it was.
+_ENDS_SEGMENT = r"""\s'"\\@"""
+_SCHEME_RUN = r"[a-z0-9+.-]"
+_URL_USERINFO = re.compile(
+    rf"(?<![^{_ENDS_SEGMENT}])(?=[^{_ENDS_SEGMENT}]*+@)"
+    rf"([^{_ENDS_SEGMENT}]*?(?<!{_SCHEME_RUN})(?>{_SCHEME_RUN}*?\b(?=[a-z])){_SCHEME_RUN}*+://)"
+    rf"[^{_ENDS_SEGMENT}]*+@", re.I)
 _SHAPES = (
     # an agent token keeps its credential id (which credential it was), never its secret
     (re.compile(r"(bdk_[0-9a-f]{16}_)[A-Za-z0-9_-]+"), rf"\g<1>{HIDDEN}"),
@@ -36,8 +50,7 @@ _SHAPES = (
     (re.compile(r"""((?:authorization|proxy-authorization|cookie|set-cookie|x-gateway-secret|"""
                 r"""x-csrf-token|x-sh-auth)\\?['"]?\s*[:=,]\s*b?\\?['"]?)[^'"\\\r\n]+""", re.I),
      rf"\g<1>{HIDDEN}"),
-    (re.compile(r"""\b([a-z][a-z0-9+.-]*://)[^\s'"\\@/]*(?:/[^\s'"\\@/]*)*@""", re.I),
-     rf"\g<1>{HIDDEN}@"),
+    (_URL_USERINFO, rf"\g<1>{HIDDEN}@"),
     (re.compile(r"""\b(password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&'"\\]+)""", re.I),
      rf"\g<1>{HIDDEN}"),
 )

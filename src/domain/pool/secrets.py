@@ -55,13 +55,20 @@ LONGEST_SHOWN = 64  # a name quoted in a message beyond this is cut
 _WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]++|[0-9]++")
 # shell words: a command's string is split at blanks and operators (``$(VAR)`` stays whole)
 _SHELL_SPLIT = re.compile(r"[\s;&|<>`]++")
+# A JSON web token's part is a base64url run, and "eyJ" can start anywhere in one after a "-"
+# ("eyJ-eyJ-eyJ-..."): tried at each, the run was read to its end each time, quadratic in the
+# string. Every start in a run reaches the same end, so only the run's first start is tried:
+# an attempt begins where a run begins and commits (atomic group) to its first "eyJ".
+_JWT_PART = "[A-Za-z0-9_-]"
+_JWT = re.compile(rf"(?<!{_JWT_PART})(?>{_JWT_PART}*?\beyJ){_JWT_PART}{{8,}}+"
+                  rf"\.eyJ{_JWT_PART}{{8,}}+\.{_JWT_PART}{{8,}}+")
 # (shape, what it looks like); every pattern starts with a fixed text and its runs are
-# possessive or bounded, so a search costs time linear in the string
+# possessive or bounded, and no two attempts read the same run, so a search costs time linear
+# in the string
 _SHAPES = (
     (re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"), "a private key"),
     (re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}(?![0-9A-Za-z])"), "an AWS access key id"),
-    (re.compile(r"\beyJ[A-Za-z0-9_-]{8,}+\.eyJ[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{8,}+"),
-     "a JSON web token"),
+    (_JWT, "a JSON web token"),
     (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{36,}+"), "a GitHub token"),
     (re.compile(r"\bgithub_pat_[A-Za-z0-9_]{40,}+"), "a GitHub token"),
     (re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}+"), "a GitLab token"),
