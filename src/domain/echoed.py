@@ -24,3 +24,18 @@ def cut(text: str, limit: int = ECHO) -> str:
 def quoted(text: str) -> str:
     """``text`` cut, written as a JSON string (agent-context-api.md §1.3)."""
     return quote(cut(text))
+
+
+# code points of another program's message (the database's primary message) once its quoted
+# stretches are cut: a backstop for a value it quotes some other way, or that holds a quote
+TELLING = 1000
+
+
+def told(message: str) -> str:
+    """Another program's message, as the database's primary message: it quotes what it
+    refused in double quotes (``invalid input syntax for type integer: "<value>"``), and that
+    can be a caller's parameter or a literal of their SQL, whole. Each quoted stretch is cut
+    as a caller's value is, and the whole message to ``TELLING`` code points."""
+    pieces = message.split('"')
+    # the odd pieces of a split at each quote are the quoted stretches
+    return cut('"'.join(cut(p) if place % 2 else p for place, p in enumerate(pieces)), TELLING)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from context_service.domain.echoed import told
 from context_service.domain.errors import (
     DomainError,
     QueryTemplateExistsError,
@@ -70,7 +71,7 @@ def _checked(template_id: str, draft: TemplateDraft, check: DatabaseCheck) -> No
     validate_request(template_id, draft)
     refusal = check(rewrite(draft), draft.parameters)
     if refusal is not None:
-        raise QueryTemplateRefusedError(refusal)
+        raise QueryTemplateRefusedError(told(refusal))  # the database may quote the sql
 
 
 def _version(cls: type[QueryTemplateRegistered] | type[QueryTemplateReplaced], now: datetime,

@@ -27,6 +27,7 @@ from context_service.contract.agent_errors import (
     QueryInternalError,
     QueryTimedOut,
 )
+from context_service.domain.echoed import told
 from context_service.domain.errors import SandboxNotConfiguredError
 from context_service.domain.query_template.commands import TemplateDraft
 from context_service.domain.query_template.events import Parameter, QueryTemplateRun
@@ -171,7 +172,9 @@ def _run(templates: QueryTemplateServices, caller: AgentCaller, set_id: str,
                        f"query template exceeded its timeout of {template.timeout_ms} ms",
                        headers=recorded)
     if result.outcome == "failed":
-        raise ApiError(400, "AGENT_QUERY_FAILED", f"query template failed: {result.message}",
+        # the database's primary message may quote a caller's value whole (decision 0059)
+        raise ApiError(400, "AGENT_QUERY_FAILED",
+                       f"query template failed: {told(result.message)}",
                        {"sqlstate": result.sqlstate}, recorded)
     return api_json({"columns": result.columns, "rows": result.rows,
                      "rowCount": len(result.rows), "truncated": result.truncated}, 200,
