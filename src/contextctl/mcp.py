@@ -8,6 +8,7 @@ import re
 import anyio
 import click
 
+from context_service.contextctl.mcp_stop import StopSignals
 from context_service.contextctl.options import App
 
 _HEADER_VALUE = re.compile(r"[\x20-\x7e]+")  # visible ASCII and spaces: nothing to refuse
@@ -24,12 +25,16 @@ def mcp_command(app: App) -> None:
     _sendable("CS_AGENT_TOKEN", settings.agent_token)
     if settings.token:
         _sendable("CS_TOKEN", settings.token)
+    stop = StopSignals()
+    stop.install()  # before the long import: a host may stop it at any moment
     # imported here, not at the top: the MCP SDK takes most of the CLI's start-up, and only
     # this command needs it
     from context_service.contextctl.mcp_bridge import Bridge, serve
 
+    if stop.requested:
+        return
     headers = {"X-SH-Auth": settings.token} if settings.token else {}
-    anyio.run(serve, Bridge(settings.url, settings.agent_token, headers))
+    anyio.run(serve, Bridge(settings.url, settings.agent_token, headers), stop)
 
 
 def _sendable(setting: str, secret: str) -> None:

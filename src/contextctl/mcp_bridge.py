@@ -8,8 +8,11 @@ Imported only when ``contextctl mcp`` runs: the MCP SDK is most of the CLI's imp
 from __future__ import annotations
 
 import importlib.metadata
+import io
 import math
+import signal
 import sys
+from collections.abc import AsyncIterator
 from typing import Any, cast
 
 import anyio
@@ -26,8 +29,10 @@ from pydantic import ValidationError
 from context_service.client import ApiError, AsyncClient
 from context_service.client.errors import error_of, unreachable
 from context_service.contextctl.mcp_framing import Framing
+from context_service.contextctl.mcp_stop import STOP_SIGNALS, Stdin, StopSignals
 from context_service.contract import agent as c
 from context_service.contract import tools as catalogue
+from context_service.urls import redacted
 
 # what is asked of the service's stateless /mcp: one POST, one JSON-RPC message, one JSON answer
 _LISTING = msgspec.json.encode({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
@@ -37,6 +42,15 @@ REDACTED = "[redacted]"  # a secret's place in an error text
 # the service not reached at all (refused, no such host, no connection in time): a service that
 # was reached but did not answer, or a request httpx would not send, stays an error
 _NOT_REACHED = (httpx.ConnectError, httpx.ConnectTimeout)
+# seconds a stopped session has to end on its own (its calls given up, its answers written)
+# before it is cancelled, and the service's connections to close
+STOP_WITHIN = 2.0
+# seconds a connection to the service may take to be made; the client's timeout (a call's
+# answer) is otherwise its own. A host that drops the connection (a firewall, an address
+# gone) held each call four times this long (the client's tries), and the listing at start
+# once, before the own catalogue was listed: at the client's 60 s that was four minutes a call
+CONNECT_WITHIN = 5.0
+TIMEOUT = 60.0
 
 
 def _listing(cursor: str) -> bytes:
@@ -50,7 +64,8 @@ class Bridge:
 
     def __init__(self, url: str, token: str, headers: dict[str, str]) -> None:
         self.url = url
-        self.client = AsyncClient(url, token, headers=headers)
+        self.client = AsyncClient(url, token, headers=headers, timeout=TIMEOUT)
+        self.client.http.timeout = httpx.Timeout(TIMEOUT, connect=CONNECT_WITHIN)
         # what no error text may carry: a transport's message can quote a header it refused
         self.secrets = tuple(sorted({token, *headers.values()} - {""}, key=len, reverse=True))
         # the service was not reached at the last listing, and stderr has said so
@@ -87,8 +102,9 @@ class Bridge:
         learns the tools; stderr says so once until a listing reaches the service."""
         if not self.unreached_said:
             self.unreached_said = True
-            print(self._redacted(f"contextctl mcp: the service at {self.url} was not reached "
-                                 f"({exc.message}); listing this contextctl's own tools"),
+            print(self._redacted(f"contextctl mcp: the service at {redacted(self.url)} was not "
+                                 f"reached ({exc.message}); listing this contextctl's own "
+                                 "tools"),
                   file=sys.stderr, flush=True)
         return types.ListToolsResult(tools=[tool.definition() for tool in catalogue.TOOLS])
 
@@ -158,8 +174,12 @@ class Bridge:
         return catalogue.failure(self._body_of(exc), wait)
 
     def _body_of(self, exc: ApiError) -> c.ErrorBody:
-        """The error body the client's error carries, its message without a secret."""
-        return c.ErrorBody(code=exc.code, message=self._redacted(exc.message),
+        """The error body the client's error carries, its message without a secret; a service
+        not reached or not answering is named (which service, which setting to fix)."""
+        message = exc.message
+        if exc.code == "UNREACHABLE":
+            message += f"; the service's address: {redacted(self.url)} (CS_URL)"
+        return c.ErrorBody(code=exc.code, message=self._redacted(message),
                            details=msgspec.UNSET if exc.details is None else exc.details)
 
     def _redacted(self, text: str) -> str:
@@ -191,17 +211,52 @@ def _version() -> str:
         return "0+unknown"
 
 
-async def serve(bridge: Bridge) -> None:
+async def serve(bridge: Bridge, stop: StopSignals) -> None:
+    """The session on stdio until the host ends it (``mcp_stop``): its input ended, stdout
+    closed, SIGTERM or SIGINT (``stop`` saw those that came before the event loop took them)."""
     server = bridge.server()
     framing = Framing()
+    stdin = Stdin(sys.stdin.fileno())
+    try:
+        with anyio.open_signal_receiver(*STOP_SIGNALS) as signals, stdin.text() as text:
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(_stopping, signals, stdin, tasks.cancel_scope)
+                try:
+                    if not stop.requested:
+                        await _session(server, framing, stdin, text)
+                finally:
+                    tasks.cancel_scope.cancel()
+    except* BrokenPipeError:
+        pass  # the host closed stdout: nothing more can be answered, the session is over
+    finally:
+        stop.install()  # the event loop's receiver is gone: a signal from here on is noted
+        with anyio.CancelScope(shield=True), anyio.move_on_after(STOP_WITHIN):
+            await bridge.client.aclose()
+
+
+async def _session(server: Server[Any], framing: Framing, stdin: Stdin,
+                   text: io.TextIOWrapper) -> None:
     # stdin is read here, line by line, so that what the SDK would drop is answered; stdout
     # stays the SDK's (it keeps stray output of the process off the wire)
-    try:
-        with open(sys.stdin.fileno(), encoding="utf-8", errors="replace", closefd=False) as text:
-            lines = framing.messages(anyio.wrap_file(text))
-            async with stdio_server(stdin=cast(Any, lines)) as (read, write):
-                framing.attach(write)
-                await server.run(read, framing.answering(write),
-                                 server.create_initialization_options())
-    finally:
-        await bridge.client.aclose()
+    lines = framing.messages(anyio.wrap_file(text))
+    async with stdio_server(stdin=cast(Any, lines)) as (read, write):
+        framing.attach(write)
+        try:
+            await server.run(read, framing.answering(write),
+                             server.create_initialization_options())
+        finally:
+            # the session ended another way (stdout broken, a stop): its input ends too, or
+            # the SDK would wait for the line stdin is still waiting for
+            stdin.end()
+
+
+async def _stopping(signals: AsyncIterator[signal.Signals], stdin: Stdin,
+                    session: anyio.CancelScope) -> None:
+    """A stop signal ends the session as the end of its input does (the calls in flight given
+    up, the lines begun finished); one that has not ended within ``STOP_WITHIN`` s is
+    cancelled."""
+    async for _ in signals:
+        stdin.end()
+        await anyio.sleep(STOP_WITHIN)
+        session.cancel()
+        return
