@@ -15,6 +15,7 @@ import secrets
 import signal
 import socket
 import ssl
+import subprocess
 import time
 import urllib.request
 from collections.abc import Callable
@@ -201,7 +202,12 @@ class ControlPlane:
             tokens.write_text(f"{secrets.token_hex(16)},admin,admin,system:masters\n")
             tokens.chmod(0o600)
         if not (pki / "sa.key").is_file():
-            made = run_once(["openssl", "genrsa", "-out", pki / "sa.key", "2048"], timeout=120)
+            try:
+                made = run_once(["openssl", "genrsa", "-out", pki / "sa.key", "2048"],
+                                timeout=120)
+            except (OSError, subprocess.TimeoutExpired) as exc:  # no openssl, or it hung
+                raise ControlPlaneError(
+                    f"openssl could not make the service-account key: {exc}") from exc
             if made.returncode != 0:
                 raise ControlPlaneError(
                     f"openssl could not make the service-account key ({made.returncode}):\n"

@@ -199,3 +199,24 @@ def test_no_process_is_started_with_the_whole_environment() -> None:
     found = [site for path in sorted(SRC.rglob("*.py")) for site in
              _starts_without_environment(path)]
     assert found == []
+
+
+# --- a program missing is a clear error of its own kind -----------------------------------
+
+def test_no_openssl_is_the_control_planes_error_naming_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from context_service.devcluster.controlplane import ControlPlaneError
+
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # no openssl to be found
+    with pytest.raises(ControlPlaneError, match="openssl could not make the service-account key"):
+        ControlPlane(tmp_path / "bin", tmp_path / "work", Ports(api=1, etcd=2, peer=3))._prepare()
+
+
+def test_no_useradd_is_the_embedded_servers_error_naming_the_user(
+        tmp_path: Path, root_without_server_user: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # no useradd to be found
+    pgdata = tmp_path / "pg"
+    pgdata.mkdir()
+    with pytest.raises(embedded.EmbeddedPostgresError,
+                       match="cannot make the server's user embedded_postgres"):
+        embedded._initialized(pgdata)

@@ -140,7 +140,11 @@ def _make_server_user() -> None:
     it; another process making it at the same moment is no failure."""
     if os.geteuid() != 0 or _user_exists(SERVER_USER):
         return
-    made = children.run_once(["useradd", "-s", "/bin/bash", SERVER_USER], timeout=60)
+    try:
+        made = children.run_once(["useradd", "-s", "/bin/bash", SERVER_USER], timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:  # no useradd here, or it hung
+        raise EmbeddedPostgresError(f"cannot make the server's user {SERVER_USER}: "
+                                    f"{exc}") from exc
     if made.returncode != 0 and not _user_exists(SERVER_USER):
         raise EmbeddedPostgresError(f"cannot make the server's user {SERVER_USER} "
                                     f"({made.returncode}): {made.stderr.strip()}")
