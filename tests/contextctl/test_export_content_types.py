@@ -318,6 +318,23 @@ def test_claude_blocks_that_are_not_text_are_counted(tmp_path: Path) -> None:
                      "1 tool_result, 1 tool_use)"]
 
 
+def test_a_claude_message_of_tool_blocks_only_is_no_passage_of_placeholder_text(
+        tmp_path: Path) -> None:
+    """A reply that only called a tool (or only thought) has content blocks and none of them
+    text; its ``text`` is then the app's placeholder for blocks it cannot show, not anything
+    either side said. It gives no passage; the blocks are counted."""
+    working: dict[str, Any] = {
+        "uuid": "a1", "sender": "assistant", "created_at": "2024-03-03T08:00:00Z",
+        "text": "\n\nThis block is not supported on your current device yet.\n\n",
+        "content": [{"type": "tool_use", "name": "web_search", "input": {"query": "beds"}},
+                    {"type": "tool_result", "content": []}]}
+    got, notes = read(tmp_path, {"uuid": "g", "name": "x", "chat_messages": [
+        claude("q1", None, "human", "Plan my garden."), working,
+        claude("a2", None, "assistant", "Three beds.")]})
+    assert got == ["human: Plan my garden.", "assistant: Three beds."]
+    assert notes == ["left out 2 parts that are not text (1 tool_result, 1 tool_use)"]
+
+
 # --- the export's folder -------------------------------------------------------------------
 
 APP_PAGE = """<!DOCTYPE html><html><head><meta charset="UTF-8"><title>ChatGPT Data Export</title>

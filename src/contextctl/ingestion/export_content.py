@@ -14,7 +14,8 @@ string) for the report to say how much was left out.
   (``thoughts``, ``reasoning_recap``) is its working, not what either side said, and the reply
   after it carries its conclusion: it is left out, as Claude.ai's ``thinking`` is.
 - Claude.ai: ``content`` blocks of type ``text`` (a tool's call or result, ``thinking``, are
-  not text, and ``text`` then holds a placeholder for them); without them, ``text``.
+  not text, and ``text`` then holds a placeholder for them: a message of such blocks alone
+  gives no text); a message without blocks (older exports), ``text``.
   Attachments and files are not read."""
 
 from __future__ import annotations
@@ -97,7 +98,9 @@ def claude_text(message: dict[str, Any], left_out: Counter[str]) -> str:
         held = message.get(key)
         if isinstance(held, list) and held:
             left_out[kind] += len(held)
-    if blocks:
+    if blocks or (isinstance(content, list) and content):
+        # blocks none of which is text (a tool's call, thinking): ``text`` then holds the
+        # app's placeholder for what it cannot show, not anything either side said
         return _joined(blocks)
     text = message.get("text")
     return text if isinstance(text, str) else ""
