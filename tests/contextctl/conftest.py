@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+import socket
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -154,3 +156,30 @@ def complete_words(url: str, words: str, monkeypatch: pytest.MonkeyPatch,
         with pytest.raises(SystemExit):
             main([])
         return [line.split(",", 1)[1] for line in capsys.readouterr().out.splitlines() if line]
+
+
+@pytest.fixture
+def silent_service() -> Iterator[tuple[str, list[socket.socket]]]:
+    """An address that accepts connections and never answers; the connections it accepted."""
+    server = socket.create_server(("127.0.0.1", 0))
+    accepted: list[socket.socket] = []
+    server.settimeout(0.2)
+    stop = threading.Event()
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                accepted.append(server.accept()[0])
+            except TimeoutError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.getsockname()[1]}", accepted
+    finally:
+        stop.set()
+        thread.join(5)
+        for connection in accepted:
+            connection.close()
+        server.close()

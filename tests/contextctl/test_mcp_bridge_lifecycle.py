@@ -136,32 +136,6 @@ def launched(url: str, token: str = TOKEN, reading: bool = True) -> Iterator[Bri
         bridge.close()
 
 
-@pytest.fixture
-def silent_service() -> Iterator[tuple[str, list[socket.socket]]]:
-    """An address that accepts connections and never answers; the connections it accepted."""
-    server = socket.create_server(("127.0.0.1", 0))
-    accepted: list[socket.socket] = []
-    server.settimeout(0.2)
-    stop = threading.Event()
-
-    def accept() -> None:
-        while not stop.is_set():
-            try:
-                accepted.append(server.accept()[0])
-            except TimeoutError:
-                continue
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.getsockname()[1]}", accepted
-    finally:
-        stop.set()
-        thread.join(5)
-        for connection in accepted:
-            connection.close()
-        server.close()
-
 
 def _call_in_flight(bridge: Bridge, accepted: list[socket.socket]) -> socket.socket:
     """A tool call sent, once the service holds its request (and will never answer it)."""

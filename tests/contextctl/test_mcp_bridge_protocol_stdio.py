@@ -201,32 +201,6 @@ def test_initialize_answers_the_version_asked_or_the_newest_it_speaks(
     assert bridge.initialize(asked)["result"]["protocolVersion"] == answered
 
 
-@pytest.fixture
-def silent_service() -> Iterator[tuple[str, list[socket.socket]]]:
-    """An address that accepts connections and never answers; the connections it accepted."""
-    server = socket.create_server(("127.0.0.1", 0))
-    accepted: list[socket.socket] = []
-    server.settimeout(0.2)
-    stop = threading.Event()
-
-    def accept() -> None:
-        while not stop.is_set():
-            try:
-                accepted.append(server.accept()[0])
-            except TimeoutError:
-                continue
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.getsockname()[1]}", accepted
-    finally:
-        stop.set()
-        thread.join(5)
-        for connection in accepted:
-            connection.close()
-        server.close()
-
 
 def _closed_by_peer(connection: socket.socket, within: float) -> bool:
     """Whether the bridge closed ``connection`` (its request given up) within ``within`` s."""
