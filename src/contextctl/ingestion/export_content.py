@@ -36,11 +36,8 @@ _JSON_KINDS = {bool: "boolean", int: "number", float: "number", list: "array"}
 def chatgpt_text(content: Any, left_out: Counter[str]) -> str:
     """The text of a ChatGPT message's ``content``; what is not read is counted in
     ``left_out``."""
-    if content is None or isinstance(content, str):
-        return content or ""
-    if not isinstance(content, dict):
-        left_out[_kind(content)] += 1
-        return ""
+    if (plain := _not_an_object(content, left_out)) is not None:
+        return plain
     kind = content.get("content_type")
     kind = kind if isinstance(kind, str) and kind else "content"
     if kind in REASONING:
@@ -61,11 +58,8 @@ def chatgpt_text(content: Any, left_out: Counter[str]) -> str:
 
 
 def _part(part: Any, left_out: Counter[str]) -> str:
-    if part is None or isinstance(part, str):
-        return part or ""
-    if not isinstance(part, dict):
-        left_out[_kind(part)] += 1
-        return ""
+    if (plain := _not_an_object(part, left_out)) is not None:
+        return plain
     kind = part.get("content_type")
     if kind == "image_asset_pointer":
         return IMAGE
@@ -73,6 +67,17 @@ def _part(part: Any, left_out: Counter[str]) -> str:
         return str(part["text"])
     left_out[kind if isinstance(kind, str) and kind else "object"] += 1
     return ""
+
+
+def _not_an_object(value: Any, left_out: Counter[str]) -> str | None:
+    """A content or a part that is no object: a string is its text, ``null`` none, anything
+    else none and counted; ``None`` for an object, which its kind says how to read."""
+    if value is None or isinstance(value, str):
+        return value or ""
+    if not isinstance(value, dict):
+        left_out[_kind(value)] += 1
+        return ""
+    return None
 
 
 def _string(content: dict[str, Any], field: str, kind: str, left_out: Counter[str]) -> str:
