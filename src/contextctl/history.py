@@ -5,10 +5,16 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterator
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import IO, Any
 
 import click
+import yaml
+from rich.cells import cell_len
+from rich.table import Table
+from rich.text import Text
 
 from context_service.contextctl import output
 from context_service.contextctl.client import Client, context_path, unseen
@@ -46,14 +52,6 @@ def show(app: App, name: str, as_of: str | None, as_of_position: int | None,
     emit_context(app.client.get(context_path(app.namespace(namespace), name), params), fmt)
 
 
-def every_page(client: Client, path: str, params: dict[str, str]) -> dict[str, Any]:
-    """Every page from ``params`` on, merged into one ``items`` list."""
-    merged: dict[str, Any] = {"items": []}
-    for page in pages(client, path, params):
-        merged["items"].extend(page["items"])
-    return merged
-
-
 def pages(client: Client, path: str, params: dict[str, str]) -> Iterator[dict[str, Any]]:
     """The pages from ``params`` on, following ``nextCursor`` (never one twice: ``unseen``)."""
     followed = {params["cursor"]} if params.get("cursor") else set()
@@ -73,32 +71,128 @@ def paging_options(func: Any) -> Any:
                         help="Events per page (1-1000).")(func)
 
 
+@dataclass(frozen=True)
+class Columns:
+    """A listing as a table: its headers, an item's row, what an empty listing says."""
+
+    headers: tuple[str, ...]
+    row: Callable[[dict[str, Any]], list[object]]
+    empty: str
+
+
+AUDIT = Columns(("TIME", "ACTION", "SUBJECT", "TARGET"), lambda e: [
+    e.get("time"), e.get("action"), output.subject(e.get("subject")),
+    output.subject(e.get("target")) if e.get("target") else ""], "No audit events.")
+EVENTS = Columns(("POSITION", "TIME", "EVENT", "ACTOR"), lambda e: [
+    e.get("position"), e.get("time"), e.get("name"), e.get("actor")], "No events.")
+
+
 def print_audit(data: dict[str, Any]) -> None:
-    output.table(["TIME", "ACTION", "SUBJECT", "TARGET"], [
-        [e.get("time"), e.get("action"), output.subject(e.get("subject")),
-         output.subject(e.get("target")) if e.get("target") else ""]
-        for e in data.get("items", [])], "No audit events.")
-    if data.get("nextCursor"):
-        output.note(f"more events: --cursor {data['nextCursor']} (or --all)")
+    print_page(AUDIT, data)
 
 
 def print_events(data: dict[str, Any]) -> None:
-    output.table(["POSITION", "TIME", "EVENT", "ACTOR"], [
-        [e.get("position"), e.get("time"), e.get("name"), e.get("actor")]
-        for e in data.get("items", [])], "No events.")
+    print_page(EVENTS, data)
+
+
+def print_page(columns: Columns, data: dict[str, Any]) -> None:
+    output.table(columns.headers, [columns.row(e) for e in data.get("items", [])],
+                 columns.empty)
     if data.get("nextCursor"):
         output.note(f"more events: --cursor {data['nextCursor']} (or --all)")
 
 
-def _listing(app: App, suffix: str, name: str, namespace: str | None, limit: int | None,
-             cursor: str | None, every: bool, fmt: str, text: Any) -> None:
+def _listing(app: App, columns: Columns, suffix: str, name: str, namespace: str | None,
+             limit: int | None, cursor: str | None, every: bool, fmt: str) -> None:
     path = context_path(app.namespace(namespace), name, suffix)
     params = {k: v for k, v in (("limit", str(limit) if limit else None),
                                 ("cursor", cursor)) if v is not None}
-    if every:
-        output.emit_data(every_page(app.client, path, params), fmt, text)
+    if every:  # pages, never one answer as long as the whole history
+        emit_every(pages(app.client, path, {"limit": str(EXPORT_PAGE), **params}), fmt,
+                   columns)
     else:
-        emit_list(app.client.get(path, params), fmt, text)
+        emit_list(app.client.get(path, params), fmt, lambda data: print_page(columns, data))
+
+
+def emit_every(found: Iterator[dict[str, Any]], fmt: str, columns: Columns) -> None:
+    """Every page's items as one listing, in the bytes ``output.emit_data`` writes for one
+    object holding them all (``--all`` prints one object with every item), at a cost in memory
+    of a page, not of the whole history."""
+    items = (page["items"] for page in found)
+    if fmt == output.JSON:
+        _json_items(items)
+    elif fmt == output.YAML:
+        _yaml_items(items)
+    else:
+        _table_items(items, columns)
+
+
+def _json_items(pages_items: Iterable[list[dict[str, Any]]]) -> None:
+    """``{"items":[...]}`` written as the pages arrive (nothing before the first did: a refused
+    request prints no start of a document)."""
+    comma: str | None = None  # what goes before the next item; None: nothing written yet
+    for items in pages_items:
+        if comma is None:
+            click.echo('{"items":[', nl=False)
+            comma = ""
+        if items:
+            click.echo(comma + ",".join(json.dumps(i, separators=(",", ":"), ensure_ascii=False)
+                                        for i in items), nl=False)
+            comma = ","
+    click.echo('{"items":[]}' if comma is None else "]}")
+
+
+def _yaml_items(pages_items: Iterable[list[dict[str, Any]]]) -> None:
+    """``items:`` then each page's items as the same block sequence, as the pages arrive."""
+    started = False
+    for items in pages_items:
+        if items:
+            if not started:
+                click.echo("items:")
+                started = True
+            click.echo(yaml.safe_dump(items, sort_keys=False, allow_unicode=True), nl=False)
+    if not started:
+        click.echo("items: []")
+
+
+def _table_items(pages_items: Iterable[list[dict[str, Any]]], columns: Columns) -> None:
+    """The table of every item. Its columns are as wide as their widest cell, which the last
+    page may hold: the rows wait in a temporary file (not in memory) until every page has
+    arrived, then are written a page at a time at those widths."""
+    widths = [cell_len(h) for h in columns.headers]
+    rows = 0
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as spool:
+        for items in pages_items:
+            for item in items:
+                cells = [output.cell_text(c) for c in columns.row(item)]
+                widths = [max(w, cell_len(c)) for w, c in zip(widths, cells, strict=True)]
+                spool.write(json.dumps(cells) + "\n")
+                rows += 1
+        if not rows:
+            output.line(columns.empty)
+            return
+        spool.seek(0)
+        for start in range(0, rows, EXPORT_PAGE):
+            cells_read = [json.loads(spool.readline()) for _ in range(min(EXPORT_PAGE,
+                                                                         rows - start))]
+            _table_rows(columns.headers, widths, cells_read, header=start == 0)
+
+
+def _table_rows(headers: Sequence[str], widths: Sequence[int], rows: list[list[str]],
+                header: bool) -> None:
+    """Rows of the table ``output.table`` writes, its columns given their final widths (the
+    same grid: a page of rows at those widths is those rows of the whole table)."""
+    out = output.console()
+    grid = Table(box=None, pad_edge=False, show_edge=False, padding=(0, 3, 0, 0),
+                 header_style="bold" if out.is_terminal else "", show_header=header)
+    for name, width in zip(headers, widths, strict=True):
+        grid.add_column(name, no_wrap=not out.is_terminal, min_width=width)
+    for row in rows:
+        grid.add_row(*(Text(c) for c in row))
+    with out.capture() as captured:
+        out.print(grid)
+    for text in captured.get().splitlines():
+        output.line(text.rstrip())
 
 
 @history.command(help="The audit trail: grants, revocations, attachments (needs administer).")
@@ -109,7 +203,7 @@ def _listing(app: App, suffix: str, name: str, namespace: str | None, limit: int
 @pass_app
 def audit(app: App, name: str, limit: int | None, cursor: str | None, every: bool,
           namespace: str | None, fmt: str) -> None:
-    _listing(app, "audit", name, namespace, limit, cursor, every, fmt, print_audit)
+    _listing(app, AUDIT, "audit", name, namespace, limit, cursor, every, fmt)
 
 
 @history.command(help="Every event of the context in log order (needs administer).")
@@ -120,7 +214,7 @@ def audit(app: App, name: str, limit: int | None, cursor: str | None, every: boo
 @pass_app
 def events(app: App, name: str, limit: int | None, cursor: str | None, every: bool,
            namespace: str | None, fmt: str) -> None:
-    _listing(app, "history", name, namespace, limit, cursor, every, fmt, print_events)
+    _listing(app, EVENTS, "history", name, namespace, limit, cursor, every, fmt)
 
 
 @history.command(help="Write every event of the context as JSON lines (to a file or stdout).")

@@ -23,13 +23,26 @@ class AuditEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class RevisionEntry:
+    """A revision of the history and where it stands in it (its event's position, its order
+    among the revisions of that one event): the key a reading pages by."""
+
+    position: int
+    seq: int
+    revision: Revision
+
+
+@dataclass(frozen=True, slots=True)
 class CatalogEntry:
     state: ContextState
     created_position: int
 
 
 class ContextReads(Protocol):
-    def get(self, namespace: str, name: str) -> CatalogEntry | None: ...
+    def get(self, namespace: str, name: str, history: bool = True) -> CatalogEntry | None:
+        """The live context's entry; without ``history``, its state's ``revisions`` empty: a
+        check of who may do what then costs memory for the context, not for every revision it
+        ever published (20,000 of them: 24 MiB at its peak, decoded)."""
 
     def list(self, namespace: str, subject: Subject | None) -> Sequence[ContextState]:
         """Live contexts of the namespace on which ``subject`` holds any grant (None: all)."""
@@ -37,7 +50,16 @@ class ContextReads(Protocol):
     def clones_of(self, namespace: str, context: str) -> Sequence[CloneSource]:
         """Clone provenance of the namespace's live contexts cloned from ``context``."""
 
-    def revisions(self, namespace: str, name: str, since: int) -> Sequence[Revision]: ...
+    def revisions(self, namespace: str, name: str, since: int, after: tuple[int, int],
+                  limit: int, through: tuple[int, int] | None = None,
+                  ) -> Sequence[RevisionEntry]:
+        """At most ``limit`` revisions of the generation starting at ``since``, in publication
+        order, after (position, seq) ``after`` and up to ``through`` inclusive (no bound:
+        None). Always a page, as ``audit``."""
+
+    def revisions_last(self, namespace: str, name: str, since: int) -> tuple[int, int] | None:
+        """The (position, seq) of the newest revision of the generation starting at ``since``
+        (None: it has none)."""
 
     def audit(self, namespace: str, name: str, since: int, after: tuple[int, int], limit: int,
               through: tuple[int, int] | None = None) -> Sequence[AuditEntry]:

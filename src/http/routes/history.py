@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import base64
+import functools
 import re
-from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import msgspec
 from litestar import Request, Response, get, post
 from litestar.params import FromPath, JSONBody
-from litestar.response import Stream
 
 from context_service.contract.contexts import (
     AuditPage,
@@ -24,16 +22,25 @@ from context_service.domain.context.events import SourceRef
 from context_service.domain.errors import RequestInvalidError
 from context_service.http import cursors, render
 from context_service.http.body import timestamp
-from context_service.http.common import CATALOG, caller, in_thread, json, services, threaded
+from context_service.http.common import (
+    CATALOG,
+    caller,
+    json,
+    services,
+    threaded,
+)
 from context_service.http.refusals import refusals
 from context_service.http.routes.timeline import issued_position, visible
 from context_service.http.sent import NOTHING, Sent, SentBody
-from context_service.projections.reads import AuditEntry, ContextReads
+from context_service.http.streamed_pages import START, History, Key, every_item
+from context_service.projections.reads import (
+    AuditEntry,
+    ContextReads,
+    RevisionEntry,
+)
 
 PATH = "/v1/namespaces/{namespace:str}/contexts/{name:str}"
 _INTEGER = re.compile(r"[+-]?[0-9]{1,20}")  # bounded: int() refuses 4,300 digits
-_STREAM_PAGE = 1000  # audit entries read, rendered and sent at a time without ``limit``
-_ENC = msgspec.json.Encoder()
 
 
 @get(PATH + "/revisions", opt={"permission": "read"},
@@ -41,11 +48,24 @@ _ENC = msgspec.json.Encoder()
 @threaded
 def list_revisions(request: Request[Any, Any, Any], namespace: FromPath[str],
                    name: FromPath[str]) -> Response[RevisionList]:
-    """List published revisions, oldest first (requires read)."""
-    since = visible(request, namespace, name, "read",
-                    (*CATALOG, "revision_history")).created_position
-    items = [render.revision(r) for r in services(request).reads.revisions(namespace, name, since)]
-    return json({"items": items})
+    """List published revisions, oldest first (requires read; streamed when longer than a
+    page)."""
+    since = visible(request, namespace, name, "read", (*CATALOG, "revision_history"),
+                    history=False).created_position
+    reads = services(request).reads
+    return every_item(History(
+        last=functools.partial(reads.revisions_last, namespace, name, since),
+        page=lambda past, through, size: reads.revisions(namespace, name, since, past, size,
+                                                         through),
+        key=_revision_key, render=_rendered_revision, what="revision history"))
+
+
+def _revision_key(entry: RevisionEntry) -> Key:
+    return entry.position, entry.seq
+
+
+def _rendered_revision(entry: RevisionEntry) -> dict[str, Any]:
+    return render.revision(entry.revision)
 
 
 @post(PATH + "/revisions", status_code=201, dto=SentBody, opt={"permission": "write"},
@@ -109,68 +129,8 @@ def _audit_limit(raw: str | None) -> int | None:
     return limit
 
 
-@dataclass(frozen=True, slots=True)
-class _AuditReading:
-    """The audit of one generation of one context, as the route reads it."""
-
-    reads: ContextReads
-    namespace: str
-    name: str
-    since: int
-
-    def page(self, after: tuple[int, int], through: tuple[int, int]) -> Sequence[AuditEntry]:
-        return self.reads.audit(self.namespace, self.name, self.since, after, _STREAM_PAGE,
-                                through)
-
-    def rendered(self, after: tuple[int, int], through: tuple[int, int],
-                 ) -> tuple[bytes, tuple[int, int]]:
-        """The next page after ``after`` as the comma-joined AuditEvents of an ``items`` array,
-        and where it ended. Empty short of ``through``, the log lost entries it had a moment
-        ago (a view rebuilt meanwhile): an error, not a shorter history that looks whole."""
-        entries = self.page(after, through)
-        if not entries:
-            raise RuntimeError("the audit log ended before the entry the reading began at")
-        return _items(entries), _key(entries[-1])
-
-
-def _key(entry: AuditEntry) -> tuple[int, int]:
+def _audit_key(entry: AuditEntry) -> Key:
     return entry.position, entry.seq
-
-
-def _items(entries: Sequence[AuditEntry]) -> bytes:
-    """``entries`` as the JSON of the ``items`` array without its brackets: what the answer of
-    one ``{"items": [...]}`` would hold there, byte for byte."""
-    return _ENC.encode([render.audit_event(e) for e in entries])[1:-1]
-
-
-def _every_event(reading: _AuditReading, after: tuple[int, int]) -> Response[AuditPage]:
-    """Every event after ``after`` as of now (spec 1.10 without ``limit``), in the bytes one
-    JSON body would have. A history of one page is that body; a longer one is streamed a page
-    at a time (keyset on (position, seq), a short transaction each, so a slow reader holds no
-    connection) and costs memory for a page, not for the whole log. It ends at the entry
-    newest as the checks passed: later events belong to later readings, and a generation
-    created after a delete is never another's history. Everything that can refuse the request
-    has run: once streaming, a failure can only cut the body short, never become a 4xx."""
-    through = reading.reads.audit_last(reading.namespace, reading.name, reading.since)
-    if through is None or through <= after:
-        return json({"items": []})
-    first = reading.page(after, through)
-    if not first or _key(first[-1]) == through:
-        return json({"items": [render.audit_event(e) for e in first]})
-    streamed = Stream(_streamed(reading, _items(first), _key(first[-1]), through),
-                      status_code=200, media_type="application/json")
-    return cast("Response[AuditPage]", streamed)  # the same body, a page at a time
-
-
-async def _streamed(reading: _AuditReading, first: bytes, after: tuple[int, int],
-                    through: tuple[int, int]) -> AsyncIterator[bytes]:
-    """The body: the first page (already read), each next page read and rendered on a worker
-    thread (the event loop only sends), up to ``through``."""
-    yield b'{"items":[' + first
-    while after < through:
-        chunk, after = await in_thread(reading.rendered, after, through)
-        yield b"," + chunk
-    yield b"]}"
 
 
 @get(PATH + "/audit", opt={"query": ("limit", "cursor"), "permission": "administer"},
@@ -180,11 +140,12 @@ def read_audit(request: Request[Any, Any, Any], namespace: FromPath[str],
                name: FromPath[str]) -> Response[AuditPage]:
     """Read the audit history, oldest first, paged with limit and cursor (without limit:
     every event after the cursor, streamed when longer than a page)."""
-    entry = visible(request, namespace, name, "administer", (*CATALOG, "audit_log"))
+    entry = visible(request, namespace, name, "administer", (*CATALOG, "audit_log"),
+                    history=False)
     limit = _audit_limit(request.query_params.get("limit"))
     state, since = entry.state, entry.created_position
     stream_id = str(state.namespace) + "/" + str(state.name)
-    after = (0, -1)
+    after = START
     reads = services(request).reads
     raw_cursor = request.query_params.get("cursor")
     if raw_cursor is not None:
@@ -194,8 +155,12 @@ def read_audit(request: Request[Any, Any, Any], namespace: FromPath[str],
                 or not _names_an_entry(reads, namespace, name, since, cursor)):
             raise RequestInvalidError("invalid audit cursor")
         after = (cursor.p, cursor.q)
-    if limit is None:
-        return _every_event(_AuditReading(reads, namespace, name, since), after)
+    if limit is None:  # every event after the cursor (spec 1.10), streamed past a page
+        return every_item(History(
+            last=functools.partial(reads.audit_last, namespace, name, since),
+            page=lambda past, through, size: reads.audit(namespace, name, since, past, size,
+                                                         through),
+            key=_audit_key, render=render.audit_event, what="audit log"), after)
     page = reads.audit(namespace, name, since, after, limit + 1)
     body: dict[str, Any] = {"items": [render.audit_event(e) for e in page[:limit]]}
     if len(page) > limit:

@@ -78,14 +78,15 @@ def as_of(request: Request[Any, Any, Any]) -> AsOf | None:
 
 
 def visible(request: Request[Any, Any, Any], namespace: str, name: str, permission: str,
-            views: Sequence[str] = CATALOG) -> CatalogEntry:
+            views: Sequence[str] = CATALOG, history: bool = True) -> CatalogEntry:
     """The catalog entry of a live context the caller holds ``permission`` on, once ``views``
     have caught up with the log as of now. Judged on the catalog, not on this process's write
     model cache: a grant another replica revoked a moment ago is already in the log, and a
-    cached state that never saw it would still let the caller read."""
+    cached state that never saw it would still let the caller read. Without ``history`` its
+    state's revisions are left out (a route that never shows them need not decode them all)."""
     actor = caller(request)  # the subject header is checked first
     wait_for_views(request, views)
-    entry = services(request).reads.get(namespace, name)
+    entry = services(request).reads.get(namespace, name, history)
     if entry is None or permission not in entry.state.permissions_of(actor):
         raise ContextNotFoundError()
     return entry

@@ -14,7 +14,7 @@ from context_service.domain.context.state import ContextState
 from context_service.domain.events import Subject
 from context_service.domain.stream import context_stream
 from context_service.projections.audit_log.projection import AuditRow
-from context_service.projections.reads import AuditEntry, CatalogEntry
+from context_service.projections.reads import AuditEntry, CatalogEntry, RevisionEntry
 from context_service.projections.revision_history.projection import RevisionRow
 
 _enc = msgspec.json.Encoder()
@@ -89,11 +89,12 @@ class ContextReadsSql:
     def __init__(self, datastore: PostgresDatastore) -> None:
         self.datastore = datastore
 
-    def get(self, namespace: str, name: str) -> CatalogEntry | None:
+    def get(self, namespace: str, name: str, history: bool = True) -> CatalogEntry | None:
         if "\x00" in namespace + name:  # cannot name anything PostgreSQL text can hold
             return None
+        doc = "doc" if history else "(doc - 'revisions')"  # left in the database, not sent
         with self.datastore.transaction(commit=False) as cur:
-            cur.execute("SELECT created_position, doc::text AS doc FROM context_catalog "
+            cur.execute(f"SELECT created_position, {doc}::text AS doc FROM context_catalog "
                         "WHERE stream_id = %s AND live",
                         (context_stream(namespace, name).id,))
             row = cur.fetchone()
@@ -131,41 +132,61 @@ class ContextReadsSql:
             return [CloneSource(context, r["snapshot"], r["revision"] or "")
                     for r in cur.fetchall()]
 
-    def revisions(self, namespace: str, name: str, since: int) -> Sequence[Revision]:
+    def revisions(self, namespace: str, name: str, since: int, after: tuple[int, int],
+                  limit: int, through: tuple[int, int] | None = None,
+                  ) -> Sequence[RevisionEntry]:
         with self.datastore.transaction(commit=False) as cur:
-            cur.execute("SELECT doc::text AS doc FROM revision_history WHERE stream_id = %s"
-                        " AND position >= %s ORDER BY position, seq",
-                        (context_stream(namespace, name).id, since))
-            return [_revision.decode(r["doc"]) for r in cur.fetchall()]
+            _keyset_page(cur, "position, seq, doc::text AS doc", "revision_history",
+                         context_stream(namespace, name).id, since, after, limit, through)
+            return [RevisionEntry(r["position"], r["seq"], _revision.decode(r["doc"]))
+                    for r in cur.fetchall()]
+
+    def revisions_last(self, namespace: str, name: str, since: int) -> tuple[int, int] | None:
+        with self.datastore.transaction(commit=False) as cur:
+            return _keyset_last(cur, "revision_history", context_stream(namespace, name).id,
+                                since)
 
     def audit(self, namespace: str, name: str, since: int, after: tuple[int, int], limit: int,
               through: tuple[int, int] | None = None) -> Sequence[AuditEntry]:
-        """A keyset page on the primary key's (position, seq) order, walked in that order from
-        ``after``: without statistics on the stream (entries just written, as an adoption's
-        many are) the planner expects a few rows and would gather every remaining entry of the
-        context into a bitmap and sort it for each page, so reading a long history a page at
-        a time would cost in proportion to its square (measured: a page from the start of
-        200,000 entries 77 ms, walked 0.5 ms)."""
-        sql = ("SELECT position, seq, time, action, subject::text AS subject,"
-               " target::text AS target FROM audit_log WHERE stream_id = %s AND position >= %s"
-               " AND (position, seq) > (%s, %s)")
-        params: list[object] = [context_stream(namespace, name).id, since, after[0], after[1]]
-        if through is not None:
-            sql += " AND (position, seq) <= (%s, %s)"
-            params += [through[0], through[1]]
-        sql += " ORDER BY position, seq LIMIT %s"
-        params.append(limit)
         with self.datastore.transaction(commit=False) as cur:
-            cur.execute("SET LOCAL enable_bitmapscan = off")
-            cur.execute(sql, params)
+            _keyset_page(cur, "position, seq, time, action, subject::text AS subject,"
+                         " target::text AS target", "audit_log",
+                         context_stream(namespace, name).id, since, after, limit, through)
             return [AuditEntry(r["position"], r["time"], r["action"], _subject.decode(r["subject"]),
                                _subject.decode(r["target"]) if r["target"] else None, r["seq"])
                     for r in cur.fetchall()]
 
     def audit_last(self, namespace: str, name: str, since: int) -> tuple[int, int] | None:
         with self.datastore.transaction(commit=False) as cur:
-            cur.execute("SELECT position, seq FROM audit_log WHERE stream_id = %s"
-                        " AND position >= %s ORDER BY position DESC, seq DESC LIMIT 1",
-                        (context_stream(namespace, name).id, since))
-            row = cur.fetchone()
-        return None if row is None else (row["position"], row["seq"])
+            return _keyset_last(cur, "audit_log", context_stream(namespace, name).id, since)
+
+
+def _keyset_page(cur: Any, columns: str, table: str, stream_id: uuid.UUID, since: int,
+                 after: tuple[int, int], limit: int, through: tuple[int, int] | None) -> None:
+    """Run the query of a keyset page of ``table`` (a history keyed (stream_id, position,
+    seq)) on the primary key's order, walked in that order from ``after``: without statistics
+    on the stream (rows just written, as an adoption's many are) the planner expects a few
+    rows and would gather every remaining row of the context into a bitmap and sort it for
+    each page, so reading a long history a page at a time would cost in proportion to its
+    square (measured on the audit: a page from the start of 200,000 entries 77 ms, walked
+    0.5 ms). ``table`` and ``columns`` are this module's constants, never a caller's text."""
+    sql = (f"SELECT {columns} FROM {table} WHERE stream_id = %s AND position >= %s"
+           " AND (position, seq) > (%s, %s)")
+    params: list[object] = [stream_id, since, after[0], after[1]]
+    if through is not None:
+        sql += " AND (position, seq) <= (%s, %s)"
+        params += [through[0], through[1]]
+    sql += " ORDER BY position, seq LIMIT %s"
+    params.append(limit)
+    cur.execute("SET LOCAL enable_bitmapscan = off")
+    cur.execute(sql, params)
+
+
+def _keyset_last(cur: Any, table: str, stream_id: uuid.UUID, since: int,
+                 ) -> tuple[int, int] | None:
+    """The (position, seq) of the newest row of the generation starting at ``since``."""
+    cur.execute(f"SELECT position, seq FROM {table} WHERE stream_id = %s"
+                " AND position >= %s ORDER BY position DESC, seq DESC LIMIT 1",
+                (stream_id, since))
+    row = cur.fetchone()
+    return None if row is None else (row["position"], row["seq"])
