@@ -88,6 +88,35 @@ class Ports:
         return all(port_is_free(p) for p in (self.api, self.etcd, self.peer))
 
 
+def _write_private(path: Path, text: str) -> None:
+    """``text`` as ``path``, readable by its owner alone from the start and there only once
+    whole: written with the umask, then made owner-only, the API server's admin token was open
+    to every local user meanwhile, and for good when a start stopped in between."""
+    making = path.with_name(f"{path.name}.making")
+    descriptor = os.open(making, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(descriptor, 0o600)  # one left by a start stopped earlier keeps its mode
+    with os.fdopen(descriptor, "w") as written:
+        written.write(text)
+    making.replace(path)
+
+
+def _make_key(key: Path) -> None:
+    """The service-account key made beside ``key`` and moved into place once whole: openssl
+    creates its output file (empty) before it generates, so one that failed, hung or was killed
+    left a file every later start took for the key, never making it again."""
+    making = key.with_name(f"{key.name}.making")
+    try:
+        made = run_once(["openssl", "genrsa", "-out", making, "2048"], timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as exc:  # no openssl, or it hung
+        raise ControlPlaneError(
+            f"openssl could not make the service-account key: {exc}") from exc
+    if made.returncode != 0 or not making.is_file():
+        raise ControlPlaneError(
+            f"openssl could not make the service-account key ({made.returncode}):\n"
+            f"{made.stderr.strip()}")
+    making.replace(key)
+
+
 class ControlPlane:
     """Processes over ``work``: ``start()`` runs etcd and the apiserver and waits for /readyz;
     ``start_controller_manager()`` adds the garbage collector, namespace and pvc-protection
@@ -199,19 +228,9 @@ class ControlPlane:
         pki.mkdir(parents=True, exist_ok=True)
         tokens = pki / "tokens.csv"
         if not tokens.is_file():
-            tokens.write_text(f"{secrets.token_hex(16)},admin,admin,system:masters\n")
-            tokens.chmod(0o600)
+            _write_private(tokens, f"{secrets.token_hex(16)},admin,admin,system:masters\n")
         if not (pki / "sa.key").is_file():
-            try:
-                made = run_once(["openssl", "genrsa", "-out", pki / "sa.key", "2048"],
-                                timeout=120)
-            except (OSError, subprocess.TimeoutExpired) as exc:  # no openssl, or it hung
-                raise ControlPlaneError(
-                    f"openssl could not make the service-account key: {exc}") from exc
-            if made.returncode != 0:
-                raise ControlPlaneError(
-                    f"openssl could not make the service-account key ({made.returncode}):\n"
-                    f"{made.stderr.strip()}")
+            _make_key(pki / "sa.key")
 
     def _etcd_args(self) -> list[str]:
         client, peer = f"http://127.0.0.1:{self.ports.etcd}", f"http://127.0.0.1:{self.ports.peer}"

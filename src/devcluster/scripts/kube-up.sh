@@ -22,7 +22,12 @@ main() {
     exit 1
   fi
   mkdir -p "$DIR/etcd" "$DIR/pki"
-  [ -f "$DIR/pki/sa.key" ] || openssl genrsa -out "$DIR/pki/sa.key" 2048 2>/dev/null
+  # made beside and moved into place once whole: openssl creates its -out file (empty) before
+  # generating, and one that failed or was killed left a file every later start took for the key
+  if [ ! -f "$DIR/pki/sa.key" ]; then
+    openssl genrsa -out "$DIR/pki/sa.key.making" 2048 2>/dev/null
+    mv "$DIR/pki/sa.key.making" "$DIR/pki/sa.key"
+  fi
   if [ ! -f "$DIR/pki/tokens.csv" ]; then
     (umask 077; echo "$(openssl rand -hex 16),admin,admin,system:masters" > "$DIR/pki/tokens.csv")
   fi
