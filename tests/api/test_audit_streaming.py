@@ -238,7 +238,14 @@ def test_every_check_runs_before_the_first_byte(
 def test_a_failure_after_the_first_byte_cuts_the_body_short(
         owner: Api, container: bootstrap.Container, monkeypatch: pytest.MonkeyPatch) -> None:
     fill(container, 2_500)
-    read = ContextReadsSql.audit
+    assert_cut_short_by_a_failed_second_page(owner, AUDIT, "audit", monkeypatch)
+
+
+def assert_cut_short_by_a_failed_second_page(owner: Api, path: str, reading: str,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The history at ``path`` read with ``ContextReadsSql.<reading>`` failing at its second
+    page, after the answer started: the body is cut short, never a whole-looking history."""
+    read = getattr(ContextReadsSql, reading)
     calls = 0
 
     def failing(self: ContextReadsSql, *args: Any, **kwargs: Any) -> Any:
@@ -248,8 +255,8 @@ def test_a_failure_after_the_first_byte_cuts_the_body_short(
             raise RuntimeError("the database went away")
         return read(self, *args, **kwargs)
 
-    monkeypatch.setattr(ContextReadsSql, "audit", failing)
-    served = serve(owner, AUDIT)
+    monkeypatch.setattr(ContextReadsSql, reading, failing)
+    served = serve(owner, path)
     assert served.status == 200
     assert served.error is not None  # the server drops the connection: a body cut short
     assert served.body.startswith(ITEMS)

@@ -25,7 +25,14 @@ from context_service.domain.context.events import Revision, SourceRef
 from context_service.domain.stream import context_stream
 from context_service.http import render
 from tests.api.conftest import Api, context_body, expect
-from tests.api.test_audit_streaming import ALICE, ITEMS, NAMES, Served, peak_memory, serve
+from tests.api.test_audit_streaming import (
+    ALICE,
+    NAMES,
+    Served,
+    assert_cut_short_by_a_failed_second_page,
+    peak_memory,
+    serve,
+)
 
 NS, NAME = "team1", "research-memory"
 REVISIONS = f"/v1/namespaces/{NS}/contexts/{NAME}/revisions"
@@ -150,22 +157,7 @@ def test_every_check_runs_before_the_first_byte(
 def test_a_failure_after_the_first_byte_cuts_the_body_short(
         owner: Api, container: bootstrap.Container, monkeypatch: pytest.MonkeyPatch) -> None:
     fill(container, 2_500)
-    read = ContextReadsSql.revisions
-    calls = 0
-
-    def failing(self: ContextReadsSql, *args: Any, **kwargs: Any) -> Any:
-        nonlocal calls
-        calls += 1
-        if calls == 2:  # the first page is read before the answer starts, the second after
-            raise RuntimeError("the database went away")
-        return read(self, *args, **kwargs)
-
-    monkeypatch.setattr(ContextReadsSql, "revisions", failing)
-    served = serve(owner, REVISIONS)
-    assert served.status == 200
-    assert served.error is not None  # the server drops the connection: a body cut short
-    assert served.body.startswith(ITEMS)
-    assert not served.body.endswith(b"]}")
+    assert_cut_short_by_a_failed_second_page(owner, REVISIONS, "revisions", monkeypatch)
 
 
 def test_the_history_ends_where_it_stood_as_the_checks_passed(
