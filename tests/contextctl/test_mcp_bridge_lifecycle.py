@@ -27,6 +27,7 @@ import pytest
 
 from context_service.contextctl import mcp_bridge
 from tests.e2e.server import ServerProcess
+from tests.support.peer_sockets import closed_by_peer
 
 HANDSHAKE = "2025-11-25"
 TOKEN = "bdk_0123456789abcdef_" + "A" * 43
@@ -148,18 +149,6 @@ def _call_in_flight(bridge: Bridge, accepted: list[socket.socket]) -> socket.soc
     return accepted[0]
 
 
-def _closed_by_peer(connection: socket.socket, within: float) -> bool:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        connection.settimeout(0.2)
-        try:
-            if connection.recv(65536) == b"":
-                return True
-        except TimeoutError:
-            continue
-        except OSError:
-            return True
-    return False
 
 
 def _no_traceback(stderr: str) -> None:
@@ -176,7 +165,7 @@ def test_stdin_closed_during_a_call_ends_it_promptly(
         assert bridge.process.stdin is not None
         bridge.process.stdin.close()
         assert bridge.exit_code(PROMPTLY) == 0
-        assert _closed_by_peer(held, 5), "the request went on after the bridge ended"
+        assert closed_by_peer(held, 5), "the request went on after the bridge ended"
         assert bridge.stderr() == ""
         bridge.assert_whole_lines()
 
@@ -205,7 +194,7 @@ def test_a_stop_signal_during_a_call_gives_the_call_up(
         held = _call_in_flight(bridge, accepted)
         bridge.process.send_signal(sig)
         assert bridge.exit_code(PROMPTLY) == 0
-        assert _closed_by_peer(held, 5), "the request went on after the stop signal"
+        assert closed_by_peer(held, 5), "the request went on after the stop signal"
         stderr = bridge.stderr()
         _no_traceback(stderr)
         assert stderr == ""

@@ -23,6 +23,8 @@ from typing import Any
 
 import pytest
 
+from tests.support.peer_sockets import closed_by_peer
+
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 HANDSHAKE = "2025-11-25"
@@ -202,19 +204,6 @@ def test_initialize_answers_the_version_asked_or_the_newest_it_speaks(
 
 
 
-def _closed_by_peer(connection: socket.socket, within: float) -> bool:
-    """Whether the bridge closed ``connection`` (its request given up) within ``within`` s."""
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        connection.settimeout(0.2)
-        try:
-            if connection.recv(65536) == b"":
-                return True
-        except TimeoutError:
-            continue
-        except OSError:
-            return True
-    return False
 
 
 def _wait_for_the_call(accepted: list[socket.socket]) -> None:
@@ -237,7 +226,7 @@ def test_a_cancelled_call_stops_and_is_never_answered(
         _wait_for_the_call(accepted)
         stdio.write('{"jsonrpc":"2.0","method":"notifications/cancelled",'
                     '"params":{"requestId":"call","reason":"the user gave up"}}')
-        assert _closed_by_peer(accepted[0], 10), "the call went on after its cancellation"
+        assert closed_by_peer(accepted[0], 10), "the call went on after its cancellation"
         assert stdio.ask('{"jsonrpc":"2.0","id":"next","method":"ping"}') == [
             {"jsonrpc": "2.0", "id": "next", "result": {}}]
         with pytest.raises(AssertionError, match="no answer"):
@@ -270,6 +259,6 @@ def test_a_batch_member_cancelled_leaves_the_rest_of_the_batch_answered(
         stdio.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled",
                                 "params": {"requestId": cancelled}}))
         assert stdio.answer(timeout=10) == [{"jsonrpc": "2.0", "id": other, "result": {}}]
-        assert _closed_by_peer(accepted[0], 10), "the call went on after its cancellation"
+        assert closed_by_peer(accepted[0], 10), "the call went on after its cancellation"
     finally:
         stdio.close()
