@@ -9,8 +9,7 @@ the rest one entry per later position, some without a target."""
 from __future__ import annotations
 
 import contextlib
-import tracemalloc
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -25,6 +24,7 @@ from context_service.domain.events import Subject
 from context_service.domain.stream import context_stream
 from context_service.http import render
 from tests.api.conftest import Api, context_body, expect
+from tests.support.memory_cost import peak_memory
 
 NS, NAME = "team1", "research-memory"
 AUDIT = f"/v1/namespaces/{NS}/contexts/{NAME}/audit"
@@ -153,18 +153,6 @@ def serve(api: Api, path: str, subject: str = ALICE, keep: bool = True) -> Serve
     return served
 
 
-def peak_memory(work: Callable[[], object]) -> int:
-    """The most memory ``work`` had allocated at once beyond what it started with (Python
-    allocations of every thread, traced)."""
-    tracemalloc.start()
-    try:
-        before, _ = tracemalloc.get_traced_memory()
-        tracemalloc.reset_peak()
-        work()
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    return peak - before
 
 
 def test_the_whole_history_streams_the_bytes_of_one_body(

@@ -30,9 +30,9 @@ from tests.api.test_audit_streaming import (
     NAMES,
     Served,
     assert_cut_short_by_a_failed_second_page,
-    peak_memory,
     serve,
 )
+from tests.support.memory_cost import peak_memory
 
 NS, NAME = "team1", "research-memory"
 REVISIONS = f"/v1/namespaces/{NS}/contexts/{NAME}/revisions"

@@ -12,7 +12,6 @@ import hashlib
 import io
 import json
 import sys
-import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
@@ -23,6 +22,7 @@ from context_service.contextctl import history, options, output
 from context_service.contextctl.client import Client
 from context_service.contextctl.main import main
 from context_service.contextctl.settings import Settings
+from tests.support.memory_cost import peak_memory
 
 URL = "http://service.test"
 # names a table pads by display width, or a JSON or YAML document must escape or fold
@@ -166,17 +166,6 @@ class _Digest(io.RawIOBase):
         return len(data)
 
 
-def peak_memory(work: Callable[[], object]) -> int:
-    """The most memory ``work`` had allocated at once beyond what it started with."""
-    tracemalloc.start()
-    try:
-        before, _ = tracemalloc.get_traced_memory()
-        tracemalloc.reset_peak()
-        work()
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    return peak - before
 
 
 @pytest.mark.parametrize("fmt", [pytest.param(output.TEXT, marks=pytest.mark.slow), output.JSON,
