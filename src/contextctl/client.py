@@ -96,11 +96,18 @@ def not_json(url: str) -> ServiceError:
                         "JSON (is CS_URL the context service?)")
 
 
-def service_error(response: httpx.Response) -> ServiceError:
-    """The body's ``message`` (with the ``/api/`` family's ``details``), else the status line."""
+def service_error(response: httpx.Response, url: str = "") -> ServiceError:
+    """The body's ``message`` (with the ``/api/`` family's ``details``), else the status line.
+    A body that is no JSON at all names where it came from (``url``, the service's address as
+    printed): another web server at ``CS_URL`` refuses the service's paths with a page of its
+    own, and "context service returned 404" sent the person looking at the context."""
     try:
         body = response.json()
     except ValueError:
+        if url:
+            return ServiceError(f"the answer from {url} ({response.status_code} "
+                                f"{response.reason_phrase}) is not the context service's JSON "
+                                "(is CS_URL the context service?)", status=response.status_code)
         body = None
     message = body.get("message") if isinstance(body, dict) else None
     if not isinstance(message, str) or not message:
@@ -203,7 +210,7 @@ class Client:
                                f"{redacted(self.settings.url)}: "
                                f"{scrubbed(str(exc), self.settings.url)}") from exc
         if not response.is_success:
-            raise service_error(response)
+            raise service_error(response, redacted(self.settings.url))
         return Reply(response.status_code, response.content, position(response),
                      redacted(self.settings.url))
 

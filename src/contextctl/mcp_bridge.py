@@ -178,9 +178,11 @@ class Bridge:
 
     def _body_of(self, exc: ApiError) -> c.ErrorBody:
         """The error body the client's error carries, its message without a secret; a service
-        not reached or not answering is named (which service, which setting to fix)."""
+        not reached or not answering is named (which service, which setting to fix), and so is
+        one whose answer is no error body of the API (``HTTP_ERROR``: another web server at
+        ``CS_URL``, a proxy's page)."""
         message = exc.message
-        if exc.code == "UNREACHABLE":
+        if exc.code in ("UNREACHABLE", "HTTP_ERROR"):
             message += f"; the service's address: {redacted(self.url)} (CS_URL)"
         return c.ErrorBody(code=exc.code, message=self._redacted(message),
                            details=msgspec.UNSET if exc.details is None else exc.details)
