@@ -218,7 +218,7 @@ def test_nothing_readable(cli: Cli, tmp_path: Path) -> None:
     (tmp_path / "empty.md").write_bytes(b"")
     (tmp_path / "photo.png").write_bytes(b"png")
     refused = cli("ingest", str(tmp_path), "--context", "kb", "--skip-bad", "-n", "ingest-none")
-    assert (refused.code, refused.err) == (1, "contextctl: none of the 1 files can be ingested; "
+    assert (refused.code, refused.err) == (1, "contextctl: the file cannot be ingested; "
                                               "nothing was published:\n  empty.md: empty file\n")
     (tmp_path / "empty.md").unlink()
     nothing = cli("ingest", str(tmp_path), "--context", "kb", "-n", "ingest-none")

@@ -36,7 +36,8 @@ class IngestFailed(CommandError):
 
     def __init__(self, failed: list[Skipped], total: int) -> None:
         self.failed = failed
-        head = (f"none of the {total} files can be ingested; nothing was published:"
+        head = ("the file cannot be ingested; nothing was published:" if total == 1 else
+                f"none of the {total} files can be ingested; nothing was published:"
                 if len(failed) == total else
                 f"{len(failed)} of {total} files cannot be ingested; nothing was published "
                 "(--skip-bad publishes the others):")
