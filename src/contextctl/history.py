@@ -156,21 +156,24 @@ def _yaml_items(pages_items: Iterable[list[dict[str, Any]]]) -> None:
 
 
 def _table_items(pages_items: Iterable[list[dict[str, Any]]], columns: Columns) -> None:
-    """The table of every item. Its columns are as wide as their widest cell, which the last
-    page may hold: the rows wait in a temporary file (not in memory) until every page has
-    arrived, then are written a page at a time at those widths."""
-    widths = [cell_len(h) for h in columns.headers]
+    """The table of every item. Its columns are as wide as the table of them all would make
+    them, which the last page may decide: the rows wait in a temporary file (not in memory)
+    until every page has arrived, then are written a page at a time at those widths."""
+    widest = [cell_len(h) for h in columns.headers]  # each column's widest cell
+    longest = [_longest_word(h) for h in columns.headers]  # and its longest word
     rows = 0
     with tempfile.TemporaryFile("w+", encoding="utf-8") as spool:
         for items in pages_items:
             for item in items:
                 cells = [output.cell_text(c) for c in columns.row(item)]
-                widths = [max(w, cell_len(c)) for w, c in zip(widths, cells, strict=True)]
+                widest = [max(w, cell_len(c)) for w, c in zip(widest, cells, strict=True)]
+                longest = [max(w, _longest_word(c)) for w, c in zip(longest, cells, strict=True)]
                 spool.write(json.dumps(cells) + "\n")
                 rows += 1
         if not rows:
             output.line(columns.empty)
             return
+        widths = _column_widths(columns.headers, widest, longest)
         spool.seek(0)
         for start in range(0, rows, EXPORT_PAGE):
             cells_read = [json.loads(spool.readline()) for _ in range(min(EXPORT_PAGE,
@@ -178,15 +181,49 @@ def _table_items(pages_items: Iterable[list[dict[str, Any]]], columns: Columns) 
             _table_rows(columns.headers, widths, cells_read, header=start == 0)
 
 
+def _longest_word(cell: str) -> int:
+    """The narrowest a column holding ``cell`` can be made by wrapping it (as rich measures a
+    cell: its longest word, or the cell's width where it has none)."""
+    words = cell.split()
+    return max(cell_len(w) for w in words) if words else cell_len(cell)
+
+
+def _grid(headers: Sequence[str], header: bool = True, widths: Sequence[int] | None = None,
+          ) -> Table:
+    """The grid ``output.table`` draws, its columns ``widths`` wide where given."""
+    out = output.console()
+    grid = Table(box=None, pad_edge=False, show_edge=False, padding=(0, 3, 0, 0),
+                 header_style="bold" if out.is_terminal else "", show_header=header)
+    for i, name in enumerate(headers):
+        grid.add_column(name, no_wrap=not out.is_terminal,
+                        width=None if widths is None else widths[i])
+    return grid
+
+
+def _column_widths(headers: Sequence[str], widest: Sequence[int], longest: Sequence[int],
+                   ) -> list[int]:
+    """The widths the table of every item gets on this console: rich's own sizing of a table
+    whose cells measure as the widest and the longest word of each column did. The widest cell
+    alone, as each page's least width, made a row wider than a terminal: the columns past its
+    width were cut to nothing, where the whole table wraps and shortens cells to fit."""
+    grid = _grid(headers)
+    grid.add_row(*(Text("a" * w) for w in longest))  # the least each column can be
+    grid.add_row(*(Text(("a " * w)[:w]) for w in widest))  # the most each column would take
+    out = output.console()
+    try:  # rich's own sizing, a private method: a release without it keeps the widest cells
+        sized = grid._calculate_column_widths(out, out.options)
+        return [w - grid._get_padding_width(i)  # a column's width: its cells'
+                for i, w in enumerate(sized)]
+    except (AttributeError, TypeError):
+        return list(widest)
+
+
 def _table_rows(headers: Sequence[str], widths: Sequence[int], rows: list[list[str]],
                 header: bool) -> None:
     """Rows of the table ``output.table`` writes, its columns given their final widths (the
     same grid: a page of rows at those widths is those rows of the whole table)."""
     out = output.console()
-    grid = Table(box=None, pad_edge=False, show_edge=False, padding=(0, 3, 0, 0),
-                 header_style="bold" if out.is_terminal else "", show_header=header)
-    for name, width in zip(headers, widths, strict=True):
-        grid.add_column(name, no_wrap=not out.is_terminal, min_width=width)
+    grid = _grid(headers, header, widths)
     for row in rows:
         grid.add_row(*(Text(c) for c in row))
     with out.capture() as captured:

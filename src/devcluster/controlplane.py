@@ -229,6 +229,8 @@ class ControlPlane:
         tokens = pki / "tokens.csv"
         if not tokens.is_file():
             _write_private(tokens, f"{secrets.token_hex(16)},admin,admin,system:masters\n")
+        elif tokens.stat().st_mode & 0o077:  # left open by a start of an earlier version
+            tokens.chmod(0o600)
         if not (pki / "sa.key").is_file():
             _make_key(pki / "sa.key")
 

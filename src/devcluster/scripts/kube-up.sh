@@ -31,6 +31,7 @@ main() {
   if [ ! -f "$DIR/pki/tokens.csv" ]; then
     (umask 077; echo "$(openssl rand -hex 16),admin,admin,system:masters" > "$DIR/pki/tokens.csv")
   fi
+  chmod 600 "$DIR/pki/tokens.csv"  # one an earlier version left readable by others
   TOKEN=$(cut -d, -f1 "$DIR/pki/tokens.csv")
 
   etcd --name local --data-dir "$DIR/etcd" --log-level warn \

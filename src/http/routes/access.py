@@ -55,7 +55,7 @@ def list_grants(request: Request[Any, Any, Any], namespace: FromPath[str],
     if point is not None:
         state = visible_as_of(request, namespace, name, point, "administer")
         return json({"items": [render.grant(g) for g in state.grants]})
-    grants = visible(request, namespace, name, "administer").state.grants
+    grants = visible(request, namespace, name, "administer", history=False).state.grants
     return json({"items": [render.grant(g) for g in grants]})
 
 
@@ -109,7 +109,7 @@ def revoke_grant(request: Request[Any, Any, Any], namespace: FromPath[str], name
 def list_consumers(request: Request[Any, Any, Any], namespace: FromPath[str],
                    name: FromPath[str]) -> Response[ConsumerList]:
     """List declared and observed consumers (requires read)."""
-    consumers = visible(request, namespace, name, "read").state.consumers()
+    consumers = visible(request, namespace, name, "read", history=False).state.consumers()
     return json({"items": [render.consumer(c) for c in consumers]})
 
 

@@ -100,7 +100,7 @@ def visible_as_of(request: Request[Any, Any, Any], namespace: str, name: str, po
     actor = caller(request)
     generation = None
     if actor != ADMIN:
-        generation = visible(request, namespace, name, permission).state.generation
+        generation = visible(request, namespace, name, permission, history=False).state.generation
     state = timeline(request).state_as_of(namespace, name, point.position, point.time)
     if not state.live or generation not in (None, state.generation):
         raise ContextNotFoundError()
@@ -153,7 +153,7 @@ def read_history(request: Request[Any, Any, Any], namespace: FromPath[str],
                  name: FromPath[str]) -> Response[HistoryPage]:
     """Every event of the context, in log order (requires administer); a page holds at most
     ``limit`` events (1000 without), and ends early after a few MiB."""
-    since = visible(request, namespace, name, "administer").created_position
+    since = visible(request, namespace, name, "administer", history=False).created_position
     limit: int | None = None
     raw_limit = request.query_params.get("limit")
     if raw_limit is not None:
