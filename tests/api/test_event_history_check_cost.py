@@ -5,13 +5,10 @@ proportion to the whole revision history, as the revisions and audit routes' che
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from context_service import bootstrap
 from tests.api.conftest import Api, context_body
-from tests.api.test_audit_streaming import Served, serve
+from tests.api.test_audit_streaming import answer_peaks
 from tests.api.test_revisions_streaming import NS, fill, owner  # noqa: F401 (a fixture)
-from tests.support.memory_cost import peak_memory
 
 
 def test_a_history_page_does_not_cost_every_revision(
@@ -22,12 +19,6 @@ def test_a_history_page_does_not_cost_every_revision(
     assert owner.get(f"/v1/namespaces/{NS}/contexts/long").status_code == 200
     fill(container, 2_000)
     fill(container, 20_000, name="long")
-    sizes = []
-    for name in ("research-memory", "long"):
-        path = f"/v1/namespaces/{NS}/contexts/{name}/history"
-        answers: list[Served] = []
-        answer: Callable[[], None] = lambda path=path, answers=answers: answers.append(  # noqa: E731
-            serve(api, path, keep=False))
-        sizes.append(min(peak_memory(answer) for _ in range(2)))
-        assert answers and all(a.status == 200 and a.error is None for a in answers)
+    sizes = answer_peaks(api, [f"/v1/namespaces/{NS}/contexts/{name}/history"
+                               for name in ("research-memory", "long")])
     assert sizes[1] < 2.5 * sizes[0], sizes

@@ -28,11 +28,10 @@ from tests.api.conftest import Api, context_body, expect
 from tests.api.test_audit_streaming import (
     ALICE,
     NAMES,
-    Served,
+    answer_peaks,
     assert_cut_short_by_a_failed_second_page,
     serve,
 )
-from tests.support.memory_cost import peak_memory
 
 NS, NAME = "team1", "research-memory"
 REVISIONS = f"/v1/namespaces/{NS}/contexts/{NAME}/revisions"
@@ -129,16 +128,9 @@ def test_memory_does_not_follow_the_length_of_the_history(
     fill(container, 2_000)
     fill(container, 20_000, name="long")
     short, long = REVISIONS, f"/v1/namespaces/{NS}/contexts/long/revisions"
-    sizes = []
     for path in (short, long):
         assert serve(api, path).body == one_body(container, path.split("/")[-2])
-        answers: list[Served] = []
-
-        def answer(path: str = path, answers: list[Served] = answers) -> None:
-            answers.append(serve(api, path, keep=False))
-
-        sizes.append(min(peak_memory(answer) for _ in range(2)))
-        assert all(a.status == 200 and a.error is None for a in answers)
+    sizes = answer_peaks(api, (short, long))
     assert sizes[1] < 2.5 * sizes[0], sizes
 
 

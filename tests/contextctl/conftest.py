@@ -6,8 +6,10 @@ codes)."""
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import socket
+import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
@@ -183,3 +185,15 @@ def silent_service() -> Iterator[tuple[str, list[socket.socket]]]:
         for connection in accepted:
             connection.close()
         server.close()
+
+
+# ``contextctl mcp`` as an agent's host launches it
+MCP_COMMAND = (sys.executable, "-m", "context_service.contextctl", "mcp")
+
+
+def bridge_environment(url: str, token: str) -> dict[str, str]:
+    """The environment ``contextctl mcp`` is launched with: this one's without its ``CS_``
+    settings, the service at ``url`` and the agent's ``token``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CS_")}
+    env.update(CS_URL=url, CS_AGENT_TOKEN=token)
+    return env

@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import queue
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -26,6 +24,7 @@ import httpx
 import pytest
 
 from context_service.contextctl import mcp_bridge
+from tests.contextctl.conftest import MCP_COMMAND, bridge_environment
 from tests.e2e.server import ServerProcess
 from tests.support.peer_sockets import closed_by_peer
 
@@ -43,10 +42,8 @@ class Bridge:
     thread blocked on it would hold it open)."""
 
     def __init__(self, url: str, token: str = TOKEN, reading: bool = True) -> None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("CS_")}
-        env.update(CS_URL=url, CS_AGENT_TOKEN=token)
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "context_service.contextctl", "mcp"], env=env,
+            MCP_COMMAND, env=bridge_environment(url, token),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.lines: queue.Queue[bytes] = queue.Queue()
         self.raw: list[bytes] = []  # every stdout line as read, a partial last one included

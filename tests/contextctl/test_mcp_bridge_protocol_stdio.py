@@ -11,11 +11,9 @@ service is not there (its own catalogue stands) or, for the cancellation, never 
 from __future__ import annotations
 
 import json
-import os
 import queue
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -23,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from tests.contextctl.conftest import MCP_COMMAND, bridge_environment
 from tests.support.peer_sockets import closed_by_peer
 
 PARSE_ERROR = -32700
@@ -36,10 +35,8 @@ class Stdio:
     of its stdout read back."""
 
     def __init__(self, url: str) -> None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("CS_")}
-        env.update(CS_URL=url, CS_AGENT_TOKEN=TOKEN)
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "context_service.contextctl", "mcp"], env=env,
+            MCP_COMMAND, env=bridge_environment(url, TOKEN),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         self.lines: queue.Queue[bytes] = queue.Queue()
         self.reader = threading.Thread(target=self._read, daemon=True)

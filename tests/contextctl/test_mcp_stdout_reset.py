@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import socket
 import struct
 import subprocess
-import sys
 from collections.abc import Iterator
 from typing import Any
+
+from tests.contextctl.conftest import MCP_COMMAND, bridge_environment
 
 HANDSHAKE = "2025-11-25"
 TOKEN = "bdk_0123456789abcdef_" + "A" * 43
@@ -37,10 +37,8 @@ def bridge_on_socket(url: str, both: bool = False
     too where ``both``, as a host that talks to it over one connection); yields the process
     and the host's end."""
     near, far = _connected_pair()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CS_")}
-    env.update(CS_URL=url, CS_AGENT_TOKEN=TOKEN)
-    process = subprocess.Popen([sys.executable, "-m", "context_service.contextctl", "mcp"],
-                               env=env, stdin=near.fileno() if both else subprocess.PIPE,
+    process = subprocess.Popen(MCP_COMMAND, env=bridge_environment(url, TOKEN),
+                               stdin=near.fileno() if both else subprocess.PIPE,
                                stdout=near.fileno(), stderr=subprocess.PIPE)
     near.close()  # the child holds its own
     try:

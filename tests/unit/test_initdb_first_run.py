@@ -47,8 +47,13 @@ def _serves_after_a_real_initdb(data: Path, shelf: Path, real: Path) -> None:
     """With the real ``initdb`` back, the next start makes the cluster and serves."""
     (shelf / "initdb").unlink()
     (shelf / "initdb").symlink_to(real)
+    _starts_and_serves(data, timeout=20)
+
+
+def _starts_and_serves(data: Path, timeout: float) -> None:
+    """The embedded server starts on ``data``, answers a query, and is stopped."""
     try:
-        url = embedded.start(data, database="postgres", timeout=20)
+        url = embedded.start(data, database="postgres", timeout=timeout)
         with psycopg.connect(url) as conn:
             assert conn.execute("SELECT 1").fetchone() == (1,)
     finally:
@@ -82,12 +87,7 @@ def test_a_data_directory_whose_path_has_a_space_or_a_url_character_serves(
     percent-encoded, or the client library refuses it (a space) or reads another one."""
     data = tmp_path / name
     data.mkdir()
-    try:
-        url = embedded.start(data, database="postgres", timeout=30)
-        with psycopg.connect(url) as conn:
-            assert conn.execute("SELECT 1").fetchone() == (1,)
-    finally:
-        embedded.stop(data)
+    _starts_and_serves(data, timeout=30)
 
 
 def test_a_cluster_made_for_a_mount_point_is_moved_in_whole(
