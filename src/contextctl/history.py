@@ -13,7 +13,6 @@ from typing import IO, Any
 import click
 import yaml
 from rich.cells import cell_len
-from rich.table import Table
 from rich.text import Text
 
 from context_service.contextctl import output
@@ -188,25 +187,13 @@ def _longest_word(cell: str) -> int:
     return max(cell_len(w) for w in words) if words else cell_len(cell)
 
 
-def _grid(headers: Sequence[str], header: bool = True, widths: Sequence[int] | None = None,
-          ) -> Table:
-    """The grid ``output.table`` draws, its columns ``widths`` wide where given."""
-    out = output.console()
-    grid = Table(box=None, pad_edge=False, show_edge=False, padding=(0, 3, 0, 0),
-                 header_style="bold" if out.is_terminal else "", show_header=header)
-    for i, name in enumerate(headers):
-        grid.add_column(name, no_wrap=not out.is_terminal,
-                        width=None if widths is None else widths[i])
-    return grid
-
-
 def _column_widths(headers: Sequence[str], widest: Sequence[int], longest: Sequence[int],
                    ) -> list[int]:
     """The widths the table of every item gets on this console: rich's own sizing of a table
     whose cells measure as the widest and the longest word of each column did. The widest cell
     alone, as each page's least width, made a row wider than a terminal: the columns past its
     width were cut to nothing, where the whole table wraps and shortens cells to fit."""
-    grid = _grid(headers)
+    grid = output.grid(headers)
     grid.add_row(*(Text("a" * w) for w in longest))  # the least each column can be
     grid.add_row(*(Text(("a " * w)[:w]) for w in widest))  # the most each column would take
     out = output.console()
@@ -222,14 +209,10 @@ def _table_rows(headers: Sequence[str], widths: Sequence[int], rows: list[list[s
                 header: bool) -> None:
     """Rows of the table ``output.table`` writes, its columns given their final widths (the
     same grid: a page of rows at those widths is those rows of the whole table)."""
-    out = output.console()
-    grid = _grid(headers, header, widths)
+    grid = output.grid(headers, header, widths)
     for row in rows:
         grid.add_row(*(Text(c) for c in row))
-    with out.capture() as captured:
-        out.print(grid)
-    for text in captured.get().splitlines():
-        output.line(text.rstrip())
+    output.print_grid(grid)
 
 
 @history.command(help="The audit trail: grants, revocations, attachments (needs administer).")

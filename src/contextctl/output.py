@@ -73,15 +73,30 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[object]], empty: str,
         if empty:
             line(indent + empty)
         return
-    out = console()
-    grid = Table(box=None, pad_edge=False, show_edge=False, padding=(0, 3, 0, 0),
-                 header_style="bold" if out.is_terminal else "")
-    for header in headers:
-        grid.add_column(header, no_wrap=not out.is_terminal)
+    drawn = grid(headers)
     for row in cells:
-        grid.add_row(*(Text(c) for c in row))
+        drawn.add_row(*(Text(c) for c in row))
+    print_grid(drawn, indent)
+
+
+def grid(headers: Sequence[str], show_header: bool = True,
+         widths: Sequence[int] | None = None) -> Table:
+    """The grid every table is drawn in, without rows; its columns ``widths`` wide where given
+    (a table written a page at a time keeps the widths of the whole)."""
+    out = console()
+    drawn = Table(box=None, pad_edge=False, show_edge=False, padding=(0, 3, 0, 0),
+                  header_style="bold" if out.is_terminal else "", show_header=show_header)
+    for i, header in enumerate(headers):
+        drawn.add_column(header, no_wrap=not out.is_terminal,
+                         width=None if widths is None else widths[i])
+    return drawn
+
+
+def print_grid(drawn: Table, indent: str = "") -> None:
+    """A grid's lines, each without trailing blanks."""
+    out = console()
     with out.capture() as captured:
-        out.print(grid)
+        out.print(drawn)
     for text in captured.get().splitlines():
         line((indent + text).rstrip())
 
