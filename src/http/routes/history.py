@@ -57,10 +57,11 @@ def list_revisions(request: Request[Any, Any, Any], namespace: FromPath[str],
         last=functools.partial(reads.revisions_last, namespace, name, since),
         page=lambda past, through, size: reads.revisions(namespace, name, since, past, size,
                                                          through),
-        key=_revision_key, render=_rendered_revision, what="revision history"))
+        key=_key, render=_rendered_revision, what="revision history"))
 
 
-def _revision_key(entry: RevisionEntry) -> Key:
+def _key(entry: AuditEntry | RevisionEntry) -> Key:
+    """Where an entry of a history stands: the order both histories are kept and paged in."""
     return entry.position, entry.seq
 
 
@@ -129,10 +130,6 @@ def _audit_limit(raw: str | None) -> int | None:
     return limit
 
 
-def _audit_key(entry: AuditEntry) -> Key:
-    return entry.position, entry.seq
-
-
 @get(PATH + "/audit", opt={"query": ("limit", "cursor"), "permission": "administer"},
      responses=refusals({404: "no such context, or the caller may not administer it"}))
 @threaded
@@ -160,7 +157,7 @@ def read_audit(request: Request[Any, Any, Any], namespace: FromPath[str],
             last=functools.partial(reads.audit_last, namespace, name, since),
             page=lambda past, through, size: reads.audit(namespace, name, since, past, size,
                                                          through),
-            key=_audit_key, render=render.audit_event, what="audit log"), after)
+            key=_key, render=render.audit_event, what="audit log"), after)
     page = reads.audit(namespace, name, since, after, limit + 1)
     body: dict[str, Any] = {"items": [render.audit_event(e) for e in page[:limit]]}
     if len(page) > limit:
