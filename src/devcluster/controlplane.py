@@ -26,6 +26,7 @@ from kubernetes.client import ApiClient, Configuration
 
 from context_service.adapters.children import Child, run_once
 from context_service.adapters.children import stop_stale as stop_stale_child
+from context_service.files import Replacing
 
 log = logging.getLogger(__name__)
 KCM_CONTROLLERS = "garbagecollector,namespace,pvc-protection"
@@ -89,15 +90,12 @@ class Ports:
 
 
 def _write_private(path: Path, text: str) -> None:
-    """``text`` as ``path``, readable by its owner alone from the start and there only once
-    whole: written with the umask, then made owner-only, the API server's admin token was open
+    """``text`` as ``path``, readable by its owner alone from its first byte and there only
+    once whole: written with the umask, then made owner-only, the API server's admin token was open
     to every local user meanwhile, and for good when a start stopped in between."""
-    making = path.with_name(f"{path.name}.making")
-    descriptor = os.open(making, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.fchmod(descriptor, 0o600)  # one left by a start stopped earlier keeps its mode
-    with os.fdopen(descriptor, "w") as written:
+    with Replacing(path) as written:
+        os.fchmod(written.fileno(), 0o600)  # while it is still empty
         written.write(text)
-    making.replace(path)
 
 
 def _make_key(key: Path) -> None:
